@@ -1,0 +1,32 @@
+// swift-tools-version:6.0
+// switchd: a system service that keeps boolean settings with the rules of a UI switch.
+import PackageDescription
+
+let package = Package(
+  name: "switchd",
+  products: [
+    .executable(name: "switchd", targets: ["switchd"]),
+    .executable(name: "switchctl", targets: ["switchctl"]),
+  ],
+  targets: [
+    .systemLibrary(
+      name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+    .target(name: "CShim"),
+    .target(name: "SwitchCore"),
+    .target(name: "SwitchProtocol", dependencies: ["SwitchCore"]),
+    .target(name: "SwitchStore", dependencies: ["SwitchCore", "CSQLite"]),
+    .target(
+      name: "SwitchDaemon",
+      dependencies: ["SwitchCore", "SwitchProtocol", "SwitchStore", "CShim"]),
+    .target(name: "SwitchCtl", dependencies: ["SwitchCore", "SwitchProtocol", "CShim"]),
+    .executableTarget(name: "switchd", dependencies: ["SwitchDaemon"]),
+    .executableTarget(name: "switchctl", dependencies: ["SwitchCtl"]),
+    .testTarget(name: "SwitchCoreTests", dependencies: ["SwitchCore"]),
+    .testTarget(name: "SwitchProtocolTests", dependencies: ["SwitchProtocol"]),
+    .testTarget(name: "SwitchStoreTests", dependencies: ["SwitchStore"]),
+    .testTarget(name: "SwitchDaemonTests", dependencies: ["SwitchDaemon"]),
+    .testTarget(name: "SwitchCtlTests", dependencies: ["SwitchCtl"]),
+    .testTarget(name: "EndToEndTests", dependencies: ["SwitchProtocol"]),
+  ],
+  swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,168 @@
+/// A place in a configuration file: `switches.d/10-base.conf:12`.
+public struct SourceLocation: Equatable, Hashable, Sendable, CustomStringConvertible {
+  /// The path relative to the configuration directory (`policy.d/50-corp.conf`).
+  public var file: String
+  public var line: Int
+
+  public init(file: String, line: Int) {
+    self.file = file
+    self.line = line
+  }
+
+  /// `file:line` as errors print it.
+  public var description: String { "\(file):\(line)" }
+
+  /// `name.conf:line`, as `policySource` carries it.
+  public var policySourceText: String {
+    let name = file.split(separator: "/").last.map(String.init) ?? file
+    return "\(name):\(line)"
+  }
+}
+
+/// A switch declared in `switches.d`.
+public struct SwitchDefinition: Equatable, Sendable {
+  public var key: String
+  /// The text that names the setting; nil when the schema gives none (a warning).
+  public var label: String?
+  public var description: String
+  public var defaultChecked: Bool
+  public var checkedIcon: String
+  public var uncheckedIcon: String
+  public var source: SourceLocation
+
+  public init(
+    key: String, label: String?, description: String = "", defaultChecked: Bool,
+    checkedIcon: String = "", uncheckedIcon: String = "",
+    source: SourceLocation = SourceLocation(file: "", line: 0)
+  ) {
+    self.key = key
+    self.label = label
+    self.description = description
+    self.defaultChecked = defaultChecked
+    self.checkedIcon = checkedIcon
+    self.uncheckedIcon = uncheckedIcon
+    self.source = source
+  }
+}
+
+/// What `policy.d` says of one switch, merged name by name across files.
+public struct PolicyRule: Equatable, Sendable {
+  public var key: String
+  public var readOnly: Bool
+  public var disabled: Bool
+  /// The value the policy fixes; it has effect only together with `readOnly`.
+  public var checked: Bool?
+  public var reason: String?
+  /// The section whose `ReadOnly=` is in force.
+  public var readOnlySource: SourceLocation?
+  /// The section whose `Disabled=` is in force.
+  public var disabledSource: SourceLocation?
+
+  public init(
+    key: String, readOnly: Bool = false, disabled: Bool = false, checked: Bool? = nil,
+    reason: String? = nil, readOnlySource: SourceLocation? = nil,
+    disabledSource: SourceLocation? = nil
+  ) {
+    self.key = key
+    self.readOnly = readOnly
+    self.disabled = disabled
+    self.checked = checked
+    self.reason = reason
+    self.readOnlySource = readOnlySource
+    self.disabledSource = disabledSource
+  }
+
+  /// The policy fixes the value: nobody can set it over the socket.
+  public var fixesValue: Bool { readOnly && checked != nil }
+}
+
+/// The daemon's own settings from `switchd.conf`, with the documented defaults.
+public struct DaemonSettings: Equatable, Sendable {
+  public var socket: String?
+  public var database: String?
+  public var adminGroup: String? = "switchd-admin"
+  public var writers: String?
+  public var socketMode: UInt32 = 0o666
+  public var maxFrameBytes = 1_048_576
+  public var maxConnections = 4096
+  public var maxQueuedBytes = 1_048_576
+  public var maxWatchesPerConnection = 64
+  public var maxHistoryPage = 1000
+  public var maxNestingDepth = 32
+  public var historyRetention = 100_000
+  public var logLevel: LogLevel = .info
+
+  public init() {}
+}
+
+/// syslog priorities, as journald reads them from a `<N>` prefix.
+public enum LogLevel: Int, Comparable, Sendable, CaseIterable {
+  case error = 3
+  case warning = 4
+  case notice = 5
+  case info = 6
+  case debug = 7
+
+  public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+
+  public var name: String {
+    switch self {
+    case .error: return "error"
+    case .warning: return "warning"
+    case .notice: return "notice"
+    case .info: return "info"
+    case .debug: return "debug"
+    }
+  }
+}
+
+/// A configuration problem, always with the file and line it is on.
+public struct ConfigDiagnostic: Equatable, Sendable, CustomStringConvertible {
+  public enum Severity: Sendable { case error, warning }
+  public var severity: Severity
+  public var location: SourceLocation
+  public var message: String
+
+  public init(_ severity: Severity, _ location: SourceLocation, _ message: String) {
+    self.severity = severity
+    self.location = location
+    self.message = message
+  }
+
+  /// `file.conf:line: message`
+  public var description: String { "\(location): \(message)" }
+}
+
+/// A whole, valid configuration: settings, the schema and the policies.
+/// Immutable; a reload builds a new one and swaps it in.
+public struct Catalog: Sendable {
+  public var settings: DaemonSettings
+  /// Declared switches by key.
+  public var switches: [String: SwitchDefinition]
+  /// Declared keys, sorted: the order `list` returns.
+  public var sortedKeys: [String]
+  /// Policies by key, for declared and undeclared keys alike.
+  public var policies: [String: PolicyRule]
+  /// Warnings found while building it (errors prevent a Catalog).
+  public var warnings: [ConfigDiagnostic]
+
+  public init(
+    settings: DaemonSettings = DaemonSettings(), switches: [SwitchDefinition],
+    policies: [PolicyRule] = [], warnings: [ConfigDiagnostic] = []
+  ) {
+    self.settings = settings
+    var byKey: [String: SwitchDefinition] = [:]
+    for s in switches { byKey[s.key] = s }
+    self.switches = byKey
+    self.sortedKeys = byKey.keys.sorted(by: {
+      Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8))
+    })
+    var rules: [String: PolicyRule] = [:]
+    for p in policies { rules[p.key] = p }
+    self.policies = rules
+    self.warnings = warnings
+  }
+
+  /// The number of policy sections in force for declared switches.
+  public var policyCount: Int { policies.keys.filter { switches[$0] != nil }.count }
+}

@@ -1,0 +1,45 @@
+/// Who made a change: a peer from SO_PEERCRED, or a policy file.
+public enum Actor: Equatable, Hashable, Sendable {
+  case peer(uid: UInt32, gid: UInt32, pid: Int32)
+  case policy
+}
+
+/// What made a change: the method, or a policy applied at start or reload.
+public enum Cause: String, Sendable, CaseIterable {
+  case set
+  case toggle
+  case reset
+  case lock
+  case unlock
+  case disable
+  case enable
+  case policy
+}
+
+/// One committed change of one switch: one revision, one event.
+public struct Change: Equatable, Sendable {
+  public var revision: Int64
+  /// Milliseconds since the epoch.
+  public var time: Int64
+  public var key: String
+  public var cause: Cause
+  public var actor: Actor
+  public var state: SwitchState
+  public var previous: SwitchState
+
+  public init(
+    revision: Int64, time: Int64, key: String, cause: Cause, actor: Actor, state: SwitchState,
+    previous: SwitchState
+  ) {
+    self.revision = revision
+    self.time = time
+    self.key = key
+    self.cause = cause
+    self.actor = actor
+    self.state = state
+    self.previous = previous
+  }
+
+  /// The State fields this change altered, in wire order.
+  public var fields: [StateField] { state.changedFields(from: previous) }
+}

@@ -1,0 +1,44 @@
+/// Why the rules refuse a call. Each case names the switch and, where one
+/// exists, the reason text, so that a UI can "say near it why" (SWT-25).
+public enum Refusal: Error, Equatable, Sendable {
+  /// No switch has that key.
+  case unknownSwitch(key: String)
+  /// The caller may not call this method, or may not write switches.
+  case permissionDenied(key: String?, action: String, requirement: String)
+  /// The switch is disabled: nobody changes it (disabled wins).
+  case disabled(key: String, reason: String?, by: Holder?)
+  /// The switch is read-only for this caller.
+  case readOnly(key: String, reason: String?, heldBy: Holder?)
+  /// `ifRevision` is not the switch's revision.
+  case conflict(key: String, expected: Int64, current: Int64)
+
+  /// One English sentence for a person, with the reason text when there is one.
+  public var message: String {
+    switch self {
+    case .unknownSwitch(let key):
+      return "No switch has the key \(key)."
+    case .permissionDenied(let key, let action, let requirement):
+      if let key { return "You may not \(action) \(key): \(requirement)." }
+      return "You may not \(action): \(requirement)."
+    case .disabled(let key, let reason, let by):
+      return Refusal.sentence("\(key) is disabled", reason: reason, holder: by)
+    case .readOnly(let key, let reason, let heldBy):
+      return Refusal.sentence("\(key) is read-only", reason: reason, holder: heldBy)
+    case .conflict(let key, let expected, let current):
+      return "\(key) changed since revision \(expected); it is now at revision \(current)."
+    }
+  }
+
+  private static func sentence(_ head: String, reason: String?, holder: Holder?) -> String {
+    if let reason, !reason.isEmpty {
+      let trimmed = reason.hasSuffix(".") ? String(reason.dropLast()) : reason
+      return "\(head): \(trimmed)."
+    }
+    switch holder {
+    case .policy: return "\(head) by a policy of your organisation."
+    case .admin: return "\(head) by an administrator."
+    case .dependency: return "\(head) because a switch it depends on is off."
+    case nil: return "\(head)."
+    }
+  }
+}

@@ -1,0 +1,157 @@
+/// The switch rules of SEMANTICS.md as plain functions over values.
+///
+/// Order of checks (PROTOCOL.md): PermissionDenied for the method →
+/// InvalidParams → UnknownSwitch → PermissionDenied for writing → Disabled →
+/// ReadOnly → Conflict; only then is a no-op detected.
+public enum Rules {
+  /// Whether `caller` may call a method at all (the first check of the order).
+  public static func mayCall(administrative: Bool, caller: Caller) -> Bool {
+    !administrative || caller.isAdmin
+  }
+
+  /// Decides what `operation` does to a switch.
+  /// - Returns: the new state, or nil when the call changes nothing.
+  public static func decide(
+    _ operation: Operation, key: String, definition: SwitchDefinition?, record: SwitchRecord?,
+    policy: PolicyRule?, caller: Caller
+  ) -> Result<SwitchState?, Refusal> {
+    guard let definition, let record else { return .failure(.unknownSwitch(key: key)) }
+    if operation.isAdministrative && !caller.isAdmin {
+      return .failure(
+        .permissionDenied(
+          key: key, action: operation.cause.rawValue,
+          requirement: "only an administrator may"))
+    }
+    let state = record.state
+    switch operation {
+    case .set, .toggle, .reset:
+      if !caller.mayWrite {
+        return .failure(
+          .permissionDenied(
+            key: key, action: "change",
+            requirement: "only members of the Writers group may change switches"))
+      }
+      if let refusal = valueRefusal(key: key, state: state, policy: policy, caller: caller) {
+        return .failure(refusal)
+      }
+      var next = state
+      switch operation {
+      case .set(let checked, let ifRevision):
+        if let refusal = conflict(key: key, ifRevision: ifRevision, record: record) {
+          return .failure(refusal)
+        }
+        next.checked = checked
+      case .toggle(let ifRevision):
+        if let refusal = conflict(key: key, ifRevision: ifRevision, record: record) {
+          return .failure(refusal)
+        }
+        next.checked.toggle()
+      default:
+        next.checked = definition.defaultChecked
+      }
+      return .success(next == state ? nil : next)
+
+    case .lock(let reason, let checked):
+      // Setting a value while locking changes `checked`: disabled forbids that.
+      if checked != nil, state.disabled {
+        return .failure(.disabled(key: key, reason: state.disabledReason, by: state.disabledBy))
+      }
+      if state.heldBy == .policy {
+        return .failure(.readOnly(key: key, reason: state.readOnlyReason, heldBy: .policy))
+      }
+      var next = state
+      next.readOnly = true
+      next.heldBy = .admin
+      next.readOnlyReason = reason ?? (state.heldBy == .admin ? state.readOnlyReason : nil)
+      if let checked { next.checked = checked }
+      return .success(next == state ? nil : next)
+
+    case .unlock:
+      if state.heldBy == .policy {
+        return .failure(.readOnly(key: key, reason: state.readOnlyReason, heldBy: .policy))
+      }
+      var next = state
+      next.readOnly = false
+      next.heldBy = nil
+      next.readOnlyReason = nil
+      return .success(next == state ? nil : next)
+
+    case .disable(let reason):
+      if state.disabledBy == .policy {
+        return .failure(.disabled(key: key, reason: state.disabledReason, by: .policy))
+      }
+      var next = state
+      next.disabled = true
+      next.disabledBy = .admin
+      next.disabledReason = reason ?? (state.disabledBy == .admin ? state.disabledReason : nil)
+      return .success(next == state ? nil : next)
+
+    case .enable:
+      if state.disabledBy == .policy {
+        return .failure(.disabled(key: key, reason: state.disabledReason, by: .policy))
+      }
+      var next = state
+      next.disabled = false
+      next.disabledBy = nil
+      next.disabledReason = nil
+      return .success(next == state ? nil : next)
+    }
+  }
+
+  /// Disabled wins over read-only; an administrator may set what it or a
+  /// policy holds, unless the policy fixes the value.
+  static func valueRefusal(
+    key: String, state: SwitchState, policy: PolicyRule?, caller: Caller
+  ) -> Refusal? {
+    if state.disabled {
+      return .disabled(key: key, reason: state.disabledReason, by: state.disabledBy)
+    }
+    if state.readOnly {
+      let policyFixesValue = state.heldBy == .policy && policy?.fixesValue == true
+      if !caller.isAdmin || policyFixesValue {
+        return .readOnly(key: key, reason: state.readOnlyReason, heldBy: state.heldBy)
+      }
+    }
+    return nil
+  }
+
+  static func conflict(key: String, ifRevision: Int64?, record: SwitchRecord) -> Refusal? {
+    guard let ifRevision, ifRevision != record.revision else { return nil }
+    return .conflict(key: key, expected: ifRevision, current: record.revision)
+  }
+
+  /// The state a switch has once `rule` (nil: no policy for it) is applied.
+  /// What a policy held and no longer holds is lifted; what an administrator
+  /// holds is left alone unless the policy now holds it.
+  public static func applyPolicy(_ rule: PolicyRule?, to state: SwitchState) -> SwitchState {
+    var next = state
+    if let rule, rule.readOnly {
+      next.readOnly = true
+      next.heldBy = .policy
+      next.readOnlyReason = rule.reason
+      if let checked = rule.checked { next.checked = checked }
+    } else if state.heldBy == .policy {
+      next.readOnly = false
+      next.heldBy = nil
+      next.readOnlyReason = nil
+    }
+    if let rule, rule.disabled {
+      next.disabled = true
+      next.disabledBy = .policy
+      next.disabledReason = rule.reason
+    } else if state.disabledBy == .policy {
+      next.disabled = false
+      next.disabledBy = nil
+      next.disabledReason = nil
+    }
+    return next
+  }
+
+  /// `policySource` of a switch: the section that disables it (disabled
+  /// wins), else the one that holds it, else nil.
+  public static func policySource(state: SwitchState, rule: PolicyRule?) -> SourceLocation? {
+    if state.disabledBy == .policy, let source = rule?.disabledSource { return source }
+    if state.heldBy == .policy, let source = rule?.readOnlySource { return source }
+    return nil
+  }
+}

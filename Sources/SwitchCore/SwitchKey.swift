@@ -1,0 +1,63 @@
+/// Validation of switch keys: `^[a-z][a-z0-9]*([.-][a-z0-9]+)*$`, at most 128 bytes.
+public enum SwitchKey {
+  public static let maxBytes = 128
+
+  /// Why `key` is not a valid switch key, or nil when it is.
+  public static func problem(_ key: String) -> String? {
+    let bytes = Array(key.utf8)
+    if bytes.isEmpty { return "a switch key cannot be empty" }
+    if bytes.count > maxBytes { return "a switch key is at most \(maxBytes) bytes" }
+    guard isLower(bytes[0]) else { return "a switch key starts with a lowercase letter a-z" }
+    var previousWasSeparator = false
+    for b in bytes {
+      if isLower(b) || isDigit(b) {
+        previousWasSeparator = false
+      } else if b == UInt8(ascii: ".") || b == UInt8(ascii: "-") {
+        if previousWasSeparator { return "a switch key has no two separators in a row" }
+        previousWasSeparator = true
+      } else {
+        return "a switch key holds only a-z, 0-9, '.' and '-'"
+      }
+    }
+    if previousWasSeparator { return "a switch key does not end with '.' or '-'" }
+    return nil
+  }
+
+  public static func isValid(_ key: String) -> Bool { problem(key) == nil }
+
+  private static func isLower(_ b: UInt8) -> Bool {
+    b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")
+  }
+  private static func isDigit(_ b: UInt8) -> Bool {
+    b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")
+  }
+}
+
+/// A `watch` pattern: an exact key, or a prefix ending in `*`.
+public enum KeyPattern: Hashable, Sendable {
+  case exact(String)
+  case prefix(String)
+
+  /// Parses a pattern, or returns why it is not one.
+  public static func parse(_ text: String) -> Result<KeyPattern, PatternError> {
+    if text.hasSuffix("*") {
+      let prefix = String(text.dropLast())
+      if prefix.contains("*") { return .failure(PatternError(pattern: text)) }
+      if prefix.utf8.count > SwitchKey.maxBytes { return .failure(PatternError(pattern: text)) }
+      return .success(.prefix(prefix))
+    }
+    if SwitchKey.isValid(text) { return .success(.exact(text)) }
+    return .failure(PatternError(pattern: text))
+  }
+
+  public func matches(_ key: String) -> Bool {
+    switch self {
+    case .exact(let k): return k == key
+    case .prefix(let p): return key.hasPrefix(p)
+    }
+  }
+}
+
+public struct PatternError: Error, Equatable, Sendable {
+  public let pattern: String
+}

@@ -1,0 +1,74 @@
+/// Who holds a switch read-only, or disabled it.
+public enum Holder: String, Sendable, Hashable, CaseIterable {
+  case policy
+  case admin
+  case dependency
+}
+
+/// The part of a switch that a change can alter; carried by events and history.
+public struct SwitchState: Equatable, Hashable, Sendable {
+  public var checked: Bool
+  public var readOnly: Bool
+  public var readOnlyReason: String?
+  public var heldBy: Holder?
+  public var disabled: Bool
+  public var disabledReason: String?
+  public var disabledBy: Holder?
+
+  public init(
+    checked: Bool, readOnly: Bool = false, readOnlyReason: String? = nil, heldBy: Holder? = nil,
+    disabled: Bool = false, disabledReason: String? = nil, disabledBy: Holder? = nil
+  ) {
+    self.checked = checked
+    self.readOnly = readOnly
+    self.readOnlyReason = readOnlyReason
+    self.heldBy = heldBy
+    self.disabled = disabled
+    self.disabledReason = disabledReason
+    self.disabledBy = disabledBy
+  }
+
+  /// The State fields that differ between `self` and `other`, in wire order.
+  public func changedFields(from other: SwitchState) -> [StateField] {
+    var fields: [StateField] = []
+    if checked != other.checked { fields.append(.checked) }
+    if readOnly != other.readOnly { fields.append(.readOnly) }
+    if readOnlyReason != other.readOnlyReason { fields.append(.readOnlyReason) }
+    if heldBy != other.heldBy { fields.append(.heldBy) }
+    if disabled != other.disabled { fields.append(.disabled) }
+    if disabledReason != other.disabledReason { fields.append(.disabledReason) }
+    if disabledBy != other.disabledBy { fields.append(.disabledBy) }
+    return fields
+  }
+
+  /// Whether the setting is on and in effect: a disabled switch does not apply.
+  public var isOnAndInEffect: Bool { checked && !disabled }
+}
+
+/// Names of the State fields, as they appear in `fields` of an event.
+public enum StateField: String, Sendable, CaseIterable {
+  case checked
+  case readOnly
+  case readOnlyReason
+  case heldBy
+  case disabled
+  case disabledReason
+  case disabledBy
+}
+
+/// A switch as stored: its state and when it last changed.
+public struct SwitchRecord: Equatable, Sendable {
+  public var key: String
+  public var state: SwitchState
+  /// The global revision of the last change to this switch; 0 if never changed.
+  public var revision: Int64
+  /// Milliseconds since the epoch of the last change; nil if never changed.
+  public var changedAt: Int64?
+
+  public init(key: String, state: SwitchState, revision: Int64 = 0, changedAt: Int64? = nil) {
+    self.key = key
+    self.state = state
+    self.revision = revision
+    self.changedAt = changedAt
+  }
+}
