@@ -6,6 +6,10 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #ifndef SO_PEERGROUPS
@@ -60,3 +64,30 @@ int shim_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 int shim_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
 int shim_errno(void) { return errno; }
+
+int shim_signalfd_termination_and_reload(void) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) return -1;
+  return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+int shim_signalfd_read(int fd) {
+  struct signalfd_siginfo info;
+  ssize_t n = read(fd, &info, sizeof(info));
+  if (n != (ssize_t)sizeof(info)) return -1;
+  return (int)info.ssi_signo;
+}
+
+long shim_raise_nofile_limit(void) {
+  struct rlimit lim;
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return -1;
+  if (lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) return -1;
+  }
+  return (long)lim.rlim_cur;
+}

@@ -5,7 +5,7 @@ public enum Actor: Equatable, Hashable, Sendable {
 }
 
 /// What made a change: the method, or a policy applied at start or reload.
-public enum Cause: String, Sendable, CaseIterable {
+public enum Cause: Sendable, CaseIterable {
   case set
   case toggle
   case reset

@@ -20,6 +20,19 @@ public enum Operation: Equatable, Sendable {
     }
   }
 
+  /// The verb for a person: "You may not lock wifi".
+  public var verb: String {
+    switch self {
+    case .set: return "set"
+    case .toggle: return "toggle"
+    case .reset: return "reset"
+    case .lock: return "lock"
+    case .unlock: return "unlock"
+    case .disable: return "disable"
+    case .enable: return "enable"
+    }
+  }
+
   /// Administrator verbs: lock, unlock, disable, enable.
   public var isAdministrative: Bool {
     switch self {

@@ -19,7 +19,7 @@ public enum Rules {
     if operation.isAdministrative && !caller.isAdmin {
       return .failure(
         .permissionDenied(
-          key: key, action: operation.cause.rawValue,
+          key: key, action: operation.verb,
           requirement: "only an administrator may"))
     }
     let state = record.state

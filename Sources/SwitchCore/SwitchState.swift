@@ -1,5 +1,5 @@
 /// Who holds a switch read-only, or disabled it.
-public enum Holder: String, Sendable, Hashable, CaseIterable {
+public enum Holder: Sendable, Hashable, CaseIterable {
   case policy
   case admin
   case dependency
@@ -45,8 +45,8 @@ public struct SwitchState: Equatable, Hashable, Sendable {
   public var isOnAndInEffect: Bool { checked && !disabled }
 }
 
-/// Names of the State fields, as they appear in `fields` of an event.
-public enum StateField: String, Sendable, CaseIterable {
+/// The State fields; `fields` of an event lists those a change altered.
+public enum StateField: Sendable, CaseIterable {
   case checked
   case readOnly
   case readOnlyReason

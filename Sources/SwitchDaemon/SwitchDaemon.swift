@@ -1,1 +1,14 @@
-// SwitchDaemon
+// SwitchDaemon: the server that carries the rules SwitchCore decides.
+//
+// Threads: the event loop (`Server`, the caller's thread) owns every
+// connection, watch and the loop's copy of the switches; the writer
+// (`Writer`, its own thread) owns the read-write SQLite connection and the
+// authoritative copy. They meet at two queues: jobs go to the writer
+// (`BlockingQueue<WriterJob>`), committed results come back
+// (`BlockingQueue<WriterOutput>`, with an eventfd to wake the loop).
+// Nothing else is shared, so there is no lock order to get wrong.
+//
+// A write: decode → authorize → writer decides with `Rules.decide` →
+// one transaction for every write queued (group commit) → the loop
+// publishes the events → answers. A read is answered from the loop's copy
+// and never waits for a sync.

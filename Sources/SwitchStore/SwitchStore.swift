@@ -1,1 +1,330 @@
-// SwitchStore
+// SwitchStore: the switches and their change log, in one SQLite file.
+//
+// Layers, bottom up. `SQLiteError`, `SQLiteStatement` and `SQLiteConnection` wrap the C API
+// once: every result code becomes a `SQLiteError` with its codes, statements are prepared once
+// (`SQLITE_PREPARE_PERSISTENT`) and finalized by `close()` or deinit. `Schema` holds the
+// forward migrations, versioned with `PRAGMA user_version`. `StoreStatements` holds every SQL
+// text and binds and reads rows. `SwitchStore` is what the daemon calls: each public method is
+// one query or one transaction, and maps `SQLiteError` to `StoreError` in one place.
+//
+// Threading: nothing here is Sendable. A store and its connection belong to one thread at a
+// time (the daemon keeps the writer behind a Mutex or on a writer thread), so SQLite is opened
+// NOMUTEX and skips its own locking. A reader opens its own store in `.readOnly` mode; WAL lets
+// it read committed data while the writer commits.
+//
+// Durability: WAL with `synchronous=FULL`, so `commit` returns after the fsync and a write can
+// be answered as soon as it returns. One `commit` per group of writes shares that fsync.
+//
+// Revisions: `meta.revision` is the global counter, written in the same transaction as the
+// changes, so it survives pruning the whole log. `commit` only appends revision
+// `meta.revision + 1, + 2, ...` and `prune` only deletes the oldest rows, so the log is always a
+// contiguous run of revisions that ends at `meta.revision` (or is empty).
+
+import CSQLite
+import SwitchCore
+
+/// Switches and their change log in one SQLite database.
+///
+/// Not Sendable: one owner (a thread, or a Mutex) at a time. Open one store read-write (the
+/// writer) and any number read-only (readers); close each with `close()`.
+public final class SwitchStore {
+  /// How the file is opened.
+  public enum Mode: Sendable {
+    /// The writer: creates the file when absent, checks it, migrates it, commits.
+    case readWrite
+    /// A reader: the file must exist at the current schema version; writes fail.
+    case readOnly
+  }
+
+  /// The database file.
+  public let path: String
+  let connection: SQLiteConnection
+  private let statements: StoreStatements
+
+  /// Opens (creating when readWrite and absent), checks with PRAGMA quick_check (readWrite
+  /// only), refuses a newer schema, and migrates forward (readWrite only).
+  public init(path: String, mode: Mode = .readWrite) throws(StoreError) {
+    self.path = path
+    let connection = try Self.run(path) { () throws(SQLiteError) in
+      let flags =
+        mode == .readWrite ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY
+      return try SQLiteConnection(path: path, flags: flags)
+    }
+    // Checked before anything writes: a newer file is left exactly as it was. This is also the
+    // first read of the file, where one that is not a database fails with SQLITE_NOTADB.
+    let found = try Self.run(path) { () throws(SQLiteError) in try Schema.version(of: connection) }
+    guard found <= Schema.currentVersion else {
+      throw .newerSchema(path: path, found: found, supported: Schema.currentVersion)
+    }
+    switch mode {
+    case .readWrite:
+      try Self.prepareWriter(connection, path: path)
+    case .readOnly:
+      guard found == Schema.currentVersion else {
+        throw .sqlite(
+          SQLiteError(
+            extendedCode: SQLITE_ERROR,
+            message: "schema version \(found) is older than \(Schema.currentVersion) and a "
+              + "read-only connection cannot migrate it: open it read-write first",
+            context: "opening \(path) read-only"))
+      }
+    }
+    self.connection = connection
+    self.statements = try Self.run(path) { () throws(SQLiteError) in
+      try StoreStatements(connection)
+    }
+  }
+
+  /// Closes the database; later calls throw. Idempotent.
+  public func close() {
+    connection.close()
+  }
+
+  // MARK: Reading
+
+  /// Every stored switch row (declared or not), sorted by key.
+  public func loadSwitches() throws(StoreError) -> [SwitchRecord] {
+    try run { () throws(SQLiteError) in
+      let statement = statements.loadSwitches
+      defer { statement.reset() }
+      var records: [SwitchRecord] = []
+      while try statement.step() { records.append(try statement.readSwitch()) }
+      return records
+    }
+  }
+
+  /// The global revision (0 for a new database).
+  public func currentRevision() throws(StoreError) -> Int64 {
+    try run { () throws(SQLiteError) in try readRevision() }
+  }
+
+  /// The oldest revision still in the log, nil if the log is empty.
+  public func oldestRetainedRevision() throws(StoreError) -> Int64? {
+    try run { () throws(SQLiteError) in
+      let statement = statements.oldestChange
+      defer { statement.reset() }
+      // An aggregate always returns one row; min() of no rows is NULL.
+      guard try statement.step() else { return nil }
+      return statement.optionalInt64(at: 0)
+    }
+  }
+
+  /// Log rows with after < revision <= upTo, ascending, at most `limit`.
+  public func changes(after: Int64, upTo: Int64, limit: Int) throws(StoreError) -> [Change] {
+    // A negative LIMIT means "no limit" to SQLite: never pass one through.
+    guard limit > 0, upTo > after else { return [] }
+    return try run { () throws(SQLiteError) in
+      let statement = statements.changesRange
+      try statement.bind(after, at: 1)
+      try statement.bind(upTo, at: 2)
+      try statement.bind(Int64(limit), at: 3)
+      return try readChanges(statement)
+    }
+  }
+
+  /// Log rows newest first: optional key filter, optional `before` (revision < before), at
+  /// most `limit`.
+  public func history(key: String?, before: Int64?, limit: Int) throws(StoreError) -> [Change] {
+    guard limit > 0 else { return [] }
+    return try run { () throws(SQLiteError) in
+      let statement: SQLiteStatement
+      if let key {
+        statement = statements.historyOfKey
+        try statement.bind(key, at: 1)
+        try statement.bind(before ?? .max, at: 2)
+        try statement.bind(Int64(limit), at: 3)
+      } else {
+        statement = statements.history
+        try statement.bind(before ?? .max, at: 1)
+        try statement.bind(Int64(limit), at: 2)
+      }
+      return try readChanges(statement)
+    }
+  }
+
+  /// Whether a switch row exists for key.
+  public func hasSwitch(_ key: String) throws(StoreError) -> Bool {
+    try run { () throws(SQLiteError) in
+      let statement = statements.hasSwitch
+      defer { statement.reset() }
+      try statement.bind(key, at: 1)
+      return try statement.step()
+    }
+  }
+
+  // MARK: Writing
+
+  /// Inserts rows for newly declared switches (revision 0, changedAt nil) in one transaction;
+  /// existing keys are left alone.
+  ///
+  /// Each record is stored as given (its `revision` and `changedAt` too).
+  public func insertNew(_ records: [SwitchRecord]) throws(StoreError) {
+    guard !records.isEmpty else { return }
+    try transaction { () throws(SQLiteError) in
+      let statement = statements.insertSwitchIfAbsent
+      for record in records {
+        try statement.bindSwitch(
+          key: record.key, state: record.state, revision: record.revision,
+          changedAt: record.changedAt)
+        try execute(statement)
+      }
+    }
+  }
+
+  /// Commits changes in ONE transaction (BEGIN IMMEDIATE … COMMIT): for each change, upsert the
+  /// switch row to change.state / revision / time, insert the log row; set meta revision to the
+  /// last change's revision.
+  ///
+  /// Precondition: revisions are consecutive, starting at currentRevision()+1; otherwise this
+  /// throws `.sqlite` with `SQLITE_MISUSE` rather than leave a gap or reuse a revision. On any
+  /// failure: ROLLBACK, throw, nothing changed. When it returns, the changes are durable.
+  public func commit(_ changes: [Change]) throws(StoreError) {
+    guard !changes.isEmpty else { return }
+    try transaction { () throws(SQLiteError) in
+      // Read under the write lock: this is the revision the first change must follow.
+      var expected = try readRevision() + 1
+      for change in changes {
+        guard change.revision == expected else {
+          throw .misuse(
+            "change of \(change.key) has revision \(change.revision), expected \(expected)",
+            context: "commit on \(path)")
+        }
+        expected += 1
+        let upsert = statements.upsertSwitch
+        try upsert.bindSwitch(
+          key: change.key, state: change.state, revision: change.revision,
+          changedAt: change.time)
+        try execute(upsert)
+        let insert = statements.insertChange
+        try insert.bindChange(change)
+        try execute(insert)
+      }
+      let write = statements.writeRevision
+      try write.bind(expected - 1, at: 1)
+      try execute(write)
+    }
+  }
+
+  /// Deletes the oldest log rows so that at most `keep` remain, in chunks of at most `chunk`
+  /// rows per transaction; returns how many were deleted. Never deletes the newest `keep`.
+  ///
+  /// Chunks keep each transaction short, so the writer is never held for a whole large prune.
+  /// The global revision is not touched.
+  public func prune(keep: Int, chunk: Int = 10_000) throws(StoreError) -> Int {
+    let keep = Int64(max(keep, 0))
+    let chunk = Int64(max(chunk, 1))
+    // Rows are only ever added above the threshold, so it stays safe across the chunks.
+    let threshold = try run { () throws(SQLiteError) -> Int64? in
+      let statement = statements.pruneThreshold
+      defer { statement.reset() }
+      try statement.bind(keep, at: 1)
+      return try statement.step() ? statement.int64(at: 0) : nil
+    }
+    guard let threshold else { return 0 }
+    var deleted: Int64 = 0
+    while true {
+      let count = try transaction { () throws(SQLiteError) -> Int64 in
+        let statement = statements.pruneChunk
+        try statement.bind(threshold, at: 1)
+        try statement.bind(chunk, at: 2)
+        try execute(statement)
+        return connection.changes
+      }
+      deleted += count
+      if count < chunk { break }
+    }
+    return Int(deleted)
+  }
+
+  // MARK: Private
+
+  /// The writer's settings, its health check and its migrations.
+  private static func prepareWriter(_ connection: SQLiteConnection, path: String)
+    throws(StoreError)
+  {
+    try run(path) { () throws(SQLiteError) in
+      // WAL: readers never block the writer nor it them; the setting is stored in the file.
+      try connection.execute("PRAGMA journal_mode=WAL")
+      // A commit is durable when it returns: WAL is fsynced at every commit.
+      try connection.execute("PRAGMA synchronous=FULL")
+    }
+    let problems = try run(path) { () throws(SQLiteError) in
+      try connection.textRows("PRAGMA quick_check(5)")
+    }
+    guard problems == ["ok"] else {
+      throw .damaged(path: path, detail: problems.joined(separator: "; "))
+    }
+    try run(path) { () throws(SQLiteError) in try Schema.migrate(connection) }
+  }
+
+  /// Runs `body`, mapping its SQLiteError to a StoreError for this file.
+  @discardableResult
+  private static func run<T>(_ path: String, _ body: () throws(SQLiteError) -> T)
+    throws(StoreError) -> T
+  {
+    do throws(SQLiteError) {
+      return try body()
+    } catch {
+      throw StoreError(error, path: path)
+    }
+  }
+
+  @discardableResult
+  private func run<T>(_ body: () throws(SQLiteError) -> T) throws(StoreError) -> T {
+    try Self.run(path, body)
+  }
+
+  /// Runs `body` inside BEGIN IMMEDIATE … COMMIT; on any failure rolls back and rethrows.
+  ///
+  /// IMMEDIATE takes the write lock up front, so a second writer waits (busy_timeout) at BEGIN
+  /// instead of failing with SQLITE_BUSY half-way through.
+  private func transaction<T>(_ body: () throws(SQLiteError) -> T) throws(StoreError) -> T {
+    try run { () throws(SQLiteError) -> T in
+      // A transaction left open by a ROLLBACK that failed would make every later BEGIN fail.
+      if connection.isInTransaction { rollBack() }
+      try execute(statements.begin)
+      do throws(SQLiteError) {
+        let result = try body()
+        try execute(statements.commit)
+        return result
+      } catch {
+        rollBack()
+        throw error
+      }
+    }
+  }
+
+  private func rollBack() {
+    // After SQLITE_FULL, IOERR, NOMEM or BUSY SQLite may have rolled back by itself, and a
+    // second ROLLBACK would only fail with "no transaction is active". Its own failure cannot
+    // be reported better than the error that caused it.
+    guard connection.isInTransaction else { return }
+    try? execute(statements.rollback)
+  }
+
+  /// Steps a statement that returns no rows, then resets it so it holds no lock.
+  private func execute(_ statement: SQLiteStatement) throws(SQLiteError) {
+    defer { statement.reset() }
+    try statement.run()
+  }
+
+  private func readRevision() throws(SQLiteError) -> Int64 {
+    let statement = statements.readRevision
+    defer { statement.reset() }
+    guard try statement.step() else {
+      throw .corrupt("the meta table has no revision row", context: "reading \(path)")
+    }
+    return statement.int64(at: 0)
+  }
+
+  private func readChanges(_ statement: SQLiteStatement) throws(SQLiteError) -> [Change] {
+    defer { statement.reset() }
+    var result: [Change] = []
+    while try statement.step() { result.append(try statement.readChange()) }
+    return result
+  }
+}
+
+/// A store belongs to one owner at a time; say so, so nobody adds `@unchecked Sendable`.
+@available(*, unavailable)
+extension SwitchStore: Sendable {}

@@ -1,1 +1,4 @@
-print("switchd")
+import Glibc
+import SwitchDaemon
+
+exit(Daemon.main(Array(CommandLine.arguments.dropFirst())))

@@ -47,6 +47,16 @@ int shim_eventfd(void);
 /// pipe2 with O_CLOEXEC.
 int shim_pipe_cloexec(int fds[2]);
 
+/// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread (threads created
+/// later inherit the mask) and returns a non-blocking signalfd for them.
+int shim_signalfd_termination_and_reload(void);
+
+/// Reads one signal number from a signalfd, or -1 (EAGAIN when none).
+int shim_signalfd_read(int fd);
+
+/// Raises RLIMIT_NOFILE's soft limit to its hard limit; returns the new soft limit.
+long shim_raise_nofile_limit(void);
+
 /// Current value of errno (Swift sees it too, but this keeps callers uniform).
 int shim_errno(void);
 

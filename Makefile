@@ -1,0 +1,120 @@
+# switchd: build, install and uninstall.
+#
+#   make                                   swift build -c release
+#   sudo make install PREFIX=/usr          binaries, units, configuration, ...
+#   make install DESTDIR=/tmp/stage PREFIX=/usr
+#   sudo make uninstall PREFIX=/usr        keeps configuration you changed
+#   make check-units                       .ci/check-units.sh on the built switchd
+#
+# `install` builds only when the binaries are missing, so `make && sudo make
+# install` does not rebuild as root. SKIP_BUILD=1 never builds (the binaries
+# must exist); SWITCHD_BIN= and SWITCHCTL_BIN= install other binaries.
+# A build elsewhere: make SCRATCH_PATH=/tmp/build (passed to --scratch-path).
+
+SWIFT ?= swift
+SWIFT_BUILD_FLAGS ?=
+SCRATCH_PATH ?= .build
+SWIFT_BIN_PATH ?= $(SCRATCH_PATH)/release
+SWITCHD_BIN ?= $(SWIFT_BIN_PATH)/switchd
+SWITCHCTL_BIN ?= $(SWIFT_BIN_PATH)/switchctl
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+SYSCONFDIR ?= /etc
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+DATADIR ?= $(PREFIX)/share
+UNITDIR ?= $(LIBDIR)/systemd/system
+SYSUSERSDIR ?= $(LIBDIR)/sysusers.d
+TMPFILESDIR ?= $(LIBDIR)/tmpfiles.d
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+CONFDIR ?= $(SYSCONFDIR)/switchd
+
+INSTALL ?= install
+
+UNITS = switchd.service switchd.socket
+# The shipped configuration, as Config/-relative names (switchd.conf,
+# switches.d/NAME.conf, policy.d/NAME.conf).
+CONFIG_FILES = $(patsubst Config/%,%,$(wildcard Config/switchd.conf Config/switches.d/*.conf Config/policy.d/*.conf))
+
+# The placeholders in systemd/*.service and *.socket (.ci/check-units.sh
+# substitutes the same two).
+SUBST = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'
+
+.PHONY: all build install install-bin install-units install-config install-data \
+	uninstall check-units
+
+all: build
+
+build:
+	$(SWIFT) build -c release --scratch-path $(SCRATCH_PATH) $(SWIFT_BUILD_FLAGS)
+
+# Build only if a binary is missing ("unless already built").
+ifeq ($(SKIP_BUILD),)
+$(SWITCHD_BIN) $(SWITCHCTL_BIN):
+	$(SWIFT) build -c release --scratch-path $(SCRATCH_PATH) $(SWIFT_BUILD_FLAGS)
+	@test -x $@ || { echo "$@ was not built (SWITCHD_BIN/SWITCHCTL_BIN/SCRATCH_PATH?)" >&2; exit 1; }
+else
+$(SWITCHD_BIN) $(SWITCHCTL_BIN):
+	@echo "$@ is missing and SKIP_BUILD is set: run make build first" >&2; exit 1
+endif
+
+install: install-bin install-units install-config install-data
+
+install-bin: $(SWITCHD_BIN) $(SWITCHCTL_BIN)
+	$(INSTALL) -d -m 0755 $(DESTDIR)$(BINDIR)
+	$(INSTALL) -m 0755 $(SWITCHD_BIN) $(DESTDIR)$(BINDIR)/switchd
+	$(INSTALL) -m 0755 $(SWITCHCTL_BIN) $(DESTDIR)$(BINDIR)/switchctl
+
+install-units:
+	$(INSTALL) -d -m 0755 $(DESTDIR)$(UNITDIR)
+	@set -e; for u in $(UNITS); do \
+	  echo "install systemd/$$u -> $(DESTDIR)$(UNITDIR)/$$u"; \
+	  $(SUBST) systemd/$$u >$(DESTDIR)$(UNITDIR)/$$u.tmp; \
+	  chmod 0644 $(DESTDIR)$(UNITDIR)/$$u.tmp; \
+	  mv -f $(DESTDIR)$(UNITDIR)/$$u.tmp $(DESTDIR)$(UNITDIR)/$$u; \
+	done
+
+# An administrator's files are never overwritten: a file is installed only if
+# it is absent. (To take a newer shipped version, remove yours first.)
+install-config:
+	$(INSTALL) -d -m 0755 $(DESTDIR)$(CONFDIR) $(DESTDIR)$(CONFDIR)/switches.d $(DESTDIR)$(CONFDIR)/policy.d
+	@set -e; for f in $(CONFIG_FILES); do \
+	  dest=$(DESTDIR)$(CONFDIR)/$$f; \
+	  if [ -e "$$dest" ] || [ -L "$$dest" ]; then \
+	    echo "keep    $$dest (exists)"; \
+	  else \
+	    echo "install Config/$$f -> $$dest"; \
+	    $(INSTALL) -D -m 0644 Config/$$f "$$dest"; \
+	  fi; \
+	done
+
+install-data:
+	$(INSTALL) -D -m 0644 systemd/sysusers.d/switchd.conf $(DESTDIR)$(SYSUSERSDIR)/switchd.conf
+	$(INSTALL) -D -m 0644 systemd/tmpfiles.d/switchd.conf $(DESTDIR)$(TMPFILESDIR)/switchd.conf
+	$(INSTALL) -D -m 0644 completion/switchctl.bash $(DESTDIR)$(BASHCOMPDIR)/switchctl
+
+# Removes what install added, except configuration files that differ from the
+# shipped ones (the administrator changed them) and files the administrator
+# added; configuration directories go only when empty. Stop and disable the
+# units first: systemctl disable --now switchd.socket switchd.service
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/switchd $(DESTDIR)$(BINDIR)/switchctl
+	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
+	rm -f $(DESTDIR)$(SYSUSERSDIR)/switchd.conf $(DESTDIR)$(TMPFILESDIR)/switchd.conf
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/switchctl
+	@set -e; for f in $(CONFIG_FILES); do \
+	  dest=$(DESTDIR)$(CONFDIR)/$$f; \
+	  if [ ! -e "$$dest" ]; then :; \
+	  elif cmp -s Config/$$f "$$dest"; then \
+	    echo "rm -f $$dest"; rm -f "$$dest"; \
+	  else \
+	    echo "keep  $$dest (changed from the shipped file)"; \
+	  fi; \
+	done
+	-@rmdir $(DESTDIR)$(CONFDIR)/switches.d $(DESTDIR)$(CONFDIR)/policy.d 2>/dev/null || true
+	-@rmdir $(DESTDIR)$(CONFDIR) 2>/dev/null || true
+	@if [ -d $(DESTDIR)$(CONFDIR) ]; then echo "keep  $(DESTDIR)$(CONFDIR) (not empty)"; fi
+
+check-units: $(SWITCHD_BIN)
+	.ci/check-units.sh $(SWITCHD_BIN)

@@ -1,0 +1,463 @@
+/// The texts of one configuration directory, as the daemon read them.
+public struct ConfigSources: Sendable {
+  /// `switchd.conf`; nil when the file is absent (defaults apply).
+  public var daemonConf: String?
+  /// `switches.d/*.conf` in lexical order, named like `switches.d/10-base.conf`.
+  public var switchFiles: [(name: String, text: String)]
+  /// `policy.d/*.conf` in lexical order, named like `policy.d/50-corp.conf`.
+  public var policyFiles: [(name: String, text: String)]
+
+  public init(
+    daemonConf: String?, switchFiles: [(name: String, text: String)],
+    policyFiles: [(name: String, text: String)]
+  ) {
+    self.daemonConf = daemonConf
+    self.switchFiles = switchFiles
+    self.policyFiles = policyFiles
+  }
+}
+
+/// Turns the texts of a configuration directory into a `Catalog`, or into
+/// the list of everything wrong with them.
+///
+/// It does not stop at the first problem: `--check-config` and a refused
+/// `reload` show every error and warning at once, each with file and line.
+public enum CatalogBuilder {
+  /// The file name diagnostics carry for the daemon's own settings.
+  public static let daemonConfName = "switchd.conf"
+
+  /// Builds the whole configuration. Returns the Catalog (with its warnings) when there are no errors,
+  /// else nil; `diagnostics` holds every error and warning, in file order.
+  public static func build(
+    _ sources: ConfigSources
+  ) -> (catalog: Catalog?, diagnostics: [ConfigDiagnostic]) {
+    var report = Report()
+
+    var settings = DaemonSettings()
+    if let text = sources.daemonConf {
+      report.file = 0
+      settings = readSettings(text, into: &report)
+    }
+
+    var switches = SchemaReader()
+    for (index, source) in sources.switchFiles.enumerated() {
+      report.file = 1 + index
+      switches.read(source.text, file: source.name, into: &report)
+    }
+
+    var policies = PolicyReader()
+    for (index, source) in sources.policyFiles.enumerated() {
+      report.file = 1 + sources.switchFiles.count + index
+      policies.read(source.text, file: source.name, into: &report)
+    }
+    let rules = policies.finish(declared: switches.declared, into: &report)
+
+    let diagnostics = report.sorted()
+    if diagnostics.contains(where: { $0.severity == .error }) {
+      return (nil, diagnostics)
+    }
+    let catalog = Catalog(
+      settings: settings, switches: switches.definitions, policies: rules,
+      warnings: diagnostics)
+    return (catalog, diagnostics)
+  }
+
+  /// Parses a boolean word: on/off, yes/no, true/false, 1/0 (case-insensitive). nil otherwise.
+  public static func parseBool(_ word: String) -> Bool? {
+    switch word.lowercased() {
+    case "on", "yes", "true", "1": return true
+    case "off", "no", "false", "0": return false
+    default: return nil
+    }
+  }
+
+  // MARK: - Collecting diagnostics
+
+  /// Diagnostics in the order they are found, sortable into file order.
+  ///
+  /// Some warnings (an ineffective `Checked=`, an undeclared key) can only be
+  /// judged after every policy file is merged, yet belong to an earlier file;
+  /// each diagnostic therefore carries the index of its file, and the report
+  /// is sorted by file, then line, then discovery.
+  private struct Report {
+    private struct Item {
+      var file: Int
+      var sequence: Int
+      var diagnostic: ConfigDiagnostic
+    }
+
+    /// Index of the file being read: 0 is `switchd.conf`, then switches.d, then policy.d.
+    var file = 0
+    private var items: [Item] = []
+
+    mutating func add(_ diagnostic: ConfigDiagnostic, file: Int? = nil) {
+      items.append(Item(file: file ?? self.file, sequence: items.count, diagnostic: diagnostic))
+    }
+
+    mutating func add(_ diagnostics: [ConfigDiagnostic]) {
+      for diagnostic in diagnostics { add(diagnostic) }
+    }
+
+    mutating func error(_ location: SourceLocation, _ message: String) {
+      add(ConfigDiagnostic(.error, location, message))
+    }
+
+    mutating func warning(_ location: SourceLocation, _ message: String, file: Int? = nil) {
+      add(ConfigDiagnostic(.warning, location, message), file: file)
+    }
+
+    func sorted() -> [ConfigDiagnostic] {
+      items.sorted {
+        ($0.file, $0.diagnostic.location.line, $0.sequence)
+          < ($1.file, $1.diagnostic.location.line, $1.sequence)
+      }.map(\.diagnostic)
+    }
+  }
+
+  private static func unknownName(
+    _ entry: KeyFile.Entry, section: String, allowed: [String]
+  ) -> String {
+    "unknown name \(entry.name) in [\(section)]: allowed are \(allowed.joined(separator: ", "))"
+  }
+
+  private static func notBoolean(_ entry: KeyFile.Entry) -> String {
+    "\(entry.name)=\(entry.value) is not a boolean: use on/off, yes/no, true/false or 1/0"
+  }
+
+  // MARK: - switchd.conf
+
+  private static let daemonNames = [
+    "Socket", "Database", "AdminGroup", "Writers", "SocketMode", "MaxFrameBytes",
+    "MaxConnections", "MaxQueuedBytes", "MaxWatchesPerConnection", "MaxHistoryPage",
+    "MaxNestingDepth", "HistoryRetention", "LogLevel",
+  ]
+
+  /// `sun_path` holds 108 bytes including the terminating NUL.
+  static let maxSocketPathBytes = 107
+
+  private static func readSettings(_ text: String, into report: inout Report) -> DaemonSettings {
+    let (keyFile, syntax) = KeyFile.parse(text, file: daemonConfName)
+    report.add(syntax)
+    var settings = DaemonSettings()
+    for section in keyFile.sections {
+      guard section.name == "Daemon" else {
+        report.error(
+          SourceLocation(file: keyFile.file, line: section.line),
+          "unknown section [\(section.name)]: switchd.conf has only [Daemon]")
+        continue
+      }
+      for entry in section.entries {
+        let location = SourceLocation(file: keyFile.file, line: entry.line)
+        if let problem = apply(entry, to: &settings) {
+          report.error(location, problem)
+        }
+      }
+    }
+    return settings
+  }
+
+  /// Applies one `[Daemon]` entry; returns what is wrong with it, if anything.
+  private static func apply(_ entry: KeyFile.Entry, to settings: inout DaemonSettings) -> String? {
+    let value = entry.value
+    switch entry.name {
+    case "Socket":
+      if value.isEmpty {
+        settings.socket = nil
+        return nil
+      }
+      if let problem = absolutePathProblem(entry) { return problem }
+      if value.utf8.count > maxSocketPathBytes {
+        return "Socket= is \(value.utf8.count) bytes long: a Unix socket path is at most "
+          + "\(maxSocketPathBytes) bytes"
+      }
+      settings.socket = value
+    case "Database":
+      if value.isEmpty {
+        settings.database = nil
+        return nil
+      }
+      if let problem = absolutePathProblem(entry) { return problem }
+      settings.database = value
+    case "AdminGroup":
+      // Empty is a deliberate choice, not "unset": no group, only root administers.
+      settings.adminGroup = value.isEmpty ? nil : value
+    case "Writers":
+      settings.writers = value.isEmpty ? nil : value
+    case "SocketMode":
+      guard let mode = parseOctalMode(value) else {
+        return "SocketMode=\(value) is not a file mode: use octal digits from 0000 to 0777,"
+          + " like 0666 or 0660"
+      }
+      settings.socketMode = mode
+    case "LogLevel":
+      guard let level = LogLevel.allCases.first(where: { $0.name == value.lowercased() }) else {
+        let names = LogLevel.allCases.map(\.name).joined(separator: ", ")
+        return "LogLevel=\(value) is not a log level: use one of \(names)"
+      }
+      settings.logLevel = level
+    default:
+      guard let (range, keyPath) = numericSetting(entry.name) else {
+        return unknownName(entry, section: "Daemon", allowed: daemonNames)
+      }
+      switch parseDecimal(value, limit: range.upperBound) {
+      case .some(let number) where range.contains(number):
+        settings[keyPath: keyPath] = number
+      case .some:
+        return "\(entry.name)=\(value) is out of range: it must be a whole number from "
+          + "\(range.lowerBound) to \(range.upperBound)"
+      case .none:
+        return "\(entry.name)=\(value) is not a number: it must be a whole number from "
+          + "\(range.lowerBound) to \(range.upperBound)"
+      }
+    }
+    return nil
+  }
+
+  /// The allowed range and the field of a numeric `[Daemon]` name.
+  ///
+  /// A function rather than a table: key paths are not Sendable, so a static
+  /// table of them is not allowed in Swift 6 mode.
+  private static func numericSetting(
+    _ name: String
+  ) -> (ClosedRange<Int>, WritableKeyPath<DaemonSettings, Int>)? {
+    switch name {
+    case "MaxFrameBytes": return (1024...64 * 1024 * 1024, \.maxFrameBytes)
+    case "MaxConnections": return (1...1_000_000, \.maxConnections)
+    case "MaxQueuedBytes": return (4096...1024 * 1024 * 1024, \.maxQueuedBytes)
+    case "MaxWatchesPerConnection": return (1...10_000, \.maxWatchesPerConnection)
+    case "MaxHistoryPage": return (1...1000, \.maxHistoryPage)
+    case "MaxNestingDepth": return (2...512, \.maxNestingDepth)
+    case "HistoryRetention": return (1...100_000_000, \.historyRetention)
+    default: return nil
+    }
+  }
+
+  private static func absolutePathProblem(_ entry: KeyFile.Entry) -> String? {
+    entry.value.hasPrefix("/")
+      ? nil : "\(entry.name)=\(entry.value) is not an absolute path: it must start with '/'"
+  }
+
+  /// A plain decimal number: digits only, no sign, no separators. A number
+  /// above `limit` comes back as `limit + 1` so that huge inputs read as
+  /// "out of range" rather than overflowing.
+  static func parseDecimal(_ text: String, limit: Int) -> Int? {
+    if text.isEmpty { return nil }
+    var value = 0
+    for byte in text.utf8 {
+      guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+      if value <= limit { value = value * 10 + Int(byte - UInt8(ascii: "0")) }
+    }
+    return min(value, limit + 1)
+  }
+
+  /// Octal digits (`0666`, `660`) up to 0777.
+  static func parseOctalMode(_ text: String) -> UInt32? {
+    if text.isEmpty { return nil }
+    var value: UInt32 = 0
+    for byte in text.utf8 {
+      guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "7") else { return nil }
+      value = value * 8 + UInt32(byte - UInt8(ascii: "0"))
+      if value > 0o777 { return nil }
+    }
+    return value
+  }
+
+  // MARK: - switches.d
+
+  private static let switchNames = [
+    "Label", "Description", "Default", "CheckedIcon", "UncheckedIcon",
+  ]
+
+  /// Reads the schema file by file, remembering where each key was first declared.
+  private struct SchemaReader {
+    var definitions: [SwitchDefinition] = []
+    private var firstDeclared: [String: SourceLocation] = [:]
+
+    var declared: Set<String> { Set(firstDeclared.keys) }
+
+    mutating func read(_ text: String, file: String, into report: inout Report) {
+      let (keyFile, syntax) = KeyFile.parse(text, file: file)
+      report.add(syntax)
+      for section in keyFile.sections {
+        let header = SourceLocation(file: file, line: section.line)
+        let key = section.name
+        // Entries are checked even under a bad or duplicate header, so one
+        // run of --check-config shows every mistake.
+        let definition = CatalogBuilder.readSwitch(section, header: header, into: &report)
+        if let problem = SwitchKey.problem(key) {
+          report.error(header, "invalid switch key \"\(key)\": \(problem)")
+          continue
+        }
+        if let first = firstDeclared[key] {
+          report.error(
+            header,
+            "switch \(key) is declared twice (first at \(first)): one switch, one setting")
+          continue
+        }
+        firstDeclared[key] = header
+        if let definition { definitions.append(definition) }
+      }
+    }
+  }
+
+  /// One `[key]` of switches.d; nil when an entry is invalid (already reported).
+  private static func readSwitch(
+    _ section: KeyFile.Section, header: SourceLocation, into report: inout Report
+  ) -> SwitchDefinition? {
+    var definition = SwitchDefinition(key: section.name, label: nil, defaultChecked: false)
+    definition.source = header
+    var labelLine: Int?
+    var valid = true
+    for entry in section.entries {
+      let location = SourceLocation(file: header.file, line: entry.line)
+      switch entry.name {
+      case "Label":
+        // An empty Label= is no label: it gets the missing-label warning.
+        definition.label = entry.value.isEmpty ? nil : entry.value
+        labelLine = entry.line
+      case "Description": definition.description = entry.value
+      case "CheckedIcon": definition.checkedIcon = entry.value
+      case "UncheckedIcon": definition.uncheckedIcon = entry.value
+      case "Default":
+        if let value = parseBool(entry.value) {
+          definition.defaultChecked = value
+        } else {
+          report.error(location, notBoolean(entry))
+          valid = false
+        }
+      default:
+        report.error(location, unknownName(entry, section: section.name, allowed: switchNames))
+        valid = false
+      }
+    }
+    if let label = definition.label, let labelLine {
+      if labelNamesActionOrState(label) {
+        report.warning(
+          SourceLocation(file: header.file, line: labelLine),
+          "label \"\(label)\" of switch \(section.name) names an action or a state: "
+            + "name the setting (\"Wi-Fi\", not \"Turn on Wi-Fi\")")
+      }
+    } else {
+      report.warning(
+        header, "switch \(section.name) has no Label: always pair a switch with a label")
+    }
+    return valid ? definition : nil
+  }
+
+  /// Word sequences that make a label read as a command or a state.
+  private static let actionPrefixes: [[String]] = [
+    ["turn", "on"], ["turn", "off"], ["switch", "on"], ["switch", "off"],
+    ["enable"], ["disable"], ["activate"], ["deactivate"],
+  ]
+
+  /// A label that names an action (`Turn on Wi-Fi`, `Enable sync`) or a state
+  /// (`On`, `Off`) instead of the setting: the switch itself shows the state.
+  static func labelNamesActionOrState(_ label: String) -> Bool {
+    let words = label.lowercased().split(whereSeparator: { $0 == " " || $0 == "\t" })
+      .map(String.init)
+    if words == ["on"] || words == ["off"] { return true }
+    return actionPrefixes.contains { words.starts(with: $0) }
+  }
+
+  // MARK: - policy.d
+
+  private static let policyNames = ["ReadOnly", "Disabled", "Checked", "Reason"]
+
+  /// A policy being merged, with what the later warnings need to point at.
+  private struct PolicyDraft {
+    var rule: PolicyRule
+    /// Where the key's first policy section is, for the undeclared-key warning.
+    var firstSection: SourceLocation
+    var firstSectionFile: Int
+    /// The `Checked=` line in force.
+    var checkedAt: (location: SourceLocation, file: Int)?
+    /// The `ReadOnly=` line in force, whatever its value.
+    var readOnlyAt: SourceLocation?
+  }
+
+  /// Merges policy files name by name, in order, as systemd drop-ins do.
+  private struct PolicyReader {
+    private var drafts: [String: PolicyDraft] = [:]
+    private var order: [String] = []
+
+    mutating func read(_ text: String, file: String, into report: inout Report) {
+      let (keyFile, syntax) = KeyFile.parse(text, file: file)
+      report.add(syntax)
+      for section in keyFile.sections {
+        let header = SourceLocation(file: file, line: section.line)
+        let key = section.name
+        // A bad key is still read (into a throw-away draft) so that its
+        // entries are checked too.
+        let keyProblem = SwitchKey.problem(key)
+        if let keyProblem {
+          report.error(header, "invalid switch key \"\(key)\": \(keyProblem)")
+        }
+        var draft =
+          drafts[key]
+          ?? PolicyDraft(
+            rule: PolicyRule(key: key), firstSection: header, firstSectionFile: report.file)
+        for entry in section.entries {
+          let location = SourceLocation(file: file, line: entry.line)
+          switch entry.name {
+          case "ReadOnly", "Disabled":
+            guard let value = parseBool(entry.value) else {
+              report.error(location, notBoolean(entry))
+              continue
+            }
+            if entry.name == "ReadOnly" {
+              draft.rule.readOnly = value
+              draft.rule.readOnlySource = header
+              draft.readOnlyAt = location
+            } else {
+              draft.rule.disabled = value
+              draft.rule.disabledSource = header
+            }
+          case "Checked":
+            // Empty clears an earlier file's Checked=: it is the only way a
+            // drop-in can say "fix no value".
+            if entry.value.isEmpty {
+              draft.rule.checked = nil
+              draft.checkedAt = nil
+            } else if let value = parseBool(entry.value) {
+              draft.rule.checked = value
+              draft.checkedAt = (location, report.file)
+            } else {
+              report.error(location, notBoolean(entry))
+            }
+          case "Reason":
+            draft.rule.reason = entry.value.isEmpty ? nil : entry.value
+          default:
+            report.error(location, unknownName(entry, section: key, allowed: policyNames))
+          }
+        }
+        if keyProblem != nil { continue }
+        if drafts[key] == nil { order.append(key) }
+        drafts[key] = draft
+      }
+    }
+
+    /// The merged rules; warns about what has no effect.
+    func finish(declared: Set<String>, into report: inout Report) -> [PolicyRule] {
+      var rules: [PolicyRule] = []
+      for key in order {
+        guard var draft = drafts[key] else { continue }
+        // A source names the section that holds or disables; nothing is held
+        // by a section that says no.
+        if !draft.rule.readOnly { draft.rule.readOnlySource = nil }
+        if !draft.rule.disabled { draft.rule.disabledSource = nil }
+        if !declared.contains(key) {
+          report.warning(
+            draft.firstSection, "policy for undeclared switch \(key): ignored on this machine",
+            file: draft.firstSectionFile)
+        }
+        if let checkedAt = draft.checkedAt, !draft.rule.readOnly {
+          var message = "Checked= has no effect without ReadOnly=yes"
+          if let lifted = draft.readOnlyAt { message += " (ReadOnly=no at \(lifted))" }
+          report.warning(checkedAt.location, message, file: checkedAt.file)
+        }
+        rules.append(draft.rule)
+      }
+      return rules
+    }
+  }
+}

@@ -1,0 +1,36 @@
+/// Where switchd keeps its socket and database when no flag or setting
+/// says: system paths for root, the user's XDG runtime and state
+/// directories otherwise. Pure: the caller passes uid and environment.
+public enum DefaultPaths {
+  public static let systemSocket = "/run/switchd/switchd.sock"
+  public static let systemDatabase = "/var/lib/switchd/switches.db"
+  public static let systemConfig = "/etc/switchd"
+
+  /// The daemon's socket for a user: `$XDG_RUNTIME_DIR/switchd/switchd.sock`,
+  /// or `/tmp/switchd-UID/switchd.sock` when there is no runtime directory.
+  public static func socket(uid: UInt32, environment: [String: String]) -> String {
+    if uid == 0 { return systemSocket }
+    if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
+      return runtime + "/switchd/switchd.sock"
+    }
+    return "/tmp/switchd-\(uid)/switchd.sock"
+  }
+
+  /// The daemon's database for a user: `$XDG_STATE_HOME/switchd/switches.db`,
+  /// or `~/.local/state/switchd/switches.db`.
+  public static func database(uid: UInt32, environment: [String: String]) -> String {
+    if uid == 0 { return systemDatabase }
+    if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
+      return state + "/switchd/switches.db"
+    }
+    if let home = environment["HOME"], home.hasPrefix("/") {
+      return home + "/.local/state/switchd/switches.db"
+    }
+    return "/tmp/switchd-\(uid)/switches.db"
+  }
+}
+
+/// The version every binary reports.
+public enum SwitchdVersion {
+  public static let current = "0.1.0"
+}

@@ -1,0 +1,49 @@
+import Glibc
+import Synchronization
+
+/// A FIFO that one thread waits on and any thread feeds.
+///
+/// `Mutex` guards the items; a POSIX condition variable wakes the waiter.
+/// `@unchecked Sendable`: the condition variable and its mutex are C state
+/// reached only through pthread calls, which are thread-safe by contract.
+final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
+  private var items: [Item] = []
+  private var mutex = pthread_mutex_t()
+  private var condition = pthread_cond_t()
+
+  init() {
+    pthread_mutex_init(&mutex, nil)
+    pthread_cond_init(&condition, nil)
+  }
+
+  deinit {
+    pthread_cond_destroy(&condition)
+    pthread_mutex_destroy(&mutex)
+  }
+
+  func push(_ item: Item) {
+    pthread_mutex_lock(&mutex)
+    items.append(item)
+    pthread_mutex_unlock(&mutex)
+    pthread_cond_signal(&condition)
+  }
+
+  /// Waits until at least one item is queued, then takes them all.
+  func takeAll() -> [Item] {
+    pthread_mutex_lock(&mutex)
+    while items.isEmpty { pthread_cond_wait(&condition, &mutex) }
+    let taken = items
+    items.removeAll(keepingCapacity: true)
+    pthread_mutex_unlock(&mutex)
+    return taken
+  }
+
+  /// Takes whatever is queued without waiting.
+  func drain() -> [Item] {
+    pthread_mutex_lock(&mutex)
+    let taken = items
+    items.removeAll(keepingCapacity: true)
+    pthread_mutex_unlock(&mutex)
+    return taken
+  }
+}

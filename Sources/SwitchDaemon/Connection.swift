@@ -1,0 +1,209 @@
+import CShim
+import Glibc
+import SwitchCore
+import SwitchProtocol
+
+/// One client connection, owned by the event loop thread.
+///
+/// Input is framed into lines; each line that needs an answer gets a
+/// response slot, and slots are written out strictly in order, so pipelined
+/// requests are answered in order however long a write takes. Requests run
+/// in order too: a read that follows a write still in flight waits for it,
+/// so a client always reads its own writes.
+final class Connection {
+  let id: UInt64
+  let fd: Int32
+  let peer: Peer
+  var framer: LineFramer
+
+  /// Requests of lines already framed, not yet run, in order.
+  var pending: [PendingRequest] = []
+  var pendingHead = 0
+  /// Writes handed to the writer and not yet answered.
+  var writesInFlight = 0
+  /// Response slots, oldest first.
+  var slots: [Slot] = []
+  var nextSlot: UInt64 = 1
+
+  /// Bytes queued for the socket, from `outStart`.
+  var out: [UInt8] = []
+  var outStart = 0
+  /// Response bytes queued since the buffer was last empty: responses are
+  /// flow-controlled (we stop reading), so only events count towards the
+  /// disconnect bound.
+  var responseBytesQueued = 0
+
+  var watchIDs: [String] = []
+  /// The epoll events this connection is registered for.
+  var interest: UInt32 = 0
+  /// The peer closed its sending side: answer what it sent, then close.
+  var inputClosed = false
+
+  init(id: UInt64, fd: Int32, peer: Peer, maxFrameBytes: Int) {
+    self.id = id
+    self.fd = fd
+    self.peer = peer
+    self.framer = LineFramer(maxFrameBytes: maxFrameBytes)
+  }
+
+  var unsentCount: Int { out.count - outStart }
+  var hasPending: Bool { pendingHead < pending.count }
+
+  // MARK: Slots
+
+  /// Opens a slot for a line with `parts` answers (1 for a single request).
+  func openSlot(parts: Int, isBatch: Bool) -> UInt64 {
+    let seq = nextSlot
+    nextSlot += 1
+    slots.append(Slot(seq: seq, isBatch: isBatch, parts: Array(repeating: nil, count: parts)))
+    return seq
+  }
+
+  /// Fills one answer of a slot; completed slots at the head go out.
+  func fill(slot seq: UInt64, part: Int, with bytes: [UInt8]) {
+    guard let first = slots.first, seq >= first.seq else { return }
+    let index = Int(seq - first.seq)
+    guard index < slots.count, part < slots[index].parts.count else { return }
+    slots[index].parts[part] = bytes
+    slots[index].remaining -= 1
+    flushCompletedSlots()
+  }
+
+  private func flushCompletedSlots() {
+    var done = 0
+    for slot in slots {
+      guard slot.remaining == 0 else { break }
+      let before = out.count
+      if slot.isBatch {
+        out.append(UInt8(ascii: "["))
+        for (i, part) in slot.parts.enumerated() {
+          if i > 0 { out.append(UInt8(ascii: ",")) }
+          out.append(contentsOf: part ?? [])
+        }
+        out.append(UInt8(ascii: "]"))
+      } else {
+        out.append(contentsOf: slot.parts[0] ?? [])
+      }
+      out.append(UInt8(ascii: "\n"))
+      responseBytesQueued += out.count - before
+      done += 1
+    }
+    if done > 0 { slots.removeFirst(done) }
+  }
+
+  // MARK: Pending requests
+
+  func enqueue(_ request: PendingRequest) {
+    if pendingHead > 0 && pendingHead == pending.count {
+      pending.removeAll(keepingCapacity: true)
+      pendingHead = 0
+    }
+    pending.append(request)
+  }
+
+  func popPending() -> PendingRequest? {
+    guard hasPending else { return nil }
+    let request = pending[pendingHead]
+    pendingHead += 1
+    return request
+  }
+
+  var nextPending: PendingRequest? { hasPending ? pending[pendingHead] : nil }
+
+  // MARK: Socket
+
+  enum SendResult {
+    case drained
+    case wouldBlock
+    case failed
+  }
+
+  /// Sends as much of the queue as the socket takes now.
+  func sendQueued() -> SendResult {
+    while outStart < out.count {
+      let n = out.withUnsafeBytes { raw in
+        retryingEINTR {
+          Glibc.send(
+            fd, raw.baseAddress! + outStart, out.count - outStart,
+            Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+        }
+      }
+      if n < 0 {
+        if errno == EAGAIN || errno == EWOULDBLOCK { return .wouldBlock }
+        return .failed
+      }
+      outStart += n
+    }
+    out.removeAll(keepingCapacity: out.capacity <= 1 << 20)
+    outStart = 0
+    responseBytesQueued = 0
+    return .drained
+  }
+
+  /// Keeps the queue compact when most of it has been sent.
+  func compactOut() {
+    if outStart > 65_536 && outStart * 2 > out.count {
+      out.removeSubrange(0..<outStart)
+      responseBytesQueued = min(responseBytesQueued, out.count)
+      outStart = 0
+    }
+  }
+}
+
+/// What SO_PEERCRED and SO_PEERGROUPS say of a peer.
+struct Peer: Sendable {
+  var uid: UInt32
+  var gid: UInt32
+  var pid: Int32
+  var groups: [UInt32]
+
+  /// Reads the credentials of a connected socket.
+  static func of(fd: Int32) -> Peer? {
+    var cred = shim_peer_cred()
+    guard shim_peer_cred_get(fd, &cred) == 0 else { return nil }
+    var groups = [UInt32](repeating: 0, count: 64)
+    while true {
+      var needed: Int32 = 0
+      let n = shim_peer_groups_get(fd, &groups, Int32(groups.count), &needed)
+      if n >= 0 {
+        groups.removeSubrange(Int(n)...)
+        break
+      }
+      if errno == ERANGE && needed > groups.count && needed <= 65_536 {
+        groups = [UInt32](repeating: 0, count: Int(needed))
+        continue
+      }
+      groups = []
+      break
+    }
+    return Peer(uid: cred.uid, gid: cred.gid, pid: cred.pid, groups: groups)
+  }
+
+  func caller(groupIDs: GroupIDs) -> Caller {
+    Caller.peer(
+      uid: uid, gid: gid, pid: pid, groups: groups, adminGroup: groupIDs.admin,
+      writersGroup: groupIDs.writers)
+  }
+}
+
+/// A response line being assembled: one answer, or one per batch element.
+struct Slot {
+  var seq: UInt64
+  var isBatch: Bool
+  var parts: [[UInt8]?]
+  var remaining: Int
+
+  init(seq: UInt64, isBatch: Bool, parts: [[UInt8]?]) {
+    self.seq = seq
+    self.isBatch = isBatch
+    self.parts = parts
+    self.remaining = parts.count
+  }
+}
+
+/// A request waiting its turn, with where its answer goes (nil: a
+/// notification, never answered).
+struct PendingRequest {
+  var request: Request
+  var answer: (slot: UInt64, part: Int)?
+}

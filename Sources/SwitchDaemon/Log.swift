@@ -1,0 +1,101 @@
+import Glibc
+import Synchronization
+import SwitchCore
+
+/// Log lines for journald: stderr, a `<N>` syslog priority prefix, no
+/// timestamps (journald adds them). Thread-safe; lines are written whole.
+public final class Log: Sendable {
+  private let threshold: Atomic<Int>
+  private let limiter = Mutex(RateLimiter())
+
+  public init(level: LogLevel = .info) {
+    threshold = Atomic(level.rawValue)
+  }
+
+  public func setLevel(_ level: LogLevel) { threshold.store(level.rawValue, ordering: .relaxed) }
+
+  public func error(_ message: String) { write(.error, message) }
+  public func warning(_ message: String) { write(.warning, message) }
+  public func notice(_ message: String) { write(.notice, message) }
+  public func info(_ message: String) { write(.info, message) }
+  public func debug(_ message: String) { write(.debug, message) }
+
+  /// Logs at most a few lines per `cause` and 10-second window, then one
+  /// line saying how many were suppressed: a flood of bad clients cannot
+  /// fill the journal.
+  public func rateLimited(_ level: LogLevel, cause: String, _ message: @autoclosure () -> String) {
+    guard level.rawValue <= threshold.load(ordering: .relaxed) else { return }
+    let now = monotonicSeconds()
+    let verdict = limiter.withLock { $0.admit(cause: cause, now: now) }
+    switch verdict {
+    case .log(let suppressedBefore):
+      if suppressedBefore > 0 {
+        write(level, "(\(suppressedBefore) more \"\(cause)\" lines were suppressed)")
+      }
+      write(level, message())
+    case .suppress:
+      break
+    }
+  }
+
+  private func write(_ level: LogLevel, _ message: String) {
+    guard level.rawValue <= threshold.load(ordering: .relaxed) else { return }
+    var line = "<\(level.rawValue)>"
+    for scalar in message.unicodeScalars {
+      line.unicodeScalars.append(scalar == "\n" ? " " : scalar)
+    }
+    line += "\n"
+    var bytes = Array(line.utf8)
+    bytes.withUnsafeMutableBytes { buffer in
+      var offset = 0
+      while offset < buffer.count {
+        let n = retryingEINTR {
+          Glibc.write(2, buffer.baseAddress! + offset, buffer.count - offset)
+        }
+        if n <= 0 { return }
+        offset += n
+      }
+    }
+  }
+}
+
+/// Seconds on the monotonic clock.
+func monotonicSeconds() -> Double {
+  var ts = timespec()
+  clock_gettime(CLOCK_MONOTONIC, &ts)
+  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// Milliseconds since the Unix epoch, for change times.
+func wallClockMilliseconds() -> Int64 {
+  var ts = timespec()
+  clock_gettime(CLOCK_REALTIME, &ts)
+  return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+}
+
+private struct RateLimiter {
+  enum Verdict {
+    case log(suppressedBefore: Int)
+    case suppress
+  }
+  static let window = 10.0
+  static let linesPerWindow = 5
+  var windows: [String: (start: Double, count: Int, suppressed: Int)] = [:]
+
+  mutating func admit(cause: String, now: Double) -> Verdict {
+    var w = windows[cause] ?? (start: now, count: 0, suppressed: 0)
+    var suppressedBefore = 0
+    if now - w.start >= Self.window {
+      suppressedBefore = w.suppressed
+      w = (start: now, count: 0, suppressed: 0)
+    }
+    if w.count < Self.linesPerWindow {
+      w.count += 1
+      windows[cause] = w
+      return .log(suppressedBefore: suppressedBefore)
+    }
+    w.suppressed += 1
+    windows[cause] = w
+    return .suppress
+  }
+}

@@ -1,0 +1,76 @@
+import CShim
+import Glibc
+import SwitchCore
+import SwitchProtocol
+
+extension Server {
+  /// Takes what the writer thread committed: swaps in a new configuration,
+  /// publishes the changes (events go out before the answers), then answers
+  /// the writes and resumes the connections that waited for them.
+  func drainWriterOutputs() {
+    var counter: UInt64 = 0
+    _ = read(wakeFD, &counter, 8)
+    for output in outputs.drain() {
+      if let update = output.catalog { adopt(update) }
+      if output.oldestRetained != nil { oldestRetained = output.oldestRetained }
+      publish(output.changes)
+      var resumed: [UInt64: Connection] = [:]
+      for (ticket, answer) in output.answers {
+        guard let connection = connections[ticket.connection] else { continue }
+        connection.writesInFlight -= 1
+        resumed[connection.id] = connection
+        guard ticket.slot != 0 else { continue }
+        connection.fill(slot: ticket.slot, part: ticket.part, with: bytes(for: answer, id: ticket.id))
+      }
+      for connection in resumed.values { pump(connection) }
+      if output.stopped { markWriterStopped() }
+    }
+  }
+
+  private func adopt(_ update: CatalogUpdate) {
+    let reloaded = !catalogIsInitial(update)
+    catalog = update.catalog
+    groups = update.groups
+    limits = Limits(update.catalog.settings)
+    log.setLevel(update.catalog.settings.logLevel)
+    for record in update.newRecords { records[record.key] = record }
+    if reloaded {
+      notifier.send("READY=1")
+      notifier.send(statusLine)
+    }
+  }
+
+  private func catalogIsInitial(_ update: CatalogUpdate) -> Bool { false }
+
+  var statusLine: String {
+    "STATUS=Serving \(catalog.switches.count) switches, \(catalog.policyCount) policies, "
+      + "revision \(revision)"
+  }
+
+  private func bytes(for answer: WriterOutput.Answer, id: RequestID) -> [UInt8] {
+    var w = JSONWriter(capacity: 512)
+    switch answer {
+    case .write(.success(let outcome)):
+      ResponseEncoding.beginResult(&w, id: id)
+      w.raw("{\"changed\":")
+      w.bool(outcome.changed)
+      w.raw(",\"switch\":")
+      WireEncoding.writeSwitch(
+        &w, definition: outcome.definition, record: outcome.record,
+        policySource: outcome.policySource)
+      w.raw("}")
+      ResponseEncoding.endResult(&w)
+    case .reload(.success(let counts)):
+      ResponseEncoding.beginResult(&w, id: id)
+      w.raw("{\"switches\":")
+      w.int(Int64(counts.switches))
+      w.raw(",\"policies\":")
+      w.int(Int64(counts.policies))
+      w.raw("}")
+      ResponseEncoding.endResult(&w)
+    case .write(.failure(let error)), .reload(.failure(let error)):
+      ResponseEncoding.writeError(&w, id: id, error)
+    }
+    return w.bytes
+  }
+}

@@ -1,0 +1,578 @@
+import CShim
+import Glibc
+import SwitchCore
+import SwitchProtocol
+import SwitchStore
+
+/// The event loop: one thread, epoll, non-blocking sockets. It owns the
+/// connections, the watches and the loop's copy of every switch, answers
+/// reads from memory, hands writes to the writer thread, and publishes
+/// committed changes. It never waits for the disk: the writer does.
+final class Server {
+  struct Limits {
+    var maxFrameBytes: Int
+    var maxConnections: Int
+    var maxQueuedBytes: Int
+    var maxWatchesPerConnection: Int
+    var maxNestingDepth: Int
+    var params: ParamLimits
+
+    init(_ settings: DaemonSettings) {
+      maxFrameBytes = settings.maxFrameBytes
+      maxConnections = settings.maxConnections
+      maxQueuedBytes = settings.maxQueuedBytes
+      maxWatchesPerConnection = settings.maxWatchesPerConnection
+      maxNestingDepth = settings.maxNestingDepth
+      params = ParamLimits(maxHistoryPage: settings.maxHistoryPage)
+    }
+
+    /// Above this many unsent bytes a connection's input is paused.
+    var highWater: Int { min(256 << 10, max(4096, maxQueuedBytes / 2)) }
+  }
+
+  // epoll data words below this are the loop's own descriptors.
+  private static let listenerToken: UInt64 = 0
+  private static let wakeToken: UInt64 = 1
+  private static let signalToken: UInt64 = 2
+  private var nextConnectionID: UInt64 = 16
+
+  let log: Log
+  private let epoll: Int32
+  let wakeFD: Int32
+  private let signalFD: Int32
+  private var listener: Listener?
+  private let databasePath: String
+  let reader: SwitchStore
+  let jobs: BlockingQueue<WriterJob>
+  let outputs: BlockingQueue<WriterOutput>
+  let notifier: Notifier
+  private let startedAt = monotonicSeconds()
+
+  var connections: [UInt64: Connection] = [:]
+  var hub = WatchHub()
+  var limits: Limits
+
+  // The loop's copy of the switches: what committed, as of `revision`.
+  var catalog: Catalog
+  var groups: GroupIDs
+  var records: [String: SwitchRecord]
+  var revision: Int64
+  var oldestRetained: Int64?
+
+  var stopping = false
+  var writerStopped = false
+  private var stopSentToWriter = false
+  private var stopDeadline = 0.0
+  private var acceptPausedUntil = 0.0
+  private var nextWatchdog = 0.0
+
+  init(
+    listener: Listener, databasePath: String, catalog: Catalog, groups: GroupIDs,
+    writerSnapshot: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?),
+    jobs: BlockingQueue<WriterJob>, outputs: BlockingQueue<WriterOutput>, wakeFD: Int32,
+    signalFD: Int32, notifier: Notifier, log: Log
+  ) throws {
+    self.listener = listener
+    self.databasePath = databasePath
+    self.catalog = catalog
+    self.groups = groups
+    self.records = writerSnapshot.records
+    self.revision = writerSnapshot.revision
+    self.oldestRetained = writerSnapshot.oldest
+    self.jobs = jobs
+    self.outputs = outputs
+    self.wakeFD = wakeFD
+    self.signalFD = signalFD
+    self.notifier = notifier
+    self.log = log
+    self.limits = Limits(catalog.settings)
+    self.reader = try SwitchStore(path: databasePath, mode: .readOnly)
+    epoll = shim_epoll_create()
+    guard epoll >= 0 else { throw SystemError.last("epoll_create1") }
+    register(listener.fd, token: Self.listenerToken, events: UInt32(SHIM_EPOLLIN))
+    register(wakeFD, token: Self.wakeToken, events: UInt32(SHIM_EPOLLIN))
+    if signalFD >= 0 { register(signalFD, token: Self.signalToken, events: UInt32(SHIM_EPOLLIN)) }
+  }
+
+  private func register(_ fd: Int32, token: UInt64, events: UInt32) {
+    _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_ADD), fd, events, token)
+  }
+
+  // MARK: The loop
+
+  /// Serves until SIGTERM or SIGINT, then finishes the writes received,
+  /// answers them, and returns.
+  func run() {
+    var events = [UInt32](repeating: 0, count: 256)
+    var tokens = [UInt64](repeating: 0, count: 256)
+    if let interval = notifier.watchdogInterval { nextWatchdog = monotonicSeconds() + interval }
+    while !(writerStopped && stopping) {
+      let n = shim_epoll_wait(epoll, &events, &tokens, 256, loopTimeoutMilliseconds())
+      if n < 0 && errno != EINTR {
+        log.error("epoll_wait failed: \(SystemError.last("epoll_wait"))")
+        break
+      }
+      for i in 0..<max(0, Int(n)) {
+        switch tokens[i] {
+        case Self.listenerToken: acceptConnections()
+        case Self.wakeToken: drainWriterOutputs()
+        case Self.signalToken: handleSignals()
+        default: connectionEvent(tokens[i], events[i])
+        }
+      }
+      tick()
+    }
+    finishShutdown()
+  }
+
+  private func loopTimeoutMilliseconds() -> Int32 {
+    var timeout = 1000.0
+    let now = monotonicSeconds()
+    if notifier.watchdogInterval != nil { timeout = min(timeout, max(0, nextWatchdog - now)) }
+    if acceptPausedUntil > now { timeout = min(timeout, acceptPausedUntil - now) }
+    if stopping { timeout = min(timeout, 0.05) }
+    return Int32(timeout * 1000) + 1
+  }
+
+  /// Timers: the watchdog ping (only a loop that turns pings), resuming
+  /// accept after EMFILE, and the shutdown sequence.
+  private func tick() {
+    let now = monotonicSeconds()
+    if let interval = notifier.watchdogInterval, now >= nextWatchdog {
+      notifier.send("WATCHDOG=1")
+      nextWatchdog = now + interval
+    }
+    if acceptPausedUntil != 0, now >= acceptPausedUntil, let listener, !stopping {
+      acceptPausedUntil = 0
+      _ = shim_epoll_ctl(
+        epoll, Int32(SHIM_EPOLL_MOD), listener.fd, UInt32(SHIM_EPOLLIN), Self.listenerToken)
+    }
+    if stopping && !stopSentToWriter {
+      let busy = connections.values.contains { $0.writesInFlight > 0 || $0.hasPending }
+      if !busy || now >= stopDeadline {
+        jobs.push(.stop)
+        stopSentToWriter = true
+      }
+    }
+  }
+
+  // MARK: Signals and shutdown
+
+  private func handleSignals() {
+    while true {
+      let signal = shim_signalfd_read(signalFD)
+      if signal < 0 { return }
+      if signal == SIGHUP {
+        notifier.send("RELOADING=1")
+        log.info("SIGHUP: reloading the configuration")
+        jobs.push(.reload(nil))
+      } else if signal == SIGTERM || signal == SIGINT {
+        beginShutdown(signal == SIGTERM ? "SIGTERM" : "SIGINT")
+      }
+    }
+  }
+
+  /// Stops accepting and reading; what was received still runs and is answered.
+  func beginShutdown(_ why: String) {
+    guard !stopping else { return }
+    stopping = true
+    stopDeadline = monotonicSeconds() + 10
+    notifier.send("STOPPING=1")
+    log.notice("\(why): stopping; finishing the writes received")
+    if let listener {
+      _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_DEL), listener.fd, 0, 0)
+      listener.close()
+      self.listener = nil
+    }
+    for connection in Array(connections.values) { pump(connection) }
+  }
+
+  /// After the writer has stopped: flush what is queued (bounded), close all.
+  private func finishShutdown() {
+    let deadline = monotonicSeconds() + 2
+    var waiting = connections.values.filter { $0.unsentCount > 0 }
+    while !waiting.isEmpty && monotonicSeconds() < deadline {
+      waiting = waiting.filter { $0.sendQueued() == .wouldBlock }
+      if !waiting.isEmpty { usleep(1000) }
+    }
+    for connection in Array(connections.values) { closeConnection(connection, why: nil) }
+    reader.close()
+    close(epoll)
+    log.notice("stopped at revision \(revision)")
+  }
+
+  // MARK: Accepting
+
+  private func acceptConnections() {
+    guard let listener else { return }
+    for _ in 0..<64 {
+      let fd = shim_accept_nonblocking(listener.fd)
+      if fd < 0 {
+        if errno == EINTR || errno == ECONNABORTED { continue }
+        if errno == EMFILE || errno == ENFILE {
+          log.rateLimited(.warning, cause: "accept", "out of file descriptors; pausing accept")
+          acceptPausedUntil = monotonicSeconds() + 0.1
+          _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_MOD), listener.fd, 0, Self.listenerToken)
+        }
+        return
+      }
+      if connections.count >= limits.maxConnections {
+        refuse(fd, .overloaded("too many connections (MaxConnections=\(limits.maxConnections))"))
+        log.rateLimited(.warning, cause: "max-connections", "refused a connection: MaxConnections reached")
+        continue
+      }
+      guard let peer = Peer.of(fd: fd) else {
+        log.rateLimited(.warning, cause: "peercred", "refused a connection: no peer credentials")
+        close(fd)
+        continue
+      }
+      let id = nextConnectionID
+      nextConnectionID += 1
+      let connection = Connection(id: id, fd: fd, peer: peer, maxFrameBytes: limits.maxFrameBytes)
+      connections[id] = connection
+      connection.interest = UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP)
+      register(fd, token: id, events: connection.interest)
+    }
+  }
+
+  /// Sends one error line to a connection we will not serve, and closes it.
+  private func refuse(_ fd: Int32, _ error: RPCError) {
+    var w = JSONWriter(capacity: 256)
+    ResponseEncoding.writeError(&w, id: .null, error)
+    w.raw("\n")
+    _ = w.bytes.withUnsafeBytes {
+      send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+    }
+    close(fd)
+  }
+
+  // MARK: Connections
+
+  private func connectionEvent(_ token: UInt64, _ events: UInt32) {
+    guard let connection = connections[token] else { return }
+    if events & UInt32(SHIM_EPOLLERR | SHIM_EPOLLHUP) != 0 {
+      closeConnection(connection, why: nil)
+      return
+    }
+    if events & UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP) != 0 { readInput(connection) }
+    if connections[token] != nil { pump(connection) }
+  }
+
+  private static let readChunk = 65_536
+  private var readBuffer = [UInt8](repeating: 0, count: Server.readChunk)
+
+  private func readInput(_ connection: Connection) {
+    guard !stopping, !connection.inputClosed else { return }
+    // A few reads per wake-up, so one busy client cannot starve the rest.
+    for _ in 0..<4 {
+      if connection.framer.bufferedCount > limits.maxFrameBytes + Self.readChunk { return }
+      let n = readBuffer.withUnsafeMutableBytes { raw in
+        retryingEINTR { recv(connection.fd, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT)) }
+      }
+      if n > 0 {
+        readBuffer.withUnsafeBytes { connection.framer.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        if n < Self.readChunk { return }
+      } else if n == 0 {
+        connection.inputClosed = true
+        return
+      } else {
+        if errno != EAGAIN && errno != EWOULDBLOCK { closeConnection(connection, why: nil) }
+        return
+      }
+    }
+  }
+
+  /// Runs what can run, sends what is queued, and sets what to wait for.
+  func pump(_ connection: Connection) {
+    while connections[connection.id] != nil {
+      if let next = connection.nextPending {
+        if connection.writesInFlight > 0 && !isWrite(next.request) { break }
+        _ = connection.popPending()
+        execute(next, on: connection)
+        continue
+      }
+      if connection.unsentCount > limits.highWater { break }
+      guard let frame = connection.framer.next() else { break }
+      accept(frame, on: connection)
+    }
+    guard connections[connection.id] != nil else { return }
+    continueReplays(connection)
+    flush(connection)
+  }
+
+  /// Sends what is queued and updates the epoll interest; closes a
+  /// connection that is done or whose peer is gone.
+  private func flush(_ connection: Connection) {
+    guard connections[connection.id] != nil else { return }
+    if connection.unsentCount > 0 {
+      if connection.sendQueued() == .failed {
+        closeConnection(connection, why: nil)
+        return
+      }
+      connection.compactOut()
+    }
+    let idle =
+      !connection.hasPending && connection.writesInFlight == 0 && connection.slots.isEmpty
+      && connection.unsentCount == 0
+    if connection.inputClosed && idle && connection.framer.next() == nil {
+      closeConnection(connection, why: nil)
+      return
+    }
+    var want = UInt32(0)
+    let mayRead =
+      !stopping && !connection.inputClosed && connection.unsentCount <= limits.highWater
+      && connection.framer.bufferedCount <= limits.maxFrameBytes + Self.readChunk
+    if mayRead { want |= UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP) }
+    if connection.unsentCount > 0 { want |= UInt32(SHIM_EPOLLOUT) }
+    if want != connection.interest {
+      connection.interest = want
+      _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_MOD), connection.fd, want, connection.id)
+    }
+  }
+
+  func closeConnection(_ connection: Connection, why: String?) {
+    guard connections.removeValue(forKey: connection.id) != nil else { return }
+    if let why {
+      log.rateLimited(.notice, cause: why, "closed a connection (pid \(connection.peer.pid)): \(why)")
+    }
+    for id in connection.watchIDs { hub.remove(id) }
+    _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_DEL), connection.fd, 0, 0)
+    close(connection.fd)
+  }
+
+  // MARK: Framing and envelopes
+
+  private func accept(_ frame: LineFramer.Frame, on connection: Connection) {
+    switch frame {
+    case .oversized:
+      log.rateLimited(.notice, cause: "oversized", "a line longer than MaxFrameBytes was discarded")
+      let slot = connection.openSlot(parts: 1, isBatch: false)
+      let error = RPCError.invalidRequest("the line is longer than \(limits.maxFrameBytes) bytes")
+      connection.fill(slot: slot, part: 0, with: errorBytes(id: .null, error))
+    case .line(let bytes):
+      let incoming = bytes.withUnsafeBufferPointer {
+        RequestDecoder.decode($0, maxDepth: limits.maxNestingDepth)
+      }
+      switch incoming {
+      case .single(let item):
+        enqueue([item], isBatch: false, on: connection)
+      case .batch(let items):
+        enqueue(items, isBatch: true, on: connection)
+      }
+    }
+  }
+
+  /// Opens one slot for the line and queues its requests; invalid ones are
+  /// answered at once (their answers do not depend on any state).
+  private func enqueue(_ items: [Incoming.Item], isBatch: Bool, on connection: Connection) {
+    var answered = 0
+    for item in items {
+      if case .success(let request) = item, request.id == nil { continue }
+      answered += 1
+    }
+    let slot = answered > 0 ? connection.openSlot(parts: answered, isBatch: isBatch) : 0
+    var part = 0
+    for item in items {
+      switch item {
+      case .failure(let invalid):
+        log.rateLimited(.info, cause: "invalid-request", "invalid request: \(invalid.error.message)")
+        connection.fill(slot: slot, part: part, with: errorBytes(id: invalid.id, invalid.error))
+        part += 1
+      case .success(let request):
+        if request.id == nil {
+          connection.enqueue(PendingRequest(request: request, answer: nil))
+        } else {
+          connection.enqueue(PendingRequest(request: request, answer: (slot, part)))
+          part += 1
+        }
+      }
+    }
+  }
+
+  private func isWrite(_ request: Request) -> Bool {
+    switch Method(rawValue: request.method) {
+    case .set, .toggle, .reset, .lock, .unlock, .disable, .enable, .reload: return true
+    default: return false
+    }
+  }
+
+  // MARK: Answers
+
+  func answer(_ pending: PendingRequest, on connection: Connection, _ write: (inout JSONWriter) -> Void) {
+    guard let (slot, part) = pending.answer, let id = pending.request.id else { return }
+    var w = JSONWriter(capacity: 512)
+    ResponseEncoding.beginResult(&w, id: id)
+    write(&w)
+    ResponseEncoding.endResult(&w)
+    connection.fill(slot: slot, part: part, with: w.bytes)
+  }
+
+  func fail(_ pending: PendingRequest, on connection: Connection, _ error: RPCError) {
+    guard let (slot, part) = pending.answer, let id = pending.request.id else { return }
+    connection.fill(slot: slot, part: part, with: errorBytes(id: id, error))
+  }
+
+  private func errorBytes(id: RequestID, _ error: RPCError) -> [UInt8] {
+    var w = JSONWriter(capacity: 256)
+    ResponseEncoding.writeError(&w, id: id, error)
+    return w.bytes
+  }
+
+  // MARK: Requests
+
+  private func execute(_ pending: PendingRequest, on connection: Connection) {
+    let request = pending.request
+    guard let method = Method(rawValue: request.method) else {
+      fail(pending, on: connection, .methodNotFound(request.method))
+      return
+    }
+    let caller = connection.peer.caller(groupIDs: groups)
+    guard Rules.mayCall(administrative: method.isAdministrative, caller: caller) else {
+      fail(pending, on: connection, .permissionDenied(method: method, requirement: adminRequirement))
+      return
+    }
+    let call: Call
+    switch Call.decode(method, params: request.params, limits: limits.params) {
+    case .success(let decoded): call = decoded
+    case .failure(let error):
+      fail(pending, on: connection, error)
+      return
+    }
+    switch call {
+    case .get(let key):
+      guard let definition = catalog.switches[key], let record = records[key] else {
+        fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
+        return
+      }
+      answer(pending, on: connection) { w in writeSwitch(&w, definition, record) }
+    case .list(let prefix):
+      answer(pending, on: connection) { w in writeList(&w, prefix: prefix) }
+    case .write(let key, let operation):
+      submit(.write(ticket(pending, connection), key: key, operation, caller), for: connection)
+    case .reload:
+      notifier.send("RELOADING=1")
+      submit(.reload(ticket(pending, connection)), for: connection)
+    case .watch(let patterns, let since):
+      watch(pending, on: connection, patterns: patterns, since: since)
+    case .unwatch(let id):
+      guard let index = connection.watchIDs.firstIndex(of: id) else {
+        fail(pending, on: connection, .invalidParams("there is no watch \(id) on this connection"))
+        return
+      }
+      connection.watchIDs.remove(at: index)
+      hub.remove(id)
+      answer(pending, on: connection) { w in w.raw("{}") }
+    case .history(let key, let limit, let before):
+      history(pending, on: connection, key: key, limit: limit, before: before)
+    case .status:
+      answer(pending, on: connection) { w in writeStatus(&w) }
+    }
+  }
+
+  private var adminRequirement: String {
+    if let name = catalog.settings.adminGroup, !name.isEmpty, groups.admin != nil {
+      return "only root and members of the group \(name) may"
+    }
+    return "only root may"
+  }
+
+  private func ticket(_ pending: PendingRequest, _ connection: Connection) -> Ticket {
+    Ticket(
+      connection: connection.id, slot: pending.answer?.slot ?? 0, part: pending.answer?.part ?? 0,
+      id: pending.request.id ?? .null)
+  }
+
+  private func submit(_ job: WriterJob, for connection: Connection) {
+    connection.writesInFlight += 1
+    jobs.push(job)
+  }
+
+  private func writeSwitch(_ w: inout JSONWriter, _ definition: SwitchDefinition, _ record: SwitchRecord) {
+    WireEncoding.writeSwitch(
+      &w, definition: definition, record: record,
+      policySource: Rules.policySource(state: record.state, rule: catalog.policies[record.key]))
+  }
+
+  private func writeList(_ w: inout JSONWriter, prefix: String?) {
+    w.raw("{\"revision\":")
+    w.int(revision)
+    w.raw(",\"switches\":[")
+    var first = true
+    for key in keys(withPrefix: prefix) {
+      guard let definition = catalog.switches[key], let record = records[key] else { continue }
+      if !first { w.raw(",") }
+      first = false
+      writeSwitch(&w, definition, record)
+    }
+    w.raw("]}")
+  }
+
+  /// Declared keys with `prefix`, in order: a binary search to the first,
+  /// so a page costs what it returns.
+  private func keys(withPrefix prefix: String?) -> ArraySlice<String> {
+    let keys = catalog.sortedKeys
+    guard let prefix, !prefix.isEmpty else { return keys[...] }
+    let p = Array(prefix.utf8)
+    var low = 0
+    var high = keys.count
+    while low < high {
+      let mid = (low + high) / 2
+      if Array(keys[mid].utf8).lexicographicallyPrecedes(p) { low = mid + 1 } else { high = mid }
+    }
+    var end = low
+    while end < keys.count && keys[end].utf8.starts(with: p) { end += 1 }
+    return keys[low..<end]
+  }
+
+  private func writeStatus(_ w: inout JSONWriter) {
+    w.raw("{\"version\":")
+    w.string(SwitchdVersion.current)
+    w.raw(",\"revision\":")
+    w.int(revision)
+    w.raw(",\"switches\":")
+    w.int(Int64(catalog.switches.count))
+    w.raw(",\"connections\":")
+    w.int(Int64(connections.count))
+    w.raw(",\"watches\":")
+    w.int(Int64(hub.count))
+    w.raw(",\"uptimeSeconds\":")
+    w.int(Int64(monotonicSeconds() - startedAt))
+    w.raw(",\"database\":")
+    w.string(databasePath)
+    w.raw(",\"socket\":")
+    w.string(catalog.settings.socket ?? listenerPath)
+    w.raw("}")
+  }
+
+  var listenerPath = ""
+
+  /// Log rows after `cursor` up to the loop's revision: what a replaying
+  /// watch has not seen yet.
+  func readerChanges(after cursor: Int64, limit: Int) throws -> [Change] {
+    try reader.changes(after: cursor, upTo: revision, limit: limit)
+  }
+
+  func markWriterStopped() { writerStopped = true }
+
+  private func history(
+    _ pending: PendingRequest, on connection: Connection, key: String?, limit: Int, before: Int64?
+  ) {
+    do {
+      if let key, catalog.switches[key] == nil, records[key] == nil {
+        fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
+        return
+      }
+      let entries = try reader.history(key: key, before: before, limit: limit)
+      answer(pending, on: connection) { w in
+        w.raw("{\"entries\":[")
+        for (i, change) in entries.enumerated() {
+          if i > 0 { w.raw(",") }
+          WireEncoding.writeEntry(&w, change)
+        }
+        w.raw("]}")
+      }
+    } catch {
+      fail(pending, on: connection, .storageFailure("reading the change log failed: \(error)"))
+    }
+  }
+}

@@ -1,0 +1,244 @@
+import SwitchCore
+import SwitchProtocol
+import SwitchStore
+
+/// The one writer: owns the read-write SQLite connection and the
+/// authoritative copy of every switch, decides each write with SwitchCore's
+/// rules and commits them.
+///
+/// Group commit: it takes every job queued since its last commit and
+/// commits them in one transaction with one sync, so concurrent writers
+/// share the cost of durability. Jobs are served in the order queued, so a
+/// client's pipelined writes commit in the order it sent them. Runs on its
+/// own thread; the event loop never waits for the disk.
+final class Writer: @unchecked Sendable {  // used by its own thread only, once started
+  private let store: SwitchStore
+  private let configDirectory: String
+  private let log: Log
+  private var catalog: Catalog
+  private var records: [String: SwitchRecord]
+  private var revision: Int64
+  private var oldestRetained: Int64?
+
+  /// Opens the database, loads every switch, and applies `catalog`: rows for
+  /// new switches, policy changes with `cause: policy`.
+  /// - Returns: the writer and the changes and update the start made.
+  static func start(
+    databasePath: String, configDirectory: String, catalog: Catalog, log: Log
+  ) throws -> (Writer, WriterOutput) {
+    let store = try SwitchStore(path: databasePath)
+    var records: [String: SwitchRecord] = [:]
+    for record in try store.loadSwitches() { records[record.key] = record }
+    let writer = Writer(
+      store: store, configDirectory: configDirectory, catalog: catalog, records: records,
+      revision: try store.currentRevision(), oldestRetained: try store.oldestRetainedRevision(),
+      log: log)
+    let applied = try writer.apply(catalog)
+    return (writer, applied)
+  }
+
+  private init(
+    store: SwitchStore, configDirectory: String, catalog: Catalog,
+    records: [String: SwitchRecord], revision: Int64, oldestRetained: Int64?, log: Log
+  ) {
+    self.store = store
+    self.configDirectory = configDirectory
+    self.catalog = catalog
+    self.records = records
+    self.revision = revision
+    self.oldestRetained = oldestRetained
+    self.log = log
+  }
+
+  /// The switches as the writer holds them (for the loop's first copy).
+  var snapshot: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?) {
+    (records, revision, oldestRetained)
+  }
+
+  /// Serves jobs until `.stop`, handing each output to `deliver`.
+  func run(jobs: BlockingQueue<WriterJob>, deliver: (WriterOutput) -> Void) {
+    while true {
+      let batch = jobs.takeAll()
+      var writes: [(Ticket, String, Operation, Caller)] = []
+      var stopping = false
+      func flushWrites() {
+        if writes.isEmpty { return }
+        deliver(commitGroup(writes))
+        writes.removeAll(keepingCapacity: true)
+      }
+      for job in batch {
+        switch job {
+        case .write(let ticket, let key, let operation, let caller):
+          writes.append((ticket, key, operation, caller))
+        case .reload(let ticket):
+          flushWrites()
+          deliver(reload(ticket))
+        case .stop:
+          stopping = true
+        }
+      }
+      flushWrites()
+      if stopping {
+        store.close()
+        deliver(WriterOutput(catalog: nil, changes: [], answers: [], stopped: true))
+        return
+      }
+      if let pruned = prune() { deliver(pruned) }
+    }
+  }
+
+  // MARK: Writes
+
+  /// Decides every write against the current copy, then commits all the
+  /// changes in one transaction. If the commit fails, the copy is restored
+  /// and each write is tried alone, so every answer tells the truth.
+  private func commitGroup(_ writes: [(Ticket, String, Operation, Caller)]) -> WriterOutput {
+    let time = wallClockMilliseconds()
+    var changes: [Change] = []
+    var answers: [(Ticket, WriterOutput.Answer)] = []
+    var undo: [String: SwitchRecord] = [:]
+    let firstRevision = revision
+    for (ticket, key, operation, caller) in writes {
+      let record = records[key]
+      let decision = Rules.decide(
+        operation, key: key, definition: catalog.switches[key], record: record,
+        policy: catalog.policies[key], caller: caller)
+      switch decision {
+      case .failure(let refusal):
+        answers.append((ticket, .write(.failure(RPCError(refusal)))))
+      case .success(nil):
+        answers.append((ticket, .write(.success(outcome(changed: false, record!)))))
+      case .success(let next?):
+        let previous = record!
+        if undo[key] == nil { undo[key] = previous }
+        revision += 1
+        let change = Change(
+          revision: revision, time: time, key: key, cause: operation.cause, actor: caller.actor,
+          state: next, previous: previous.state)
+        let updated = SwitchRecord(key: key, state: next, revision: revision, changedAt: time)
+        records[key] = updated
+        changes.append(change)
+        answers.append((ticket, .write(.success(outcome(changed: true, updated)))))
+      }
+    }
+    if changes.isEmpty {
+      return WriterOutput(catalog: nil, changes: [], answers: answers, oldestRetained: oldestRetained)
+    }
+    do {
+      try store.commit(changes)
+      if oldestRetained == nil { oldestRetained = changes[0].revision }
+      return WriterOutput(
+        catalog: nil, changes: changes, answers: answers, oldestRetained: oldestRetained)
+    } catch {
+      for (key, record) in undo { records[key] = record }
+      revision = firstRevision
+      log.rateLimited(.error, cause: "commit", "a commit failed, nothing changed: \(error)")
+      if writes.count == 1 {
+        let failure = RPCError.storageFailure("\(error)")
+        return WriterOutput(
+          catalog: nil, changes: [], answers: [(writes[0].0, .write(.failure(failure)))],
+          oldestRetained: oldestRetained)
+      }
+      var merged = WriterOutput(catalog: nil, changes: [], answers: [])
+      for write in writes {
+        let alone = commitGroup([write])
+        merged.changes += alone.changes
+        merged.answers += alone.answers
+      }
+      merged.oldestRetained = oldestRetained
+      return merged
+    }
+  }
+
+  private func outcome(changed: Bool, _ record: SwitchRecord) -> WriteOutcome {
+    WriteOutcome(
+      changed: changed, record: record, definition: catalog.switches[record.key]!,
+      policySource: Rules.policySource(state: record.state, rule: catalog.policies[record.key]))
+  }
+
+  // MARK: Configuration
+
+  private func reload(_ ticket: Ticket?) -> WriterOutput {
+    let loaded = ConfigLoader.load(directory: configDirectory)
+    for diagnostic in loaded.diagnostics where diagnostic.severity == .warning {
+      log.warning("\(diagnostic)")
+    }
+    guard let next = loaded.catalog else {
+      for error in loaded.errors { log.error("reload refused: \(error)") }
+      let answers = ticket.map { [($0, WriterOutput.Answer.reload(.failure(.invalidConfig(loaded.errors))))] }
+      return WriterOutput(catalog: nil, changes: [], answers: answers ?? [])
+    }
+    do {
+      var output = try apply(next)
+      let counts = (switches: next.switches.count, policies: next.policyCount)
+      if let ticket { output.answers = [(ticket, .reload(.success(counts)))] }
+      log.notice(
+        "reloaded \(configDirectory): \(counts.switches) switches, \(counts.policies) policies, "
+          + "\(output.changes.count) changed by policy")
+      return output
+    } catch {
+      log.error("reload failed, the running configuration stays: \(error)")
+      let answers = ticket.map {
+        [($0, WriterOutput.Answer.reload(.failure(.storageFailure("\(error)"))))]
+      }
+      return WriterOutput(catalog: nil, changes: [], answers: answers ?? [])
+    }
+  }
+
+  /// Makes `next` the configuration: creates rows for new switches at their
+  /// default, and applies the policies as changes (one revision per switch
+  /// whose State changes). All or nothing: on failure the old one stays.
+  private func apply(_ next: Catalog) throws -> WriterOutput {
+    let time = wallClockMilliseconds()
+    var newRecords: [SwitchRecord] = []
+    for key in next.sortedKeys where records[key] == nil {
+      let definition = next.switches[key]!
+      newRecords.append(SwitchRecord(key: key, state: SwitchState(checked: definition.defaultChecked)))
+    }
+    var working = records
+    for record in newRecords { working[record.key] = record }
+    var changes: [Change] = []
+    var nextRevision = revision
+    for key in next.sortedKeys {
+      let current = working[key]!
+      let target = Rules.applyPolicy(next.policies[key], to: current.state)
+      if target == current.state { continue }
+      nextRevision += 1
+      changes.append(
+        Change(
+          revision: nextRevision, time: time, key: key, cause: .policy, actor: .policy,
+          state: target, previous: current.state))
+      working[key] = SwitchRecord(key: key, state: target, revision: nextRevision, changedAt: time)
+    }
+    if !newRecords.isEmpty { try store.insertNew(newRecords) }
+    if !changes.isEmpty { try store.commit(changes) }
+    records = working
+    revision = nextRevision
+    catalog = next
+    if oldestRetained == nil, let first = changes.first { oldestRetained = first.revision }
+    let update = CatalogUpdate(
+      catalog: next, groups: GroupIDs.resolve(next.settings, log: log), newRecords: newRecords)
+    return WriterOutput(
+      catalog: update, changes: changes, answers: [], oldestRetained: oldestRetained)
+  }
+
+  // MARK: Retention
+
+  /// Prunes the log once it exceeds `HistoryRetention` by a margin, so
+  /// pruning runs now and then in chunks, not after every commit.
+  private func prune() -> WriterOutput? {
+    let retention = catalog.settings.historyRetention
+    guard let oldest = oldestRetained else { return nil }
+    let kept = revision - oldest + 1
+    let margin = Int64(min(1000, max(1, retention / 10)))
+    guard kept > Int64(retention) + margin else { return nil }
+    do {
+      _ = try store.prune(keep: retention)
+      oldestRetained = try store.oldestRetainedRevision()
+      return WriterOutput(catalog: nil, changes: [], answers: [], oldestRetained: oldestRetained)
+    } catch {
+      log.rateLimited(.warning, cause: "prune", "pruning the change log failed: \(error)")
+      return nil
+    }
+  }
+}

@@ -1,0 +1,54 @@
+import SwitchCore
+import SwitchProtocol
+
+/// Where an answer goes: a connection, a response slot in it, and the
+/// position inside a batch.
+struct Ticket: Sendable {
+  var connection: UInt64
+  /// 0 for a notification: carried out, never answered.
+  var slot: UInt64
+  var part: Int
+  var id: RequestID
+}
+
+/// What the event loop asks of the writer thread.
+enum WriterJob: Sendable {
+  case write(Ticket, key: String, Operation, Caller)
+  /// Re-read the configuration directory (SIGHUP has no ticket).
+  case reload(Ticket?)
+  /// Finish what is queued, then end the thread.
+  case stop
+}
+
+/// The result of a write: whether it changed the switch, and the switch after it.
+struct WriteOutcome: Sendable {
+  var changed: Bool
+  var record: SwitchRecord
+  /// The schema entry the write was decided with, for the answer's Switch object.
+  var definition: SwitchDefinition
+  var policySource: SourceLocation?
+}
+
+/// A new configuration the loop swaps in, with what it needs from it.
+struct CatalogUpdate: Sendable {
+  var catalog: Catalog
+  var groups: GroupIDs
+  /// Rows created for switches the new schema declares for the first time.
+  var newRecords: [SwitchRecord]
+}
+
+/// What the writer thread hands back after each transaction: committed
+/// changes in revision order, and the answers for the tickets it served.
+struct WriterOutput: Sendable {
+  enum Answer: Sendable {
+    case write(Result<WriteOutcome, RPCError>)
+    case reload(Result<(switches: Int, policies: Int), RPCError>)
+  }
+  var catalog: CatalogUpdate?
+  var changes: [Change]
+  var answers: [(Ticket, Answer)]
+  /// The oldest revision still in the log after any pruning.
+  var oldestRetained: Int64?
+  /// Set on the output of `.stop`: the thread has ended.
+  var stopped = false
+}

@@ -1,0 +1,122 @@
+/// A JSON-RPC request id: a number (kept as its text), a string, or null.
+public enum RequestID: Equatable, Hashable, Sendable {
+  case number(JSONNumber)
+  case string(String)
+  case null
+
+  public var jsonValue: JSONValue {
+    switch self {
+    case .number(let n): return .number(n)
+    case .string(let s): return .string(s)
+    case .null: return .null
+    }
+  }
+
+  public init?(_ value: JSONValue) {
+    switch value {
+    case .number(let n): self = .number(n)
+    case .string(let s): self = .string(s)
+    case .null: self = .null
+    default: return nil
+    }
+  }
+}
+
+extension JSONNumber: Hashable {
+  public func hash(into hasher: inout Hasher) { hasher.combine(text) }
+}
+
+/// One JSON-RPC 2.0 request, its envelope checked; params not yet decoded.
+public struct Request: Sendable {
+  /// nil for a notification: carried out, never answered.
+  public var id: RequestID?
+  public var method: String
+  public var params: JSONValue?
+}
+
+/// What one line holds.
+public enum Incoming: Sendable {
+  /// A request, or the error that answers an invalid one.
+  public typealias Item = Result<Request, EnvelopeError>
+  case single(Item)
+  /// A batch: each element stands alone.
+  case batch([Item])
+}
+
+/// An invalid message, with the id to answer it with (null when none can be read).
+public struct EnvelopeError: Error, Sendable {
+  public var error: RPCError
+  public var id: RequestID
+}
+
+public enum RequestDecoder {
+  /// Decodes one line: JSON, then the JSON-RPC 2.0 envelope of each request.
+  public static func decode(_ line: UnsafeBufferPointer<UInt8>, maxDepth: Int) -> Incoming {
+    let value: JSONValue
+    do {
+      value = try JSONParser.parse(line, maxDepth: maxDepth)
+    } catch {
+      switch error.kind {
+      case .tooDeep:
+        return .single(
+          .failure(
+            EnvelopeError(
+              error: .invalidRequest("it nests deeper than \(maxDepth) levels"), id: .null)))
+      case .invalidUTF8, .syntax:
+        return .single(.failure(EnvelopeError(error: .parseError(error.message), id: .null)))
+      }
+    }
+    if let items = value.arrayValue {
+      if items.isEmpty {
+        return .single(
+          .failure(EnvelopeError(error: .invalidRequest("an empty batch"), id: .null)))
+      }
+      return .batch(items.map(envelope))
+    }
+    return .single(envelope(value))
+  }
+
+  /// Checks one request object: `jsonrpc` is "2.0", `method` a string, `id`
+  /// a string, number or null, `params` an object or array, nothing else.
+  static func envelope(_ value: JSONValue) -> Incoming.Item {
+    guard let members = value.objectMembers else {
+      return .failure(EnvelopeError(error: .invalidRequest("a request is a JSON object"), id: .null))
+    }
+    var id: RequestID?
+    var seen: Set<String> = []
+    for m in members where m.name == "id" {
+      id = RequestID(m.value)
+      if id == nil {
+        return .failure(
+          EnvelopeError(error: .invalidRequest("\"id\" must be a string, number or null"), id: .null))
+      }
+      break
+    }
+    let answerID = id ?? .null
+    func fail(_ why: String) -> Incoming.Item {
+      .failure(EnvelopeError(error: .invalidRequest(why), id: answerID))
+    }
+    var method: String?
+    var params: JSONValue?
+    var version: JSONValue?
+    for m in members {
+      if !seen.insert(m.name).inserted { return fail("\"\(m.name)\" is given twice") }
+      switch m.name {
+      case "jsonrpc": version = m.value
+      case "method":
+        guard let name = m.value.stringValue else { return fail("\"method\" must be a string") }
+        method = name
+      case "params":
+        guard m.value.objectMembers != nil || m.value.arrayValue != nil else {
+          return fail("\"params\" must be an object or an array")
+        }
+        params = m.value
+      case "id": break
+      default: return fail("unknown member \"\(m.name)\"")
+      }
+    }
+    guard version?.stringValue == "2.0" else { return fail("\"jsonrpc\" must be \"2.0\"") }
+    guard let method else { return fail("\"method\" is missing") }
+    return .success(Request(id: id, method: method, params: params))
+  }
+}

@@ -1,0 +1,81 @@
+/// Splits a byte stream into lines (NDJSON framing), bounded by `maxFrameBytes`.
+///
+/// A line longer than the bound is reported once as `.oversized` and its
+/// bytes are dropped up to its newline, so the connection stays usable and
+/// the buffer never grows past the bound. Blank lines are skipped.
+public struct LineFramer {
+  public enum Frame: Equatable {
+    case line(ArraySlice<UInt8>)
+    case oversized
+  }
+
+  public let maxFrameBytes: Int
+  private var buffer: [UInt8] = []
+  private var start = 0
+  private var scanned = 0
+  private var discarding = false
+
+  public init(maxFrameBytes: Int) {
+    self.maxFrameBytes = maxFrameBytes
+  }
+
+  /// Bytes received and not yet returned as a frame.
+  public var bufferedCount: Int { buffer.count - start }
+
+  public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+    compact()
+    buffer.append(contentsOf: bytes)
+  }
+
+  public mutating func append(_ bytes: [UInt8]) {
+    bytes.withUnsafeBytes { append($0) }
+  }
+
+  /// The next complete frame, or nil until more bytes arrive.
+  public mutating func next() -> Frame? {
+    while true {
+      guard let newline = buffer[scanned...].firstIndex(of: UInt8(ascii: "\n")) else {
+        scanned = buffer.count
+        if discarding {
+          buffer.removeAll(keepingCapacity: true)
+          start = 0
+          scanned = 0
+        } else if buffer.count - start > maxFrameBytes {
+          discarding = true
+          buffer.removeAll(keepingCapacity: true)
+          start = 0
+          scanned = 0
+          return .oversized
+        }
+        return nil
+      }
+      let line = start..<newline
+      start = newline + 1
+      scanned = start
+      if discarding {
+        discarding = false
+        continue
+      }
+      if line.count > maxFrameBytes { return .oversized }
+      if buffer[line].allSatisfy(Self.isBlank) { continue }
+      return .line(buffer[line])
+    }
+  }
+
+  private static func isBlank(_ b: UInt8) -> Bool {
+    b == UInt8(ascii: " ") || b == UInt8(ascii: "\t") || b == UInt8(ascii: "\r")
+  }
+
+  /// Drops consumed bytes before appending, so the buffer holds at most one
+  /// partial line plus what was just received.
+  private mutating func compact() {
+    guard start > 0 else { return }
+    if start == buffer.count {
+      buffer.removeAll(keepingCapacity: true)
+    } else {
+      buffer.removeSubrange(0..<start)
+    }
+    scanned -= start
+    start = 0
+  }
+}

@@ -1,0 +1,229 @@
+import SwitchCore
+
+/// The methods of the API (PROTOCOL.md, "Methods").
+public enum Method: String, CaseIterable, Sendable {
+  case get, list, set, toggle, reset, watch, unwatch, history
+  case lock, unlock, disable, enable, reload, status
+
+  /// Only an administrator may call these.
+  public var isAdministrative: Bool {
+    switch self {
+    case .lock, .unlock, .disable, .enable, .reload: return true
+    default: return false
+    }
+  }
+}
+
+/// Limits on params that a client controls.
+public struct ParamLimits: Sendable {
+  /// `history.limit` at most (1000 by default).
+  public var maxHistoryPage: Int
+  /// Reason texts at most, in bytes.
+  public var maxReasonBytes: Int
+  /// Patterns in one `watch` at most.
+  public var maxPatterns: Int
+
+  public init(maxHistoryPage: Int = 1000, maxReasonBytes: Int = 1024, maxPatterns: Int = 256) {
+    self.maxHistoryPage = maxHistoryPage
+    self.maxReasonBytes = maxReasonBytes
+    self.maxPatterns = maxPatterns
+  }
+}
+
+/// A request's method with its params decoded and checked.
+public enum Call: Equatable, Sendable {
+  case get(key: String)
+  case list(prefix: String?)
+  /// set, toggle, reset, lock, unlock, disable, enable.
+  case write(key: String, Operation)
+  case watch(patterns: [KeyPattern]?, since: Int64?)
+  case unwatch(id: String)
+  case history(key: String?, limit: Int, before: Int64?)
+  case reload
+  case status
+
+  /// Decodes params for `method` strictly: missing, unknown or mistyped
+  /// params are `InvalidParams` (`"checked": 1` is mistyped).
+  public static func decode(
+    _ method: Method, params: JSONValue?, limits: ParamLimits = ParamLimits()
+  ) -> Result<Call, RPCError> {
+    var p: Params
+    switch Params.open(params) {
+    case .success(let opened): p = opened
+    case .failure(let error): return .failure(error)
+    }
+    do throws(RPCError) {
+      let call: Call
+      switch method {
+      case .get:
+        call = .get(key: try p.key())
+      case .list:
+        var prefix = try p.optionalString("prefix", maxBytes: 256)
+        if let text = prefix, text.hasSuffix("*") { prefix = String(text.dropLast()) }
+        call = .list(prefix: prefix)
+      case .set:
+        let key = try p.key()
+        let checked = try p.requiredBool("checked")
+        call = .write(key: key, .set(checked: checked, ifRevision: try p.optionalRevision("ifRevision")))
+      case .toggle:
+        let key = try p.key()
+        call = .write(key: key, .toggle(ifRevision: try p.optionalRevision("ifRevision")))
+      case .reset:
+        call = .write(key: try p.key(), .reset)
+      case .lock:
+        let key = try p.key()
+        let reason = try p.optionalString("reason", maxBytes: limits.maxReasonBytes)
+        let checked = try p.optionalBool("checked")
+        call = .write(key: key, .lock(reason: reason, checked: checked))
+      case .unlock:
+        call = .write(key: try p.key(), .unlock)
+      case .disable:
+        let key = try p.key()
+        call = .write(
+          key: key, .disable(reason: try p.optionalString("reason", maxBytes: limits.maxReasonBytes)))
+      case .enable:
+        call = .write(key: try p.key(), .enable)
+      case .watch:
+        let patterns = try p.optionalPatterns("keys", max: limits.maxPatterns)
+        call = .watch(patterns: patterns, since: try p.optionalRevision("since"))
+      case .unwatch:
+        guard let id = try p.optionalString("watch", maxBytes: 64) else {
+          throw RPCError.invalidParams("\"watch\" is required: the id that watch returned")
+        }
+        call = .unwatch(id: id)
+      case .history:
+        let key = try p.optionalKey("key")
+        let limit = try p.optionalInt("limit", in: 1...Int64(limits.maxHistoryPage)) ?? 100
+        let before = try p.optionalRevision("before")
+        call = .history(key: key, limit: Int(min(limit, Int64(limits.maxHistoryPage))), before: before)
+      case .reload:
+        call = .reload
+      case .status:
+        call = .status
+      }
+      try p.rejectUnknown()
+      return .success(call)
+    } catch {
+      return .failure(error)
+    }
+  }
+}
+
+/// A params object being read: remembers which names were used, so that
+/// unknown names can be refused.
+private struct Params {
+  var members: [JSONMember]
+  var used: Set<String> = []
+
+  static func open(_ params: JSONValue?) -> Result<Params, RPCError> {
+    guard let params, !params.isNull else { return .success(Params(members: [])) }
+    guard let members = params.objectMembers else {
+      return .failure(.invalidParams("params must be an object of named params"))
+    }
+    var seen: Set<String> = []
+    for m in members where !seen.insert(m.name).inserted {
+      return .failure(.invalidParams("\"\(m.name)\" is given twice"))
+    }
+    return .success(Params(members: members))
+  }
+
+  mutating func take(_ name: String) -> JSONValue? {
+    used.insert(name)
+    return members.first(where: { $0.name == name })?.value
+  }
+
+  func rejectUnknown() throws(RPCError) {
+    for m in members where !used.contains(m.name) {
+      throw .invalidParams("unknown param \"\(m.name)\"")
+    }
+  }
+
+  mutating func key() throws(RPCError) -> String {
+    guard let key = try optionalKey("key") else {
+      throw .invalidParams("\"key\" is required")
+    }
+    return key
+  }
+
+  mutating func optionalKey(_ name: String) throws(RPCError) -> String? {
+    guard let value = take(name) else { return nil }
+    guard let key = value.stringValue else {
+      throw .invalidParams("\"\(name)\" must be a string")
+    }
+    if let problem = SwitchKey.problem(key) {
+      throw .invalidParams("\"\(name)\" is not a switch key: \(problem)")
+    }
+    return key
+  }
+
+  mutating func requiredBool(_ name: String) throws(RPCError) -> Bool {
+    guard let value = try optionalBool(name) else {
+      throw .invalidParams("\"\(name)\" is required: true or false")
+    }
+    return value
+  }
+
+  mutating func optionalBool(_ name: String) throws(RPCError) -> Bool? {
+    guard let value = take(name) else { return nil }
+    guard let bool = value.boolValue else {
+      throw .invalidParams("\"\(name)\" must be true or false, not \(value.jsonTextForError)")
+    }
+    return bool
+  }
+
+  mutating func optionalString(_ name: String, maxBytes: Int) throws(RPCError) -> String? {
+    guard let value = take(name) else { return nil }
+    guard let text = value.stringValue else {
+      throw .invalidParams("\"\(name)\" must be a string")
+    }
+    if text.utf8.count > maxBytes {
+      throw .invalidParams("\"\(name)\" is longer than \(maxBytes) bytes")
+    }
+    return text
+  }
+
+  mutating func optionalInt(_ name: String, in range: ClosedRange<Int64>) throws(RPCError) -> Int64? {
+    guard let value = take(name) else { return nil }
+    guard let number = value.int64Value, range.contains(number) else {
+      throw .invalidParams(
+        "\"\(name)\" must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+    }
+    return number
+  }
+
+  mutating func optionalRevision(_ name: String) throws(RPCError) -> Int64? {
+    try optionalInt(name, in: 0...Int64.max)
+  }
+
+  mutating func optionalPatterns(_ name: String, max: Int) throws(RPCError) -> [KeyPattern]? {
+    guard let value = take(name) else { return nil }
+    guard let items = value.arrayValue else {
+      throw .invalidParams("\"\(name)\" must be an array of key patterns")
+    }
+    if items.isEmpty {
+      throw .invalidParams("\"\(name)\" is empty: leave it out to watch every switch")
+    }
+    if items.count > max { throw .invalidParams("\"\(name)\" has more than \(max) patterns") }
+    var patterns: [KeyPattern] = []
+    for item in items {
+      guard let text = item.stringValue else {
+        throw .invalidParams("\"\(name)\" must hold strings")
+      }
+      switch KeyPattern.parse(text) {
+      case .success(let pattern): patterns.append(pattern)
+      case .failure:
+        throw .invalidParams(
+          "\"\(text)\" is not a key pattern: give a key or a prefix ending in *")
+      }
+    }
+    return patterns
+  }
+}
+
+extension JSONValue {
+  /// A short rendering for error messages, cut at 40 bytes.
+  fileprivate var jsonTextForError: String {
+    let text = jsonText
+    return text.utf8.count > 40 ? String(decoding: Array(text.utf8.prefix(40)), as: UTF8.self) + "…" : text
+  }
+}

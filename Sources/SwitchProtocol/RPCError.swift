@@ -1,0 +1,141 @@
+import SwitchCore
+
+/// A JSON-RPC error code. An open set: a code from a newer daemon decodes
+/// as itself and never traps.
+public struct RPCErrorCode: RawRepresentable, Hashable, Sendable {
+  public var rawValue: Int
+  public init(rawValue: Int) { self.rawValue = rawValue }
+
+  public static let parseError = RPCErrorCode(rawValue: -32700)
+  public static let invalidRequest = RPCErrorCode(rawValue: -32600)
+  public static let methodNotFound = RPCErrorCode(rawValue: -32601)
+  public static let invalidParams = RPCErrorCode(rawValue: -32602)
+  public static let internalError = RPCErrorCode(rawValue: -32603)
+  public static let unknownSwitch = RPCErrorCode(rawValue: -32001)
+  public static let readOnly = RPCErrorCode(rawValue: -32002)
+  public static let disabled = RPCErrorCode(rawValue: -32003)
+  public static let permissionDenied = RPCErrorCode(rawValue: -32004)
+  public static let conflict = RPCErrorCode(rawValue: -32005)
+  public static let applyFailed = RPCErrorCode(rawValue: -32006)
+  public static let storageFailure = RPCErrorCode(rawValue: -32007)
+  public static let overloaded = RPCErrorCode(rawValue: -32008)
+  public static let historyCompacted = RPCErrorCode(rawValue: -32009)
+  public static let invalidConfig = RPCErrorCode(rawValue: -32010)
+
+  private static let names: [Int: String] = [
+    -32700: "ParseError", -32600: "InvalidRequest", -32601: "MethodNotFound",
+    -32602: "InvalidParams", -32603: "InternalError", -32001: "UnknownSwitch",
+    -32002: "ReadOnly", -32003: "Disabled", -32004: "PermissionDenied", -32005: "Conflict",
+    -32006: "ApplyFailed", -32007: "StorageFailure", -32008: "Overloaded",
+    -32009: "HistoryCompacted", -32010: "InvalidConfig",
+  ]
+
+  /// `data.name`: `ReadOnly`, `Conflict`, …; `Error-32099` for a code this build does not know.
+  public var name: String { Self.names[rawValue] ?? "Error\(rawValue)" }
+}
+
+/// A JSON-RPC error object: a code, one sentence for a person, and `data`
+/// with at least `name` and, where it applies, `key`, `reason`, `heldBy`,
+/// `disabledBy`, `revision`, `oldest`, `errors`.
+public struct RPCError: Error, Equatable, Sendable {
+  public var code: RPCErrorCode
+  public var message: String
+  /// Members of `data` after `name`, in order.
+  public var data: [JSONMember]
+
+  public init(_ code: RPCErrorCode, _ message: String, data: [JSONMember] = []) {
+    self.code = code
+    self.message = message
+    self.data = data
+  }
+
+  /// The full `data` object, `name` first.
+  public var dataObject: JSONValue {
+    .object([JSONMember("name", .string(code.name))] + data)
+  }
+
+  public static func parseError(_ detail: String) -> RPCError {
+    RPCError(.parseError, "The message is not valid JSON: \(detail).")
+  }
+
+  public static func invalidRequest(_ why: String) -> RPCError {
+    RPCError(.invalidRequest, "The message is not a JSON-RPC 2.0 request: \(why).")
+  }
+
+  public static func methodNotFound(_ method: String) -> RPCError {
+    RPCError(
+      .methodNotFound, "There is no method named \(method).",
+      data: [JSONMember("method", .string(method))])
+  }
+
+  public static func invalidParams(_ why: String) -> RPCError {
+    RPCError(.invalidParams, "Invalid params: \(why).")
+  }
+
+  public static func internalError(_ why: String) -> RPCError {
+    RPCError(.internalError, "The daemon failed inside (\(why)); nothing changed.")
+  }
+
+  public static func storageFailure(_ why: String) -> RPCError {
+    RPCError(.storageFailure, "The database could not commit (\(why)); nothing changed.")
+  }
+
+  public static func overloaded(_ why: String) -> RPCError {
+    RPCError(.overloaded, "The daemon is at a limit: \(why).")
+  }
+
+  public static func historyCompacted(since: Int64, oldest: Int64) -> RPCError {
+    RPCError(
+      .historyCompacted,
+      "Changes after revision \(since) are no longer retained; the oldest kept is \(oldest).",
+      data: [JSONMember("oldest", .int(oldest))])
+  }
+
+  public static func invalidConfig(_ errors: [String]) -> RPCError {
+    let first = errors.first ?? "unknown problem"
+    let more = errors.count > 1 ? " (and \(errors.count - 1) more)" : ""
+    return RPCError(
+      .invalidConfig,
+      "The configuration was refused, the running one stays: \(first)\(more).",
+      data: [JSONMember("errors", .array(errors.map { .string($0) }))])
+  }
+
+  /// The wire form of a refusal by the rules (house rule 4: one place maps errors to codes).
+  public init(_ refusal: Refusal) {
+    switch refusal {
+    case .unknownSwitch(let key):
+      self.init(.unknownSwitch, refusal.message, data: [JSONMember("key", .string(key))])
+    case .permissionDenied(let key, _, _):
+      self.init(
+        .permissionDenied, refusal.message,
+        data: key.map { [JSONMember("key", .string($0))] } ?? [])
+    case .disabled(let key, let reason, let by):
+      self.init(
+        .disabled, refusal.message,
+        data: [
+          JSONMember("key", .string(key)), JSONMember("reason", reason.map(JSONValue.string) ?? .null),
+          JSONMember("disabledBy", by.map { .string($0.wireName) } ?? .null),
+        ])
+    case .readOnly(let key, let reason, let heldBy):
+      self.init(
+        .readOnly, refusal.message,
+        data: [
+          JSONMember("key", .string(key)), JSONMember("reason", reason.map(JSONValue.string) ?? .null),
+          JSONMember("heldBy", heldBy.map { .string($0.wireName) } ?? .null),
+        ])
+    case .conflict(let key, _, let current):
+      self.init(
+        .conflict, refusal.message,
+        data: [JSONMember("key", .string(key)), JSONMember("revision", .int(current))])
+    }
+  }
+}
+
+extension RPCError {
+  /// The caller may not call `method` at all (the first check of the order).
+  public static func permissionDenied(method: Method, requirement: String) -> RPCError {
+    RPCError(
+      .permissionDenied, "You may not call \(method.rawValue): \(requirement).",
+      data: [JSONMember("method", .string(method.rawValue))])
+  }
+}

@@ -1,0 +1,62 @@
+/// RFC 3339 UTC timestamps with milliseconds, as the wire carries them:
+/// `2026-11-30T03:40:00.123Z`. Pure arithmetic, no Foundation, no locale.
+public enum Timestamp {
+  /// Formats milliseconds since the Unix epoch.
+  public static func iso8601(milliseconds ms: Int64) -> String {
+    var out: [UInt8] = []
+    out.reserveCapacity(24)
+    append(milliseconds: ms, to: &out)
+    return String(decoding: out, as: UTF8.self)
+  }
+
+  /// Appends the formatted timestamp (without quotes) to `out`.
+  public static func append(milliseconds ms: Int64, to out: inout [UInt8]) {
+    let millis = Int((ms % 1000 + 1000) % 1000)
+    let seconds = (ms - Int64(millis)) / 1000
+    var days = seconds / 86_400
+    var secondOfDay = seconds % 86_400
+    if secondOfDay < 0 {
+      secondOfDay += 86_400
+      days -= 1
+    }
+    let (year, month, day) = civil(fromDays: days)
+    digits(Int(year), 4, &out)
+    out.append(UInt8(ascii: "-"))
+    digits(month, 2, &out)
+    out.append(UInt8(ascii: "-"))
+    digits(day, 2, &out)
+    out.append(UInt8(ascii: "T"))
+    digits(Int(secondOfDay / 3600), 2, &out)
+    out.append(UInt8(ascii: ":"))
+    digits(Int(secondOfDay % 3600 / 60), 2, &out)
+    out.append(UInt8(ascii: ":"))
+    digits(Int(secondOfDay % 60), 2, &out)
+    out.append(UInt8(ascii: "."))
+    digits(millis, 3, &out)
+    out.append(UInt8(ascii: "Z"))
+  }
+
+  /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian).
+  static func civil(fromDays z0: Int64) -> (Int64, Int, Int) {
+    let z = z0 + 719_468
+    let era = (z >= 0 ? z : z - 146_096) / 146_097
+    let doe = z - era * 146_097
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+    let y = yoe + era * 400
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+    let mp = (5 * doy + 2) / 153
+    let d = Int(doy - (153 * mp + 2) / 5 + 1)
+    let m = Int(mp < 10 ? mp + 3 : mp - 9)
+    return (m <= 2 ? y + 1 : y, m, d)
+  }
+
+  private static func digits(_ value: Int, _ width: Int, _ out: inout [UInt8]) {
+    var divisor = 1
+    for _ in 1..<width { divisor *= 10 }
+    let v = max(0, value)
+    while divisor > 0 {
+      out.append(UInt8(ascii: "0") + UInt8(v / divisor % 10))
+      divisor /= 10
+    }
+  }
+}

@@ -1,0 +1,163 @@
+import SwitchCore
+
+/// Writes the objects of PROTOCOL.md ("Objects", "Events") straight into a
+/// `JSONWriter`: no intermediate trees on the hot path.
+public enum WireEncoding {
+  /// A Switch object.
+  public static func writeSwitch(
+    _ w: inout JSONWriter, definition: SwitchDefinition, record: SwitchRecord,
+    policySource: SourceLocation?
+  ) {
+    let s = record.state
+    w.raw("{\"key\":")
+    w.string(record.key)
+    w.raw(",\"label\":")
+    w.string(definition.label ?? "")
+    w.raw(",\"description\":")
+    w.string(definition.description)
+    w.raw(",\"checked\":")
+    w.bool(s.checked)
+    w.raw(",\"defaultChecked\":")
+    w.bool(definition.defaultChecked)
+    w.raw(",\"readOnly\":")
+    w.bool(s.readOnly)
+    w.raw(",\"readOnlyReason\":")
+    w.stringOrNull(s.readOnlyReason)
+    w.raw(",\"heldBy\":")
+    w.stringOrNull(s.heldBy?.wireName)
+    w.raw(",\"disabled\":")
+    w.bool(s.disabled)
+    w.raw(",\"disabledReason\":")
+    w.stringOrNull(s.disabledReason)
+    w.raw(",\"disabledBy\":")
+    w.stringOrNull(s.disabledBy?.wireName)
+    w.raw(",\"checkedIcon\":")
+    w.string(definition.checkedIcon)
+    w.raw(",\"uncheckedIcon\":")
+    w.string(definition.uncheckedIcon)
+    w.raw(",\"policySource\":")
+    w.stringOrNull(policySource?.policySourceText)
+    w.raw(",\"revision\":")
+    w.int(record.revision)
+    w.raw(",\"changedAt\":")
+    if let at = record.changedAt {
+      writeTime(&w, at)
+    } else {
+      w.null()
+    }
+    w.raw("}")
+  }
+
+  /// A State object.
+  public static func writeState(_ w: inout JSONWriter, _ s: SwitchState) {
+    w.raw("{\"checked\":")
+    w.bool(s.checked)
+    w.raw(",\"readOnly\":")
+    w.bool(s.readOnly)
+    w.raw(",\"readOnlyReason\":")
+    w.stringOrNull(s.readOnlyReason)
+    w.raw(",\"heldBy\":")
+    w.stringOrNull(s.heldBy?.wireName)
+    w.raw(",\"disabled\":")
+    w.bool(s.disabled)
+    w.raw(",\"disabledReason\":")
+    w.stringOrNull(s.disabledReason)
+    w.raw(",\"disabledBy\":")
+    w.stringOrNull(s.disabledBy?.wireName)
+    w.raw("}")
+  }
+
+  /// An Actor object.
+  public static func writeActor(_ w: inout JSONWriter, _ actor: Actor) {
+    switch actor {
+    case .peer(let uid, let gid, let pid):
+      w.raw("{\"uid\":")
+      w.int(Int64(uid))
+      w.raw(",\"gid\":")
+      w.int(Int64(gid))
+      w.raw(",\"pid\":")
+      w.int(Int64(pid))
+      w.raw("}")
+    case .policy:
+      w.raw("{\"uid\":null,\"gid\":null,\"pid\":null,\"source\":\"policy\"}")
+    }
+  }
+
+  /// The members an event and a history Entry share, without braces:
+  /// `"revision":…,"time":…,"key":…,"cause":…,"fields":[…],"actor":…,"state":…,"previous":…`.
+  public static func writeChangeMembers(_ w: inout JSONWriter, _ change: Change) {
+    w.raw("\"revision\":")
+    w.int(change.revision)
+    w.raw(",\"time\":")
+    writeTime(&w, change.time)
+    w.raw(",\"key\":")
+    w.string(change.key)
+    w.raw(",\"cause\":")
+    w.string(change.cause.wireName)
+    w.raw(",\"fields\":[")
+    for (i, field) in change.fields.enumerated() {
+      if i > 0 { w.raw(",") }
+      w.string(field.wireName)
+    }
+    w.raw("],\"actor\":")
+    writeActor(&w, change.actor)
+    w.raw(",\"state\":")
+    writeState(&w, change.state)
+    w.raw(",\"previous\":")
+    writeState(&w, change.previous)
+  }
+
+  /// A history Entry: the event's params without `watch`.
+  public static func writeEntry(_ w: inout JSONWriter, _ change: Change) {
+    w.raw("{")
+    writeChangeMembers(&w, change)
+    w.raw("}")
+  }
+
+  /// A whole `changed` notification line (with its newline) for one watch.
+  /// `members` is `writeChangeMembers` output, made once per change and
+  /// shared by every watch it goes to.
+  public static func writeChangedEvent(
+    _ w: inout JSONWriter, watch: String, members: [UInt8]
+  ) {
+    w.raw("{\"jsonrpc\":\"2.0\",\"method\":\"changed\",\"params\":{\"watch\":")
+    w.string(watch)
+    w.raw(",")
+    w.raw(members)
+    w.raw("}}\n")
+  }
+
+  static func writeTime(_ w: inout JSONWriter, _ ms: Int64) {
+    w.raw("\"")
+    Timestamp.append(milliseconds: ms, to: &w.bytes)
+    w.raw("\"")
+  }
+}
+
+/// Writes JSON-RPC responses, each a whole line with its newline.
+public enum ResponseEncoding {
+  /// `{"jsonrpc":"2.0","id":…,"result":` — the caller writes the result, then `endResult`.
+  public static func beginResult(_ w: inout JSONWriter, id: RequestID) {
+    w.raw("{\"jsonrpc\":\"2.0\",\"id\":")
+    w.value(id.jsonValue)
+    w.raw(",\"result\":")
+  }
+
+  /// Closes what `beginResult` opened (without the newline, for batches).
+  public static func endResult(_ w: inout JSONWriter) {
+    w.raw("}")
+  }
+
+  /// An error response object (without the newline, for batches).
+  public static func writeError(_ w: inout JSONWriter, id: RequestID, _ error: RPCError) {
+    w.raw("{\"jsonrpc\":\"2.0\",\"id\":")
+    w.value(id.jsonValue)
+    w.raw(",\"error\":{\"code\":")
+    w.int(Int64(error.code.rawValue))
+    w.raw(",\"message\":")
+    w.string(error.message)
+    w.raw(",\"data\":")
+    w.value(error.dataObject)
+    w.raw("}}")
+  }
+}

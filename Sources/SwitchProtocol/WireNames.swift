@@ -1,0 +1,52 @@
+import SwitchCore
+
+// The wire spelling of SwitchCore's enums, in one place.
+
+extension Holder {
+  public var wireName: String {
+    switch self {
+    case .policy: return "policy"
+    case .admin: return "admin"
+    case .dependency: return "dependency"
+    }
+  }
+
+  public init?(wireName: String) {
+    guard let match = Holder.allCases.first(where: { $0.wireName == wireName }) else { return nil }
+    self = match
+  }
+}
+
+extension Cause {
+  public var wireName: String {
+    switch self {
+    case .set: return "set"
+    case .toggle: return "toggle"
+    case .reset: return "reset"
+    case .lock: return "lock"
+    case .unlock: return "unlock"
+    case .disable: return "disable"
+    case .enable: return "enable"
+    case .policy: return "policy"
+    }
+  }
+
+  public init?(wireName: String) {
+    guard let match = Cause.allCases.first(where: { $0.wireName == wireName }) else { return nil }
+    self = match
+  }
+}
+
+extension StateField {
+  public var wireName: String {
+    switch self {
+    case .checked: return "checked"
+    case .readOnly: return "readOnly"
+    case .readOnlyReason: return "readOnlyReason"
+    case .heldBy: return "heldBy"
+    case .disabled: return "disabled"
+    case .disabledReason: return "disabledReason"
+    case .disabledBy: return "disabledBy"
+    }
+  }
+}

@@ -1,0 +1,85 @@
+/// The database schema as a list of forward migrations, versioned with `PRAGMA user_version`.
+///
+/// `migrations[n]` takes a database from version n to n + 1; a new database (version 0) runs
+/// them all. Never edit a migration that has shipped: append a new one. A database whose
+/// version is above `currentVersion` was written by a newer switchd and is refused.
+enum Schema {
+  static let migrations: [String] = [
+    // 1: switches, the change log, and the global revision.
+    """
+    CREATE TABLE switches (
+      key TEXT PRIMARY KEY,
+      checked INTEGER NOT NULL,
+      read_only INTEGER NOT NULL,
+      read_only_reason TEXT,
+      held_by TEXT,
+      disabled INTEGER NOT NULL,
+      disabled_reason TEXT,
+      disabled_by TEXT,
+      revision INTEGER NOT NULL,
+      changed_at INTEGER
+    ) WITHOUT ROWID;
+    CREATE TABLE changes (
+      revision INTEGER PRIMARY KEY,
+      key TEXT NOT NULL,
+      cause TEXT NOT NULL,
+      time INTEGER NOT NULL,
+      actor_uid INTEGER,
+      actor_gid INTEGER,
+      actor_pid INTEGER,
+      s_checked INTEGER NOT NULL,
+      s_read_only INTEGER NOT NULL,
+      s_read_only_reason TEXT,
+      s_held_by TEXT,
+      s_disabled INTEGER NOT NULL,
+      s_disabled_reason TEXT,
+      s_disabled_by TEXT,
+      p_checked INTEGER NOT NULL,
+      p_read_only INTEGER NOT NULL,
+      p_read_only_reason TEXT,
+      p_held_by TEXT,
+      p_disabled INTEGER NOT NULL,
+      p_disabled_reason TEXT,
+      p_disabled_by TEXT
+    );
+    CREATE INDEX changes_by_key ON changes(key, revision);
+    -- The global revision lives here, not in max(changes.revision): pruning may empty the log.
+    CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    INSERT INTO meta(name, value) VALUES ('revision', 0);
+    """
+  ]
+
+  /// The schema version this build writes and reads.
+  static var currentVersion: Int32 { Int32(migrations.count) }
+
+  /// The database's schema version.
+  static func version(of connection: SQLiteConnection) throws(SQLiteError) -> Int32 {
+    let rows = try connection.textRows("PRAGMA user_version")
+    return rows.first.flatMap { Int32($0) } ?? 0
+  }
+
+  /// Brings the database up to `currentVersion` in one IMMEDIATE transaction.
+  ///
+  /// The version is read again under the write lock, so two processes opening the same new file
+  /// cannot both run migration 1. Returns the version found, for the caller's newer-schema check
+  /// (this function refuses nothing and does not go backwards).
+  @discardableResult
+  static func migrate(_ connection: SQLiteConnection) throws(SQLiteError) -> Int32 {
+    try connection.execute("BEGIN IMMEDIATE")
+    do throws(SQLiteError) {
+      let found = try version(of: connection)
+      if found < currentVersion {
+        for index in Int(found)..<migrations.count {
+          try connection.execute(migrations[index])
+        }
+        // PRAGMA takes no bound parameters; the value is our own integer, not input.
+        try connection.execute("PRAGMA user_version = \(currentVersion)")
+      }
+      try connection.execute("COMMIT")
+      return found
+    } catch {
+      if connection.isInTransaction { try? connection.execute("ROLLBACK") }
+      throw error
+    }
+  }
+}

@@ -1,0 +1,55 @@
+import SwitchCore
+
+// How SwitchCore's enums are spelled in the database.
+//
+// Written out here rather than taken from case names or the wire spelling: these strings are a
+// file format, so renaming a case or a wire name must not change what old files mean. Adding a
+// name is a schema change (a migration), since an older switchd would read it as damage.
+
+extension Holder {
+  var storageName: String {
+    switch self {
+    case .policy: return "policy"
+    case .admin: return "admin"
+    case .dependency: return "dependency"
+    }
+  }
+
+  init?(storageName: String) {
+    switch storageName {
+    case "policy": self = .policy
+    case "admin": self = .admin
+    case "dependency": self = .dependency
+    default: return nil
+    }
+  }
+}
+
+extension Cause {
+  var storageName: String {
+    switch self {
+    case .set: return "set"
+    case .toggle: return "toggle"
+    case .reset: return "reset"
+    case .lock: return "lock"
+    case .unlock: return "unlock"
+    case .disable: return "disable"
+    case .enable: return "enable"
+    case .policy: return "policy"
+    }
+  }
+
+  init?(storageName: String) {
+    switch storageName {
+    case "set": self = .set
+    case "toggle": self = .toggle
+    case "reset": self = .reset
+    case "lock": self = .lock
+    case "unlock": self = .unlock
+    case "disable": self = .disable
+    case "enable": self = .enable
+    case "policy": self = .policy
+    default: return nil
+    }
+  }
+}

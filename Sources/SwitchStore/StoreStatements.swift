@@ -1,0 +1,214 @@
+import SwitchCore
+
+/// The SQL of every statement the store runs, and the statements prepared from it once.
+///
+/// Fixed text with bound parameters only: nothing is built per call, and each statement is
+/// prepared once per connection (`SQLITE_PREPARE_PERSISTENT`). Column order in the SELECTs is
+/// what the `read...` functions below expect.
+struct StoreStatements {
+  enum SQL {
+    static let begin = "BEGIN IMMEDIATE"
+    static let commit = "COMMIT"
+    static let rollback = "ROLLBACK"
+
+    static let switchColumns = """
+      key, checked, read_only, read_only_reason, held_by, disabled, disabled_reason, \
+      disabled_by, revision, changed_at
+      """
+    static let switchValues = "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10"
+
+    static let changeColumns = """
+      revision, key, cause, time, actor_uid, actor_gid, actor_pid, \
+      s_checked, s_read_only, s_read_only_reason, s_held_by, s_disabled, s_disabled_reason, \
+      s_disabled_by, \
+      p_checked, p_read_only, p_read_only_reason, p_held_by, p_disabled, p_disabled_reason, \
+      p_disabled_by
+      """
+
+    static let loadSwitches = "SELECT \(switchColumns) FROM switches ORDER BY key"
+    static let hasSwitch = "SELECT 1 FROM switches WHERE key = ?1"
+    static let insertSwitchIfAbsent = """
+      INSERT INTO switches(\(switchColumns)) VALUES (\(switchValues)) ON CONFLICT(key) DO NOTHING
+      """
+    static let upsertSwitch = """
+      INSERT INTO switches(\(switchColumns)) VALUES (\(switchValues))
+      ON CONFLICT(key) DO UPDATE SET checked = excluded.checked,
+        read_only = excluded.read_only, read_only_reason = excluded.read_only_reason,
+        held_by = excluded.held_by, disabled = excluded.disabled,
+        disabled_reason = excluded.disabled_reason, disabled_by = excluded.disabled_by,
+        revision = excluded.revision, changed_at = excluded.changed_at
+      """
+
+    static let readRevision = "SELECT value FROM meta WHERE name = 'revision'"
+    static let writeRevision = "UPDATE meta SET value = ?1 WHERE name = 'revision'"
+
+    static let insertChange = """
+      INSERT INTO changes(\(changeColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
+      ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)
+      """
+    /// min() over the INTEGER PRIMARY KEY is one b-tree descent, not a scan.
+    static let oldestChange = "SELECT min(revision) FROM changes"
+    /// A range on the primary key: O(log n + rows returned).
+    static let changesRange = """
+      SELECT \(changeColumns) FROM changes WHERE revision > ?1 AND revision <= ?2
+      ORDER BY revision LIMIT ?3
+      """
+    /// The primary key walked backwards from `before`.
+    static let history = """
+      SELECT \(changeColumns) FROM changes WHERE revision < ?1 ORDER BY revision DESC LIMIT ?2
+      """
+    /// `changes_by_key(key, revision)` walked backwards within one key.
+    static let historyOfKey = """
+      SELECT \(changeColumns) FROM changes WHERE key = ?1 AND revision < ?2
+      ORDER BY revision DESC LIMIT ?3
+      """
+    /// The newest revision that pruning may delete: the one just older than the newest `keep`.
+    static let pruneThreshold = """
+      SELECT revision FROM changes ORDER BY revision DESC LIMIT 1 OFFSET ?1
+      """
+    static let pruneChunk = """
+      DELETE FROM changes WHERE revision IN
+        (SELECT revision FROM changes WHERE revision <= ?1 ORDER BY revision LIMIT ?2)
+      """
+  }
+
+  let begin: SQLiteStatement
+  let commit: SQLiteStatement
+  let rollback: SQLiteStatement
+  let loadSwitches: SQLiteStatement
+  let hasSwitch: SQLiteStatement
+  let insertSwitchIfAbsent: SQLiteStatement
+  let upsertSwitch: SQLiteStatement
+  let readRevision: SQLiteStatement
+  let writeRevision: SQLiteStatement
+  let insertChange: SQLiteStatement
+  let oldestChange: SQLiteStatement
+  let changesRange: SQLiteStatement
+  let history: SQLiteStatement
+  let historyOfKey: SQLiteStatement
+  let pruneThreshold: SQLiteStatement
+  let pruneChunk: SQLiteStatement
+
+  init(_ connection: SQLiteConnection) throws(SQLiteError) {
+    begin = try connection.prepareCached(SQL.begin)
+    commit = try connection.prepareCached(SQL.commit)
+    rollback = try connection.prepareCached(SQL.rollback)
+    loadSwitches = try connection.prepareCached(SQL.loadSwitches)
+    hasSwitch = try connection.prepareCached(SQL.hasSwitch)
+    insertSwitchIfAbsent = try connection.prepareCached(SQL.insertSwitchIfAbsent)
+    upsertSwitch = try connection.prepareCached(SQL.upsertSwitch)
+    readRevision = try connection.prepareCached(SQL.readRevision)
+    writeRevision = try connection.prepareCached(SQL.writeRevision)
+    insertChange = try connection.prepareCached(SQL.insertChange)
+    oldestChange = try connection.prepareCached(SQL.oldestChange)
+    changesRange = try connection.prepareCached(SQL.changesRange)
+    history = try connection.prepareCached(SQL.history)
+    historyOfKey = try connection.prepareCached(SQL.historyOfKey)
+    pruneThreshold = try connection.prepareCached(SQL.pruneThreshold)
+    pruneChunk = try connection.prepareCached(SQL.pruneChunk)
+  }
+}
+
+// MARK: Binding and reading rows
+
+extension SQLiteStatement {
+  /// Binds a switch row to `?1`...`?10` (`SQL.switchValues`).
+  func bindSwitch(
+    key: String, state: SwitchState, revision: Int64, changedAt: Int64?
+  ) throws(SQLiteError) {
+    try bind(key, at: 1)
+    try bindState(state, from: 2)
+    try bind(revision, at: 9)
+    try bind(changedAt, at: 10)
+  }
+
+  /// Binds a log row to `?1`...`?21` (`SQL.changeColumns`).
+  func bindChange(_ change: Change) throws(SQLiteError) {
+    try bind(change.revision, at: 1)
+    try bind(change.key, at: 2)
+    try bind(change.cause.storageName, at: 3)
+    try bind(change.time, at: 4)
+    switch change.actor {
+    case .peer(let uid, let gid, let pid):
+      try bind(Int64(uid), at: 5)
+      try bind(Int64(gid), at: 6)
+      try bind(Int64(pid), at: 7)
+    case .policy:
+      // All three NULL is how the log says "a policy file did it".
+      try bindNull(at: 5)
+      try bindNull(at: 6)
+      try bindNull(at: 7)
+    }
+    try bindState(change.state, from: 8)
+    try bindState(change.previous, from: 15)
+  }
+
+  /// Binds the seven State columns to `?first`...`?(first + 6)`.
+  private func bindState(_ state: SwitchState, from first: Int32) throws(SQLiteError) {
+    try bind(state.checked, at: first)
+    try bind(state.readOnly, at: first + 1)
+    try bind(state.readOnlyReason, at: first + 2)
+    try bind(state.heldBy?.storageName, at: first + 3)
+    try bind(state.disabled, at: first + 4)
+    try bind(state.disabledReason, at: first + 5)
+    try bind(state.disabledBy?.storageName, at: first + 6)
+  }
+
+  /// Reads a row selected with `SQL.switchColumns`.
+  func readSwitch() throws(SQLiteError) -> SwitchRecord {
+    let key = text(at: 0)
+    return SwitchRecord(
+      key: key, state: try readState(from: 1, row: "switch \(key)"),
+      revision: int64(at: 8), changedAt: optionalInt64(at: 9))
+  }
+
+  /// Reads a row selected with `SQL.changeColumns`.
+  func readChange() throws(SQLiteError) -> Change {
+    let revision = int64(at: 0)
+    let cause = try decode(
+      Cause.init(storageName:), text(at: 2), row: "change \(revision)", column: "cause")
+    let actor: Actor
+    switch (optionalInt64(at: 4), optionalInt64(at: 5), optionalInt64(at: 6)) {
+    case (nil, nil, nil):
+      actor = .policy
+    case (let uid?, let gid?, let pid?):
+      guard let uid = UInt32(exactly: uid), let gid = UInt32(exactly: gid),
+        let pid = Int32(exactly: pid)
+      else { throw .corrupt("change \(revision) has an actor out of range", context: "`\(sql)` on \(path)") }
+      actor = .peer(uid: uid, gid: gid, pid: pid)
+    default:
+      throw .corrupt("change \(revision) has a partial actor", context: "`\(sql)` on \(path)")
+    }
+    return Change(
+      revision: revision, time: int64(at: 3), key: text(at: 1), cause: cause, actor: actor,
+      state: try readState(from: 7, row: "change \(revision)"),
+      previous: try readState(from: 14, row: "change \(revision)"))
+  }
+
+  /// Reads the seven State columns starting at column `first`.
+  private func readState(
+    from first: Int32, row: @autoclosure () -> String
+  ) throws(SQLiteError) -> SwitchState {
+    SwitchState(
+      checked: bool(at: first), readOnly: bool(at: first + 1),
+      readOnlyReason: optionalText(at: first + 2),
+      heldBy: try optionalText(at: first + 3).map { (raw) throws(SQLiteError) in
+        try decode(Holder.init(storageName:), raw, row: row(), column: "held_by")
+      },
+      disabled: bool(at: first + 4), disabledReason: optionalText(at: first + 5),
+      disabledBy: try optionalText(at: first + 6).map { (raw) throws(SQLiteError) in
+        try decode(Holder.init(storageName:), raw, row: row(), column: "disabled_by")
+      })
+  }
+
+  /// A stored name that this build does not know: the file was damaged or edited by hand
+  /// (a newer switchd that added names would have raised `user_version`).
+  private func decode<T>(
+    _ parse: (String) -> T?, _ raw: String, row: String, column: String
+  ) throws(SQLiteError) -> T {
+    guard let value = parse(raw) else {
+      throw .corrupt("\(row) has an unknown \(column) '\(raw)'", context: "`\(sql)` on \(path)")
+    }
+    return value
+  }
+}

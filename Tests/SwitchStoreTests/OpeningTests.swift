@@ -1,0 +1,193 @@
+import CSQLite
+import SwitchCore
+import Testing
+
+@testable import SwitchStore
+
+@Suite struct OpeningTests {
+  enum Garbage: CaseIterable {
+    case randomBytes
+    case textFile
+    case truncatedHeader
+
+    var bytes: [UInt8] {
+      switch self {
+      case .randomBytes:
+        var generator = SystemRandomNumberGenerator()
+        return (0..<4096).map { _ in UInt8.random(in: 0...255, using: &generator) }
+      case .textFile:
+        return Array(String(repeating: "this is not a database\n", count: 200).utf8)
+      case .truncatedHeader:
+        return Array("SQLite format 3\0".utf8) + [UInt8](repeating: 0xff, count: 84)
+      }
+    }
+  }
+
+  @Test(arguments: Garbage.allCases, [SwitchStore.Mode.readWrite, .readOnly])
+  func garbageFileIsRefusedAsDamagedAndLeftAlone(garbage: Garbage, mode: SwitchStore.Mode)
+    throws
+  {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let bytes = garbage.bytes
+      try writeFile(path, bytes)
+      let error = storeError { () throws(StoreError) in
+        _ = try SwitchStore(path: path, mode: mode)
+      }
+      guard case .damaged(let reportedPath, _)? = error else {
+        Issue.record("expected .damaged, got \(String(describing: error))")
+        return
+      }
+      #expect(reportedPath == path)
+      #expect(try readFile(path) == bytes, "a damaged file must never be rewritten")
+      #expect(!fileExists(path + "-wal"))
+    }
+  }
+
+  @Test func corruptPageIsRefusedByQuickCheck() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let store = try SwitchStore(path: path)
+      let reason = String(repeating: "r", count: 200)
+      try store.insertNew(
+        (0..<500).map {
+          SwitchRecord(
+            key: "key.\($0)",
+            state: SwitchState(checked: true, readOnly: true, readOnlyReason: reason))
+        })
+      let pageSize = Int(try store.connection.textRows("PRAGMA page_size")[0])!
+      let pageCount = Int(try store.connection.textRows("PRAGMA page_count")[0])!
+      // Closing the last connection checkpoints the WAL into the main file.
+      store.close()
+      #expect(pageCount > 8)
+      #expect(!fileExists(path + "-wal"))
+      // Smash the header of a table page in the middle of the file.
+      try patchFile(path, at: pageSize * (pageCount / 2), [UInt8](repeating: 0xee, count: 64))
+
+      let error = storeError { () throws(StoreError) in _ = try SwitchStore(path: path) }
+      guard case .damaged(let reportedPath, let detail)? = error else {
+        Issue.record("expected .damaged, got \(String(describing: error))")
+        return
+      }
+      #expect(reportedPath == path)
+      #expect(!detail.isEmpty)
+    }
+  }
+
+  @Test func healthyDatabasePassesQuickCheckOnEveryOpen() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let store = try SwitchStore(path: path)
+      try store.insertNew(sampleStates.enumerated().map { SwitchRecord(key: "k\($0)", state: $1) })
+      try commitEach(store, 1...20, keys: ["k1", "k2", "new"])
+      #expect(try store.connection.textRows("PRAGMA quick_check") == ["ok"])
+      store.close()
+      let reopened = try SwitchStore(path: path)
+      defer { reopened.close() }
+      #expect(try reopened.currentRevision() == 20)
+      #expect(try reopened.connection.textRows("PRAGMA integrity_check") == ["ok"])
+    }
+  }
+
+  @Test(arguments: [SwitchStore.Mode.readWrite, .readOnly])
+  func newerSchemaIsRefusedAndLeftAlone(mode: SwitchStore.Mode) throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      try SwitchStore(path: path).close()
+      let raw = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE)
+      try raw.execute("PRAGMA user_version = 99")
+      raw.close()
+      let before = try readFile(path)
+
+      let error = storeError { () throws(StoreError) in
+        _ = try SwitchStore(path: path, mode: mode)
+      }
+      guard case .newerSchema(let reportedPath, let found, let supported)? = error else {
+        Issue.record("expected .newerSchema, got \(String(describing: error))")
+        return
+      }
+      #expect(reportedPath == path)
+      #expect(found == 99)
+      #expect(supported == Schema.currentVersion)
+      #expect(try readFile(path) == before, "a newer file must not be migrated or modified")
+    }
+  }
+
+  @Test func readOnlyOpenOfMissingFileFailsWithoutCreatingIt() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/missing.db"
+      let error = storeError { () throws(StoreError) in
+        _ = try SwitchStore(path: path, mode: .readOnly)
+      }
+      #expect(error?.sqliteCode == SQLITE_CANTOPEN)
+      #expect(error?.description.contains(path) == true)
+      #expect(!fileExists(path))
+    }
+  }
+
+  @Test func readOnlyOpenOfUnmigratedFileFailsAndReadWriteMigratesIt() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/empty.db"
+      try writeFile(path, [])
+      let error = storeError { () throws(StoreError) in
+        _ = try SwitchStore(path: path, mode: .readOnly)
+      }
+      #expect(error?.sqliteCode == SQLITE_ERROR)
+      let writer = try SwitchStore(path: path)
+      defer { writer.close() }
+      #expect(try writer.currentRevision() == 0)
+      let reader = try SwitchStore(path: path, mode: .readOnly)
+      reader.close()
+    }
+  }
+
+  @Test func writerUsesWALFullSyncAndTheCurrentSchema() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db")
+      defer { store.close() }
+      #expect(try store.connection.textRows("PRAGMA journal_mode") == ["wal"])
+      // 2 is FULL: the WAL is fsynced at every commit, so a commit is durable when it returns.
+      #expect(try store.connection.textRows("PRAGMA synchronous") == ["2"])
+      #expect(try store.connection.textRows("PRAGMA user_version") == ["\(Schema.currentVersion)"])
+      #expect(try store.connection.textRows("PRAGMA busy_timeout") == ["5000"])
+    }
+  }
+
+  @Test func errorDescriptionsNameTheFileAndWhatToDo() {
+    let damaged = StoreError.damaged(path: "/x/y.db", detail: "file is not a database")
+    #expect(
+      damaged.description
+        == "the database /x/y.db is damaged (file is not a database): move it aside and "
+        + "restore a backup, or delete it to start from the defaults")
+    let newer = StoreError.newerSchema(path: "/x/y.db", found: 99, supported: 1)
+    #expect(newer.description.contains("/x/y.db"))
+    #expect(newer.description.contains("99"))
+    let full = StoreError.sqlite(
+      SQLiteError(
+        code: SQLITE_FULL, extendedCode: SQLITE_FULL, message: "database or disk is full",
+        context: "`COMMIT` on /x/y.db"))
+    #expect(full.description.contains("/x/y.db"))
+    #expect(full.description.contains("free some disk space"))
+  }
+
+  @Test func sqliteErrorKeepsPrimaryAndExtendedCodes() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db")
+      defer { store.close() }
+      // A duplicate primary key straight through the wrapper: SQLITE_CONSTRAINT with the
+      // _PRIMARYKEY extension, as SQLite reports it.
+      let error: SQLiteError? = {
+        do throws(SQLiteError) {
+          try store.connection.execute("INSERT INTO meta(name, value) VALUES ('revision', 1)")
+          return nil
+        } catch {
+          return error
+        }
+      }()
+      #expect(error?.code == SQLITE_CONSTRAINT)
+      // SQLITE_CONSTRAINT_PRIMARYKEY is a macro expression, which Swift does not import.
+      #expect(error?.extendedCode == SQLITE_CONSTRAINT | (6 << 8))
+      #expect(error?.message.contains("UNIQUE") == true)
+    }
+  }
+}
