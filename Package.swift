@@ -26,7 +26,9 @@ let package = Package(
     .testTarget(name: "SwitchStoreTests", dependencies: ["SwitchStore"]),
     .testTarget(name: "SwitchDaemonTests", dependencies: ["SwitchDaemon"]),
     .testTarget(name: "SwitchCtlTests", dependencies: ["SwitchCtl"]),
-    .testTarget(name: "EndToEndTests", dependencies: ["SwitchProtocol"]),
+    .testTarget(
+      name: "EndToEndTests",
+      dependencies: ["SwitchProtocol", "SwitchCore", "switchd", "switchctl"]),
   ],
   swiftLanguageModes: [.v6]
 )

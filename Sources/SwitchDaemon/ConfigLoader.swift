@@ -40,7 +40,9 @@ public enum ConfigLoader {
     directory: String, folder: String, errors: inout [String]
   ) -> [(name: String, text: String)] {
     guard let dir = opendir(directory + "/" + folder) else {
-      if errno != ENOENT { errors.append("\(folder): cannot be read: \(SystemError.last("opendir"))") }
+      if errno != ENOENT {
+        errors.append("\(folder): cannot be read: \(SystemError.last("opendir"))")
+      }
       return []
     }
     defer { closedir(dir) }

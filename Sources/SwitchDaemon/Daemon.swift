@@ -66,7 +66,9 @@ public enum Daemon {
         }
       default:
         if let eq = flag.firstIndex(of: "="), flag.hasPrefix("--") {
-          rest.insert(contentsOf: [String(flag[..<eq]), String(flag[flag.index(after: eq)...])], at: rest.startIndex)
+          rest.insert(
+            contentsOf: [String(flag[..<eq]), String(flag[flag.index(after: eq)...])],
+            at: rest.startIndex)
           continue
         }
         return usageError("unknown option \(flag)")

@@ -53,7 +53,8 @@ struct Listener {
     try makeParentDirectory(of: path)
     if isLiveSocket(&addr, length) { throw .inUse(path) }
     unlink(path)
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
+    let fd = socket(
+      AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
     guard fd >= 0 else { throw .system(.last("socket")) }
     // Bind with a private umask so the socket never exists with looser
     // permissions than asked, then set the exact mode.

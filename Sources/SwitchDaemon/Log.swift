@@ -1,6 +1,6 @@
 import Glibc
-import Synchronization
 import SwitchCore
+import Synchronization
 
 /// Log lines for journald: stderr, a `<N>` syslog priority prefix, no
 /// timestamps (journald adds them). Thread-safe; lines are written whole.

@@ -56,7 +56,9 @@ extension Server {
     }
   }
 
-  func writeSwitchObject(_ w: inout JSONWriter, _ definition: SwitchDefinition, _ record: SwitchRecord) {
+  func writeSwitchObject(
+    _ w: inout JSONWriter, _ definition: SwitchDefinition, _ record: SwitchRecord
+  ) {
     WireEncoding.writeSwitch(
       &w, definition: definition, record: record,
       policySource: Rules.policySource(state: record.state, rule: catalog.policies[record.key]))

@@ -20,7 +20,8 @@ extension Server {
         connection.writesInFlight -= 1
         resumed[connection.id] = connection
         guard ticket.slot != 0 else { continue }
-        connection.fill(slot: ticket.slot, part: ticket.part, with: bytes(for: answer, id: ticket.id))
+        connection.fill(
+          slot: ticket.slot, part: ticket.part, with: bytes(for: answer, id: ticket.id))
       }
       for connection in resumed.values { pump(connection) }
       if output.stopped { markWriterStopped() }

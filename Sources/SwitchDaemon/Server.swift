@@ -218,7 +218,8 @@ final class Server {
       }
       if connections.count >= limits.maxConnections {
         refuse(fd, .overloaded("too many connections (MaxConnections=\(limits.maxConnections))"))
-        log.rateLimited(.warning, cause: "max-connections", "refused a connection: MaxConnections reached")
+        log.rateLimited(
+          .warning, cause: "max-connections", "refused a connection: MaxConnections reached")
         continue
       }
       guard let peer = Peer.of(fd: fd) else {
@@ -270,7 +271,9 @@ final class Server {
         retryingEINTR { recv(connection.fd, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT)) }
       }
       if n > 0 {
-        readBuffer.withUnsafeBytes { connection.framer.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        readBuffer.withUnsafeBytes {
+          connection.framer.append(UnsafeRawBufferPointer(rebasing: $0[0..<n]))
+        }
         if n < Self.readChunk { return }
       } else if n == 0 {
         connection.inputClosed = true
@@ -333,7 +336,8 @@ final class Server {
   func closeConnection(_ connection: Connection, why: String?) {
     guard connections.removeValue(forKey: connection.id) != nil else { return }
     if let why {
-      log.rateLimited(.notice, cause: why, "closed a connection (pid \(connection.peer.pid)): \(why)")
+      log.rateLimited(
+        .notice, cause: why, "closed a connection (pid \(connection.peer.pid)): \(why)")
     }
     for id in connection.watchIDs { hub.remove(id) }
     _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_DEL), connection.fd, 0, 0)
@@ -375,7 +379,8 @@ final class Server {
     for item in items {
       switch item {
       case .failure(let invalid):
-        log.rateLimited(.info, cause: "invalid-request", "invalid request: \(invalid.error.message)")
+        log.rateLimited(
+          .info, cause: "invalid-request", "invalid request: \(invalid.error.message)")
         connection.fill(slot: slot, part: part, with: errorBytes(id: invalid.id, invalid.error))
         part += 1
       case .success(let request):
@@ -398,7 +403,9 @@ final class Server {
 
   // MARK: Answers
 
-  func answer(_ pending: PendingRequest, on connection: Connection, _ write: (inout JSONWriter) -> Void) {
+  func answer(
+    _ pending: PendingRequest, on connection: Connection, _ write: (inout JSONWriter) -> Void
+  ) {
     guard let (slot, part) = pending.answer, let id = pending.request.id else { return }
     var w = JSONWriter(capacity: 512)
     ResponseEncoding.beginResult(&w, id: id)
@@ -428,7 +435,8 @@ final class Server {
     }
     let caller = connection.peer.caller(groupIDs: groups)
     guard Rules.mayCall(administrative: method.isAdministrative, caller: caller) else {
-      fail(pending, on: connection, .permissionDenied(method: method, requirement: adminRequirement))
+      fail(
+        pending, on: connection, .permissionDenied(method: method, requirement: adminRequirement))
       return
     }
     let call: Call
@@ -487,7 +495,9 @@ final class Server {
     jobs.push(job)
   }
 
-  private func writeSwitch(_ w: inout JSONWriter, _ definition: SwitchDefinition, _ record: SwitchRecord) {
+  private func writeSwitch(
+    _ w: inout JSONWriter, _ definition: SwitchDefinition, _ record: SwitchRecord
+  ) {
     WireEncoding.writeSwitch(
       &w, definition: definition, record: record,
       policySource: Rules.policySource(state: record.state, rule: catalog.policies[record.key]))

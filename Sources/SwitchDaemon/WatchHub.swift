@@ -27,7 +27,8 @@ struct WatchHub {
   mutating func add(connection: UInt64, patterns: [KeyPattern]?, replayFrom: Int64?) -> String {
     let id = "w\(nextID)"
     nextID += 1
-    watches[id] = Watch(id: id, connection: connection, patterns: patterns, replayCursor: replayFrom)
+    watches[id] = Watch(
+      id: id, connection: connection, patterns: patterns, replayCursor: replayFrom)
     if let patterns {
       for pattern in patterns {
         switch pattern {

@@ -122,7 +122,8 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
       }
     }
     if changes.isEmpty {
-      return WriterOutput(catalog: nil, changes: [], answers: answers, oldestRetained: oldestRetained)
+      return WriterOutput(
+        catalog: nil, changes: [], answers: answers, oldestRetained: oldestRetained)
     }
     do {
       try store.commit(changes)
@@ -165,7 +166,9 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
     }
     guard let next = loaded.catalog else {
       for error in loaded.errors { log.error("reload refused: \(error)") }
-      let answers = ticket.map { [($0, WriterOutput.Answer.reload(.failure(.invalidConfig(loaded.errors))))] }
+      let answers = ticket.map {
+        [($0, WriterOutput.Answer.reload(.failure(.invalidConfig(loaded.errors))))]
+      }
       return WriterOutput(catalog: nil, changes: [], answers: answers ?? [])
     }
     do {
@@ -193,7 +196,8 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
     var newRecords: [SwitchRecord] = []
     for key in next.sortedKeys where records[key] == nil {
       let definition = next.switches[key]!
-      newRecords.append(SwitchRecord(key: key, state: SwitchState(checked: definition.defaultChecked)))
+      newRecords.append(
+        SwitchRecord(key: key, state: SwitchState(checked: definition.defaultChecked)))
     }
     var working = records
     for record in newRecords { working[record.key] = record }

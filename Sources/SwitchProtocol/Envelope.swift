@@ -80,7 +80,8 @@ public enum RequestDecoder {
   /// a string, number or null, `params` an object or array, nothing else.
   static func envelope(_ value: JSONValue) -> Incoming.Item {
     guard let members = value.objectMembers else {
-      return .failure(EnvelopeError(error: .invalidRequest("a request is a JSON object"), id: .null))
+      return .failure(
+        EnvelopeError(error: .invalidRequest("a request is a JSON object"), id: .null))
     }
     var id: RequestID?
     var seen: Set<String> = []
@@ -88,7 +89,8 @@ public enum RequestDecoder {
       id = RequestID(m.value)
       if id == nil {
         return .failure(
-          EnvelopeError(error: .invalidRequest("\"id\" must be a string, number or null"), id: .null))
+          EnvelopeError(
+            error: .invalidRequest("\"id\" must be a string, number or null"), id: .null))
       }
       break
     }

@@ -64,7 +64,8 @@ public enum Call: Equatable, Sendable {
       case .set:
         let key = try p.key()
         let checked = try p.requiredBool("checked")
-        call = .write(key: key, .set(checked: checked, ifRevision: try p.optionalRevision("ifRevision")))
+        call = .write(
+          key: key, .set(checked: checked, ifRevision: try p.optionalRevision("ifRevision")))
       case .toggle:
         let key = try p.key()
         call = .write(key: key, .toggle(ifRevision: try p.optionalRevision("ifRevision")))
@@ -80,7 +81,8 @@ public enum Call: Equatable, Sendable {
       case .disable:
         let key = try p.key()
         call = .write(
-          key: key, .disable(reason: try p.optionalString("reason", maxBytes: limits.maxReasonBytes)))
+          key: key,
+          .disable(reason: try p.optionalString("reason", maxBytes: limits.maxReasonBytes)))
       case .enable:
         call = .write(key: try p.key(), .enable)
       case .watch:
@@ -95,7 +97,8 @@ public enum Call: Equatable, Sendable {
         let key = try p.optionalKey("key")
         let limit = try p.optionalInt("limit", in: 1...Int64(limits.maxHistoryPage)) ?? 100
         let before = try p.optionalRevision("before")
-        call = .history(key: key, limit: Int(min(limit, Int64(limits.maxHistoryPage))), before: before)
+        call = .history(
+          key: key, limit: Int(min(limit, Int64(limits.maxHistoryPage))), before: before)
       case .reload:
         call = .reload
       case .status:
@@ -182,7 +185,8 @@ private struct Params {
     return text
   }
 
-  mutating func optionalInt(_ name: String, in range: ClosedRange<Int64>) throws(RPCError) -> Int64? {
+  mutating func optionalInt(_ name: String, in range: ClosedRange<Int64>) throws(RPCError) -> Int64?
+  {
     guard let value = take(name) else { return nil }
     guard let number = value.int64Value, range.contains(number) else {
       throw .invalidParams(
@@ -224,6 +228,7 @@ extension JSONValue {
   /// A short rendering for error messages, cut at 40 bytes.
   fileprivate var jsonTextForError: String {
     let text = jsonText
-    return text.utf8.count > 40 ? String(decoding: Array(text.utf8.prefix(40)), as: UTF8.self) + "…" : text
+    return text.utf8.count > 40
+      ? String(decoding: Array(text.utf8.prefix(40)), as: UTF8.self) + "…" : text
   }
 }

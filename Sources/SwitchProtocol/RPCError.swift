@@ -113,14 +113,16 @@ public struct RPCError: Error, Equatable, Sendable {
       self.init(
         .disabled, refusal.message,
         data: [
-          JSONMember("key", .string(key)), JSONMember("reason", reason.map(JSONValue.string) ?? .null),
+          JSONMember("key", .string(key)),
+          JSONMember("reason", reason.map(JSONValue.string) ?? .null),
           JSONMember("disabledBy", by.map { .string($0.wireName) } ?? .null),
         ])
     case .readOnly(let key, let reason, let heldBy):
       self.init(
         .readOnly, refusal.message,
         data: [
-          JSONMember("key", .string(key)), JSONMember("reason", reason.map(JSONValue.string) ?? .null),
+          JSONMember("key", .string(key)),
+          JSONMember("reason", reason.map(JSONValue.string) ?? .null),
           JSONMember("heldBy", heldBy.map { .string($0.wireName) } ?? .null),
         ])
     case .conflict(let key, _, let current):

@@ -1,0 +1,80 @@
+import Glibc
+
+struct ProcessResult {
+  var status: Int32
+  var stdout: String
+  var stderr: String
+}
+
+/// Starts a process with stdout/stderr sent to files; returns its pid.
+func spawn(
+  _ argv: [String], stdoutPath: String, stderrPath: String, append: Bool = false
+) throws -> pid_t {
+  var actions = posix_spawn_file_actions_t()
+  posix_spawn_file_actions_init(&actions)
+  defer { posix_spawn_file_actions_destroy(&actions) }
+  let flags = O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC)
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+  posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, flags, 0o644)
+  if stderrPath == stdoutPath {
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 2, stderrPath, flags, 0o644)
+  }
+  var pid: pid_t = 0
+  let cArgs = argv.map { strdup($0) } + [nil]
+  defer { for p in cArgs { free(p) } }
+  let rc = posix_spawn(&pid, argv[0], &actions, nil, cArgs, environ)
+  guard rc == 0 else { throw FixtureError("posix_spawn \(argv[0]) failed: \(rc)") }
+  return pid
+}
+
+/// Waits for a child; SIGKILL when it outlives the deadline. Returns its
+/// exit status, or 128+signal.
+func waitForExit(_ pid: pid_t, seconds: Double) -> Int32? {
+  let deadline = monotonicNow() + seconds
+  var status: Int32 = 0
+  while true {
+    let r = waitpid(pid, &status, WNOHANG)
+    if r == pid { break }
+    if r < 0 { return nil }
+    if monotonicNow() > deadline {
+      kill(pid, SIGKILL)
+      waitpid(pid, &status, 0)
+      break
+    }
+    usleep(2000)
+  }
+  if status & 0x7f == 0 { return (status >> 8) & 0xff }
+  return 128 + (status & 0x7f)
+}
+
+private let outputCounter = Counter()
+
+private final class Counter: @unchecked Sendable {
+  private var value = 0
+  private var lock = pthread_mutex_t()
+  init() { pthread_mutex_init(&lock, nil) }
+  func next() -> Int {
+    pthread_mutex_lock(&lock)
+    defer { pthread_mutex_unlock(&lock) }
+    value += 1
+    return value
+  }
+}
+
+/// Runs a process to completion, capturing its output.
+func runProcess(_ argv: [String], timeout: Double = 60) -> ProcessResult {
+  let base = "/tmp/switchd-e2e-out-\(getpid())-\(outputCounter.next())"
+  defer {
+    unlink(base + ".out")
+    unlink(base + ".err")
+  }
+  guard let pid = try? spawn(argv, stdoutPath: base + ".out", stderrPath: base + ".err") else {
+    return ProcessResult(status: -1, stdout: "", stderr: "spawn failed")
+  }
+  let status = waitForExit(pid, seconds: timeout) ?? -1
+  return ProcessResult(
+    status: status, stdout: (try? readWholeFile(base + ".out")) ?? "",
+    stderr: (try? readWholeFile(base + ".err")) ?? "")
+}

@@ -1,0 +1,114 @@
+import Glibc
+import SwitchProtocol
+
+/// A blocking line client for tests: send a request, read lines.
+final class RPCClient {
+  let fd: Int32
+  private var buffer: [UInt8] = []
+  private var nextID: Int64 = 1
+  /// Notifications read while waiting for a response.
+  var notifications: [JSONValue] = []
+
+  init(socketPath: String, receiveTimeout: Double = 20) throws {
+    fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+    var addr = sockaddr_un()
+    addr.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(socketPath.utf8)
+    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+      for (i, b) in bytes.enumerated() { raw[i] = b }
+    }
+    let rc = withUnsafePointer(to: &addr) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    guard rc == 0 else {
+      Glibc.close(fd)
+      throw FixtureError("connect \(socketPath) failed: errno \(errno)")
+    }
+    var tv = timeval(tv_sec: Int(receiveTimeout), tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+  }
+
+  func close() { Glibc.close(fd) }
+  deinit { Glibc.close(fd) }
+
+  func send(raw text: String) throws {
+    let bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+      let n = bytes.withUnsafeBytes {
+        Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+      }
+      if n <= 0 { throw FixtureError("send failed: errno \(errno)") }
+      offset += n
+    }
+  }
+
+  /// Reads one line (without its newline); nil at end of stream or timeout.
+  func readLine() -> String? {
+    while true {
+      if let newline = buffer.firstIndex(of: 10) {
+        let line = Array(buffer[..<newline])
+        buffer.removeSubrange(...newline)
+        return String(decoding: line, as: UTF8.self)
+      }
+      var chunk = [UInt8](repeating: 0, count: 65_536)
+      let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+      if n <= 0 { return nil }
+      buffer += chunk[0..<n]
+    }
+  }
+
+  func readJSON() throws -> JSONValue {
+    guard let line = readLine() else { throw FixtureError("no line from the daemon") }
+    return try JSONParser.parse(line, maxDepth: 512)
+  }
+
+  /// Sends a request and returns the whole response object (result or
+  /// error), keeping notifications that arrive first.
+  func call(_ method: String, _ params: String = "{}") throws -> JSONValue {
+    let id = nextID
+    nextID += 1
+    try send(raw: "{\"jsonrpc\":\"2.0\",\"id\":\(id),\"method\":\"\(method)\",\"params\":\(params)}\n")
+    while true {
+      let message = try readJSON()
+      if message["method"] != nil {
+        notifications.append(message)
+        continue
+      }
+      guard message["id"]?.int64Value == id else {
+        throw FixtureError("unexpected response \(message.jsonText)")
+      }
+      return message
+    }
+  }
+
+  /// `call`, expecting a result.
+  func result(_ method: String, _ params: String = "{}") throws -> JSONValue {
+    let response = try call(method, params)
+    guard let result = response["result"] else {
+      throw FixtureError("\(method) failed: \(response.jsonText)")
+    }
+    return result
+  }
+
+  /// `call`, expecting an error; returns `error`.
+  func error(_ method: String, _ params: String = "{}") throws -> JSONValue {
+    let response = try call(method, params)
+    guard let error = response["error"] else {
+      throw FixtureError("\(method) did not fail: \(response.jsonText)")
+    }
+    return error
+  }
+
+  /// The next `changed` notification's params (already read ones first).
+  func nextEvent() throws -> JSONValue {
+    if !notifications.isEmpty { return notifications.removeFirst()["params"] ?? .null }
+    let message = try readJSON()
+    guard message["method"]?.stringValue == "changed" else {
+      throw FixtureError("expected an event, got \(message.jsonText)")
+    }
+    return message["params"] ?? .null
+  }
+}
