@@ -21,6 +21,14 @@ let package = Package(
     .target(name: "SwitchCtl", dependencies: ["SwitchCore", "SwitchProtocol", "CShim"]),
     .executableTarget(name: "switchd", dependencies: ["SwitchDaemon"]),
     .executableTarget(name: "switchctl", dependencies: ["SwitchCtl"]),
+    // The benchmark: `swift run -c release switchbench` (see README).
+    .executableTarget(
+      name: "switchbench", dependencies: ["SwitchProtocol", "SwitchCore", "CSQLite"],
+      path: "Benchmarks/switchbench"),
+    // libFuzzer targets; they do nothing unless built with -DFUZZING (see .ci/fuzz).
+    .executableTarget(
+      name: "fuzz-protocol", dependencies: ["SwitchProtocol"], path: "Fuzz/fuzz-protocol"),
+    .executableTarget(name: "fuzz-keyfile", dependencies: ["SwitchCore"], path: "Fuzz/fuzz-keyfile"),
     .testTarget(name: "SwitchCoreTests", dependencies: ["SwitchCore"]),
     .testTarget(name: "SwitchProtocolTests", dependencies: ["SwitchProtocol"]),
     .testTarget(name: "SwitchStoreTests", dependencies: ["SwitchStore"]),

@@ -1,0 +1,1 @@
+print("switchbench: not written yet")

@@ -1,0 +1,1 @@
+print("fuzz-keyfile: build with -Xswiftc -DFUZZING")

@@ -1,0 +1,1 @@
+print("fuzz-protocol: build with -Xswiftc -DFUZZING")
