@@ -1,0 +1,298 @@
+import Testing
+
+@testable import SwitchCore
+
+/// The rules of SEMANTICS.md, table-driven: every operation against every
+/// kind of switch (free, admin-held, policy-held, policy-fixed, disabled by
+/// admin or policy, both) for a user, a non-writer and an administrator.
+@Suite struct RulesTests {
+  static let definition = SwitchDefinition(key: "wifi", label: "Wi-Fi", defaultChecked: true)
+  static let user = Caller(
+    actor: .peer(uid: 1000, gid: 1000, pid: 1), isAdmin: false, mayWrite: true)
+  static let reader = Caller(
+    actor: .peer(uid: 1001, gid: 1001, pid: 2), isAdmin: false, mayWrite: false)
+  static let admin = Caller(actor: .peer(uid: 0, gid: 0, pid: 3), isAdmin: true, mayWrite: true)
+
+  enum Kind: String, CaseIterable {
+    case free, adminHeld, policyHeld, policyFixed, adminDisabled, policyDisabled, heldAndDisabled
+  }
+
+  static func state(_ kind: Kind) -> (SwitchState, PolicyRule?) {
+    var s = SwitchState(checked: false)
+    var rule: PolicyRule?
+    switch kind {
+    case .free: break
+    case .adminHeld:
+      s.readOnly = true
+      s.heldBy = .admin
+      s.readOnlyReason = "held by IT"
+    case .policyHeld:
+      s.readOnly = true
+      s.heldBy = .policy
+      s.readOnlyReason = "policy"
+      rule = PolicyRule(key: "wifi", readOnly: true, reason: "policy")
+    case .policyFixed:
+      s.readOnly = true
+      s.heldBy = .policy
+      s.readOnlyReason = "fixed"
+      rule = PolicyRule(key: "wifi", readOnly: true, checked: false, reason: "fixed")
+    case .adminDisabled:
+      s.disabled = true
+      s.disabledBy = .admin
+      s.disabledReason = "off for now"
+    case .policyDisabled:
+      s.disabled = true
+      s.disabledBy = .policy
+      s.disabledReason = "not offered"
+      rule = PolicyRule(key: "wifi", disabled: true, reason: "not offered")
+    case .heldAndDisabled:
+      s.readOnly = true
+      s.heldBy = .admin
+      s.readOnlyReason = "held"
+      s.disabled = true
+      s.disabledBy = .admin
+      s.disabledReason = "disabled wins"
+    }
+    return (s, rule)
+  }
+
+  static func decide(_ op: Operation, _ kind: Kind, _ caller: Caller, revision: Int64 = 4)
+    -> Result<SwitchState?, Refusal>
+  {
+    let (state, rule) = state(kind)
+    return Rules.decide(
+      op, key: "wifi", definition: definition,
+      record: SwitchRecord(key: "wifi", state: state, revision: revision), policy: rule,
+      caller: caller)
+  }
+
+  /// What a user's value write gets, by kind of switch.
+  @Test(arguments: Kind.allCases)
+  func userValueWrites(_ kind: Kind) {
+    for op in [Operation.set(checked: true, ifRevision: nil), .toggle(ifRevision: nil), .reset] {
+      let result = Self.decide(op, kind, Self.user)
+      switch kind {
+      case .free:
+        #expect((try? result.get())??.checked == true)
+      case .adminHeld, .policyHeld, .policyFixed:
+        guard case .failure(.readOnly(_, let reason, let holder)) = result else {
+          Issue.record("\(op) on \(kind): \(result)")
+          continue
+        }
+        #expect(reason != nil)
+        #expect(holder == Self.state(kind).0.heldBy)
+      case .adminDisabled, .policyDisabled, .heldAndDisabled:
+        guard case .failure(.disabled(_, let reason, _)) = result else {
+          Issue.record("\(op) on \(kind): \(result)")
+          continue
+        }
+        // Disabled wins: its reason is the one given.
+        #expect(reason == Self.state(kind).0.disabledReason)
+      }
+    }
+  }
+
+  @Test(arguments: Kind.allCases)
+  func administratorValueWrites(_ kind: Kind) {
+    let result = Self.decide(.set(checked: true, ifRevision: nil), kind, Self.admin)
+    switch kind {
+    case .free, .adminHeld, .policyHeld:
+      // The holder may still set checked (SWT-25).
+      #expect((try? result.get())??.checked == true)
+    case .policyFixed:
+      #expect(result == .failure(.readOnly(key: "wifi", reason: "fixed", heldBy: .policy)))
+    case .adminDisabled, .policyDisabled, .heldAndDisabled:
+      guard case .failure(.disabled) = result else {
+        Issue.record("set on \(kind): \(result)")
+        return
+      }
+    }
+  }
+
+  @Test func aRefusedWriteIsRefusedEvenWhenItWouldChangeNothing() {
+    // The switch is off and held; setting it off is still ReadOnly.
+    let result = Self.decide(.set(checked: false, ifRevision: nil), .adminHeld, Self.user)
+    #expect(result == .failure(.readOnly(key: "wifi", reason: "held by IT", heldBy: .admin)))
+  }
+
+  @Test func noOpIsDetectedOnlyAfterEveryCheck() {
+    #expect(Self.decide(.set(checked: false, ifRevision: nil), .free, Self.user) == .success(nil))
+    #expect(Self.decide(.reset, .free, Self.user) == .success(SwitchState(checked: true)))
+  }
+
+  @Test func writersGroupComesBeforeDisabledAndReadOnly() {
+    for kind in Kind.allCases {
+      let result = Self.decide(.toggle(ifRevision: nil), kind, Self.reader)
+      guard case .failure(.permissionDenied) = result else {
+        Issue.record("\(kind): \(result)")
+        continue
+      }
+    }
+  }
+
+  @Test func conflictComesLastAndCarriesTheCurrentRevision() {
+    #expect(
+      Self.decide(.toggle(ifRevision: 3), .free, Self.user)
+        == .failure(.conflict(key: "wifi", expected: 3, current: 4)))
+    #expect((try? Self.decide(.toggle(ifRevision: 4), .free, Self.user).get()) != nil)
+    // ReadOnly is checked before Conflict.
+    guard case .failure(.readOnly) = Self.decide(.toggle(ifRevision: 3), .adminHeld, Self.user)
+    else {
+      Issue.record("ReadOnly must come before Conflict")
+      return
+    }
+  }
+
+  @Test func unknownSwitchComesBeforeEverythingTheSwitchDecides() {
+    let result = Rules.decide(
+      .toggle(ifRevision: 1), key: "nope", definition: nil, record: nil, policy: nil,
+      caller: Self.reader)
+    #expect(result == .failure(.unknownSwitch(key: "nope")))
+  }
+
+  @Test(arguments: [
+    Operation.lock(reason: nil, checked: nil), .unlock, .disable(reason: nil), .enable,
+  ])
+  func administratorVerbsAreForAdministratorsOnly(_ op: Operation) {
+    guard case .failure(.permissionDenied) = Self.decide(op, .free, Self.user) else {
+      Issue.record("\(op) by a user must be PermissionDenied")
+      return
+    }
+  }
+
+  @Test func lockWithAValueIsOneChange() throws {
+    let next = try #require(
+      try Self.decide(.lock(reason: "exam", checked: true), .free, Self.admin).get())
+    #expect(next.checked && next.readOnly && next.heldBy == .admin)
+    #expect(next.readOnlyReason == "exam")
+    #expect(
+      next.changedFields(from: SwitchState(checked: false)) == [
+        .checked, .readOnly, .readOnlyReason, .heldBy,
+      ])
+  }
+
+  @Test func lockingAgainWithoutAReasonKeepsTheReasonAndChangesNothing() {
+    #expect(Self.decide(.lock(reason: nil, checked: nil), .adminHeld, Self.admin) == .success(nil))
+  }
+
+  @Test func whatAPolicyHoldsCannotBeLiftedOverTheSocket() {
+    for kind in [Kind.policyHeld, .policyFixed] {
+      for op in [Operation.lock(reason: "x", checked: nil), .unlock] {
+        guard case .failure(.readOnly(_, _, .policy)) = Self.decide(op, kind, Self.admin) else {
+          Issue.record("\(op) on \(kind)")
+          continue
+        }
+      }
+    }
+    for op in [Operation.enable, .disable(reason: "x")] {
+      guard case .failure(.disabled(_, _, .policy)) = Self.decide(op, .policyDisabled, Self.admin)
+      else {
+        Issue.record("\(op) on a policy-disabled switch")
+        continue
+      }
+    }
+  }
+
+  @Test func lockingWithAValueWhileDisabledIsRefusedButAPlainLockIsNot() {
+    guard
+      case .failure(.disabled) = Self.decide(
+        .lock(reason: nil, checked: true), .adminDisabled, Self.admin)
+    else {
+      Issue.record("lock with checked on a disabled switch")
+      return
+    }
+    let plain = Self.decide(.lock(reason: "r", checked: nil), .adminDisabled, Self.admin)
+    #expect((try? plain.get())??.readOnly == true)
+  }
+
+  @Test func enableAndUnlockClearTheirReasons() throws {
+    let enabled = try #require(try Self.decide(.enable, .adminDisabled, Self.admin).get())
+    #expect(!enabled.disabled && enabled.disabledBy == nil && enabled.disabledReason == nil)
+    let unlocked = try #require(try Self.decide(.unlock, .adminHeld, Self.admin).get())
+    #expect(!unlocked.readOnly && unlocked.heldBy == nil && unlocked.readOnlyReason == nil)
+    #expect(Self.decide(.unlock, .free, Self.admin) == .success(nil))
+    #expect(Self.decide(.enable, .free, Self.admin) == .success(nil))
+  }
+
+  // MARK: Policy application
+
+  @Test func applyingAPolicyHoldsFixesAndDisables() {
+    let rule = PolicyRule(key: "wifi", readOnly: true, disabled: true, checked: true, reason: "r")
+    let next = Rules.applyPolicy(rule, to: SwitchState(checked: false))
+    #expect(
+      next
+        == SwitchState(
+          checked: true, readOnly: true, readOnlyReason: "r", heldBy: .policy, disabled: true,
+          disabledReason: "r", disabledBy: .policy))
+  }
+
+  @Test func removingAPolicyLiftsOnlyWhatItHeld() {
+    let (policyHeld, _) = Self.state(.policyHeld)
+    #expect(Rules.applyPolicy(nil, to: policyHeld) == SwitchState(checked: false))
+    let (adminHeld, _) = Self.state(.adminHeld)
+    #expect(Rules.applyPolicy(nil, to: adminHeld) == adminHeld)
+    let (policyDisabled, _) = Self.state(.policyDisabled)
+    #expect(Rules.applyPolicy(nil, to: policyDisabled) == SwitchState(checked: false))
+  }
+
+  @Test func checkedWithoutReadOnlyHasNoEffect() {
+    let rule = PolicyRule(key: "wifi", checked: true)
+    #expect(Rules.applyPolicy(rule, to: SwitchState(checked: false)) == SwitchState(checked: false))
+  }
+
+  @Test func policySourceNamesTheDisablingSectionFirst() {
+    let held = SwitchCore.SourceLocation(file: "policy.d/10-a.conf", line: 2)
+    let disabled = SwitchCore.SourceLocation(file: "policy.d/20-b.conf", line: 5)
+    let rule = PolicyRule(
+      key: "wifi", readOnly: true, disabled: true, readOnlySource: held, disabledSource: disabled)
+    let state = Rules.applyPolicy(rule, to: SwitchState(checked: false))
+    #expect(Rules.policySource(state: state, rule: rule)?.policySourceText == "20-b.conf:5")
+    let onlyHeld = Rules.applyPolicy(
+      PolicyRule(key: "wifi", readOnly: true, readOnlySource: held), to: SwitchState(checked: false)
+    )
+    #expect(Rules.policySource(state: onlyHeld, rule: rule)?.policySourceText == "10-a.conf:2")
+    #expect(Rules.policySource(state: SwitchState(checked: true), rule: rule) == nil)
+  }
+
+  // MARK: Who may do what
+
+  @Test func rightsComeFromUidAndGroups() {
+    let root = Caller.peer(uid: 0, gid: 0, pid: 1, groups: [], adminGroup: nil, writersGroup: 50)
+    #expect(root.isAdmin && root.mayWrite)
+    let member = Caller.peer(
+      uid: 7, gid: 7, pid: 1, groups: [40], adminGroup: 40, writersGroup: nil)
+    #expect(member.isAdmin)
+    let primary = Caller.peer(
+      uid: 7, gid: 40, pid: 1, groups: [], adminGroup: 40, writersGroup: nil)
+    #expect(primary.isAdmin)
+    let plain = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [], adminGroup: 40, writersGroup: nil)
+    #expect(!plain.isAdmin && plain.mayWrite)
+    let outsider = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [], adminGroup: 40, writersGroup: 50)
+    #expect(!outsider.mayWrite)
+    let writer = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [50], adminGroup: 40, writersGroup: 50)
+    #expect(writer.mayWrite && !writer.isAdmin)
+  }
+
+  // MARK: Keys and patterns
+
+  @Test(arguments: [
+    ("wifi", true), ("notifications.chat", true), ("airplane-mode", true), ("a1.b2-c3", true),
+    ("", false), ("Wifi", false), ("1wifi", false), ("wifi.", false), ("wi..fi", false),
+    ("wi-.fi", false), ("wi fi", false), ("wifi*", false),
+    (String(repeating: "a", count: 128), true),
+    (String(repeating: "a", count: 129), false),
+  ])
+  func keySyntax(_ key: String, _ valid: Bool) {
+    #expect(SwitchKey.isValid(key) == valid)
+  }
+
+  @Test func patternsMatchExactKeysAndPrefixes() throws {
+    let exact = try KeyPattern.parse("wifi").get()
+    #expect(exact.matches("wifi") && !exact.matches("wifi.x"))
+    let prefix = try KeyPattern.parse("notifications.*").get()
+    #expect(prefix.matches("notifications.chat") && !prefix.matches("notifications"))
+    #expect(try KeyPattern.parse("*").get().matches("anything"))
+    #expect((try? KeyPattern.parse("no*pe*").get()) == nil)
+    #expect((try? KeyPattern.parse("Bad").get()) == nil)
+  }
+}
