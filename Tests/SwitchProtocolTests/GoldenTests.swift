@@ -1,0 +1,271 @@
+import SwitchCore
+import Testing
+
+@testable import SwitchProtocol
+
+/// Golden bytes at the boundary: every request decodes to the Call we
+/// expect, and every result, error and event encodes to exactly these bytes.
+@Suite struct GoldenTests {
+  static func decode(_ line: String) -> Incoming {
+    Array(line.utf8).withUnsafeBufferPointer { RequestDecoder.decode($0, maxDepth: 32) }
+  }
+
+  static func call(_ line: String) -> Result<Call, RPCError>? {
+    guard case .single(.success(let request)) = decode(line),
+      let method = Method(rawValue: request.method)
+    else { return nil }
+    return Call.decode(method, params: request.params)
+  }
+
+  @Test(arguments: [
+    (#"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"wifi"}}"#, Call.get(key: "wifi")),
+    (#"{"jsonrpc":"2.0","id":1,"method":"list"}"#, .list(prefix: nil)),
+    (#"{"jsonrpc":"2.0","id":1,"method":"list","params":{"prefix":"n.*"}}"#, .list(prefix: "n.")),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":false,"ifRevision":4}}"#,
+      .write(key: "wifi", .set(checked: false, ifRevision: 4))
+    ),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"wifi"}}"#,
+      .write(key: "wifi", .toggle(ifRevision: nil))
+    ),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"reset","params":{"key":"wifi"}}"#,
+      .write(key: "wifi", .reset)
+    ),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":["wifi","n.*"],"since":3}}"#,
+      .watch(patterns: [.exact("wifi"), .prefix("n.")], since: 3)
+    ),
+    (#"{"jsonrpc":"2.0","id":1,"method":"watch"}"#, .watch(patterns: nil, since: nil)),
+    (#"{"jsonrpc":"2.0","id":1,"method":"unwatch","params":{"watch":"w1"}}"#, .unwatch(id: "w1")),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"history","params":{"key":"wifi","limit":5,"before":9}}"#,
+      .history(key: "wifi", limit: 5, before: 9)
+    ),
+    (#"{"jsonrpc":"2.0","id":1,"method":"history"}"#, .history(key: nil, limit: 100, before: nil)),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"lock","params":{"key":"wifi","reason":"r","checked":true}}"#,
+      .write(key: "wifi", .lock(reason: "r", checked: true))
+    ),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"unlock","params":{"key":"wifi"}}"#,
+      .write(key: "wifi", .unlock)
+    ),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"disable","params":{"key":"wifi","reason":"r"}}"#,
+      .write(key: "wifi", .disable(reason: "r"))
+    ),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"enable","params":{"key":"wifi"}}"#,
+      .write(key: "wifi", .enable)
+    ),
+    (#"{"jsonrpc":"2.0","id":1,"method":"reload","params":{}}"#, .reload),
+    (#"{"jsonrpc":"2.0","id":1,"method":"status"}"#, .status),
+  ])
+  func requestsDecode(_ line: String, _ expected: Call) {
+    #expect(Self.call(line) == .success(expected))
+  }
+
+  @Test(arguments: [
+    #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":1}}"#,
+    #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":"true"}}"#,
+    #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi"}}"#,
+    #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":true,"x":1}}"#,
+    #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":true,"checked":false}}"#,
+    #"{"jsonrpc":"2.0","id":1,"method":"get","params":["wifi"]}"#,
+    #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":7}}"#,
+    #"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"wifi","ifRevision":-1}}"#,
+    #"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"wifi","ifRevision":1.5}}"#,
+    #"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":[]}}"#,
+    #"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":["a*b*"]}}"#,
+    #"{"jsonrpc":"2.0","id":1,"method":"history","params":{"limit":0}}"#,
+    #"{"jsonrpc":"2.0","id":1,"method":"history","params":{"limit":1001}}"#,
+    #"{"jsonrpc":"2.0","id":1,"method":"unwatch"}"#,
+  ])
+  func badParamsAreInvalidParams(_ line: String) {
+    guard case .failure(let error)? = Self.call(line) else {
+      Issue.record("accepted: \(line)")
+      return
+    }
+    #expect(error.code == .invalidParams)
+  }
+
+  @Test(arguments: [
+    (#"{"id":1,"method":"get"}"#, RPCErrorCode.invalidRequest, "1"),
+    (#"{"jsonrpc":"1.0","id":"x","method":"get"}"#, .invalidRequest, "\"x\""),
+    (#"{"jsonrpc":"2.0","id":{},"method":"get"}"#, .invalidRequest, "null"),
+    (#"{"jsonrpc":"2.0","id":1,"method":5}"#, .invalidRequest, "1"),
+    (#"{"jsonrpc":"2.0","id":1,"method":"get","extra":true}"#, .invalidRequest, "1"),
+    (#"{"jsonrpc":"2.0","id":1,"method":"get","params":3}"#, .invalidRequest, "1"),
+    (#"[]"#, .invalidRequest, "null"),
+    (#"5"#, .invalidRequest, "null"),
+    (#"{"jsonrpc":"2.0","id":1,"method":"get""#, .parseError, "null"),
+    (
+      String(repeating: "[", count: 40) + String(repeating: "]", count: 40), .invalidRequest, "null"
+    ),
+  ])
+  func invalidEnvelopes(_ line: String, _ code: RPCErrorCode, _ id: String) {
+    guard case .single(.failure(let invalid)) = Self.decode(line) else {
+      Issue.record("accepted: \(line)")
+      return
+    }
+    #expect(invalid.error.code == code)
+    #expect(invalid.id.jsonValue.jsonText == id)
+  }
+
+  @Test func idsRoundTripExactly() {
+    guard
+      case .single(.success(let request)) = Self.decode(
+        #"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"status"}"#)
+    else {
+      Issue.record("not decoded")
+      return
+    }
+    var w = JSONWriter()
+    ResponseEncoding.beginResult(&w, id: request.id!)
+    w.raw("{}")
+    ResponseEncoding.endResult(&w)
+    #expect(
+      String(decoding: w.bytes, as: UTF8.self)
+        == #"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{}}"#)
+  }
+
+  static let definition = SwitchDefinition(
+    key: "wifi", label: "Wi-Fi", description: "Connect to wireless networks.",
+    defaultChecked: false, checkedIcon: "wifi", uncheckedIcon: "wifi_off")
+
+  @Test func switchObjectGolden() {
+    let record = SwitchRecord(
+      key: "wifi",
+      state: SwitchState(
+        checked: true, readOnly: true, readOnlyReason: "Held.", heldBy: .policy),
+      revision: 42, changedAt: 1_796_010_000_123)
+    var w = JSONWriter()
+    WireEncoding.writeSwitch(
+      &w, definition: Self.definition, record: record,
+      policySource: SwitchCore.SourceLocation(file: "policy.d/50-corp.conf", line: 2))
+    #expect(
+      String(decoding: w.bytes, as: UTF8.self)
+        == #"{"key":"wifi","label":"Wi-Fi","description":"Connect to wireless networks.","#
+        + #""checked":true,"defaultChecked":false,"readOnly":true,"readOnlyReason":"Held.","#
+        + #""heldBy":"policy","disabled":false,"disabledReason":null,"disabledBy":null,"#
+        + #""checkedIcon":"wifi","uncheckedIcon":"wifi_off","policySource":"50-corp.conf:2","#
+        + #""revision":42,"changedAt":"2026-11-30T03:40:00.123Z"}"#)
+  }
+
+  @Test func neverChangedSwitchHasRevisionZeroAndNoTime() {
+    var w = JSONWriter()
+    WireEncoding.writeSwitch(
+      &w, definition: Self.definition,
+      record: SwitchRecord(key: "wifi", state: SwitchState(checked: false)), policySource: nil)
+    let text = String(decoding: w.bytes, as: UTF8.self)
+    #expect(text.hasSuffix(#""policySource":null,"revision":0,"changedAt":null}"#))
+  }
+
+  static let change = Change(
+    revision: 43, time: 1_796_010_067_002, key: "wifi", cause: .toggle,
+    actor: .peer(uid: 1000, gid: 1000, pid: 4321), state: SwitchState(checked: false),
+    previous: SwitchState(checked: true))
+
+  static let stateGolden =
+    #"{"checked":false,"readOnly":false,"readOnlyReason":null,"heldBy":null,"#
+    + #""disabled":false,"disabledReason":null,"disabledBy":null}"#
+  static let previousGolden =
+    #"{"checked":true,"readOnly":false,"readOnlyReason":null,"heldBy":null,"#
+    + #""disabled":false,"disabledReason":null,"disabledBy":null}"#
+
+  @Test func eventGolden() {
+    var members = JSONWriter()
+    WireEncoding.writeChangeMembers(&members, Self.change)
+    var w = JSONWriter()
+    WireEncoding.writeChangedEvent(&w, watch: "w1", members: members.bytes)
+    #expect(
+      String(decoding: w.bytes, as: UTF8.self)
+        == #"{"jsonrpc":"2.0","method":"changed","params":{"watch":"w1","revision":43,"#
+        + #""time":"2026-11-30T03:41:07.002Z","key":"wifi","cause":"toggle","fields":["checked"],"#
+        + #""actor":{"uid":1000,"gid":1000,"pid":4321},"state":\#(Self.stateGolden),"#
+        + #""previous":\#(Self.previousGolden)}}"# + "\n")
+  }
+
+  @Test func policyEntryGolden() {
+    var change = Self.change
+    change.actor = .policy
+    change.cause = .policy
+    change.state = SwitchState(
+      checked: false, disabled: true, disabledReason: "No.", disabledBy: .policy)
+    change.previous = SwitchState(checked: false)
+    var w = JSONWriter()
+    WireEncoding.writeEntry(&w, change)
+    let text = String(decoding: w.bytes, as: UTF8.self)
+    #expect(text.contains(#""cause":"policy","fields":["disabled","disabledReason","disabledBy"]"#))
+    #expect(text.contains(#""actor":{"uid":null,"gid":null,"pid":null,"source":"policy"}"#))
+    #expect(!text.contains("\"watch\""))
+  }
+
+  @Test(arguments: [
+    (
+      Refusal.readOnly(
+        key: "bluetooth", reason: "Bluetooth is turned off by your organisation.", heldBy: .policy),
+      #"{"jsonrpc":"2.0","id":7,"error":{"code":-32002,"message":"bluetooth is read-only: Bluetooth is turned off by your organisation.","data":{"name":"ReadOnly","key":"bluetooth","reason":"Bluetooth is turned off by your organisation.","heldBy":"policy"}}}"#
+    ),
+    (
+      Refusal.disabled(key: "wifi", reason: nil, by: .admin),
+      #"{"jsonrpc":"2.0","id":7,"error":{"code":-32003,"message":"wifi is disabled by an administrator.","data":{"name":"Disabled","key":"wifi","reason":null,"disabledBy":"admin"}}}"#
+    ),
+    (
+      Refusal.unknownSwitch(key: "nope"),
+      #"{"jsonrpc":"2.0","id":7,"error":{"code":-32001,"message":"No switch has the key nope.","data":{"name":"UnknownSwitch","key":"nope"}}}"#
+    ),
+    (
+      Refusal.conflict(key: "wifi", expected: 3, current: 5),
+      #"{"jsonrpc":"2.0","id":7,"error":{"code":-32005,"message":"wifi changed since revision 3; it is now at revision 5.","data":{"name":"Conflict","key":"wifi","revision":5}}}"#
+    ),
+  ])
+  func refusalGolden(_ refusal: Refusal, _ golden: String) {
+    var w = JSONWriter()
+    ResponseEncoding.writeError(&w, id: .number(JSONNumber(7)), RPCError(refusal))
+    #expect(String(decoding: w.bytes, as: UTF8.self) == golden)
+  }
+
+  @Test func everyErrorCodeHasItsName() {
+    let names: [(RPCErrorCode, String)] = [
+      (.parseError, "ParseError"), (.invalidRequest, "InvalidRequest"),
+      (.methodNotFound, "MethodNotFound"), (.invalidParams, "InvalidParams"),
+      (.internalError, "InternalError"), (.unknownSwitch, "UnknownSwitch"),
+      (.readOnly, "ReadOnly"), (.disabled, "Disabled"), (.permissionDenied, "PermissionDenied"),
+      (.conflict, "Conflict"), (.applyFailed, "ApplyFailed"), (.storageFailure, "StorageFailure"),
+      (.overloaded, "Overloaded"), (.historyCompacted, "HistoryCompacted"),
+      (.invalidConfig, "InvalidConfig"),
+    ]
+    for (code, name) in names { #expect(code.name == name) }
+    // An unknown code from a newer daemon decodes and never traps.
+    #expect(RPCErrorCode(rawValue: -32099).name == "Error-32099")
+    let remote = RemoteError(
+      try! JSONParser.parse(#"{"code":-32099,"message":"new"}"#, maxDepth: 8))
+    #expect(remote.code.rawValue == -32099)
+  }
+
+  @Test func timestampsAreRFC3339WithMilliseconds() {
+    #expect(Timestamp.iso8601(milliseconds: 0) == "1970-01-01T00:00:00.000Z")
+    #expect(Timestamp.iso8601(milliseconds: 951_782_400_001) == "2000-02-29T00:00:00.001Z")
+    #expect(Timestamp.iso8601(milliseconds: 1_796_010_067_002) == "2026-11-30T03:41:07.002Z")
+  }
+
+  @Test func clientParsesResponsesAndNotifications() {
+    let response = ClientMessage.parse(Array(#"{"jsonrpc":"2.0","id":3,"result":{"a":1}}"#.utf8))
+    guard case .response(let id, .success(let result))? = response else {
+      Issue.record("not a response")
+      return
+    }
+    #expect(id == .number(JSONNumber(3)))
+    #expect(result["a"]?.int64Value == 1)
+    let event = ClientMessage.parse(
+      Array(#"{"jsonrpc":"2.0","method":"changed","params":{}}"#.utf8))
+    guard case .notification(let method, _)? = event else {
+      Issue.record("not a notification")
+      return
+    }
+    #expect(method == "changed")
+  }
+}
