@@ -1,0 +1,63 @@
+import SwitchCore
+import Testing
+
+@testable import SwitchDaemon
+
+@Suite struct WatchHubTests {
+  @Test func findsExactPrefixAndCatchAllWatchesOnce() {
+    var hub = WatchHub()
+    let exact = hub.add(connection: 1, patterns: [.exact("wifi")], replayFrom: nil)
+    let prefix = hub.add(
+      connection: 1, patterns: [.prefix("notifications."), .exact("notifications.chat")],
+      replayFrom: nil)
+    let everything = hub.add(connection: 2, patterns: nil, replayFrom: nil)
+    let star = hub.add(connection: 3, patterns: [.prefix("")], replayFrom: nil)
+    #expect(hub.matching("wifi") == [exact, everything, star])
+    #expect(hub.matching("notifications.chat") == [prefix, everything, star])
+    #expect(hub.matching("notifications") == [everything, star])
+    hub.remove(prefix)
+    hub.remove(star)
+    #expect(hub.matching("notifications.chat") == [everything])
+    #expect(hub.count == 2)
+  }
+
+  @Test func removingTheLastPrefixOfALengthForgetsTheLength() {
+    var hub = WatchHub()
+    let a = hub.add(connection: 1, patterns: [.prefix("ab")], replayFrom: nil)
+    let b = hub.add(connection: 1, patterns: [.prefix("cd")], replayFrom: nil)
+    hub.remove(a)
+    #expect(hub.matching("abc").isEmpty)
+    #expect(hub.matching("cde") == [b])
+    hub.remove(b)
+    #expect(hub.matching("cde").isEmpty)
+  }
+
+  @Test func matchingCostDoesNotDependOnWatchesOfOtherKeys() {
+    var hub = WatchHub()
+    for i in 0..<5000 { _ = hub.add(connection: 1, patterns: [.exact("key\(i)")], replayFrom: nil) }
+    let mine = hub.add(connection: 2, patterns: [.exact("wifi")], replayFrom: nil)
+    #expect(hub.matching("wifi") == [mine])
+  }
+}
+
+@Suite struct ConnectionSlotTests {
+  static func connection() -> Connection {
+    Connection(
+      id: 1, fd: -1, peer: Peer(uid: 0, gid: 0, pid: 1, groups: []), maxFrameBytes: 1024)
+  }
+
+  @Test func slotsGoOutInOrderWhateverOrderTheyAreFilled() {
+    let c = Self.connection()
+    let first = c.openSlot(parts: 1, isBatch: false)
+    let batch = c.openSlot(parts: 2, isBatch: true)
+    let third = c.openSlot(parts: 1, isBatch: false)
+    c.fill(slot: third, part: 0, with: Array("3".utf8))
+    c.fill(slot: batch, part: 1, with: Array("b".utf8))
+    #expect(c.unsentCount == 0)
+    c.fill(slot: first, part: 0, with: Array("1".utf8))
+    #expect(String(decoding: c.out, as: UTF8.self) == "1\n")
+    c.fill(slot: batch, part: 0, with: Array("a".utf8))
+    #expect(String(decoding: c.out, as: UTF8.self) == "1\n[a,b]\n3\n")
+    #expect(c.slots.isEmpty)
+  }
+}
