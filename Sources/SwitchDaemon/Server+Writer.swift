@@ -24,24 +24,21 @@ extension Server {
           slot: ticket.slot, part: ticket.part, with: bytes(for: answer, id: ticket.id))
       }
       for connection in resumed.values { pump(connection) }
+      if output.reloaded {
+        notifier.send("READY=1")
+        notifier.send(statusLine)
+      }
       if output.stopped { markWriterStopped() }
     }
   }
 
   private func adopt(_ update: CatalogUpdate) {
-    let reloaded = !catalogIsInitial(update)
     catalog = update.catalog
     groups = update.groups
     limits = Limits(update.catalog.settings)
     log.setLevel(update.catalog.settings.logLevel)
     for record in update.newRecords { records[record.key] = record }
-    if reloaded {
-      notifier.send("READY=1")
-      notifier.send(statusLine)
-    }
   }
-
-  private func catalogIsInitial(_ update: CatalogUpdate) -> Bool { false }
 
   var statusLine: String {
     "STATUS=Serving \(catalog.switches.count) switches, \(catalog.policyCount) policies, "

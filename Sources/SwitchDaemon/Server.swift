@@ -294,7 +294,8 @@ final class Server {
         execute(next, on: connection)
         continue
       }
-      if connection.unsentCount > limits.highWater { break }
+      // Once the writer was told to stop, nothing new is started.
+      if connection.unsentCount > limits.highWater || stopSentToWriter { break }
       guard let frame = connection.framer.next() else { break }
       accept(frame, on: connection)
     }
@@ -550,7 +551,7 @@ final class Server {
     w.raw(",\"database\":")
     w.string(databasePath)
     w.raw(",\"socket\":")
-    w.string(catalog.settings.socket ?? listenerPath)
+    w.string(listenerPath)
     w.raw("}")
   }
 

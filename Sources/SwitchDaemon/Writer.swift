@@ -72,7 +72,9 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
           writes.append((ticket, key, operation, caller))
         case .reload(let ticket):
           flushWrites()
-          deliver(reload(ticket))
+          var output = reload(ticket)
+          output.reloaded = true
+          deliver(output)
         case .stop:
           stopping = true
         }

@@ -49,6 +49,8 @@ struct WriterOutput: Sendable {
   var answers: [(Ticket, Answer)]
   /// The oldest revision still in the log after any pruning.
   var oldestRetained: Int64?
+  /// Set on the output of a reload, applied or refused (for READY=1).
+  var reloaded = false
   /// Set on the output of `.stop`: the thread has ended.
   var stopped = false
 }
