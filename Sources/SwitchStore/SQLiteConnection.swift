@@ -7,7 +7,8 @@ import CSQLite
 /// Close it explicitly with `close()`; deinit closes a forgotten one as a safety net.
 final class SQLiteConnection {
   let path: String
-  private var handle: OpaquePointer?
+  /// The C handle; nil once closed. Readable for tests that install SQLite hooks.
+  private(set) var handle: OpaquePointer?
   /// Cached statements, finalized by `close()` so the file is closed when `close()` returns.
   private var cached: [SQLiteStatement] = []
 

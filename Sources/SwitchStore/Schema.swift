@@ -44,7 +44,7 @@ enum Schema {
     );
     CREATE INDEX changes_by_key ON changes(key, revision);
     -- The global revision lives here, not in max(changes.revision): pruning may empty the log.
-    CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
     INSERT INTO meta(name, value) VALUES ('revision', 0);
     """
   ]

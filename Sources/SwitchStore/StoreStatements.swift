@@ -63,6 +63,8 @@ struct StoreStatements {
       ORDER BY revision DESC LIMIT ?3
       """
     /// The newest revision that pruning may delete: the one just older than the newest `keep`.
+    /// Walks `keep` rows of the primary key backwards, once per prune; it does not rely on the
+    /// log being contiguous, so "never deletes the newest `keep`" holds whatever the log holds.
     static let pruneThreshold = """
       SELECT revision FROM changes ORDER BY revision DESC LIMIT 1 OFFSET ?1
       """
@@ -174,7 +176,10 @@ extension SQLiteStatement {
     case (let uid?, let gid?, let pid?):
       guard let uid = UInt32(exactly: uid), let gid = UInt32(exactly: gid),
         let pid = Int32(exactly: pid)
-      else { throw .corrupt("change \(revision) has an actor out of range", context: "`\(sql)` on \(path)") }
+      else {
+        throw .corrupt(
+          "change \(revision) has an actor out of range", context: "`\(sql)` on \(path)")
+      }
       actor = .peer(uid: uid, gid: gid, pid: pid)
     default:
       throw .corrupt("change \(revision) has a partial actor", context: "`\(sql)` on \(path)")

@@ -4,8 +4,9 @@
 // once: every result code becomes a `SQLiteError` with its codes, statements are prepared once
 // (`SQLITE_PREPARE_PERSISTENT`) and finalized by `close()` or deinit. `Schema` holds the
 // forward migrations, versioned with `PRAGMA user_version`. `StoreStatements` holds every SQL
-// text and binds and reads rows. `SwitchStore` is what the daemon calls: each public method is
-// one query or one transaction, and maps `SQLiteError` to `StoreError` in one place.
+// text and binds and reads rows; `StorageNames` spells SwitchCore's enums for the file (a file
+// format, kept apart from the wire names). `SwitchStore` is what the daemon calls: each public
+// method is one query or one transaction, and maps `SQLiteError` to `StoreError` in one place.
 //
 // Threading: nothing here is Sendable. A store and its connection belong to one thread at a
 // time (the daemon keeps the writer behind a Mutex or on a writer thread), so SQLite is opened

@@ -44,7 +44,16 @@ import Testing
     }
   }
 
-  @Test func corruptPageIsRefusedByQuickCheck() throws {
+  enum Corruption: CaseIterable {
+    /// A page header smashed: quick_check itself fails with SQLITE_CORRUPT.
+    case smashedPageHeader
+    /// A wrong fragmented-bytes count: every query still works, and only quick_check's report
+    /// (rows other than "ok") shows the damage.
+    case wrongFragmentCount
+  }
+
+  @Test(arguments: Corruption.allCases)
+  func corruptPageIsRefusedByQuickCheck(corruption: Corruption) throws {
     try withTemporaryDirectory { directory in
       let path = directory + "/s.db"
       let store = try SwitchStore(path: path)
@@ -61,8 +70,18 @@ import Testing
       store.close()
       #expect(pageCount > 8)
       #expect(!fileExists(path + "-wal"))
-      // Smash the header of a table page in the middle of the file.
-      try patchFile(path, at: pageSize * (pageCount / 2), [UInt8](repeating: 0xee, count: 64))
+      // A page in the middle of the file: a leaf of the switches b-tree.
+      let page = pageSize * (pageCount / 2)
+      switch corruption {
+      case .smashedPageHeader:
+        try patchFile(path, at: page, [UInt8](repeating: 0xee, count: 64))
+      case .wrongFragmentCount:
+        // Byte 7 of a b-tree page header counts fragmented free bytes; it is 0 here.
+        try patchFile(path, at: page + 7, [9])
+        let reader = try SwitchStore(path: path, mode: .readOnly)
+        #expect(try reader.loadSwitches().count == 500, "the damage is invisible to queries")
+        reader.close()
+      }
 
       let error = storeError { () throws(StoreError) in _ = try SwitchStore(path: path) }
       guard case .damaged(let reportedPath, let detail)? = error else {

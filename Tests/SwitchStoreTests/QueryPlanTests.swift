@@ -13,6 +13,7 @@ import Testing
     ("historyOfKey", SQL.historyOfKey, "INDEX changes_by_key"),
     ("hasSwitch", SQL.hasSwitch, "PRIMARY KEY"),
     ("readRevision", SQL.readRevision, "PRIMARY KEY"),
+    ("writeRevision", SQL.writeRevision, "PRIMARY KEY"),
     ("pruneChunk", SQL.pruneChunk, "INTEGER PRIMARY KEY"),
   ]
 
@@ -29,6 +30,8 @@ import Testing
     #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
   }
 
+  /// The prune threshold walks the newest `keep` rows backwards (O(keep), once per prune);
+  /// loading every switch is a scan by design; neither sorts.
   @Test func oldestAndThresholdAvoidSorting() throws {
     let plans = try withTemporaryDirectory { directory in
       let store = try SwitchStore(path: directory + "/s.db")

@@ -115,7 +115,8 @@ import Testing
         Change(
           revision: revision, time: revision, key: "key\(revision)", cause: .disable,
           actor: .policy,
-          state: SwitchState(checked: true, disabled: true, disabledReason: big, disabledBy: .admin),
+          state: SwitchState(
+            checked: true, disabled: true, disabledReason: big, disabledBy: .admin),
           previous: SwitchState(checked: true))
       }
       let error = storeError { () throws(StoreError) in try store.commit(changes) }
@@ -208,7 +209,19 @@ import Testing
       defer { store.close() }
       try commitEach(store, 1...25, keys: ["a", "b", "c"])
       let newest = try store.changes(after: 18, upTo: .max, limit: 100)
+      // Count the transactions: 18 rows in chunks of at most 4 is 4 + 4 + 4 + 4 + 2.
+      let commits = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+      defer { commits.deallocate() }
+      commits.pointee = 0
+      sqlite3_commit_hook(
+        store.connection.handle,
+        { context in
+          context!.assumingMemoryBound(to: Int.self).pointee += 1
+          return 0  // 0: let the commit go ahead
+        }, commits)
       #expect(try store.prune(keep: 7, chunk: 4) == 18)
+      #expect(commits.pointee == 5)
+      sqlite3_commit_hook(store.connection.handle, nil, nil)
       #expect(try store.oldestRetainedRevision() == 19)
       #expect(try store.changes(after: 0, upTo: .max, limit: 100) == newest)
       #expect(try store.prune(keep: 7, chunk: 4) == 0)
@@ -281,7 +294,8 @@ import Testing
         SwitchRecord(key: "a", state: sampleStates[3]),
         SwitchRecord(key: "b", state: sampleStates[4]),
       ])
-      #expect(try store.loadSwitches() == changed + [SwitchRecord(key: "b", state: sampleStates[4])])
+      #expect(
+        try store.loadSwitches() == changed + [SwitchRecord(key: "b", state: sampleStates[4])])
       #expect(try store.hasSwitch("a"))
       #expect(try store.hasSwitch("b"))
       #expect(try store.hasSwitch("c") == false)
@@ -334,8 +348,10 @@ import Testing
       #expect(try reader.currentRevision() == 3)
       #expect(try reader.history(key: "a", before: nil, limit: 10).map(\.revision) == [2, 1])
       #expect(try reader.hasSwitch("b"))
-      #expect(try reader.changes(after: 1, upTo: 3, limit: 10) == writer.changes(
-        after: 1, upTo: 3, limit: 10))
+      #expect(
+        try reader.changes(after: 1, upTo: 3, limit: 10)
+          == writer.changes(
+            after: 1, upTo: 3, limit: 10))
       // Every reader call resets its statement, so no read transaction pins the WAL: a
       // truncating checkpoint completes (its first column, "busy", is 0).
       let checkpoint = try writer.connection.textRows("PRAGMA wal_checkpoint(TRUNCATE)")
