@@ -1,1 +1,68 @@
-// SwitchCtl
+// SwitchCtl: switchctl as a library, so tests drive it in-process.
+//
+// Layers, each a file: `Arguments` turns the command line into an
+// `Invocation` (pure); `Commands` is the table of commands, options and help
+// texts the parser reads; `Environment` finds the socket; `Runner` makes the
+// call through `DaemonClient` (a blocking Unix-socket client) and prints
+// through `Output` (pure text rendering) to a `Console`; `Watcher` is the
+// long-running `watch` with its reconnects; `ExitCode` maps every failure to
+// one sentence and one exit status.
+//
+// Start-up matters: scripts call switchctl in loops. So it imports only the
+// Swift standard library and Glibc (Foundation would add ~3 ms a call),
+// reads only the environment variables it needs, and makes one blocking
+// round trip on the main thread: no threads, no event loop.
+
+import Glibc
+
+/// The `switchctl` command.
+public enum SwitchCtl {
+  /// Runs switchctl with `arguments` (without the program name) in this
+  /// process, printing to stdout and stderr; returns the exit status.
+  public static func main(_ arguments: [String]) -> Int32 {
+    // A daemon that closes the socket must not kill us silently (exit 141).
+    signal(SIGPIPE, SIG_IGN)
+    return run(
+      arguments, environment: .current(), console: StandardConsole(), handlesSignals: true
+    ).rawValue
+  }
+
+  /// Runs switchctl against the given environment and console. Tests call
+  /// this; `handlesSignals` is for the real process only.
+  static func run(
+    _ arguments: [String], environment: Environment, console: Console,
+    handlesSignals: Bool = false
+  ) -> ExitCode {
+    let invocation: Invocation
+    switch ArgumentParser.parse(arguments) {
+    case .success(let parsed): invocation = parsed
+    case .failure(let error):
+      let failure = Failure.usage(error)
+      console.err(failure.lines)
+      return failure.exitCode
+    }
+    if handlesSignals, case .watch = invocation.command { exitQuietlyOnInterrupt() }
+    let runner = Runner(
+      invocation: invocation, socketPath: environment.socketPath(flag: invocation.socket),
+      console: console)
+    return runner.run()
+  }
+
+  /// Interrupting a watch is how it ends, not a failure: SIGINT and SIGTERM
+  /// exit 0. Every line is already written (no buffer), so exiting at once
+  /// loses nothing. A signal the parent set to be ignored stays ignored (a
+  /// shell does that to background jobs), and both are unblocked, since a
+  /// parent's blocked mask is inherited and would make `watch` unstoppable.
+  private static func exitQuietlyOnInterrupt() {
+    var unblock = sigset_t()
+    sigemptyset(&unblock)
+    for signalNumber in [SIGINT, SIGTERM] {
+      let previous = signal(signalNumber) { _ in _exit(0) }
+      if unsafeBitCast(previous, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self) {
+        signal(signalNumber, SIG_IGN)
+      }
+      sigaddset(&unblock, signalNumber)
+    }
+    sigprocmask(SIG_UNBLOCK, &unblock, nil)
+  }
+}

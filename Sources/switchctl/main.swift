@@ -1,1 +1,4 @@
-print("switchctl")
+import Glibc
+import SwitchCtl
+
+exit(SwitchCtl.main(Array(CommandLine.arguments.dropFirst())))

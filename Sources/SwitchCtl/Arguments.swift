@@ -1,0 +1,295 @@
+import SwitchCore
+
+/// What switchctl was asked to do: the global options and one command.
+struct Invocation: Equatable {
+  /// `--socket PATH`, when given.
+  var socket: String?
+  /// `--json`: print the result object instead of text.
+  var json = false
+  var command: Command
+}
+
+/// One command with its arguments, checked as far as the command line can
+/// be; keys are checked against the daemon.
+enum Command: Equatable {
+  case list(prefix: String?)
+  case get(key: String)
+  case isOn(key: String)
+  /// `set`, `on` and `off`.
+  case set(key: String, checked: Bool, ifRevision: Int64?)
+  case toggle(key: String, ifRevision: Int64?)
+  case reset(key: String)
+  case watch(patterns: [String], since: Int64?)
+  case history(key: String?, limit: Int64?, before: Int64?)
+  case lock(key: String, reason: String?, checked: Bool?)
+  case unlock(key: String)
+  case disable(key: String, reason: String?)
+  case enable(key: String)
+  case why(key: String)
+  case status
+  case reload
+  /// `--help`, `help [COMMAND]`, `COMMAND --help`.
+  case help(command: String?)
+  case version
+}
+
+/// A command line switchctl cannot carry out (exit status 2).
+struct UsageError: Error, Equatable {
+  /// One sentence, without the `switchctl: ` prefix.
+  var message: String
+  /// The command it concerns, for the hint; nil for the overview.
+  var command: String?
+
+  /// `Try 'switchctl get --help'.`
+  var hint: String {
+    "Try 'switchctl " + (command.map { $0 + " " } ?? "") + "--help'."
+  }
+}
+
+/// Turns arguments into an `Invocation`. Pure: no I/O, so every rule is tested
+/// by table.
+///
+/// Global options (`--socket`, `--json`, `--help`, `--version`) may appear
+/// anywhere, because scripts write `switchctl get wifi --json`. A command's
+/// own options come after its name, as `--name VALUE` or `--name=VALUE`;
+/// `--` ends the options.
+enum ArgumentParser {
+  static func parse(_ arguments: [String]) -> Result<Invocation, UsageError> {
+    do throws(UsageError) {
+      return .success(try parseThrowing(arguments))
+    } catch {
+      return .failure(error)
+    }
+  }
+
+  private static func parseThrowing(_ arguments: [String]) throws(UsageError) -> Invocation {
+    var socket: String?
+    var json = false
+    var wantsHelp = false
+    var wantsVersion = false
+    var spec: CommandSpec?
+    var parsed = ParsedArguments(command: "")
+    var optionsEnded = false
+    var index = 0
+
+    /// The value of an option: after `=`, or the next argument.
+    func value(of name: String, inline: String?, valueName: String) throws(UsageError) -> String {
+      if let inline { return inline }
+      guard index < arguments.count else {
+        throw UsageError(message: "\(name) needs a value: \(valueName).", command: spec?.name)
+      }
+      index += 1
+      return arguments[index - 1]
+    }
+
+    while index < arguments.count {
+      let argument = arguments[index]
+      index += 1
+      if !optionsEnded && argument == "--" {
+        optionsEnded = true
+        continue
+      }
+      if !optionsEnded && argument.hasPrefix("-") && argument != "-" {
+        var name = argument
+        var inline: String?
+        if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+          name = String(argument[..<equals])
+          inline = String(argument[argument.index(after: equals)...])
+        }
+        switch name {
+        case "--socket":
+          socket = try value(of: name, inline: inline, valueName: "PATH")
+        case "--json", "-h", "--help", "--version":
+          if inline != nil {
+            throw UsageError(message: "\(name) takes no value.", command: spec?.name)
+          }
+          if name == "--json" {
+            json = true
+          } else if name == "--version" {
+            wantsVersion = true
+          } else {
+            wantsHelp = true
+          }
+        default:
+          guard let spec, let option = spec.option(named: name) else {
+            let owner = spec.map { " for '\($0.name)'" } ?? ""
+            throw UsageError(message: "unknown option '\(name)'\(owner).", command: spec?.name)
+          }
+          guard let valueName = option.valueName else {
+            parsed.options[name] = ""
+            continue
+          }
+          if parsed.options[name] != nil {
+            throw UsageError(message: "\(name) is given twice.", command: spec.name)
+          }
+          parsed.options[name] = try value(of: name, inline: inline, valueName: valueName)
+        }
+        continue
+      }
+      if spec == nil {
+        guard let found = Commands.named(argument) else {
+          throw UsageError(message: "unknown command '\(argument)'.", command: nil)
+        }
+        spec = found
+        parsed.command = found.name
+      } else {
+        parsed.positionals.append(argument)
+      }
+    }
+
+    var invocation = Invocation(socket: socket, json: json, command: .version)
+    if wantsVersion {
+      return invocation
+    }
+    guard let spec else {
+      if wantsHelp {
+        invocation.command = .help(command: nil)
+        return invocation
+      }
+      throw UsageError(message: "no command given.", command: nil)
+    }
+    if wantsHelp {
+      invocation.command = .help(command: spec.name)
+      return invocation
+    }
+    invocation.command = try build(spec.name, &parsed)
+    try parsed.finish()
+    return invocation
+  }
+
+  /// The command for a row of the table, from its arguments.
+  private static func build(
+    _ name: String, _ p: inout ParsedArguments
+  ) throws(UsageError) -> Command {
+    switch name {
+    case "list":
+      return .list(prefix: p.optionalPositional())
+    case "get":
+      return .get(key: try p.positional("KEY"))
+    case "is-on":
+      return .isOn(key: try p.positional("KEY"))
+    case "set":
+      let key = try p.positional("KEY")
+      let word = try p.positional("on or off")
+      return .set(
+        key: key, checked: try p.bool(word), ifRevision: try p.revision("--if-revision"))
+    case "on", "off":
+      return .set(
+        key: try p.positional("KEY"), checked: name == "on",
+        ifRevision: try p.revision("--if-revision"))
+    case "toggle":
+      return .toggle(key: try p.positional("KEY"), ifRevision: try p.revision("--if-revision"))
+    case "reset":
+      return .reset(key: try p.positional("KEY"))
+    case "watch":
+      let patterns = p.remainingPositionals()
+      for pattern in patterns {
+        if case .failure = KeyPattern.parse(pattern) {
+          throw UsageError(
+            message: "'\(pattern)' is not a key pattern: give a key or a prefix ending in *.",
+            command: name)
+        }
+      }
+      return .watch(patterns: patterns, since: try p.revision("--since"))
+    case "history":
+      let key = p.optionalPositional()
+      let limit = try p.number("--limit", minimum: 1)
+      return .history(key: key, limit: limit, before: try p.revision("--before"))
+    case "lock":
+      let key = try p.positional("KEY")
+      var checked: Bool?
+      if let word = p.options["--checked"] { checked = try p.bool(word) }
+      return .lock(key: key, reason: p.options["--reason"], checked: checked)
+    case "unlock":
+      return .unlock(key: try p.positional("KEY"))
+    case "disable":
+      return .disable(key: try p.positional("KEY"), reason: p.options["--reason"])
+    case "enable":
+      return .enable(key: try p.positional("KEY"))
+    case "why":
+      return .why(key: try p.positional("KEY"))
+    case "status":
+      return .status
+    case "reload":
+      return .reload
+    case "help":
+      guard let topic = p.optionalPositional() else { return .help(command: nil) }
+      guard Commands.named(topic) != nil else {
+        throw UsageError(message: "unknown command '\(topic)'.", command: nil)
+      }
+      return .help(command: topic)
+    default:
+      throw UsageError(message: "unknown command '\(name)'.", command: nil)
+    }
+  }
+
+  /// The words a person may type for a boolean (SEMANTICS.md), any case.
+  static func bool(_ word: String) -> Bool? {
+    switch word.lowercased() {
+    case "on", "true", "yes", "1": return true
+    case "off", "false", "no", "0": return false
+    default: return nil
+    }
+  }
+}
+
+/// A command's arguments while they are being read; `finish` refuses any
+/// left over.
+private struct ParsedArguments {
+  var command: String
+  var positionals: [String] = []
+  var options: [String: String] = [:]
+  private var used = 0
+
+  init(command: String) {
+    self.command = command
+  }
+
+  mutating func positional(_ what: String) throws(UsageError) -> String {
+    guard let next = optionalPositional() else {
+      throw UsageError(message: "'\(command)' needs \(what).", command: command)
+    }
+    return next
+  }
+
+  mutating func optionalPositional() -> String? {
+    guard used < positionals.count else { return nil }
+    used += 1
+    return positionals[used - 1]
+  }
+
+  mutating func remainingPositionals() -> [String] {
+    defer { used = positionals.count }
+    return Array(positionals[used...])
+  }
+
+  func finish() throws(UsageError) {
+    guard used < positionals.count else { return }
+    throw UsageError(
+      message: "unexpected argument '\(positionals[used])' for '\(command)'.", command: command)
+  }
+
+  func bool(_ word: String) throws(UsageError) -> Bool {
+    guard let value = ArgumentParser.bool(word) else {
+      throw UsageError(
+        message: "'\(word)' is not on or off (true/false, yes/no and 1/0 work too).",
+        command: command)
+    }
+    return value
+  }
+
+  /// A whole number option, at least `minimum`; nil when absent.
+  func number(_ name: String, minimum: Int64) throws(UsageError) -> Int64? {
+    guard let text = options[name] else { return nil }
+    guard let value = Int64(text), value >= minimum, text.first != "+" else {
+      throw UsageError(
+        message: "\(name) needs a whole number from \(minimum) up, not '\(text)'.",
+        command: command)
+    }
+    return value
+  }
+
+  func revision(_ name: String) throws(UsageError) -> Int64? {
+    try number(name, minimum: 0)
+  }
+}

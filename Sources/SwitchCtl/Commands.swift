@@ -1,0 +1,263 @@
+/// An option a command accepts.
+struct OptionSpec: Sendable {
+  /// `--reason`.
+  var name: String
+  /// `TEXT` for an option that takes a value; nil for a flag.
+  var valueName: String?
+  /// One line for `--help`.
+  var help: String
+}
+
+/// One row of the command table: what the parser accepts and what `--help`
+/// says. The parser reads options from here, so help and behaviour cannot
+/// drift apart.
+struct CommandSpec: Sendable {
+  var name: String
+  /// Arguments after the name, as the usage line shows them.
+  var arguments: String
+  /// One line for the list in `switchctl --help`.
+  var summary: String
+  /// One paragraph for `switchctl COMMAND --help`.
+  var description: String
+  var options: [OptionSpec] = []
+
+  /// `set KEY on|off`.
+  var synopsis: String { arguments.isEmpty ? name : name + " " + arguments }
+
+  func option(named name: String) -> OptionSpec? {
+    options.first { $0.name == name }
+  }
+}
+
+/// The command table and the help texts built from it.
+enum Commands {
+  private static let ifRevision = OptionSpec(
+    name: "--if-revision", valueName: "N",
+    help: "change it only if its revision is still N (else exit 8, Conflict)")
+  private static let reason = OptionSpec(
+    name: "--reason", valueName: "TEXT", help: "the reason users are shown")
+
+  static let all: [CommandSpec] = [
+    CommandSpec(
+      name: "list", arguments: "[PREFIX]",
+      summary: "list switches: key, on/off, label, and why one is held",
+      description: """
+        Prints one line per switch, sorted by key: the key, on or off, the label, and a \
+        note in parentheses for a switch that is disabled or read-only, with who holds \
+        it and the reason. With PREFIX, only keys that start with it ("notifications." \
+        or "notifications.*").
+        """),
+    CommandSpec(
+      name: "get", arguments: "KEY",
+      summary: "print on or off",
+      description: """
+        Prints "on" or "off". When the switch is disabled or read-only, a note in \
+        parentheses follows with who holds it and the reason. A disabled switch keeps \
+        its value but does not apply.
+        """),
+    CommandSpec(
+      name: "is-on", arguments: "KEY",
+      summary: "exit 0 when on and in effect, 1 otherwise",
+      description: """
+        Prints nothing. Exits 0 when the switch is on and in effect (not disabled), \
+        1 when it is off or disabled, 5 when no switch has that key and 7 when switchd \
+        cannot be reached. Meant for scripts: `if switchctl is-on wifi; then ...`.
+        """),
+    CommandSpec(
+      name: "set", arguments: "KEY on|off",
+      summary: "turn a switch on or off",
+      description: """
+        Sets the switch to on or off (true/false, yes/no and 1/0 are accepted too) and \
+        prints its new value. "(unchanged)" follows when it already had that value; \
+        nothing changed then and no event was sent.
+        """,
+      options: [ifRevision]),
+    CommandSpec(
+      name: "on", arguments: "KEY",
+      summary: "turn a switch on",
+      description: "The same as `set KEY on`: turns the switch on and prints its new value.",
+      options: [ifRevision]),
+    CommandSpec(
+      name: "off", arguments: "KEY",
+      summary: "turn a switch off",
+      description: "The same as `set KEY off`: turns the switch off and prints its new value.",
+      options: [ifRevision]),
+    CommandSpec(
+      name: "toggle", arguments: "KEY",
+      summary: "flip a switch",
+      description: """
+        Flips the switch inside switchd, atomically (many concurrent toggles lose \
+        none), and prints its new value.
+        """,
+      options: [ifRevision]),
+    CommandSpec(
+      name: "reset", arguments: "KEY",
+      summary: "return a switch to its default",
+      description: """
+        Sets the switch back to its default value and prints its new value, with \
+        "(unchanged)" when it already was at its default.
+        """),
+    CommandSpec(
+      name: "watch", arguments: "[PATTERN...]",
+      summary: "print one line per change until interrupted",
+      description: """
+        Prints one line per change as it happens: revision, key, value, what made the \
+        change and who, and a note when the switch is held. A PATTERN is a key or a \
+        prefix ending in * ("notifications.*"); none watches every switch. With \
+        --since, changes after that revision are printed first. If switchd restarts, \
+        watch reconnects by itself and resumes after the last revision it printed, so \
+        no change is missed or printed twice; it says so on stderr. With --json, each \
+        line is the event's params object.
+        """,
+      options: [
+        OptionSpec(
+          name: "--since", valueName: "REV",
+          help: "first print the retained changes after revision REV")
+      ]),
+    CommandSpec(
+      name: "history", arguments: "[KEY]",
+      summary: "show past changes, newest first",
+      description: """
+        Prints past changes, newest first, one a line: revision, time, key, what made \
+        the change, the fields it changed (before→after) and who made it (uid and pid, \
+        or a policy file). With KEY, only that switch's changes.
+        """,
+      options: [
+        OptionSpec(name: "--limit", valueName: "N", help: "at most N changes (default 100)"),
+        OptionSpec(
+          name: "--before", valueName: "REV", help: "only changes before revision REV"),
+      ]),
+    CommandSpec(
+      name: "lock", arguments: "KEY",
+      summary: "make a switch read-only (administrator)",
+      description: """
+        Makes the switch read-only: users can still see and watch it but not change \
+        it. With --checked, also sets its value, in the same change. Only an \
+        administrator may lock, and not a switch a policy file holds.
+        """,
+      options: [
+        reason,
+        OptionSpec(name: "--checked", valueName: "on|off", help: "also set the value"),
+      ]),
+    CommandSpec(
+      name: "unlock", arguments: "KEY",
+      summary: "lift an administrator's lock (administrator)",
+      description: """
+        Lifts an administrator's read-only hold on the switch. What a policy file \
+        holds is lifted only by changing the file and reloading.
+        """),
+    CommandSpec(
+      name: "disable", arguments: "KEY",
+      summary: "make a switch not apply (administrator)",
+      description: """
+        Disables the switch: it keeps its value but does not apply, and nobody can \
+        change it until it is enabled again. Only an administrator may disable, and \
+        not a switch a policy file disables.
+        """,
+      options: [reason]),
+    CommandSpec(
+      name: "enable", arguments: "KEY",
+      summary: "make a disabled switch apply again (administrator)",
+      description: """
+        Enables a switch an administrator disabled. What a policy file disables is \
+        enabled only by changing the file and reloading.
+        """),
+    CommandSpec(
+      name: "why", arguments: "KEY",
+      summary: "explain a switch: value, holds, reasons, last change",
+      description: """
+        Explains the switch: its value and default, who holds it read-only or \
+        disables it and since when (the policy file and line, or the administrator's \
+        uid and the time), the reason, and its last change. With --json, prints \
+        {"switch", "lastChange", "heldSince", "disabledSince"} with history entries \
+        or null.
+        """),
+    CommandSpec(
+      name: "status", arguments: "",
+      summary: "show the daemon's version, revision and counts",
+      description: """
+        Prints the daemon's status, one "name: value" a line: version, current \
+        revision, switches, connections, watches, uptime, database and socket.
+        """),
+    CommandSpec(
+      name: "reload", arguments: "",
+      summary: "re-read the configuration (administrator)",
+      description: """
+        Makes switchd re-read its schema and policy files as one step. An invalid \
+        configuration is refused with the file and line, and the running one stays. \
+        Prints the number of switches and policies now in effect.
+        """),
+    CommandSpec(
+      name: "help", arguments: "[COMMAND]",
+      summary: "show help for switchctl or one command",
+      description: "Shows the list of commands, or the usage and description of COMMAND."),
+  ]
+
+  /// The row for `name`, or nil.
+  static func named(_ name: String) -> CommandSpec? {
+    all.first { $0.name == name }
+  }
+
+  /// `switchctl --help`.
+  static func overview() -> [String] {
+    var lines = [
+      "Usage: switchctl [--socket PATH] [--json] COMMAND [ARGS]",
+      "",
+      "Reads and changes the switches (boolean settings) that switchd keeps.",
+      "",
+      "Commands:",
+    ]
+    let width = all.map { $0.synopsis.count }.max() ?? 0
+    for spec in all {
+      lines.append("  " + pad(spec.synopsis, width) + "  " + spec.summary)
+    }
+    lines += [
+      "",
+      "Options, before or after the command:",
+      "  --socket PATH  the daemon's socket (default: $SWITCHD_SOCKET, else your own",
+      "                 switchd's socket if it runs, else /run/switchd/switchd.sock)",
+      "  --json         print the daemon's result as one line of JSON",
+      "  -h, --help     show help; 'switchctl help COMMAND' for one command",
+      "  --version      print switchctl's version",
+      "",
+      "Exit status: 0 done, 1 failed (or is-on: off), 2 usage error, 3 read-only,",
+      "4 disabled, 5 unknown switch, 6 permission denied, 7 switchd not reachable,",
+      "8 conflict.",
+    ]
+    return lines
+  }
+
+  /// `switchctl COMMAND --help`.
+  static func help(for spec: CommandSpec) -> [String] {
+    var usage = "Usage: switchctl " + spec.synopsis
+    for option in spec.options {
+      usage += " [" + option.name + (option.valueName.map { " " + $0 } ?? "") + "]"
+    }
+    var lines = [usage, ""]
+    lines += wrap(spec.description, width: 78)
+    var options = spec.options.map { ($0.name + ($0.valueName.map { " " + $0 } ?? ""), $0.help) }
+    options.append(("--socket PATH", "the daemon's socket"))
+    options.append(("--json", "print the daemon's result as one line of JSON"))
+    let width = options.map { $0.0.count }.max() ?? 0
+    lines += ["", "Options:"]
+    for (name, help) in options {
+      lines.append("  " + pad(name, width) + "  " + help)
+    }
+    return lines
+  }
+
+  /// Breaks a paragraph into lines of at most `width` characters, at spaces.
+  static func wrap(_ text: String, width: Int) -> [String] {
+    var lines: [String] = []
+    var line = ""
+    for word in text.split(separator: " ") {
+      if !line.isEmpty && line.count + 1 + word.count > width {
+        lines.append(line)
+        line = ""
+      }
+      line += line.isEmpty ? String(word) : " " + word
+    }
+    if !line.isEmpty { lines.append(line) }
+    return lines
+  }
+}

@@ -1,0 +1,58 @@
+import Glibc
+
+/// Where switchctl's output goes: the process's stdout and stderr, or a
+/// capture in tests, so every command runs in-process without a terminal.
+protocol Console: AnyObject {
+  /// Writes complete lines to standard output, now: scripts pipe `watch`,
+  /// so nothing may sit in a buffer.
+  func out(_ lines: [String])
+  /// Writes complete lines to standard error.
+  func err(_ lines: [String])
+  /// False once nobody reads standard output any more (or a test has seen
+  /// enough); `watch` then stops.
+  var wantsMore: Bool { get }
+}
+
+extension Console {
+  func out(_ line: String) { out([line]) }
+  func err(_ line: String) { err([line]) }
+}
+
+/// File descriptors 1 and 2, written with `write(2)` and no buffer, so a
+/// line is out the moment it is printed and an exit loses nothing.
+final class StandardConsole: Console {
+  private var outputClosed = false
+
+  var wantsMore: Bool { !outputClosed }
+
+  func out(_ lines: [String]) {
+    if !Self.write(lines, to: 1) { outputClosed = true }
+  }
+
+  func err(_ lines: [String]) {
+    _ = Self.write(lines, to: 2)
+  }
+
+  /// Writes the lines in one buffer; false when the reader is gone (EPIPE)
+  /// or the descriptor fails otherwise.
+  private static func write(_ lines: [String], to fd: Int32) -> Bool {
+    guard !lines.isEmpty else { return true }
+    var bytes: [UInt8] = []
+    for line in lines {
+      bytes.append(contentsOf: line.utf8)
+      bytes.append(UInt8(ascii: "\n"))
+    }
+    var offset = 0
+    while offset < bytes.count {
+      let count = bytes.withUnsafeBytes {
+        Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset)
+      }
+      if count >= 0 {
+        offset += count
+      } else if errno != EINTR {
+        return false
+      }
+    }
+    return true
+  }
+}

@@ -1,0 +1,80 @@
+import Glibc
+import SwitchProtocol
+
+/// switchctl's exit status (PROTOCOL.md, "switchctl"). A struct, not an enum,
+/// because `is-on` reuses 1 for "off" and an enum cannot name one value twice.
+public struct ExitCode: RawRepresentable, Equatable, Sendable {
+  public var rawValue: Int32
+  public init(rawValue: Int32) { self.rawValue = rawValue }
+
+  public static let success = ExitCode(rawValue: 0)
+  /// Failed for a reason no other code names.
+  public static let failure = ExitCode(rawValue: 1)
+  /// `is-on`: the switch is off, or disabled and so not in effect.
+  public static let isOff = ExitCode(rawValue: 1)
+  public static let usage = ExitCode(rawValue: 2)
+  public static let readOnly = ExitCode(rawValue: 3)
+  public static let disabled = ExitCode(rawValue: 4)
+  public static let unknownSwitch = ExitCode(rawValue: 5)
+  public static let permissionDenied = ExitCode(rawValue: 6)
+  public static let unreachable = ExitCode(rawValue: 7)
+  public static let conflict = ExitCode(rawValue: 8)
+
+  /// The status for an error the daemon answered with. Codes this build does
+  /// not know (a newer daemon) are plain failures.
+  public init(_ code: RPCErrorCode) {
+    switch code {
+    case .readOnly: self = .readOnly
+    case .disabled: self = .disabled
+    case .unknownSwitch: self = .unknownSwitch
+    case .permissionDenied: self = .permissionDenied
+    case .conflict: self = .conflict
+    // switchctl only sends params it built from the command line, so a
+    // refusal of them means the arguments were wrong (`--since` past the
+    // current revision, `--limit` above the daemon's page size).
+    case .invalidParams: self = .usage
+    default: self = .failure
+    }
+  }
+}
+
+/// Why a command failed: the one place that turns every failure into the
+/// sentence on stderr and the exit status.
+enum Failure: Error {
+  /// The daemon refused the call.
+  case remote(RemoteError)
+  /// The conversation with the daemon broke down.
+  case client(ClientError)
+  /// The command line was wrong.
+  case usage(UsageError)
+  /// A failure switchctl found itself: its sentence and status.
+  case other(String, ExitCode)
+
+  /// The exit status.
+  var exitCode: ExitCode {
+    switch self {
+    case .remote(let error): return ExitCode(error.code)
+    case .client(.unreachable), .client(.pathTooLong): return .unreachable
+    case .client: return .failure
+    case .usage: return .usage
+    case .other(_, let code): return code
+    }
+  }
+
+  /// The lines for stderr, each without its newline: one sentence, plus a
+  /// hint for usage errors.
+  var lines: [String] {
+    switch self {
+    case .remote(let error): return ["switchctl: " + Output.printable(error.message)]
+    case .client(let error): return ["switchctl: " + error.sentence]
+    case .usage(let error): return ["switchctl: " + error.message, error.hint]
+    case .other(let sentence, _): return ["switchctl: " + sentence]
+    }
+  }
+}
+
+/// `strerror` as a Swift string.
+func describeErrno(_ code: Int32) -> String {
+  guard let text = strerror(code) else { return "error \(code)" }
+  return String(cString: text)
+}

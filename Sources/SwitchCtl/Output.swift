@@ -1,0 +1,271 @@
+import SwitchProtocol
+
+/// Text for people, from the JSON the daemon sends. Pure functions of JSON
+/// values, so golden tests need no daemon. Fields a newer daemon adds are
+/// ignored; fields that are missing render as `?` rather than failing.
+enum Output {
+  // MARK: Values
+
+  /// `on`, `off`, or `?` for anything that is not a boolean.
+  static func onOff(_ value: JSONValue?) -> String {
+    switch value {
+    case .bool(true)?: return "on"
+    case .bool(false)?: return "off"
+    default: return "?"
+    }
+  }
+
+  /// The notes for a Switch or a State that is disabled or read-only, in the
+  /// order a person must read them: disabled wins (SEMANTICS.md rule 5), so
+  /// it comes first. E.g. `disabled by admin: Gone.`.
+  static func notes(_ state: JSONValue) -> [String] {
+    var notes: [String] = []
+    if state["disabled"] == .bool(true) {
+      notes.append(hold("disabled", by: state["disabledBy"], reason: state["disabledReason"]))
+    }
+    if state["readOnly"] == .bool(true) {
+      notes.append(hold("read-only", by: state["heldBy"], reason: state["readOnlyReason"]))
+    }
+    return notes
+  }
+
+  private static func hold(_ what: String, by holder: JSONValue?, reason: JSONValue?) -> String {
+    var text = what
+    if let name = holder?.stringValue { text += " by " + name }
+    if let reason = reason?.stringValue, !reason.isEmpty { text += ": " + printable(reason) }
+    return text
+  }
+
+  /// Free text from the daemon (labels, reasons, messages) with control
+  /// characters escaped: a reason holding a newline or a terminal escape
+  /// must not break "one line per switch" or play tricks on a terminal.
+  static func printable(_ text: String) -> String {
+    func isControl(_ scalar: Unicode.Scalar) -> Bool {
+      scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+    }
+    guard text.unicodeScalars.contains(where: isControl) else { return text }
+    var result = ""
+    for scalar in text.unicodeScalars {
+      switch scalar {
+      case "\n": result += "\\n"
+      case "\t": result += "\\t"
+      case _ where isControl(scalar):
+        let hex = String(scalar.value, radix: 16, uppercase: true)
+        result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+      default: result.unicodeScalars.append(scalar)
+      }
+    }
+    return result
+  }
+
+  /// `text` followed by each note in parentheses.
+  static func withNotes(_ text: String, _ state: JSONValue) -> String {
+    notes(state).reduce(text) { $0 + " (" + $1 + ")" }
+  }
+
+  /// Who made a change: `uid 1000 (pid 4321)`, or `policy`.
+  static func actor(_ actor: JSONValue?, withPID: Bool) -> String {
+    guard let actor else { return "?" }
+    if let source = actor["source"]?.stringValue { return source }
+    guard let uid = actor["uid"]?.int64Value else { return "?" }
+    if withPID, let pid = actor["pid"]?.int64Value { return "uid \(uid) (pid \(pid))" }
+    return "uid \(uid)"
+  }
+
+  /// Compact JSON text, as `JSONWriter` writes it: what `--json` prints.
+  static func json(_ value: JSONValue) -> String {
+    value.jsonText
+  }
+
+  // MARK: Commands
+
+  /// `get`: `off (read-only by policy: Bluetooth is turned off by your organisation.)`.
+  static func get(_ switchObject: JSONValue) -> String {
+    withNotes(onOff(switchObject["checked"]), switchObject)
+  }
+
+  /// `list`: key, on/off, label and notes, in aligned columns.
+  static func list(_ result: JSONValue) -> [String] {
+    let rows = (result["switches"]?.arrayValue ?? []).map { item -> [String] in
+      var row = [
+        item["key"]?.stringValue ?? "?", onOff(item["checked"]),
+        printable(item["label"]?.stringValue ?? ""),
+      ]
+      let notes = notes(item)
+      if !notes.isEmpty { row.append(notes.map { "(" + $0 + ")" }.joined(separator: " ")) }
+      return row
+    }
+    return table(rows)
+  }
+
+  /// A write (`set`, `lock`, …): `wifi: on`, `wifi: on (unchanged)`, with notes.
+  static func write(_ result: JSONValue) -> String {
+    let switchObject = result["switch"] ?? .null
+    var text = (switchObject["key"]?.stringValue ?? "?") + ": " + onOff(switchObject["checked"])
+    if result["changed"] == .bool(false) { text += " (unchanged)" }
+    return withNotes(text, switchObject)
+  }
+
+  /// `history`: `43  2026-11-30T03:41:07.002Z  wifi  toggle  checked: on→off  by uid 1000 (pid 4321)`.
+  static func history(_ result: JSONValue) -> [String] {
+    table((result["entries"]?.arrayValue ?? []).map(historyRow))
+  }
+
+  private static func historyRow(_ entry: JSONValue) -> [String] {
+    [
+      entry["revision"]?.int64Value.map { String($0) } ?? "?",
+      entry["time"]?.stringValue ?? "?",
+      entry["key"]?.stringValue ?? "?",
+      entry["cause"]?.stringValue ?? "?",
+      // Changes vary too much in width to align; the actor follows them.
+      changes(entry) + "  by " + actor(entry["actor"], withPID: true),
+    ]
+  }
+
+  /// The fields a change altered: `checked: on→off, heldBy: none→admin`.
+  static func changes(_ entry: JSONValue) -> String {
+    let names = (entry["fields"]?.arrayValue ?? []).compactMap(\.stringValue)
+    return names.map { name in
+      name + ": " + field(name, entry["previous"]?[name]) + "→" + field(name, entry["state"]?[name])
+    }.joined(separator: ", ")
+  }
+
+  /// One State field's value: on/off for `checked`, yes/no for flags,
+  /// reasons quoted (free text), `none` for null.
+  private static func field(_ name: String, _ value: JSONValue?) -> String {
+    switch value {
+    case nil: return "?"
+    case .null?: return "none"
+    case .bool(let flag)?: return name == "checked" ? onOff(value) : (flag ? "yes" : "no")
+    case .string(let text)?:
+      return name.hasSuffix("Reason") ? JSONValue.string(text).jsonText : text
+    case let other?: return other.jsonText
+    }
+  }
+
+  /// `watch`: `42 wifi off (toggle by uid 1000)`, then the notes of the new state.
+  static func event(_ params: JSONValue) -> String {
+    let cause = params["cause"]?.stringValue ?? "?"
+    let who = actor(params["actor"], withPID: false)
+    // A policy change is made by the policy: "(policy by policy)" says nothing twice.
+    let origin = who == cause ? cause : cause + " by " + who
+    let state = params["state"] ?? .null
+    let head =
+      (params["revision"]?.int64Value.map { String($0) } ?? "?") + " "
+      + (params["key"]?.stringValue ?? "?") + " " + onOff(state["checked"])
+    return withNotes(head + " (" + origin + ")", state)
+  }
+
+  /// `status`, `reload`: one `name: value` line per result member.
+  static func fields(_ result: JSONValue) -> [String] {
+    (result.objectMembers ?? []).map { member in
+      let value: String
+      switch member.value {
+      case .string(let text): value = printable(text)
+      case .null: value = "none"
+      case .number(let number): value = number.text
+      case let other: value = other.jsonText
+      }
+      return member.name + ": " + value
+    }
+  }
+
+  /// `why`: several lines explaining the switch.
+  static func why(_ explanation: Explanation) -> [String] {
+    let s = explanation.switchObject
+    let key = s["key"]?.stringValue ?? "?"
+    let label = printable(s["label"]?.stringValue ?? "")
+    var lines = [
+      key + (label.isEmpty ? "" : " (" + label + ")") + ": " + onOff(s["checked"])
+        + "; default " + onOff(s["defaultChecked"]) + "."
+    ]
+    if s["disabled"] == .bool(true) {
+      lines.append(
+        holdSentence(
+          "Disabled", by: s["disabledBy"], source: s["policySource"],
+          since: explanation.disabledSince, reason: s["disabledReason"]))
+      lines.append("It keeps its value but does not apply while disabled.")
+    }
+    if s["readOnly"] == .bool(true) {
+      lines.append(
+        holdSentence(
+          "Read-only, held", by: s["heldBy"], source: s["policySource"],
+          since: explanation.heldSince, reason: s["readOnlyReason"]))
+    }
+    if s["disabled"] != .bool(true) && s["readOnly"] != .bool(true) {
+      lines.append("Neither read-only nor disabled: anyone who may write switches can change it.")
+    }
+    lines.append(lastChange(explanation.lastChange, s))
+    return lines
+  }
+
+  /// `Read-only, held by policy (50-corp.conf:3) since T: the reason.`
+  private static func holdSentence(
+    _ head: String, by holder: JSONValue?, source: JSONValue?, since entry: JSONValue?,
+    reason: JSONValue?
+  ) -> String {
+    var text = head + " by "
+    switch holder?.stringValue {
+    case "policy"?:
+      text += "policy" + (source?.stringValue.map { " (" + printable($0) + ")" } ?? "")
+    case "admin"?:
+      text += "an administrator"
+      if let uid = entry?["actor"]?["uid"]?.int64Value { text += " (uid \(uid))" }
+    case "dependency"?:
+      text += "a switch it depends on"
+    case let other?:
+      text += other
+    case nil:
+      text += "?"
+    }
+    if let time = entry?["time"]?.stringValue { text += " since " + time }
+    if let reason = reason?.stringValue, !reason.isEmpty { return text + ": " + printable(reason) }
+    return text + "; no reason given."
+  }
+
+  private static func lastChange(_ entry: JSONValue?, _ s: JSONValue) -> String {
+    if let entry {
+      let revision = entry["revision"]?.int64Value.map { String($0) } ?? "?"
+      let who = actor(entry["actor"], withPID: true)
+      var what: [String] = []
+      if let cause = entry["cause"]?.stringValue, cause != who { what.append(cause) }
+      let changed = changes(entry)
+      if !changed.isEmpty { what.append(changed) }
+      return "Last change: revision \(revision) at " + (entry["time"]?.stringValue ?? "?")
+        + " by " + who + (what.isEmpty ? "" : ": " + what.joined(separator: ", ")) + "."
+    }
+    guard let revision = s["revision"]?.int64Value, revision > 0 else {
+      return "Last change: none; it has never changed."
+    }
+    let time = s["changedAt"]?.stringValue.map { " at " + $0 } ?? ""
+    return "Last change: revision \(revision)\(time) (no longer in the retained history)."
+  }
+
+  // MARK: Layout
+
+  /// Aligns columns two spaces apart. The last cell of a row is not padded,
+  /// so no line ends in spaces.
+  static func table(_ rows: [[String]]) -> [String] {
+    var widths: [Int] = []
+    for row in rows {
+      for (column, cell) in row.enumerated() {
+        if column == widths.count { widths.append(0) }
+        widths[column] = max(widths[column], cell.count)
+      }
+    }
+    return rows.map { row in
+      var line = ""
+      for (column, cell) in row.enumerated() {
+        if column > 0 { line += "  " }
+        line += column == row.count - 1 ? cell : pad(cell, widths[column])
+      }
+      return line
+    }
+  }
+}
+
+/// `text` with spaces after it up to `width` characters.
+func pad(_ text: String, _ width: Int) -> String {
+  let count = text.count
+  return count >= width ? text : text + String(repeating: " ", count: width - count)
+}

@@ -1,0 +1,159 @@
+import SwitchCore
+import SwitchProtocol
+
+/// Carries out one invocation: builds the request, talks to the daemon, and
+/// prints the result as text or `--json`. Every failure leaves through
+/// `Failure`, which picks the sentence and the exit status.
+struct Runner {
+  var invocation: Invocation
+  var socketPath: String
+  var console: Console
+  /// Seconds a call may wait for its answer before switchctl gives up, so a
+  /// wedged daemon cannot hang a script forever. `watch` waits without end.
+  var receiveTimeout = 30
+
+  /// Runs the command; errors are printed here.
+  func run() -> ExitCode {
+    do throws(Failure) {
+      return try execute()
+    } catch {
+      console.err(error.lines)
+      return error.exitCode
+    }
+  }
+
+  private func execute() throws(Failure) -> ExitCode {
+    switch invocation.command {
+    case .help(let name):
+      console.out(name.flatMap(Commands.named).map(Commands.help) ?? Commands.overview())
+    case .version:
+      console.out("switchctl " + SwitchdVersion.current)
+    case .list(let prefix):
+      let params = prefix.map { [JSONMember("prefix", .string($0))] } ?? []
+      show(try call(.list, params), Output.list)
+    case .get(let key):
+      show(try call(.get, try keyParam(key))) { [Output.get($0)] }
+    case .isOn(let key):
+      let found = try call(.get, try keyParam(key))
+      let inEffect = found["checked"] == .bool(true) && found["disabled"] != .bool(true)
+      return inEffect ? .success : .isOff
+    case .set(let key, let checked, let ifRevision):
+      var params = try keyParam(key) + [JSONMember("checked", .bool(checked))]
+      if let ifRevision { params.append(JSONMember("ifRevision", .int(ifRevision))) }
+      try write(.set, params)
+    case .toggle(let key, let ifRevision):
+      var params = try keyParam(key)
+      if let ifRevision { params.append(JSONMember("ifRevision", .int(ifRevision))) }
+      try write(.toggle, params)
+    case .reset(let key):
+      try write(.reset, try keyParam(key))
+    case .lock(let key, let reason, let checked):
+      var params = try keyParam(key)
+      if let reason { params.append(JSONMember("reason", .string(reason))) }
+      if let checked { params.append(JSONMember("checked", .bool(checked))) }
+      try write(.lock, params)
+    case .unlock(let key):
+      try write(.unlock, try keyParam(key))
+    case .disable(let key, let reason):
+      var params = try keyParam(key)
+      if let reason { params.append(JSONMember("reason", .string(reason))) }
+      try write(.disable, params)
+    case .enable(let key):
+      try write(.enable, try keyParam(key))
+    case .history(let key, let limit, let before):
+      var params: [JSONMember] = []
+      if let key { params = try keyParam(key) }
+      if let limit { params.append(JSONMember("limit", .int(limit))) }
+      if let before { params.append(JSONMember("before", .int(before))) }
+      show(try call(.history, params), Output.history)
+    case .why(let key):
+      let explanation = try explain(key)
+      if invocation.json {
+        console.out(Output.json(explanation.json))
+      } else {
+        console.out(Output.why(explanation))
+      }
+    case .status:
+      show(try call(.status, []), Output.fields)
+    case .reload:
+      show(try call(.reload, []), Output.fields)
+    case .watch(let patterns, let since):
+      let watcher = Watcher(
+        socketPath: socketPath, patterns: patterns, since: since, json: invocation.json,
+        console: console)
+      return try watcher.run()
+    }
+    return .success
+  }
+
+  // MARK: Pieces
+
+  /// `{"key": key}`, after checking the key's syntax here: a key that cannot
+  /// exist is an unknown switch (exit 5), which the daemon would only call
+  /// invalid params.
+  private func keyParam(_ key: String) throws(Failure) -> [JSONMember] {
+    if let problem = SwitchKey.problem(key) {
+      throw .other("No switch has the key \(key): \(problem).", .unknownSwitch)
+    }
+    return [JSONMember("key", .string(key))]
+  }
+
+  private func connect() throws(Failure) -> DaemonClient {
+    do {
+      return try DaemonClient.connect(to: socketPath, receiveTimeout: receiveTimeout)
+    } catch {
+      throw .client(error)
+    }
+  }
+
+  /// One call on a new connection.
+  private func call(_ method: Method, _ params: [JSONMember]) throws(Failure) -> JSONValue {
+    try call(connect(), method, params)
+  }
+
+  private func call(
+    _ client: DaemonClient, _ method: Method, _ params: [JSONMember]
+  ) throws(Failure) -> JSONValue {
+    let outcome: Result<JSONValue, RemoteError>
+    do {
+      outcome = try client.call(method, params)
+    } catch {
+      throw .client(error)
+    }
+    switch outcome {
+    case .success(let result): return result
+    case .failure(let error): throw .remote(error)
+    }
+  }
+
+  /// Prints the result: `--json` writes it back exactly as received (our
+  /// writer is compact and keeps member order and number text), else text.
+  private func show(_ result: JSONValue, _ text: (JSONValue) -> [String]) {
+    console.out(invocation.json ? [Output.json(result)] : text(result))
+  }
+
+  private func write(_ method: Method, _ params: [JSONMember]) throws(Failure) {
+    show(try call(method, params)) { [Output.write($0)] }
+  }
+
+  /// `why`: the switch, then its history pages until every "since" is found
+  /// (bounded, so a long history cannot keep it busy).
+  private func explain(_ key: String) throws(Failure) -> Explanation {
+    let client = try connect()
+    let params = try keyParam(key)
+    var explanation = Explanation(switchObject: try call(client, .get, params))
+    let pageSize: Int64 = 100
+    var before: Int64?
+    for _ in 0..<20 {
+      var pageParams = params + [JSONMember("limit", .int(pageSize))]
+      if let before { pageParams.append(JSONMember("before", .int(before))) }
+      let entries = try call(client, .history, pageParams)["entries"]?.arrayValue ?? []
+      explanation.scan(entries)
+      guard explanation.needsOlderHistory, entries.count == pageSize,
+        let oldest = entries.last?["revision"]?.int64Value
+      else { break }
+      before = oldest
+    }
+    return explanation
+  }
+}

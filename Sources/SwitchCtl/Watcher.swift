@@ -1,0 +1,123 @@
+import Glibc
+import SwitchProtocol
+
+/// `switchctl watch`: prints one line per change until interrupted, and
+/// survives daemon restarts.
+///
+/// It remembers the last revision it printed (before any, the revision of the
+/// watch's snapshot) and, when the connection drops, reconnects with backoff
+/// and watches again with `since` set to it. The daemon replays what came
+/// after with no gap and no duplicate, so a script reading the output
+/// misses nothing and sees nothing twice. Revisions at or below the resume
+/// point are skipped as well, so even a misbehaving daemon cannot make it
+/// print a change twice.
+struct Watcher {
+  var socketPath: String
+  var patterns: [String]
+  var since: Int64?
+  var json: Bool
+  var console: Console
+  /// Milliseconds before the first reconnect attempt; doubled per failure.
+  var firstDelay = 100
+  /// The longest wait between reconnect attempts, in milliseconds.
+  var maxDelay = 2000
+
+  /// How one connection's watch ended.
+  private enum End {
+    /// Nobody reads the output any more.
+    case stopped
+    /// The daemon went away; reconnect.
+    case dropped
+  }
+
+  /// Watches until stdout goes away (exit 0) or the daemon refuses to
+  /// resume. A daemon that is not there at the start is exit 7, as for any
+  /// command; once connected, a lost daemon is waited for forever.
+  func run() throws(Failure) -> ExitCode {
+    var client: DaemonClient
+    do {
+      client = try DaemonClient.connect(to: socketPath, receiveTimeout: nil)
+    } catch {
+      throw .client(error)
+    }
+    var resume = since
+    var reconnected = false
+    while true {
+      if try follow(client, &resume, reconnected: reconnected) == .stopped { return .success }
+      console.err("switchctl: lost the connection to switchd at \(socketPath); reconnecting")
+      client = reconnect()
+      reconnected = true
+    }
+  }
+
+  /// The params of the watch request.
+  func params(resume: Int64?) -> [JSONMember] {
+    var params: [JSONMember] = []
+    if !patterns.isEmpty {
+      params.append(JSONMember("keys", .array(patterns.map(JSONValue.string))))
+    }
+    if let resume { params.append(JSONMember("since", .int(resume))) }
+    return params
+  }
+
+  /// Opens the watch on `client` and prints its events until the connection ends.
+  private func follow(
+    _ client: DaemonClient, _ resume: inout Int64?, reconnected: Bool
+  ) throws(Failure) -> End {
+    let outcome: Result<JSONValue, RemoteError>
+    do {
+      outcome = try client.call(.watch, params(resume: resume))
+    } catch {
+      return try dropped(error)
+    }
+    switch outcome {
+    case .success(let result):
+      // Without --since the snapshot is not printed, but its revision is
+      // where the live stream starts, so it is the first resume point.
+      if resume == nil { resume = result["revision"]?.int64Value }
+    case .failure(let error):
+      // A daemon that has just restarted may still be at its connection limit.
+      if reconnected && error.code == .overloaded { return .dropped }
+      // HistoryCompacted (exit 1) and the rest: the daemon's sentence says why.
+      throw .remote(error)
+    }
+    if reconnected {
+      let after = resume.map { ", resuming after revision \($0)" } ?? ""
+      console.err("switchctl: reconnected to \(socketPath)\(after)")
+    }
+    do throws(ClientError) {
+      while true {
+        let (method, params) = try client.nextNotification()
+        guard method == "changed", let revision = params["revision"]?.int64Value else { continue }
+        if let last = resume, revision <= last { continue }
+        console.out(json ? Output.json(params) : Output.event(params))
+        resume = revision
+        if !console.wantsMore { return .stopped }
+      }
+    } catch {
+      return try dropped(error)
+    }
+  }
+
+  /// A closed or reset connection is a daemon going away; anything else
+  /// (a reply that is not JSON-RPC) will not get better by reconnecting.
+  private func dropped(_ error: ClientError) throws(Failure) -> End {
+    switch error {
+    case .closed, .system: return .dropped
+    default: throw .client(error)
+    }
+  }
+
+  /// Connects again, waiting 100 ms, 200 ms, … up to 2 s between attempts,
+  /// for as long as it takes: a watcher is meant to outlive restarts.
+  private func reconnect() -> DaemonClient {
+    var delay = firstDelay
+    while true {
+      usleep(UInt32(delay) * 1000)
+      if let client = try? DaemonClient.connect(to: socketPath, receiveTimeout: nil) {
+        return client
+      }
+      delay = min(delay * 2, maxDelay)
+    }
+  }
+}

@@ -1,0 +1,214 @@
+import Glibc
+import SwitchProtocol
+import Testing
+
+@testable import SwitchCtl
+
+/// switchctl against a real switchd, started from the built products with
+/// the repository's Config. Serialized: each test starts its own daemon, and
+/// the machine has two cores.
+@Suite(.serialized) struct DaemonTests {
+  @Test func toggleThroughMainThenGetAndIsOn() throws {
+    let daemon = try TestDaemon()
+    // The real entry point, as the executable calls it (its output goes to stdout).
+    #expect(SwitchCtl.main(["--socket", daemon.socket, "toggle", "wifi"]) == 0)
+    let get = runCtl(["--socket", daemon.socket, "get", "wifi"])
+    #expect(get.code == .success)
+    #expect(get.out == ["off"])  // the shipped default is on
+    #expect(runCtl(["--socket", daemon.socket, "is-on", "wifi"]).code.rawValue == 1)
+    let on = runCtl(["on", "wifi", "--socket", daemon.socket])
+    #expect(on.out == ["wifi: on"])
+    #expect(runCtl(["--socket", daemon.socket, "on", "wifi"]).out == ["wifi: on (unchanged)"])
+    let isOn = runCtl(["--socket", daemon.socket, "is-on", "wifi"])
+    #expect(isOn.code == .success)
+    #expect(isOn.out.isEmpty && isOn.err.isEmpty)
+    #expect(runCtl(["--socket", daemon.socket, "set", "wifi", "no"]).out == ["wifi: off"])
+    #expect(runCtl(["--socket", daemon.socket, "reset", "wifi"]).out == ["wifi: on"])
+  }
+
+  @Test func jsonOutputIsTheRPCResult() throws {
+    let daemon = try TestDaemon()
+    _ = runCtl(["--socket", daemon.socket, "toggle", "bluetooth"])
+    let cases: [([String], SwitchProtocol.Method, [JSONMember])] = [
+      (["get", "bluetooth"], .get, [JSONMember("key", .string("bluetooth"))]),
+      (["list"], .list, []),
+      (["list", "notifications."], .list, [JSONMember("prefix", .string("notifications."))]),
+      (
+        ["set", "bluetooth", "on"], .set,
+        [JSONMember("key", .string("bluetooth")), JSONMember("checked", .bool(true))]
+      ),
+      (["history", "--limit", "5"], .history, [JSONMember("limit", .int(5))]),
+      (["reset", "wifi"], .reset, [JSONMember("key", .string("wifi"))]),
+    ]
+    for (arguments, method, params) in cases {
+      let run = runCtl(["--socket", daemon.socket] + arguments + ["--json"])
+      #expect(run.code == .success)
+      #expect(run.out == [try daemon.call(method, params).jsonText], "\(arguments)")
+    }
+    let status = runCtl(["--socket", daemon.socket, "--json", "status"])
+    let parsed = json(status.out[0])
+    #expect(parsed["socket"] == .string(daemon.socket))
+    #expect(parsed["revision"] == .int(1))
+  }
+
+  @Test func refusalsExitWithTheirCodesAndTheDaemonsSentence() throws {
+    let daemon = try TestDaemon()
+    let s = ["--socket", daemon.socket]
+    let unknown = runCtl(s + ["get", "no-such-switch"])
+    #expect(unknown.code.rawValue == 5)
+    #expect(unknown.err == ["switchctl: No switch has the key no-such-switch."])
+    #expect(runCtl(s + ["is-on", "no-such-switch"]).code.rawValue == 5)
+
+    let disable = runCtl(s + ["disable", "email.marketing", "--reason", "Not offered here."])
+    #expect(disable.out == ["email.marketing: on (disabled by admin: Not offered here.)"])
+    let refused = runCtl(s + ["off", "email.marketing"])
+    #expect(refused.code.rawValue == 4)
+    #expect(refused.err == ["switchctl: email.marketing is disabled: Not offered here."])
+    #expect(runCtl(s + ["is-on", "email.marketing"]).code.rawValue == 1)
+    #expect(
+      runCtl(s + ["get", "email.marketing"]).out == ["on (disabled by admin: Not offered here.)"])
+    #expect(runCtl(s + ["enable", "email.marketing"]).out == ["email.marketing: on"])
+
+    let revision = json(runCtl(s + ["--json", "toggle", "wifi"]).out[0])["switch"]?["revision"]
+    let stale = runCtl(s + ["toggle", "wifi", "--if-revision", "0"])
+    #expect(stale.code.rawValue == 8)
+    #expect(stale.err.count == 1)
+    let current = String(revision?.int64Value ?? -1)
+    #expect(runCtl(s + ["set", "wifi", "on", "--if-revision", current]).out == ["wifi: on"])
+
+    #expect(runCtl(s + ["watch", "--since", "1000"]).code.rawValue == 2)
+  }
+
+  @Test func lockHistoryAndWhy() throws {
+    let daemon = try TestDaemon()
+    let s = ["--socket", daemon.socket]
+    let lock = runCtl(
+      s + ["lock", "bluetooth", "--reason", "Not on this floor.", "--checked", "on"])
+    #expect(lock.out == ["bluetooth: on (read-only by admin: Not on this floor.)"])
+    #expect(
+      runCtl(s + ["list", "blue"]).out == [
+        "bluetooth  on  Bluetooth  (read-only by admin: Not on this floor.)"
+      ])
+    let history = runCtl(s + ["history", "bluetooth"])
+    #expect(history.out.count == 1)
+    #expect(history.out[0].hasPrefix("1  "))
+    #expect(
+      history.out[0].hasSuffix(
+        "  bluetooth  lock  checked: off→on, readOnly: no→yes, "
+          + "readOnlyReason: none→\"Not on this floor.\", heldBy: none→admin  by uid \(getuid()) (pid "
+          + "\(getpid()))"))
+
+    let why = runCtl(s + ["why", "bluetooth"])
+    #expect(why.code == .success)
+    #expect(why.out[0] == "bluetooth (Bluetooth): on; default off.")
+    #expect(why.out[1].hasPrefix("Read-only, held by an administrator (uid \(getuid())) since 20"))
+    #expect(why.out[1].hasSuffix(": Not on this floor."))
+    #expect(why.out[2].hasPrefix("Last change: revision 1 at "))
+
+    let whyJSON = json(runCtl(s + ["why", "bluetooth", "--json"]).out[0])
+    let entry = try daemon.call(.history, [JSONMember("key", .string("bluetooth"))])["entries"]?
+      .arrayValue?.first
+    #expect(whyJSON["switch"] == (try daemon.call(.get, [JSONMember("key", .string("bluetooth"))])))
+    #expect(whyJSON["lastChange"] == entry)
+    #expect(whyJSON["heldSince"] == entry)
+    #expect(whyJSON["disabledSince"] == .null)
+    #expect(runCtl(s + ["unlock", "bluetooth"]).out == ["bluetooth: on"])
+  }
+
+  @Test func watchSinceReplaysThenStops() throws {
+    let daemon = try TestDaemon()
+    let s = ["--socket", daemon.socket]
+    _ = runCtl(s + ["toggle", "wifi"])
+    _ = runCtl(s + ["toggle", "bluetooth"])
+    _ = runCtl(s + ["toggle", "wifi"])
+    let text = runCtl(s + ["watch", "wifi", "--since", "0"], stopAfter: 2)
+    #expect(text.code == .success)
+    #expect(
+      text.out == [
+        "1 wifi off (toggle by uid \(getuid()))", "3 wifi on (toggle by uid \(getuid()))",
+      ])
+    let all = runCtl(s + ["watch", "--json", "--since", "1"], stopAfter: 2)
+    let history = try daemon.call(.history, [JSONMember("limit", .int(2))])["entries"]?.arrayValue
+    let expected = history?.reversed().map { entry in
+      JSONValue.object(
+        [JSONMember("watch", .string("w1"))] + (entry.objectMembers ?? [])
+      ).jsonText
+    }
+    // The event is the entry with the watch id first; the id is the daemon's.
+    #expect(all.out.map { json($0)["watch"] != nil } == [true, true])
+    #expect(all.out.map { removingWatchID($0) } == expected.map { $0.map(removingWatchID) })
+  }
+
+  /// A user who is not an administrator, through the real binary run as
+  /// nobody: a held switch is ReadOnly (3), an administrator verb is
+  /// PermissionDenied (6), each with the daemon's sentence.
+  @Test(.enabled(if: getuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0))
+  func aUserMeetsReadOnlyAndPermissionDenied() throws {
+    let daemon = try TestDaemon()
+    _ = runCtl(["--socket", daemon.socket, "lock", "bluetooth", "--reason", "Not here."])
+    let ctl = try TestDaemon.productsDirectory() + "/switchctl"
+    func asNobody(_ arguments: [String]) throws -> (status: Int32?, out: [String], err: [String]) {
+      try runProcess(
+        "/usr/bin/setpriv",
+        ["--reuid=65534", "--regid=65534", "--clear-groups", ctl, "--socket", daemon.socket]
+          + arguments)
+    }
+    let held = try asNobody(["on", "bluetooth"])
+    #expect(held.status == 3)
+    #expect(held.out.isEmpty)
+    #expect(held.err.count == 1)
+    #expect(held.err.first?.hasPrefix("switchctl: bluetooth is read-only") == true)
+    #expect(held.err.first?.contains("Not here.") == true)
+    let denied = try asNobody(["unlock", "bluetooth"])
+    #expect(denied.status == 6)
+    #expect(denied.err.count == 1)
+    #expect(denied.err.first?.hasPrefix("switchctl: ") == true)
+    let get = try asNobody(["get", "bluetooth"])
+    #expect(get.status == 0)
+    #expect(get.out == ["off (read-only by admin: Not here.)"])
+    #expect(try asNobody(["toggle", "wifi"]).out == ["wifi: off"])
+  }
+
+  /// The real binary: watch, restart the daemon under it, and see it resume
+  /// with nothing missed or repeated; SIGTERM ends it with status 0.
+  @Test func watchReconnectsAfterARestartAndResumes() throws {
+    let daemon = try TestDaemon()
+    let s = ["--socket", daemon.socket]
+    let out = try LinePipe()
+    let err = try LinePipe()
+    let ctl = try Child(
+      try TestDaemon.productsDirectory() + "/switchctl", s + ["watch", "wifi"],
+      stdout: out.writeEnd, stderr: err.writeEnd)
+
+    // Wait until the watch is registered, so the first change is after its snapshot.
+    let deadline = monotonicMilliseconds() + 20_000
+    while json(runCtl(s + ["--json", "status"]).out.first ?? "{}")["watches"] != .int(1) {
+      try #require(monotonicMilliseconds() < deadline, "the watch never registered")
+      usleep(10_000)
+    }
+    _ = runCtl(s + ["toggle", "wifi"])
+    #expect(out.readLine() == "1 wifi off (toggle by uid \(getuid()))")
+
+    #expect(daemon.stopDaemon() == 0)
+    #expect(
+      err.readLine()
+        == "switchctl: lost the connection to switchd at \(daemon.socket); reconnecting")
+    try daemon.start()
+    // Likely made before switchctl is back: it must come from the replay.
+    _ = runCtl(s + ["toggle", "wifi"])
+    _ = runCtl(s + ["toggle", "bluetooth"])
+    _ = runCtl(s + ["toggle", "wifi"])
+    #expect(out.readLine() == "2 wifi on (toggle by uid \(getuid()))")
+    #expect(out.readLine() == "4 wifi off (toggle by uid \(getuid()))")
+    #expect(
+      err.readLine() == "switchctl: reconnected to \(daemon.socket), resuming after revision 1")
+
+    #expect(ctl.stop() == 0)
+    #expect(out.readLine(within: 200) == nil)
+  }
+}
+
+/// An event's JSON without its `watch` member, which is the daemon's id for the watch.
+private func removingWatchID(_ text: String) -> String {
+  JSONValue.object((json(text).objectMembers ?? []).filter { $0.name != "watch" }).jsonText
+}

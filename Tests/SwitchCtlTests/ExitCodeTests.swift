@@ -1,0 +1,71 @@
+import Glibc
+import SwitchProtocol
+import Testing
+
+@testable import SwitchCtl
+
+/// Every error code maps to the exit status PROTOCOL.md gives it, and every
+/// failure prints one `switchctl: ` sentence.
+@Suite struct ExitCodeTests {
+  static let statuses: [(RPCErrorCode, Int32)] = [
+    (.readOnly, 3), (.disabled, 4), (.unknownSwitch, 5), (.permissionDenied, 6),
+    (.conflict, 8), (.invalidParams, 2), (.parseError, 1), (.invalidRequest, 1),
+    (.methodNotFound, 1), (.internalError, 1), (.applyFailed, 1), (.storageFailure, 1),
+    (.overloaded, 1), (.historyCompacted, 1), (.invalidConfig, 1),
+    (RPCErrorCode(rawValue: -32099), 1), (RPCErrorCode(rawValue: 7), 1),
+  ]
+
+  @Test(arguments: statuses)
+  func remoteErrorsMapToExitCodes(code: RPCErrorCode, status: Int32) {
+    #expect(ExitCode(code).rawValue == status)
+    let failure = Failure.remote(
+      RemoteError(
+        code: code, message: "bluetooth is read-only: Bluetooth is turned off by your organisation."
+      ))
+    #expect(failure.exitCode.rawValue == status)
+    #expect(
+      failure.lines == [
+        "switchctl: bluetooth is read-only: Bluetooth is turned off by your organisation."
+      ])
+  }
+
+  @Test func transportFailures() {
+    let unreachable = Failure.client(.unreachable(path: "/run/x.sock", errno: ECONNREFUSED))
+    #expect(unreachable.exitCode == .unreachable)
+    #expect(
+      unreachable.lines == [
+        "switchctl: cannot reach switchd at /run/x.sock: Connection refused (is it running?)"
+      ])
+    #expect(Failure.client(.pathTooLong(path: "/x")).exitCode.rawValue == 7)
+    #expect(Failure.client(.timedOut(path: "/x", seconds: 30)).exitCode.rawValue == 1)
+    #expect(
+      Failure.client(.timedOut(path: "/x", seconds: 30)).lines == [
+        "switchctl: switchd at /x did not answer within 30 seconds; it may be stuck"
+      ])
+    #expect(Failure.client(.closed(path: "/x")).exitCode.rawValue == 1)
+    #expect(Failure.client(.malformed(path: "/x")).exitCode.rawValue == 1)
+  }
+
+  @Test func unreachableDaemonExits7WithOneSentence() {
+    let run = runCtl(["--socket", "/nonexistent/switchd.sock", "get", "wifi"])
+    #expect(run.code.rawValue == 7)
+    #expect(run.out.isEmpty)
+    #expect(
+      run.err == [
+        "switchctl: cannot reach switchd at /nonexistent/switchd.sock: No such file or directory (is it running?)"
+      ])
+    #expect(runCtl(["--socket", "/nonexistent/s", "watch"]).code.rawValue == 7)
+    #expect(runCtl(["--socket", "/nonexistent/s", "is-on", "wifi"]).code.rawValue == 7)
+    let long = "/" + String(repeating: "x", count: 200)
+    #expect(runCtl(["--socket", long, "status"]).code.rawValue == 7)
+  }
+
+  @Test func malformedKeyIsAnUnknownSwitchWithoutAskingTheDaemon() {
+    let run = runCtl(["--socket", "/nonexistent/s", "get", "Wi_Fi"])
+    #expect(run.code.rawValue == 5)
+    #expect(
+      run.err == [
+        "switchctl: No switch has the key Wi_Fi: a switch key starts with a lowercase letter a-z."
+      ])
+  }
+}
