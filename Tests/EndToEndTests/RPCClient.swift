@@ -3,7 +3,7 @@ import SwitchProtocol
 
 /// A blocking line client for tests: send a request, read lines.
 final class RPCClient {
-  let fd: Int32
+  private(set) var fd: Int32
   private var buffer: [UInt8] = []
   private var nextID: Int64 = 1
   /// Notifications read while waiting for a response.
@@ -23,15 +23,22 @@ final class RPCClient {
       }
     }
     guard rc == 0 else {
-      Glibc.close(fd)
-      throw FixtureError("connect \(socketPath) failed: errno \(errno)")
+      let error = errno
+      close()
+      throw FixtureError("connect \(socketPath) failed: errno \(error)")
     }
     var tv = timeval(tv_sec: Int(receiveTimeout), tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
   }
 
-  func close() { Glibc.close(fd) }
-  deinit { Glibc.close(fd) }
+  /// Closes once: a second close could hit a descriptor number that a
+  /// test running in parallel was given in between.
+  func close() {
+    if fd >= 0 { Glibc.close(fd) }
+    fd = -1
+  }
+
+  deinit { close() }
 
   func send(raw text: String) throws {
     let bytes = Array(text.utf8)
