@@ -52,8 +52,8 @@ public enum Rules {
       return .success(next == state ? nil : next)
 
     case .lock(let reason, let checked):
-      // Setting a value while locking changes `checked`: disabled forbids that.
-      if checked != nil, state.disabled {
+      // Disabled wins: nobody changes a disabled switch, its hold included.
+      if state.disabled {
         return .failure(.disabled(key: key, reason: state.disabledReason, by: state.disabledBy))
       }
       if state.heldBy == .policy {
@@ -67,6 +67,9 @@ public enum Rules {
       return .success(next == state ? nil : next)
 
     case .unlock:
+      if state.disabled {
+        return .failure(.disabled(key: key, reason: state.disabledReason, by: state.disabledBy))
+      }
       if state.heldBy == .policy {
         return .failure(.readOnly(key: key, reason: state.readOnlyReason, heldBy: .policy))
       }

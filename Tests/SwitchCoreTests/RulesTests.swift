@@ -193,22 +193,26 @@ import Testing
     }
   }
 
-  @Test func lockingWithAValueWhileDisabledIsRefusedButAPlainLockIsNot() {
-    guard
-      case .failure(.disabled) = Self.decide(
-        .lock(reason: nil, checked: true), .adminDisabled, Self.admin)
-    else {
-      Issue.record("lock with checked on a disabled switch")
-      return
+  @Test(arguments: [
+    Operation.lock(reason: nil, checked: true), .lock(reason: "r", checked: nil), .unlock,
+  ])
+  func disabledWinsOverLockAndUnlock(_ op: Operation) {
+    for kind in [Kind.adminDisabled, .policyDisabled, .heldAndDisabled] {
+      guard case .failure(.disabled) = Self.decide(op, kind, Self.admin) else {
+        Issue.record("\(op) on \(kind) must be Disabled")
+        continue
+      }
     }
-    let plain = Self.decide(.lock(reason: "r", checked: nil), .adminDisabled, Self.admin)
-    #expect((try? plain.get())??.readOnly == true)
   }
 
   @Test func enableAndUnlockClearTheirReasons() throws {
     let enabled = try #require(try Self.decide(.enable, .adminDisabled, Self.admin).get())
     #expect(!enabled.disabled && enabled.disabledBy == nil && enabled.disabledReason == nil)
     let unlocked = try #require(try Self.decide(.unlock, .adminHeld, Self.admin).get())
+    // Disable keeps working on a disabled switch: it updates the reason.
+    let reworded = try #require(
+      try Self.decide(.disable(reason: "new"), .adminDisabled, Self.admin).get())
+    #expect(reworded.disabledReason == "new")
     #expect(!unlocked.readOnly && unlocked.heldBy == nil && unlocked.readOnlyReason == nil)
     #expect(Self.decide(.unlock, .free, Self.admin) == .success(nil))
     #expect(Self.decide(.enable, .free, Self.admin) == .success(nil))
