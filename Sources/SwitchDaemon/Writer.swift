@@ -192,7 +192,8 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
 
   /// Makes `next` the configuration: creates rows for new switches at their
   /// default, and applies the policies as changes (one revision per switch
-  /// whose State changes). All or nothing: on failure the old one stays.
+  /// whose State changes). On failure the old configuration stays in force;
+  /// rows already inserted for new switches hold only their defaults.
   private func apply(_ next: Catalog) throws -> WriterOutput {
     let time = wallClockMilliseconds()
     var newRecords: [SwitchRecord] = []

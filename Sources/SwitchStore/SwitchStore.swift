@@ -243,17 +243,19 @@ public final class SwitchStore {
   private static func prepareWriter(_ connection: SQLiteConnection, path: String)
     throws(StoreError)
   {
-    try run(path) { () throws(SQLiteError) in
-      // WAL: readers never block the writer nor it them; the setting is stored in the file.
-      try connection.execute("PRAGMA journal_mode=WAL")
-      // A commit is durable when it returns: WAL is fsynced at every commit.
-      try connection.execute("PRAGMA synchronous=FULL")
-    }
+    // Checked before anything writes: switching to WAL rewrites the header of
+    // a file in rollback-journal mode, and a damaged file is left as it was.
     let problems = try run(path) { () throws(SQLiteError) in
       try connection.textRows("PRAGMA quick_check(5)")
     }
     guard problems == ["ok"] else {
       throw .damaged(path: path, detail: problems.joined(separator: "; "))
+    }
+    try run(path) { () throws(SQLiteError) in
+      // WAL: readers never block the writer nor it them; the setting is stored in the file.
+      try connection.execute("PRAGMA journal_mode=WAL")
+      // A commit is durable when it returns: WAL is fsynced at every commit.
+      try connection.execute("PRAGMA synchronous=FULL")
     }
     try run(path) { () throws(SQLiteError) in try Schema.migrate(connection) }
   }
