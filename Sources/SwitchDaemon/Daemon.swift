@@ -186,7 +186,7 @@ public enum Daemon {
       listener.close()
       return 1
     }
-    server.listenerPath = socketPath
+    server.listenerPath = listener.path
     startThread {
       writer.run(jobs: jobs) { output in
         outputs.push(output)
@@ -195,7 +195,7 @@ public enum Daemon {
       }
     }
     log.info(
-      "switchd \(SwitchdVersion.current) serving \(socketPath)"
+      "switchd \(SwitchdVersion.current) serving \(listener.path)"
         + "\(listener.activated ? " (socket-activated)" : ""), database \(databasePath), "
         + "\(catalog.switches.count) switches, \(catalog.policyCount) policies, "
         + "revision \(writer.snapshot.revision)")

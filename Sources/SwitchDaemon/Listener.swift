@@ -34,7 +34,22 @@ struct Listener {
     let flags = fcntl(fd, F_GETFL)
     _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
     _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-    return Listener(fd: fd, path: path, activated: true)
+    return Listener(fd: fd, path: boundPath(of: fd) ?? path, activated: true)
+  }
+
+  /// The file system path a Unix socket is bound to (getsockname); nil for
+  /// an abstract or unnamed one, or another family.
+  private static func boundPath(of fd: Int32) -> String? {
+    var addr = sockaddr_un()
+    var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+    let rc = withUnsafeMutablePointer(to: &addr) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    guard rc == 0, addr.sun_family == sa_family_t(AF_UNIX) else { return nil }
+    let count = Int(length) - MemoryLayout<sa_family_t>.size
+    let bytes = withUnsafeBytes(of: &addr.sun_path) { Array($0.prefix(max(0, count))) }
+    guard let first = bytes.first, first != 0 else { return nil }
+    return String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
   }
 
   /// Binds `path` with `mode`, creating its directory. A stale socket file

@@ -150,6 +150,9 @@ final class Server {
     if stopping && !stopSentToWriter {
       let busy = connections.values.contains { $0.writesInFlight > 0 || $0.hasPending }
       if !busy || now >= stopDeadline {
+        // The read-only connection closes first, so that the writer's close
+        // is the last one and SQLite checkpoints and removes the WAL.
+        reader.close()
         jobs.push(.stop)
         stopSentToWriter = true
       }
@@ -196,7 +199,6 @@ final class Server {
       if !waiting.isEmpty { usleep(1000) }
     }
     for connection in Array(connections.values) { closeConnection(connection, why: nil) }
-    reader.close()
     close(epoll)
     log.notice("stopped at revision \(revision)")
   }

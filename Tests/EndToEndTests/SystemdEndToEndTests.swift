@@ -1,0 +1,260 @@
+import Glibc
+import Testing
+
+/// switchd as a systemd service, without systemd as PID 1: the sd_notify
+/// datagrams a `NotifyListener` receives in systemd's place, socket
+/// activation through `systemd-socket-activate`, and the journald log format.
+/// Serialized: the watchdog test measures time, and needs the CPU it measures.
+@Suite(.serialized) struct SystemdEndToEndTests {
+  static let activator = "/usr/bin/systemd-socket-activate"
+
+  /// Starts switchd on `daemon`'s configuration, socket and database, with
+  /// an environment of NOTIFY_SOCKET and `environment` only.
+  private func start(
+    _ daemon: DaemonFixture, notify: NotifyListener, environment: [String: String] = [:]
+  ) throws -> Child {
+    var variables = environment
+    variables["NOTIFY_SOCKET"] = notify.address
+    return try Child(
+      [
+        Products.path("switchd"), "--config", daemon.configDirectory, "--socket",
+        daemon.socketPath, "--database", daemon.databasePath,
+      ], environment: variables, logPath: daemon.logPath)
+  }
+
+  // MARK: Readiness and stopping
+
+  @Test func readyComesOnceTheSocketAcceptsThenReloadAndStopAreAnnounced() throws {
+    let daemon = try DaemonFixture(start: false)
+    let notify = try NotifyListener(path: daemon.directory + "/notify.sock")
+    let child = try start(daemon, notify: notify)
+    let log = { daemon.log }
+
+    try notify.waitFor("READY=1", child: child, log: log)
+    // One attempt, no retry: READY=1 promises a socket that accepts and an
+    // open database.
+    #expect(connectsAtOnce(daemon.socketPath), "READY=1 came before the socket accepted")
+    #expect(pathExists(daemon.databasePath), "READY=1 came before the database existed")
+    let status = try #require(try notify.waitFor(prefix: "STATUS=", timeout: 5).last)
+    #expect(status.line.contains("5 switches"), "\(status.line)")
+    #expect(try daemon.client().result("status")["switches"]?.int64Value == 5)
+
+    // SIGHUP: RELOADING=1, then READY=1 once the new configuration is in use.
+    child.signal(SIGHUP)
+    try notify.waitFor("RELOADING=1", timeout: 10, child: child, log: log)
+    try notify.waitFor("READY=1", timeout: 10, child: child, log: log)
+
+    // SIGTERM: STOPPING=1 at once, then a clean exit that removes the
+    // socket it bound (it was not socket-activated).
+    child.signal(SIGTERM)
+    let stopping = try notify.waitFor("STOPPING=1", timeout: 10, child: child, log: log)
+    #expect(!stopping.contains { $0.line == "READY=1" })
+    #expect(child.wait(seconds: 10) == 0, "\(daemon.log)")
+    #expect(!pathExists(daemon.socketPath))
+
+    // systemd accepts messages from the main process only (NotifyAccess=main).
+    let senders = Set(notify.drain().compactMap(\.pid) + stopping.compactMap(\.pid))
+    #expect(senders.isSubset(of: [child.pid]), "senders \(senders), daemon \(child.pid)")
+  }
+
+  @Test func anAbstractNotifySocketWorksToo() throws {
+    let daemon = try DaemonFixture(start: false)
+    let name = "switchd-e2e-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    let notify = try NotifyListener(abstractName: name)
+    #expect(notify.address.hasPrefix("@"))
+    let child = try start(daemon, notify: notify)
+
+    let ready = try notify.waitFor("READY=1", child: child, log: { daemon.log })
+    #expect(ready.allSatisfy { $0.pid == child.pid })
+    #expect(connectsAtOnce(daemon.socketPath))
+    child.signal(SIGTERM)
+    try notify.waitFor("STOPPING=1", timeout: 10, child: child, log: { daemon.log })
+    #expect(child.wait(seconds: 10) == 0, "\(daemon.log)")
+  }
+
+  /// A refused reload (invalid configuration) keeps the running one, and must
+  /// still end the reload with READY=1: otherwise systemd keeps the unit in
+  /// "reloading" until its timeout.
+  @Test func aRefusedReloadStillEndsWithReady() throws {
+    let daemon = try DaemonFixture(start: false)
+    let notify = try NotifyListener(path: daemon.directory + "/notify.sock")
+    let child = try start(daemon, notify: notify)
+    try notify.waitFor("READY=1", child: child, log: { daemon.log })
+
+    try daemon.writeFile("switches.d/10-test.conf", "[wifi\nLabel=Wi-Fi\n")
+    child.signal(SIGHUP)
+    try notify.waitFor("RELOADING=1", timeout: 10, child: child, log: { daemon.log })
+    try notify.waitFor("READY=1", timeout: 10, child: child, log: { daemon.log })
+    #expect(try daemon.client().result("status")["switches"]?.int64Value == 5)
+
+    child.signal(SIGTERM)
+    #expect(child.wait(seconds: 10) == 0, "\(daemon.log)")
+  }
+
+  // MARK: Watchdog
+
+  /// WATCHDOG_USEC=200000: a ping every 0.1 s. SIGSTOP freezes the process
+  /// (a loop that cannot run) and the pings stop; SIGCONT resumes them.
+  @Test func watchdogPingsAtHalfTheIntervalAndOnlyWhileTheLoopRuns() throws {
+    let daemon = try DaemonFixture(start: false)
+    let notify = try NotifyListener(path: daemon.directory + "/notify.sock")
+    let child = try start(daemon, notify: notify, environment: ["WATCHDOG_USEC": "200000"])
+    let log = { daemon.log }
+    try notify.waitFor("READY=1", child: child, log: log)
+
+    let running = notify.collect(for: 0.5).filter { $0.line == "WATCHDOG=1" }
+    #expect(running.count >= 3, "\(running.count) WATCHDOG=1 in 0.5 s at WATCHDOG_USEC=200000")
+    #expect(running.count <= 10, "\(running.count) WATCHDOG=1 in 0.5 s: pinging too often")
+    #expect(running.allSatisfy { $0.pid == child.pid })
+
+    child.signal(SIGSTOP)
+    let deadline = monotonicNow() + 5
+    while child.state != "T" && monotonicNow() < deadline { usleep(1000) }
+    #expect(child.state == "T")
+    _ = notify.drain()  // sent before it stopped
+    let frozen = notify.collect(for: 0.5).filter { $0.line == "WATCHDOG=1" }
+    #expect(frozen.isEmpty, "\(frozen.count) WATCHDOG=1 from a stopped process")
+
+    child.signal(SIGCONT)
+    try notify.waitFor("WATCHDOG=1", timeout: 2, child: child, log: log)
+
+    child.signal(SIGTERM)
+    try notify.waitFor("STOPPING=1", timeout: 10, child: child, log: log)
+    #expect(child.wait(seconds: 10) == 0, "\(daemon.log)")
+  }
+
+  /// WATCHDOG_PID names another process (the watchdog is meant for it): no pings.
+  @Test func noWatchdogPingsWhenWatchdogPIDIsAnotherProcess() throws {
+    let daemon = try DaemonFixture(start: false)
+    let notify = try NotifyListener(path: daemon.directory + "/notify.sock")
+    let child = try start(
+      daemon, notify: notify, environment: ["WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1"])
+    try notify.waitFor("READY=1", child: child, log: { daemon.log })
+    let pings = notify.collect(for: 0.4).filter { $0.line == "WATCHDOG=1" }
+    #expect(pings.isEmpty)
+    child.signal(SIGTERM)
+    #expect(child.wait(seconds: 10) == 0, "\(daemon.log)")
+  }
+
+  // MARK: Socket activation
+
+  /// `systemd-socket-activate` binds the socket, waits for a connection, and
+  /// execs switchd in its own process (same pid) with LISTEN_PID/LISTEN_FDS
+  /// and the socket as fd 3. switchd must serve that descriptor and never bind
+  /// or remove a path: `--socket` names either the activated path (as
+  /// Socket= does under switchd.socket), which must survive switchd's exit
+  /// as the same socket, or another path, which must never appear.
+  @Test(
+    .enabled(
+      if: access(SystemdEndToEndTests.activator, X_OK) == 0,
+      "systemd-socket-activate is not installed (apt-get install systemd)"),
+    arguments: [true, false])
+  func socketActivationServesThePassedSocketAndNeverTouchesAPath(socketFlagIsActivatedPath: Bool)
+    throws
+  {
+    let daemon = try DaemonFixture(start: false)
+    let activated = daemon.directory + "/activated.sock"
+    let other = daemon.directory + "/other/switchd.sock"
+    let notify = try NotifyListener(path: daemon.directory + "/notify.sock")
+    let child = try Child(
+      [
+        Self.activator, "-l", activated, "-E", "NOTIFY_SOCKET=\(notify.address)",
+        Products.path("switchd"), "--config", daemon.configDirectory,
+        "--socket", socketFlagIsActivatedPath ? activated : other,
+        "--database", daemon.databasePath,
+      ], environment: [:], logPath: daemon.logPath)
+    let log = { daemon.log }
+
+    let deadline = monotonicNow() + 20
+    while !isSocketFile(activated) {
+      #expect(!child.hasExited, "systemd-socket-activate exited: \(daemon.log)")
+      try #require(monotonicNow() < deadline, "no socket at \(activated): \(daemon.log)")
+      usleep(5000)
+    }
+    let boundInode = inode(of: activated)
+    // The first connection starts switchd; it is in the backlog of the
+    // passed socket when switchd starts, and is answered.
+    let first = try RPCClient(socketPath: activated, receiveTimeout: 10)
+    let ready = try notify.waitFor("READY=1", child: child, log: log)
+    #expect(ready.allSatisfy { $0.pid == child.pid }, "switchd must run in the activator's pid")
+    let status = try first.result("status")
+    #expect(status["switches"]?.int64Value == 5)
+    #expect(status["socket"]?.stringValue == activated)
+
+    // More connections: the passed descriptor must have been made
+    // non-blocking, or accept() would have stalled the loop.
+    let more = try (0..<3).map { _ in try RPCClient(socketPath: activated, receiveTimeout: 10) }
+    for client in more {
+      #expect(try client.result("get", #"{"key":"wifi"}"#)["checked"]?.boolValue == true)
+    }
+
+    child.signal(SIGTERM)
+    try notify.waitFor("STOPPING=1", timeout: 10, child: child, log: log)
+    #expect(child.wait(seconds: 10) == 0, "\(daemon.log)")
+    #expect(isSocketFile(activated), "switchd removed the socket path it did not bind")
+    #expect(inode(of: activated) == boundInode, "switchd replaced the activated socket file")
+    #expect(!pathExists(other), "switchd bound --socket although it was socket-activated")
+    #expect(!pathExists(daemon.directory + "/other"), "switchd created the --socket directory")
+    #expect(daemon.log.contains("socket-activated"), "\(daemon.log)")
+  }
+
+  // MARK: Logging
+
+  /// Log lines for journald: `<N>` first, no timestamp (journald adds one);
+  /// the start line is info and says what was loaded from where.
+  @Test func theStartLineSaysWhatWasLoadedAndEveryLineHasAPriority() throws {
+    let policy = """
+      [bluetooth]
+      ReadOnly=yes
+      Checked=off
+      Reason=Bluetooth is turned off by your organisation.
+
+      [email.marketing]
+      Disabled=yes
+      Reason=Marketing email is not offered on managed devices.
+      """
+    let daemon = try DaemonFixture(policies: ["50-corp.conf": policy])
+    #expect(daemon.stop() == 0)
+    let version =
+      runProcess([Products.path("switchd"), "--version"]).stdout
+      .split(separator: " ").last.map { $0.trimmingSpaces } ?? ""
+    #expect(!version.isEmpty)
+
+    let lines = daemon.log.split(separator: "\n").map(String.init)
+    let start = try #require(
+      lines.first { $0.contains(daemon.socketPath) }, "no start line naming the socket: \(lines)")
+    #expect(start.hasPrefix("<6>"), "\(start)")
+    #expect(start.contains(version), "no version \(version) in: \(start)")
+    #expect(start.contains(daemon.databasePath), "\(start)")
+    #expect(start.contains("5 switches"), "\(start)")
+    #expect(start.contains("2 policies"), "\(start)")
+
+    for line in lines {
+      let bytes = Array(line.utf8)
+      let prefixed =
+        bytes.count > 3 && bytes[0] == UInt8(ascii: "<") && bytes[2] == UInt8(ascii: ">")
+        && (UInt8(ascii: "0")...UInt8(ascii: "7")).contains(bytes[1])
+      #expect(prefixed, "no <N> priority prefix: \(line)")
+      // A timestamp would start with a digit (2024-.., 12:00:..) or a bracket.
+      let first = bytes.count > 3 ? bytes[3] : 0
+      #expect(
+        !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) && first != UInt8(ascii: "["),
+        "a timestamp after the prefix: \(line)")
+    }
+  }
+
+  @Test func logLevelWarningDropsNoticeAndInfoLines() throws {
+    let daemon = try DaemonFixture(daemonConf: "[Daemon]\nAdminGroup=\nLogLevel=warning\n")
+    #expect(try daemon.client().result("status")["switches"]?.int64Value == 5)
+    #expect(daemon.stop() == 0)
+    for line in daemon.log.split(separator: "\n") {
+      #expect(["<0>", "<1>", "<2>", "<3>", "<4>"].contains(line.prefix(3)), "\(line)")
+    }
+  }
+}
+
+extension Substring {
+  fileprivate var trimmingSpaces: String {
+    String(drop { $0 == " " || $0 == "\n" }.reversed().drop { $0 == " " || $0 == "\n" }.reversed())
+  }
+}

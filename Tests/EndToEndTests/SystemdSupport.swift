@@ -1,0 +1,301 @@
+import Glibc
+
+/// systemd's side of the sd_notify protocol, for tests: an AF_UNIX datagram
+/// socket bound at a path or an abstract name, whose address goes into the
+/// daemon's `NOTIFY_SOCKET`. Every datagram is split into its assignment
+/// lines (`READY=1`, `STATUS=...`), kept in arrival order with the sender's
+/// pid (SO_PASSCRED, as systemd checks `NotifyAccess=main`).
+final class NotifyListener {
+  struct Message: CustomStringConvertible {
+    var line: String
+    /// The sending process, from SCM_CREDENTIALS.
+    var pid: pid_t?
+    var time: Double
+
+    var description: String { line }
+  }
+
+  private(set) var fd: Int32
+  /// The value for `NOTIFY_SOCKET`: the path, or `@name` for an abstract socket.
+  let address: String
+  private let path: String?
+  /// Received but not yet consumed by `waitFor`.
+  private var queue: [Message] = []
+
+  private static let credentialsType: Int32 = 2  // SCM_CREDENTIALS (a GNU enum, not imported)
+
+  /// Binds a socket file at `path`.
+  convenience init(path: String) throws {
+    try self.init(name: Array(path.utf8), address: path, path: path)
+  }
+
+  /// Binds `name` in the abstract namespace (`NOTIFY_SOCKET=@name`).
+  convenience init(abstractName name: String) throws {
+    try self.init(name: [0] + Array(name.utf8), address: "@" + name, path: nil)
+  }
+
+  private init(name: [UInt8], address: String, path: String?) throws {
+    self.address = address
+    self.path = path
+    fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { throw FixtureError("socket(AF_UNIX, SOCK_DGRAM) failed: errno \(errno)") }
+    var addr = sockaddr_un()
+    addr.sun_family = sa_family_t(AF_UNIX)
+    guard name.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+      closeOnce()
+      throw FixtureError("notify socket name too long: \(address)")
+    }
+    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+      for (i, b) in name.enumerated() { raw[i] = b }
+    }
+    // A path is counted with its NUL; an abstract name is exactly its bytes.
+    let length = socklen_t(
+      MemoryLayout<sa_family_t>.size + name.count + (path == nil ? 0 : 1))
+    if let path { unlink(path) }
+    let rc = withUnsafePointer(to: &addr) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+    }
+    guard rc == 0 else {
+      let error = errno
+      closeOnce()
+      throw FixtureError("bind \(address) failed: errno \(error)")
+    }
+    var on: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, socklen_t(MemoryLayout<Int32>.size))
+  }
+
+  deinit {
+    closeOnce()
+    if let path { unlink(path) }
+  }
+
+  /// Closes once: deinit runs after a throwing init too, and a second close
+  /// could hit a descriptor that a test running in parallel was given.
+  private func closeOnce() {
+    if fd >= 0 { close(fd) }
+    fd = -1
+  }
+
+  /// Reads one datagram, waiting up to `timeout` seconds; its lines go to
+  /// the queue. False on timeout.
+  @discardableResult
+  func receive(timeout: Double) -> Bool {
+    var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    let rc = poll(&pfd, 1, Int32(max(0, timeout) * 1000))
+    guard rc > 0 else { return false }
+    var data = [UInt8](repeating: 0, count: 4096)
+    var control = [UInt64](repeating: 0, count: 16)  // 8-byte aligned cmsg space
+    var controlLength = 0
+    let n = data.withUnsafeMutableBytes { dataBytes in
+      control.withUnsafeMutableBytes { controlBytes in
+        var iov = iovec(iov_base: dataBytes.baseAddress, iov_len: dataBytes.count)
+        return withUnsafeMutablePointer(to: &iov) { iovPointer in
+          var message = msghdr()
+          message.msg_iov = iovPointer
+          message.msg_iovlen = 1
+          message.msg_control = controlBytes.baseAddress
+          message.msg_controllen = controlBytes.count
+          let n = recvmsg(fd, &message, Int32(MSG_DONTWAIT))
+          controlLength = Int(message.msg_controllen)
+          return n
+        }
+      }
+    }
+    guard n >= 0 else { return false }
+    let sender = control.withUnsafeBytes { senderPID($0, length: controlLength) }
+    let now = monotonicNow()
+    let text = String(decoding: data[0..<n], as: UTF8.self)
+    for line in text.split(separator: "\n") {
+      queue.append(Message(line: String(line), pid: sender, time: now))
+    }
+    return true
+  }
+
+  /// The pid in an SCM_CREDENTIALS control message (struct cmsghdr is
+  /// size_t len, int level, int type, then the data; struct ucred starts
+  /// with the pid).
+  private func senderPID(_ control: UnsafeRawBufferPointer, length: Int) -> pid_t? {
+    let header = MemoryLayout<Int>.size + 8
+    var offset = 0
+    while offset + header <= length {
+      let cmsgLength = control.loadUnaligned(fromByteOffset: offset, as: Int.self)
+      let level = control.loadUnaligned(
+        fromByteOffset: offset + MemoryLayout<Int>.size, as: Int32.self)
+      let type = control.loadUnaligned(
+        fromByteOffset: offset + MemoryLayout<Int>.size + 4, as: Int32.self)
+      if level == SOL_SOCKET && type == Self.credentialsType && cmsgLength >= header + 4 {
+        return control.loadUnaligned(fromByteOffset: offset + header, as: pid_t.self)
+      }
+      guard cmsgLength > 0 else { break }
+      offset += (cmsgLength + 7) & ~7
+    }
+    return nil
+  }
+
+  /// Waits for the line `expected`; consumes it and everything before it.
+  /// - Returns: the lines consumed, `expected` last.
+  /// - Throws: when it does not arrive in time, or `child` exits first.
+  @discardableResult
+  func waitFor(
+    _ expected: String, timeout: Double = 20, child: Child? = nil, log: () -> String = { "" }
+  ) throws -> [Message] {
+    try waitFor(expected, timeout: timeout, child: child, log: log) { $0 == expected }
+  }
+
+  /// Waits for a line that starts with `prefix` (`STATUS=`).
+  @discardableResult
+  func waitFor(
+    prefix: String, timeout: Double = 20, child: Child? = nil, log: () -> String = { "" }
+  ) throws -> [Message] {
+    try waitFor(prefix + "...", timeout: timeout, child: child, log: log) { $0.hasPrefix(prefix) }
+  }
+
+  private func waitFor(
+    _ what: String, timeout: Double, child: Child?, log: () -> String,
+    matching predicate: (String) -> Bool
+  ) throws -> [Message] {
+    let deadline = monotonicNow() + timeout
+    var consumed: [Message] = []
+    while true {
+      while !queue.isEmpty {
+        let message = queue.removeFirst()
+        consumed.append(message)
+        if predicate(message.line) { return consumed }
+      }
+      let now = monotonicNow()
+      if now >= deadline {
+        throw FixtureError(
+          "no \(what) within \(timeout) s on \(address); received \(consumed); log: \(log())")
+      }
+      if let child, child.hasExited {
+        throw FixtureError(
+          "switchd exited (\(child.exitStatus ?? -1)) before \(what); received \(consumed); "
+            + "log: \(log())")
+      }
+      receive(timeout: min(0.05, deadline - now))
+    }
+  }
+
+  /// Everything that arrives within the next `seconds` (and all queued before).
+  func collect(for seconds: Double) -> [Message] {
+    let deadline = monotonicNow() + seconds
+    while true {
+      let now = monotonicNow()
+      if now >= deadline { break }
+      receive(timeout: deadline - now)
+    }
+    return drain()
+  }
+
+  /// Reads what is waiting without blocking; returns and clears the queue.
+  func drain() -> [Message] {
+    while receive(timeout: 0) {}
+    let messages = queue
+    queue.removeAll()
+    return messages
+  }
+}
+
+/// A process started with an explicit environment (nothing inherited but
+/// what is asked for), stdout and stderr appended to `logPath`. Killed and
+/// reaped on deinit if still running, so a failed test leaves nothing behind.
+final class Child {
+  let pid: pid_t
+  private(set) var exitStatus: Int32?
+
+  init(_ argv: [String], environment: [String: String], logPath: String) throws {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+
+    // The test runner's threads may block or ignore signals; the daemon
+    // must start with the defaults a service manager gives it.
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var none = sigset_t()
+    sigemptyset(&none)
+    var all = sigset_t()
+    sigfillset(&all)
+    posix_spawnattr_setsigmask(&attributes, &none)
+    posix_spawnattr_setsigdefault(&attributes, &all)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+    let variables =
+      ["PATH=/usr/local/bin:/usr/bin:/bin"]
+      + environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+    let cArgs = argv.map { strdup($0) } + [nil]
+    let cEnv = variables.map { strdup($0) } + [nil]
+    defer { for p in cArgs + cEnv { free(p) } }
+    var pid: pid_t = 0
+    let rc = posix_spawn(&pid, argv[0], &actions, &attributes, cArgs, cEnv)
+    guard rc == 0 else { throw FixtureError("posix_spawn \(argv[0]) failed: \(rc)") }
+    self.pid = pid
+  }
+
+  deinit {
+    if exitStatus == nil {
+      kill(pid, SIGKILL)
+      _ = wait(seconds: 10)
+    }
+  }
+
+  /// Reaps the process if it has exited.
+  var hasExited: Bool {
+    if exitStatus != nil { return true }
+    var status: Int32 = 0
+    guard waitpid(pid, &status, WNOHANG) == pid else { return false }
+    exitStatus = Self.decode(status)
+    return true
+  }
+
+  func signal(_ signal: Int32) {
+    if exitStatus == nil { kill(pid, signal) }
+  }
+
+  /// Waits for the exit (SIGKILL after `seconds`); the exit status, or 128+signal.
+  func wait(seconds: Double) -> Int32? {
+    if let exitStatus { return exitStatus }
+    exitStatus = waitForExit(pid, seconds: seconds)
+    return exitStatus
+  }
+
+  /// The process state letter from /proc/PID/stat (R, S, T, ...).
+  var state: Character? {
+    guard let stat = try? readWholeFile("/proc/\(pid)/stat"),
+      let end = stat.lastIndex(of: ")")
+    else { return nil }
+    return stat[end...].dropFirst().first { $0 != " " }
+  }
+
+  private static func decode(_ status: Int32) -> Int32 {
+    status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+  }
+}
+
+/// Whether a file (of any type) exists at `path`.
+func pathExists(_ path: String) -> Bool {
+  var st = stat()
+  return lstat(path, &st) == 0
+}
+
+/// The inode number of `path` (nil if absent): the same file, not a new one.
+func inode(of path: String) -> UInt? {
+  var st = stat()
+  return lstat(path, &st) == 0 ? UInt(st.st_ino) : nil
+}
+
+/// Whether `path` is a socket file.
+func isSocketFile(_ path: String) -> Bool {
+  var st = stat()
+  return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFSOCK
+}
+
+/// One connect attempt to a stream socket, no retry: true if it was accepted
+/// into the backlog (the daemon listens).
+func connectsAtOnce(_ path: String) -> Bool {
+  (try? RPCClient(socketPath: path, receiveTimeout: 5)) != nil
+}
