@@ -1,0 +1,151 @@
+import Glibc
+
+/// One benchmark run: the temp dir, the floors and peers it started, and the rows.
+final class Bench {
+  let options: Options
+  let directory: String
+  let switchd: String
+  let switchctl: String
+  var rows: [Row] = []
+
+  var echo: EchoFloor?
+  var redis: RedisServer?
+  var redisDurable: RedisServer?
+  var redisMissing: String?
+  var daemons: [DaemonProcess] = []
+
+  /// switchd's answer to `get wifi` (the echo floor answers with as many bytes).
+  var getAnswer: [UInt8] = []
+
+  init(options: Options, directory: String, switchd: String, switchctl: String) {
+    self.options = options
+    self.directory = directory
+    self.switchd = switchd
+    self.switchctl = switchctl
+  }
+
+  func progress(_ text: String) { printError("switchbench: \(text)") }
+
+  func add(_ row: Row) { rows.append(row) }
+
+  /// Starts a switchd on `config` with a database and socket named `name`.
+  func startDaemon(_ name: String, config: String) throws -> DaemonProcess {
+    try makeDirectory("\(directory)/\(name)")
+    let daemon = try DaemonProcess.start(
+      binary: switchd, config: config, socket: "\(directory)/\(name)/switchd.sock",
+      database: "\(directory)/\(name)/switches.db", logPath: "\(directory)/\(name)/switchd.log")
+    daemons.append(daemon)
+    return daemon
+  }
+
+  func stopDaemon(_ daemon: DaemonProcess) {
+    daemon.stop()
+    daemons.removeAll { $0 === daemon }
+  }
+
+  /// Stops everything still running (normal end and errors alike).
+  func cleanUp() {
+    for daemon in daemons { daemon.stop() }
+    daemons = []
+    echo?.stop()
+    echo = nil
+    redis?.stop()
+    redis = nil
+    redisDurable?.stop()
+    redisDurable = nil
+    Children.stopAll()
+  }
+
+  /// A closed-loop run of `clients` identical clients.
+  func load(
+    _ path: String, clients: Int, requests: @escaping (Int) -> [[UInt8]], newlines: Int,
+    check: ReplyCheck, warmup: Double, seconds: Double
+  ) throws -> LoadResult {
+    let scripts = (0..<clients).map {
+      ClientScript(requests: requests($0), newlines: newlines, check: check)
+    }
+    return try runClosedLoop(path: path, scripts: scripts, warmup: warmup, seconds: seconds)[0]
+  }
+
+  /// A contender: runs for a window (warm-up, seconds) and returns one result per group.
+  typealias Contender = (_ warmup: Double, _ seconds: Double) throws -> [LoadResult]
+
+  /// Runs the contenders in turn, a few short windows each (A B C A B C …),
+  /// and adds up each one's windows, so load that comes and goes on a shared
+  /// machine hits all of them alike and the ratios stay fair.
+  func interleave(_ contenders: [Contender], seconds: Double? = nil) throws -> [[LoadResult]] {
+    let total = seconds ?? options.seconds
+    let slices = min(8, max(2, Int(total / 0.25)))
+    var results: [[LoadResult]?] = Array(repeating: nil, count: contenders.count)
+    for slice in 0..<slices {
+      let warmup = slice == 0 ? options.warmup : min(0.05, options.warmup)
+      for (index, contender) in contenders.enumerated() {
+        let window = try contender(warmup, total / Double(slices))
+        if let sofar = results[index] {
+          results[index] = zip(sofar, window).map { $0.adding($1) }
+        } else {
+          results[index] = window
+        }
+      }
+    }
+    return results.map { $0 ?? [] }
+  }
+
+  // MARK: Peers
+
+  func startPeers() {
+    guard options.peers else {
+      redisMissing = "--no-peers"
+      return
+    }
+    guard let binary = findOnPath("redis-server") else {
+      redisMissing = "redis-server not installed"
+      return
+    }
+    do {
+      redis = try RedisServer.start(
+        binary: binary, directory: "\(directory)/redis", durable: false)
+      redisDurable = try RedisServer.start(
+        binary: binary, directory: "\(directory)/redis-aof", durable: true)
+    } catch {
+      redisMissing = "redis failed to start: \(error)"
+      redis?.stop()
+      redisDurable?.stop()
+      redis = nil
+      redisDurable = nil
+    }
+  }
+
+  /// A row whose reference is a Redis figure, or "not installed".
+  func peerRow(_ row: Row, _ figure: Double?, name: String) -> Row {
+    var row = row
+    row.referenceName = name
+    if let figure {
+      row.reference = figure
+    } else {
+      row.referenceName = "\(name): \(redisMissing ?? "not run")"
+    }
+    return row
+  }
+}
+
+/// A fixed-size JSON-ish line for payloads (no newline inside; `bytes` long with the newline).
+func fillerLine(_ bytes: Int, tag: String) -> [UInt8] {
+  var text = "{\"filler\":\"\(tag)"
+  let tail = "\"}"
+  let pad = max(0, bytes - 1 - text.utf8.count - tail.utf8.count)
+  text += String(repeating: "x", count: pad) + tail
+  return Array((text + "\n").utf8)
+}
+
+/// A small deterministic generator (the figures must not depend on the seed).
+struct SplitMix: RandomNumberGenerator {
+  var state: UInt64
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}

@@ -1,0 +1,54 @@
+/// Configuration directories for the daemons the benchmark starts.
+///
+/// Keys: `wifi` (the key every `get`, fan-out and CLI figure uses),
+/// `toggle.c<N>` (one per writing client, so writers do not share a row),
+/// and `g<group>.s<digit>` filler in groups of ten, so a prefix `g00042.`
+/// lists exactly ten switches however many exist.
+enum Configs {
+  static let togglers = 64
+
+  /// The filler key number `index` (groups of ten).
+  static func fillerKey(_ index: Int) -> String {
+    let group = String(index / 10)
+    return "g" + String(repeating: "0", count: max(0, 5 - group.count)) + group + ".s\(index % 10)"
+  }
+
+  /// How many filler keys a config of `total` switches holds.
+  static func fillerCount(total: Int) -> Int { max(0, total - 1 - togglers) }
+
+  /// Writes `directory` with switchd.conf and `total` switches.
+  static func write(_ directory: String, total: Int) throws {
+    try makeDirectory(directory)
+    try makeDirectory("\(directory)/switches.d")
+    try makeDirectory("\(directory)/policy.d")
+    try writeFile(
+      "\(directory)/switchd.conf",
+      """
+      # Written by switchbench.
+      [Daemon]
+      AdminGroup=
+      SocketMode=0600
+      MaxConnections=16384
+      HistoryRetention=10000000
+      LogLevel=warning
+
+      """)
+    var text = """
+      [wifi]
+      Label=Wi-Fi
+      Description=Connect to wireless networks.
+      Default=on
+      CheckedIcon=wifi
+      UncheckedIcon=wifi_off
+
+      """
+    text.reserveCapacity(total * 48)
+    for client in 0..<togglers {
+      text += "[toggle.c\(client)]\nLabel=Benchmark writer \(client)\nDefault=off\n\n"
+    }
+    for index in 0..<fillerCount(total: total) {
+      text += "[\(fillerKey(index))]\nLabel=Benchmark switch \(index)\nDefault=off\n\n"
+    }
+    try writeFile("\(directory)/switches.d/10-bench.conf", text)
+  }
+}

@@ -1,0 +1,126 @@
+/// What to run and for how long.
+struct Options {
+  enum Mode: String {
+    case quick
+    case normal
+    case full
+  }
+
+  var mode = Mode.normal
+  /// Measured seconds per throughput figure, after `warmup`.
+  var seconds = 2.0
+  var warmup = 0.5
+  /// Watcher connections for fan-out and memory.
+  var watchers = 1000
+  /// Changes timed one at a time for fan-out.
+  var rounds = 200
+  /// Spawns per CLI figure (switchctl, gsettings).
+  var spawns = 200
+  /// Switches at start-up and for the memory figure.
+  var startupSwitches = 10_000
+  /// The large side of the cost-growth figures (switches and log rows).
+  var bigSwitches = 100_000
+  var bigLogRows = 100_000
+  var json = false
+  var peers = true
+  var keep = false
+  var switchd: String?
+  var switchctl: String?
+  /// Sections to run (nil: all).
+  var only: Set<String>?
+
+  static let sections = ["get", "toggle", "mixed", "ctl", "fanout", "growth"]
+
+  static let usage = """
+    Usage: switchbench [--quick | --full] [--seconds S] [--json] [options]
+
+    Starts a release switchd in a temp dir and measures it against floors
+    measured in the same run (a Unix-socket echo, a raw SQLite commit loop)
+    and against Redis and gsettings when they are installed.
+
+    Options:
+      --quick             short run (~35 s): 0.5 s per figure, 10,000 for the large side
+      --full              long run: 5 s per figure, 500 fan-out rounds and spawns
+      --seconds S         measured seconds per throughput figure (default 2)
+      --watchers N        fan-out watchers (default 1000)
+      --rounds N          fan-out changes (default 200)
+      --spawns N          process runs per CLI figure (default 200)
+      --big N             switches and log rows on the large side of cost growth (default 100000)
+      --only LIST         comma list of: \(sections.joined(separator: ","))
+      --no-peers          skip Redis and gsettings
+      --switchd PATH      the switchd to run (default: beside switchbench)
+      --switchctl PATH    the switchctl to time (default: beside switchbench)
+      --json              print the figures as JSON instead of a table
+      --keep              keep the temp dir (logs, configs, databases)
+      --help              print this help
+    """
+
+  /// Parses the arguments (without the program name); nil and a message on misuse.
+  static func parse(_ arguments: [String]) -> Result<Options, BenchError> {
+    var options = Options()
+    var rest = arguments[...]
+    func number(_ flag: String) -> Result<Double, BenchError> {
+      guard let text = rest.popFirst(), let value = Double(text), value > 0 else {
+        return .failure(BenchError("\(flag) needs a positive number"))
+      }
+      return .success(value)
+    }
+    while let flag = rest.popFirst() {
+      switch flag {
+      case "--help", "-h": return .failure(BenchError(usage))
+      case "--quick":
+        options.mode = .quick
+        options.seconds = 0.5
+        options.warmup = 0.2
+        options.rounds = 50
+        options.spawns = 50
+        options.bigSwitches = 10_000
+        options.bigLogRows = 10_000
+      case "--full":
+        options.mode = .full
+        options.seconds = 5
+        options.warmup = 1
+        options.rounds = 500
+        options.spawns = 500
+      case "--json": options.json = true
+      case "--no-peers": options.peers = false
+      case "--keep": options.keep = true
+      case "--seconds":
+        switch number(flag) {
+        case .success(let v): options.seconds = v
+        case .failure(let e): return .failure(e)
+        }
+      case "--watchers", "--rounds", "--spawns", "--big":
+        switch number(flag) {
+        case .success(let v):
+          let n = Int(v)
+          if flag == "--watchers" { options.watchers = n }
+          if flag == "--rounds" { options.rounds = n }
+          if flag == "--spawns" { options.spawns = n }
+          if flag == "--big" {
+            options.bigSwitches = max(1000, n)
+            options.bigLogRows = max(1000, n)
+          }
+        case .failure(let e): return .failure(e)
+        }
+      case "--switchd", "--switchctl":
+        guard let path = rest.popFirst() else {
+          return .failure(BenchError("\(flag) needs a path"))
+        }
+        if flag == "--switchd" { options.switchd = path } else { options.switchctl = path }
+      case "--only":
+        guard let list = rest.popFirst() else { return .failure(BenchError("--only needs a list")) }
+        let names = Set(list.split(separator: ",").map(String.init))
+        if let bad = names.first(where: { !sections.contains($0) }) {
+          return .failure(BenchError("--only: unknown section \(bad)"))
+        }
+        options.only = names
+      default:
+        return .failure(BenchError("unknown option \(flag)\n\n\(usage)"))
+      }
+    }
+    return .success(options)
+  }
+
+  func runs(_ section: String) -> Bool { only?.contains(section) ?? true }
+}

@@ -1,0 +1,130 @@
+/// Start-up with many switches, fan-out to many watchers, memory with both,
+/// and a watcher's cost when many others watch other keys.
+extension Bench {
+  func measureWatchers() throws {
+    let total = options.startupSwitches
+    let config = "\(directory)/conf-startup"
+    try Configs.write(config, total: total)
+    progress("start-up with \(count(total)) switches, new database")
+    let cold = try startDaemon("startup", config: config)
+    let coldReady = cold.readySeconds
+    stopDaemon(cold)
+    progress("start-up with \(count(total)) switches, existing database")
+    let daemon = try startDaemon("startup", config: config)
+    add(
+      Row(
+        section: "start-up", measure: "ready with \(count(total)) switches, new database",
+        unit: .seconds, value: coldReady, target: .valueAtMost(0.5)))
+    add(
+      Row(
+        section: "start-up", measure: "ready with \(count(total)) switches, existing database",
+        unit: .seconds, value: daemon.readySeconds, target: .valueAtMost(0.5)))
+
+    let watchers = options.watchers
+    progress("fan-out: \(watchers) switchd watchers subscribing")
+    let switchd = try FanOutRunner(
+      FanOutPlan(
+        path: daemon.socket, watchers: watchers,
+        subscribe: rpc("watch", "{\"keys\":[\"wifi\"]}"), subscribeNewlines: 1,
+        publishes: [rpc("toggle", "{\"key\":\"wifi\"}")], publishNewlines: 1, eventNewlines: 1))
+    defer { switchd.close() }
+    var runners = [switchd]
+    var floor: FanOutRunner?
+    if let echo {
+      floor = try FanOutRunner(
+        FanOutPlan(
+          path: echo.path, watchers: watchers, subscribe: Array("S\n".utf8),
+          subscribeNewlines: 1, publishes: [Array("P\n".utf8)], publishNewlines: 1,
+          eventNewlines: 1))
+      runners.append(floor!)
+    }
+    defer { floor?.close() }
+    var peer: FanOutRunner?
+    if let redis {
+      let payload = String(decoding: fillerLine(470, tag: "event").dropLast(), as: UTF8.self)
+      peer = try FanOutRunner(
+        FanOutPlan(
+          path: redis.socket, watchers: watchers, subscribe: resp(["SUBSCRIBE", "wifi"]),
+          subscribeNewlines: 6, publishes: [resp(["PUBLISH", "wifi", payload])],
+          publishNewlines: 1, eventNewlines: 7))
+      runners.append(peer!)
+    }
+    defer { peer?.close() }
+    progress(
+      "fan-out: \(options.rounds) rounds to \(watchers) watchers, switchd"
+        + (floor == nil ? "" : ", echo broadcast") + (peer == nil ? "" : ", Redis pub/sub")
+        + " in turn")
+    try runRounds(runners, rounds: options.rounds, warmup: 10)
+    let peakRSS = daemon.peakRSSKiB
+    let peerRSS = redis.flatMap { procStatusKiB($0.pid, "VmHWM") }
+    let name = "fan-out to \(count(watchers)) watchers"
+    for (label, p) in [("p50", 50.0), ("p99", 99.0)] {
+      let value = switchd.percentileMicroseconds(p)
+      add(
+        Row(
+          section: "fan-out", measure: "\(name): \(label)", unit: .microseconds, value: value,
+          reference: floor?.percentileMicroseconds(p), referenceName: "echo broadcast"))
+      add(
+        peerRow(
+          Row(
+            section: "fan-out", measure: "\(name): \(label)", unit: .microseconds, value: value,
+            target: p == 99 ? .ratioAtMost(1.5) : .none),
+          peer?.percentileMicroseconds(p), name: "Redis pub/sub"))
+    }
+    add(
+      peerRow(
+        Row(
+          section: "fan-out", measure: "connect + watch, \(count(watchers)) watchers",
+          unit: .seconds, value: switchd.subscribeSeconds),
+        peer?.subscribeSeconds, name: "Redis SUBSCRIBE"))
+    add(
+      peerRow(
+        Row(
+          section: "memory",
+          measure: "peak RSS, \(count(total)) switches + \(count(watchers)) watchers",
+          unit: .kibibytes, value: peakRSS.map(Double.init), target: .valueAtMost(64 * 1024)),
+        peerRSS.map(Double.init), name: "Redis (no persistence)"))
+    switchd.close()
+    floor?.close()
+    peer?.close()
+    try measureIsolation(daemon)
+    stopDaemon(daemon)
+  }
+
+  /// One watcher's event latency on this daemon among many watchers of
+  /// other keys, against a second daemon (same config, same disk) where it
+  /// is alone; the two take turns round by round, so both see the same
+  /// fsync latency (which varies from 0.1 to 5 ms on a shared disk).
+  private func measureIsolation(_ daemon: DaemonProcess) throws {
+    let others = min(options.watchers, Configs.fillerCount(total: options.startupSwitches))
+    progress("one watcher among \(others) watchers of other keys, and alone on a twin daemon")
+    let twin = try startDaemon("twin", config: "\(directory)/conf-startup")
+    defer { stopDaemon(twin) }
+    func runner(_ target: DaemonProcess, bystanders: Int) throws -> FanOutRunner {
+      try FanOutRunner(
+        FanOutPlan(
+          path: target.socket, watchers: 1, subscribe: rpc("watch", "{\"keys\":[\"wifi\"]}"),
+          subscribeNewlines: 1,
+          bystanders: (0..<bystanders).map {
+            rpc("watch", "{\"keys\":[\"\(Configs.fillerKey($0))\"]}")
+          },
+          publishes: [rpc("toggle", "{\"key\":\"wifi\"}")], publishNewlines: 1, eventNewlines: 1)
+      )
+    }
+    let crowd = try runner(daemon, bystanders: others)
+    defer { crowd.close() }
+    let alone = try runner(twin, bystanders: 0)
+    defer { alone.close() }
+    try runRounds([alone, crowd], rounds: options.rounds, warmup: 10)
+    for (label, p) in [("p50", 50.0), ("p99", 99.0)] {
+      add(
+        Row(
+          section: "fan-out",
+          measure: "1 watcher's event \(label), \(count(others)) others watch other keys",
+          unit: .microseconds, value: crowd.percentileMicroseconds(p),
+          reference: alone.percentileMicroseconds(p), referenceName: "alone (twin daemon)",
+          target: p == 50 ? .ratioAtMost(1.2) : .none,
+          note: crowd.strayEvents > 0 ? "\(crowd.strayEvents) stray events" : ""))
+    }
+  }
+}

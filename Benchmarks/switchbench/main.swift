@@ -1,1 +1,0 @@
-print("switchbench: not written yet")
