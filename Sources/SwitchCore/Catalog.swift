@@ -154,9 +154,7 @@ public struct Catalog: Sendable {
     var byKey: [String: SwitchDefinition] = [:]
     for s in switches { byKey[s.key] = s }
     self.switches = byKey
-    self.sortedKeys = byKey.keys.sorted(by: {
-      Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8))
-    })
+    self.sortedKeys = byKey.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     var rules: [String: PolicyRule] = [:]
     for p in policies { rules[p.key] = p }
     self.policies = rules

@@ -69,6 +69,22 @@ final class Connection {
     flushCompletedSlots()
   }
 
+  /// Writes a single answer straight into the output queue when its slot is
+  /// the next to go out (the common case); false when it must wait its turn.
+  func writeDirectly(slot seq: UInt64, _ body: (inout JSONWriter) -> Void) -> Bool {
+    guard let first = slots.first, first.seq == seq, !first.isBatch else { return false }
+    let before = out.count
+    var w = JSONWriter(capacity: 0)
+    swap(&w.bytes, &out)
+    body(&w)
+    w.raw("\n")
+    swap(&w.bytes, &out)
+    responseBytesQueued += out.count - before
+    slots.removeFirst()
+    flushCompletedSlots()
+    return true
+  }
+
   private func flushCompletedSlots() {
     var done = 0
     for slot in slots {

@@ -40,28 +40,11 @@ extension Server {
       w.raw(",\"revision\":")
       w.int(current)
       if since == nil {
-        w.raw(",\"switches\":[")
-        var first = true
-        for key in catalog.sortedKeys {
-          guard let definition = catalog.switches[key], let record = records[key],
-            patterns?.contains(where: { $0.matches(key) }) ?? true
-          else { continue }
-          if !first { w.raw(",") }
-          first = false
-          writeSwitchObject(&w, definition, record)
-        }
-        w.raw("]")
+        w.raw(",\"switches\":")
+        writeSwitches(&w, keys(matching: patterns))
       }
       w.raw("}")
     }
-  }
-
-  func writeSwitchObject(
-    _ w: inout JSONWriter, _ definition: SwitchDefinition, _ record: SwitchRecord
-  ) {
-    WireEncoding.writeSwitch(
-      &w, definition: definition, record: record,
-      policySource: Rules.policySource(state: record.state, rule: catalog.policies[record.key]))
   }
 
   /// Sends the next pages of every replaying watch of a connection, while
@@ -107,6 +90,7 @@ extension Server {
     for change in changes {
       records[change.key] = SwitchRecord(
         key: change.key, state: change.state, revision: change.revision, changedAt: change.time)
+      encodedSwitches[change.key] = nil
       revision = change.revision
       let ids = hub.matching(change.key)
       if ids.isEmpty { continue }
@@ -126,7 +110,7 @@ extension Server {
       {
         closeConnection(connection, why: "a watcher fell behind by more than MaxQueuedBytes")
       } else {
-        pump(connection)
+        flush(connection)
       }
     }
   }
@@ -138,8 +122,10 @@ extension Server {
   }
 
   private func appendEvent(_ members: [UInt8], watch: String, to connection: Connection) {
-    var w = JSONWriter(capacity: members.count + 96)
+    // Written straight into the connection's queue: no copy per watcher.
+    var w = JSONWriter(capacity: 0)
+    swap(&w.bytes, &connection.out)
     WireEncoding.writeChangedEvent(&w, watch: watch, members: members)
-    connection.out.append(contentsOf: w.bytes)
+    swap(&w.bytes, &connection.out)
   }
 }

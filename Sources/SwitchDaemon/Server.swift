@@ -50,6 +50,9 @@ final class Server {
 
   var connections: [UInt64: Connection] = [:]
   var hub = WatchHub()
+  /// Each switch's Switch object, encoded once until it changes: most
+  /// requests read switches that did not change since the last read.
+  var encodedSwitches: [String: [UInt8]] = [:]
   var limits: Limits
 
   // The loop's copy of the switches: what committed, as of `revision`.
@@ -308,7 +311,7 @@ final class Server {
 
   /// Sends what is queued and updates the epoll interest; closes a
   /// connection that is done or whose peer is gone.
-  private func flush(_ connection: Connection) {
+  func flush(_ connection: Connection) {
     guard connections[connection.id] != nil else { return }
     if connection.unsentCount > 0 {
       if connection.sendQueued() == .failed {
@@ -410,10 +413,14 @@ final class Server {
     _ pending: PendingRequest, on connection: Connection, _ write: (inout JSONWriter) -> Void
   ) {
     guard let (slot, part) = pending.answer, let id = pending.request.id else { return }
+    func body(_ w: inout JSONWriter) {
+      ResponseEncoding.beginResult(&w, id: id)
+      write(&w)
+      ResponseEncoding.endResult(&w)
+    }
+    if connection.writeDirectly(slot: slot, body) { return }
     var w = JSONWriter(capacity: 512)
-    ResponseEncoding.beginResult(&w, id: id)
-    write(&w)
-    ResponseEncoding.endResult(&w)
+    body(&w)
     connection.fill(slot: slot, part: part, with: w.bytes)
   }
 
@@ -451,11 +458,11 @@ final class Server {
     }
     switch call {
     case .get(let key):
-      guard let definition = catalog.switches[key], let record = records[key] else {
+      guard catalog.switches[key] != nil else {
         fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
         return
       }
-      answer(pending, on: connection) { w in writeSwitch(&w, definition, record) }
+      answer(pending, on: connection) { w in writeSwitch(&w, key: key) }
     case .list(let prefix):
       answer(pending, on: connection) { w in writeList(&w, prefix: prefix) }
     case .write(let key, let operation):
@@ -496,45 +503,6 @@ final class Server {
   private func submit(_ job: WriterJob, for connection: Connection) {
     connection.writesInFlight += 1
     jobs.push(job)
-  }
-
-  private func writeSwitch(
-    _ w: inout JSONWriter, _ definition: SwitchDefinition, _ record: SwitchRecord
-  ) {
-    WireEncoding.writeSwitch(
-      &w, definition: definition, record: record,
-      policySource: Rules.policySource(state: record.state, rule: catalog.policies[record.key]))
-  }
-
-  private func writeList(_ w: inout JSONWriter, prefix: String?) {
-    w.raw("{\"revision\":")
-    w.int(revision)
-    w.raw(",\"switches\":[")
-    var first = true
-    for key in keys(withPrefix: prefix) {
-      guard let definition = catalog.switches[key], let record = records[key] else { continue }
-      if !first { w.raw(",") }
-      first = false
-      writeSwitch(&w, definition, record)
-    }
-    w.raw("]}")
-  }
-
-  /// Declared keys with `prefix`, in order: a binary search to the first,
-  /// so a page costs what it returns.
-  private func keys(withPrefix prefix: String?) -> ArraySlice<String> {
-    let keys = catalog.sortedKeys
-    guard let prefix, !prefix.isEmpty else { return keys[...] }
-    let p = Array(prefix.utf8)
-    var low = 0
-    var high = keys.count
-    while low < high {
-      let mid = (low + high) / 2
-      if Array(keys[mid].utf8).lexicographicallyPrecedes(p) { low = mid + 1 } else { high = mid }
-    }
-    var end = low
-    while end < keys.count && keys[end].utf8.starts(with: p) { end += 1 }
-    return keys[low..<end]
   }
 
   private func writeStatus(_ w: inout JSONWriter) {

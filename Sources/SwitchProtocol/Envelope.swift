@@ -84,7 +84,6 @@ public enum RequestDecoder {
         EnvelopeError(error: .invalidRequest("a request is a JSON object"), id: .null))
     }
     var id: RequestID?
-    var seen: Set<String> = []
     for m in members where m.name == "id" {
       id = RequestID(m.value)
       if id == nil {
@@ -101,8 +100,20 @@ public enum RequestDecoder {
     var method: String?
     var params: JSONValue?
     var version: JSONValue?
+    // Only four names are allowed, so a bit each finds duplicates without
+    // hashing (this runs for every request).
+    var seen: UInt8 = 0
     for m in members {
-      if !seen.insert(m.name).inserted { return fail("\"\(m.name)\" is given twice") }
+      let bit: UInt8
+      switch m.name {
+      case "jsonrpc": bit = 1
+      case "method": bit = 2
+      case "params": bit = 4
+      case "id": bit = 8
+      default: return fail("unknown member \"\(m.name)\"")
+      }
+      if seen & bit != 0 { return fail("\"\(m.name)\" is given twice") }
+      seen |= bit
       switch m.name {
       case "jsonrpc": version = m.value
       case "method":

@@ -116,27 +116,32 @@ public enum Call: Equatable, Sendable {
 /// unknown names can be refused.
 private struct Params {
   var members: [JSONMember]
-  var used: Set<String> = []
+  /// Which members were read, by index: params objects are small, so a
+  /// linear scan and a bit mask beat hashing on every request.
+  var used: UInt64 = 0
 
   static func open(_ params: JSONValue?) -> Result<Params, RPCError> {
     guard let params, !params.isNull else { return .success(Params(members: [])) }
     guard let members = params.objectMembers else {
       return .failure(.invalidParams("params must be an object of named params"))
     }
-    var seen: Set<String> = []
-    for m in members where !seen.insert(m.name).inserted {
-      return .failure(.invalidParams("\"\(m.name)\" is given twice"))
+    if members.count > 16 { return .failure(.invalidParams("params has too many members")) }
+    for i in members.indices {
+      for j in members.indices where j > i && members[j].name == members[i].name {
+        return .failure(.invalidParams("\"\(members[i].name)\" is given twice"))
+      }
     }
     return .success(Params(members: members))
   }
 
   mutating func take(_ name: String) -> JSONValue? {
-    used.insert(name)
-    return members.first(where: { $0.name == name })?.value
+    guard let index = members.firstIndex(where: { $0.name == name }) else { return nil }
+    used |= 1 << UInt64(index)
+    return members[index].value
   }
 
   func rejectUnknown() throws(RPCError) {
-    for m in members where !used.contains(m.name) {
+    for (i, m) in members.enumerated() where used & (1 << UInt64(i)) == 0 {
       throw .invalidParams("unknown param \"\(m.name)\"")
     }
   }

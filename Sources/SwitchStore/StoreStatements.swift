@@ -39,7 +39,12 @@ struct StoreStatements {
         revision = excluded.revision, changed_at = excluded.changed_at
       """
 
-    static let readRevision = "SELECT value FROM meta WHERE name = 'revision'"
+    /// The newest log row is the revision; `meta` keeps it when pruning
+    /// could empty the log. max() over the primary key is one descent.
+    static let readRevision = """
+      SELECT max(value, coalesce((SELECT max(revision) FROM changes), 0)) FROM meta \
+      WHERE name = 'revision'
+      """
     static let writeRevision = "UPDATE meta SET value = ?1 WHERE name = 'revision'"
 
     static let insertChange = """

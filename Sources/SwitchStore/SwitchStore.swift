@@ -16,10 +16,12 @@
 // Durability: WAL with `synchronous=FULL`, so `commit` returns after the fsync and a write can
 // be answered as soon as it returns. One `commit` per group of writes shares that fsync.
 //
-// Revisions: `meta.revision` is the global counter, written in the same transaction as the
-// changes, so it survives pruning the whole log. `commit` only appends revision
-// `meta.revision + 1, + 2, ...` and `prune` only deletes the oldest rows, so the log is always a
-// contiguous run of revisions that ends at `meta.revision` (or is empty).
+// Revisions: the global counter is the newest log row's revision, or `meta.revision` when
+// that is larger. `commit` only appends rows (it does not rewrite `meta`: one page less per
+// commit); `prune` records the revision in `meta` in the same transaction as each deletion, so
+// the counter survives pruning the whole log. `commit` appends revision current + 1, + 2, …
+// and `prune` only deletes the oldest rows, so the log is always a contiguous run of revisions
+// that ends at the current revision (or is empty).
 
 import CSQLite
 import SwitchCore
@@ -173,8 +175,8 @@ public final class SwitchStore {
   }
 
   /// Commits changes in ONE transaction (BEGIN IMMEDIATE … COMMIT): for each change, upsert the
-  /// switch row to change.state / revision / time, insert the log row; set meta revision to the
-  /// last change's revision.
+  /// switch row to change.state / revision / time, and insert the log row (whose revision is
+  /// the new global revision).
   ///
   /// Precondition: revisions are consecutive, starting at currentRevision()+1; otherwise this
   /// throws `.sqlite` with `SQLITE_MISUSE` rather than leave a gap or reuse a revision. On any
@@ -200,9 +202,6 @@ public final class SwitchStore {
         try insert.bindChange(change)
         try execute(insert)
       }
-      let write = statements.writeRevision
-      try write.bind(expected - 1, at: 1)
-      try execute(write)
     }
   }
 
@@ -210,7 +209,7 @@ public final class SwitchStore {
   /// rows per transaction; returns how many were deleted. Never deletes the newest `keep`.
   ///
   /// Chunks keep each transaction short, so the writer is never held for a whole large prune.
-  /// The global revision is not touched.
+  /// Each chunk first records the global revision in `meta`, so it outlives the rows.
   public func prune(keep: Int, chunk: Int = 10_000) throws(StoreError) -> Int {
     let keep = Int64(max(keep, 0))
     let chunk = Int64(max(chunk, 1))
@@ -225,6 +224,10 @@ public final class SwitchStore {
     var deleted: Int64 = 0
     while true {
       let count = try transaction { () throws(SQLiteError) -> Int64 in
+        let revision = try readRevision()
+        let write = statements.writeRevision
+        try write.bind(revision, at: 1)
+        try execute(write)
         let statement = statements.pruneChunk
         try statement.bind(threshold, at: 1)
         try statement.bind(chunk, at: 2)
