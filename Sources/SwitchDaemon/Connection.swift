@@ -66,7 +66,16 @@ final class Connection {
     guard index < slots.count, part < slots[index].parts.count else { return }
     slots[index].parts[part] = bytes
     slots[index].remaining -= 1
+    slots[index].bytes += bytes.count
     flushCompletedSlots()
+  }
+
+  /// Bytes of the answers gathered so far for a batch's slot (0 when gone).
+  func answeredBytes(slot seq: UInt64) -> Int {
+    guard let first = slots.first, seq >= first.seq, Int(seq - first.seq) < slots.count else {
+      return 0
+    }
+    return slots[Int(seq - first.seq)].bytes
   }
 
   /// Writes a single answer straight into the output queue when its slot is
@@ -208,6 +217,8 @@ struct Slot {
   var isBatch: Bool
   var parts: [[UInt8]?]
   var remaining: Int
+  /// Bytes of the answers filled in so far.
+  var bytes = 0
 
   init(seq: UInt64, isBatch: Bool, parts: [[UInt8]?]) {
     self.seq = seq

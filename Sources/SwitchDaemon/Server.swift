@@ -265,6 +265,11 @@ final class Server {
   }
 
   private static let readChunk = 65_536
+  /// Writes one connection may have at the writer at once.
+  static let maxWritesInFlight = 64
+  /// A batch stops being served once its answer has this many bytes; the
+  /// rest of its requests are answered `Overloaded`.
+  static let maxBatchAnswerBytes = 4 << 20
   private var readBuffer = [UInt8](repeating: 0, count: Server.readChunk)
 
   private func readInput(_ connection: Connection) {
@@ -294,7 +299,11 @@ final class Server {
   func pump(_ connection: Connection) {
     while connections[connection.id] != nil {
       if let next = connection.nextPending {
+        // Reads wait for the writes before them (read your writes); writes
+        // wait once a connection has many in flight, so a client that
+        // never reads cannot queue answers without bound.
         if connection.writesInFlight > 0 && !isWrite(next.request) { break }
+        if connection.writesInFlight >= Self.maxWritesInFlight { break }
         _ = connection.popPending()
         execute(next, on: connection)
         continue
@@ -439,6 +448,16 @@ final class Server {
 
   private func execute(_ pending: PendingRequest, on connection: Connection) {
     let request = pending.request
+    if let (slot, _) = pending.answer,
+      connection.answeredBytes(slot: slot) > Self.maxBatchAnswerBytes
+    {
+      fail(
+        pending, on: connection,
+        .overloaded(
+          "the batch's answer passed \(Self.maxBatchAnswerBytes) bytes; send fewer requests in one batch"
+        ))
+      return
+    }
     guard let method = Method(rawValue: request.method) else {
       fail(pending, on: connection, .methodNotFound(request.method))
       return
