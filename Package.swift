@@ -32,7 +32,8 @@ let package = Package(
     // libFuzzer targets; they do nothing unless built with -DFUZZING (see .ci/fuzz).
     .executableTarget(
       name: "fuzz-protocol", dependencies: ["SwitchProtocol"], path: "Fuzz/fuzz-protocol"),
-    .executableTarget(name: "fuzz-keyfile", dependencies: ["SwitchCore"], path: "Fuzz/fuzz-keyfile"),
+    .executableTarget(
+      name: "fuzz-keyfile", dependencies: ["SwitchCore"], path: "Fuzz/fuzz-keyfile"),
     .testTarget(name: "SwitchCoreTests", dependencies: ["SwitchCore"]),
     .testTarget(name: "SwitchProtocolTests", dependencies: ["SwitchProtocol"]),
     .testTarget(name: "SwitchStoreTests", dependencies: ["SwitchStore"]),

@@ -29,7 +29,8 @@ import Testing
     let client = try daemon.client()
     let all = try client.result("list")
     let keys = all["switches"]?.arrayValue?.compactMap { $0["key"]?.stringValue }
-    #expect(keys == ["bluetooth", "email.marketing", "notifications.chat", "notifications.mail", "wifi"])
+    #expect(
+      keys == ["bluetooth", "email.marketing", "notifications.chat", "notifications.mail", "wifi"])
     #expect(all["revision"]?.int64Value == 0)
     let some = try client.result("list", #"{"prefix":"notifications."}"#)
     #expect(some["switches"]?.arrayValue?.count == 2)
@@ -148,7 +149,8 @@ import Testing
     let client = try daemon.client()
     try client.send(raw: "this is not json\n")
     #expect(try client.readJSON()["error"]?["code"]?.int64Value == -32700)
-    try client.send(raw: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"get\",\"params\":{\"key\":\"\u{FF}\"}}\n")
+    try client.send(
+      raw: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"get\",\"params\":{\"key\":\"\u{FF}\"}}\n")
     let odd = try client.readJSON()
     #expect(odd["error"] != nil)
     // Invalid UTF-8 bytes.
@@ -175,7 +177,8 @@ import Testing
     var text = ""
     for i in 1...60 {
       switch i % 3 {
-      case 0: text += #"{"jsonrpc":"2.0","id":\#(i),"method":"toggle","params":{"key":"wifi"}}"# + "\n"
+      case 0:
+        text += #"{"jsonrpc":"2.0","id":\#(i),"method":"toggle","params":{"key":"wifi"}}"# + "\n"
       case 1: text += #"{"jsonrpc":"2.0","id":\#(i),"method":"get","params":{"key":"wifi"}}"# + "\n"
       default: text += #"{"jsonrpc":"2.0","id":\#(i),"method":"status"}"# + "\n"
       }

@@ -77,7 +77,8 @@ final class RPCClient {
   func call(_ method: String, _ params: String = "{}") throws -> JSONValue {
     let id = nextID
     nextID += 1
-    try send(raw: "{\"jsonrpc\":\"2.0\",\"id\":\(id),\"method\":\"\(method)\",\"params\":\(params)}\n")
+    try send(
+      raw: "{\"jsonrpc\":\"2.0\",\"id\":\(id),\"method\":\"\(method)\",\"params\":\(params)}\n")
     while true {
       let message = try readJSON()
       if message["method"] != nil {
