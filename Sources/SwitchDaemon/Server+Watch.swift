@@ -52,8 +52,7 @@ extension Server {
   /// when it reaches it, the watch goes live.
   func continueReplays(_ connection: Connection) {
     for id in connection.watchIDs {
-      guard var cursor = hub.watches[id]?.replayCursor else { continue }
-      let patterns = hub.watches[id]?.patterns
+      guard let watch = hub.watches[id], var cursor = watch.replayCursor else { continue }
       while connection.unsentCount <= limits.highWater {
         let page: [Change]
         do {
@@ -68,15 +67,15 @@ extension Server {
           closeConnection(connection, why: "a replaying watch fell behind the retained history")
           return
         }
-        for change in page where patterns?.contains(where: { $0.matches(change.key) }) ?? true {
+        for change in page where watch.matches(change.key) {
           appendEvent(change, watch: id, to: connection)
         }
         cursor = page.last?.revision ?? cursor
         if page.count < 256 || cursor >= revision {
-          hub.setReplayCursor(id, nil)
+          watch.replayCursor = nil
           break
         }
-        hub.setReplayCursor(id, cursor)
+        watch.replayCursor = cursor
       }
       if connections[connection.id] == nil { return }
     }
@@ -92,15 +91,17 @@ extension Server {
         key: change.key, state: change.state, revision: change.revision, changedAt: change.time)
       encodedSwitches[change.key] = nil
       revision = change.revision
-      let ids = hub.matching(change.key)
-      if ids.isEmpty { continue }
-      var members = JSONWriter(capacity: 512)
-      WireEncoding.writeChangeMembers(&members, change)
-      for id in ids {
-        guard let watch = hub.watches[id], watch.replayCursor == nil,
-          let connection = connections[watch.connection]
-        else { continue }
-        appendEvent(members.bytes, watch: id, to: connection)
+      var members: [UInt8]?
+      hub.forEachMatch(change.key) { watch in
+        guard watch.replayCursor == nil, let connection = connections[watch.connection] else {
+          return
+        }
+        if members == nil {
+          var w = JSONWriter(capacity: 512)
+          WireEncoding.writeChangeMembers(&w, change)
+          members = w.bytes
+        }
+        appendEvent(members!, watch: watch.id, to: connection)
         touched[connection.id] = connection
       }
     }

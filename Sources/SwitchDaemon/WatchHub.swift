@@ -1,46 +1,59 @@
 import SwitchCore
 
+/// One `watch`: its patterns, and where a replay of `since` has got to.
+final class Watch {
+  let id: String
+  let connection: UInt64
+  let patterns: [KeyPattern]?
+  /// While replaying `since`, the last revision sent; live events wait
+  /// until the replay reaches the present.
+  var replayCursor: Int64?
+  /// The last `matching` call that found this watch: a watch that matches
+  /// through several patterns is still visited once.
+  fileprivate var stamp: UInt64 = 0
+
+  init(id: String, connection: UInt64, patterns: [KeyPattern]?, replayCursor: Int64?) {
+    self.id = id
+    self.connection = connection
+    self.patterns = patterns
+    self.replayCursor = replayCursor
+  }
+
+  func matches(_ key: String) -> Bool { patterns?.contains { $0.matches(key) } ?? true }
+}
+
 /// The watches of every connection, indexed so that finding who gets a
 /// change costs what the change's key has, not how many watches exist:
 /// exact keys by key, prefixes by prefix (looked up for each prefix length
-/// in use), and catch-all watches in a set.
+/// in use), and catch-all watches in a list. Owned by the event loop.
 struct WatchHub {
-  struct Watch {
-    var id: String
-    var connection: UInt64
-    var patterns: [KeyPattern]?
-    /// While replaying `since`, the last revision sent; live events wait
-    /// until the replay reaches the present.
-    var replayCursor: Int64?
-  }
-
   private(set) var watches: [String: Watch] = [:]
-  private var everything: Set<String> = []
-  private var byKey: [String: Set<String>] = [:]
-  private var byPrefix: [String: Set<String>] = [:]
+  private var everything: [Watch] = []
+  private var byKey: [String: [Watch]] = [:]
+  private var byPrefix: [String: [Watch]] = [:]
   /// How many prefix patterns have each length, to look up only those.
   private var prefixLengths: [Int: Int] = [:]
   private var nextID: UInt64 = 1
+  private var stamp: UInt64 = 0
 
   var count: Int { watches.count }
 
   mutating func add(connection: UInt64, patterns: [KeyPattern]?, replayFrom: Int64?) -> String {
     let id = "w\(nextID)"
     nextID += 1
-    watches[id] = Watch(
-      id: id, connection: connection, patterns: patterns, replayCursor: replayFrom)
-    if let patterns {
-      for pattern in patterns {
-        switch pattern {
-        case .exact(let key): byKey[key, default: []].insert(id)
-        case .prefix(let prefix):
-          if byPrefix[prefix, default: []].insert(id).inserted {
-            prefixLengths[prefix.utf8.count, default: 0] += 1
-          }
-        }
+    let watch = Watch(id: id, connection: connection, patterns: patterns, replayCursor: replayFrom)
+    watches[id] = watch
+    guard let patterns else {
+      everything.append(watch)
+      return id
+    }
+    for pattern in Set(patterns) {
+      switch pattern {
+      case .exact(let key): byKey[key, default: []].append(watch)
+      case .prefix(let prefix):
+        byPrefix[prefix, default: []].append(watch)
+        prefixLengths[prefix.utf8.count, default: 0] += 1
       }
-    } else {
-      everything.insert(id)
     }
     return id
   }
@@ -48,40 +61,50 @@ struct WatchHub {
   mutating func remove(_ id: String) {
     guard let watch = watches.removeValue(forKey: id) else { return }
     guard let patterns = watch.patterns else {
-      everything.remove(id)
+      everything.removeAll { $0 === watch }
       return
     }
-    for pattern in patterns {
+    for pattern in Set(patterns) {
       switch pattern {
       case .exact(let key):
-        byKey[key]?.remove(id)
+        byKey[key]?.removeAll { $0 === watch }
         if byKey[key]?.isEmpty == true { byKey[key] = nil }
       case .prefix(let prefix):
-        if byPrefix[prefix]?.remove(id) != nil {
-          let length = prefix.utf8.count
-          prefixLengths[length]! -= 1
-          if prefixLengths[length] == 0 { prefixLengths[length] = nil }
-        }
+        byPrefix[prefix]?.removeAll { $0 === watch }
         if byPrefix[prefix]?.isEmpty == true { byPrefix[prefix] = nil }
+        let length = prefix.utf8.count
+        prefixLengths[length, default: 1] -= 1
+        if prefixLengths[length] == 0 { prefixLengths[length] = nil }
       }
     }
   }
 
-  mutating func setReplayCursor(_ id: String, _ cursor: Int64?) {
-    watches[id]?.replayCursor = cursor
-  }
-
-  /// The ids of the watches a change of `key` goes to, each once.
-  func matching(_ key: String) -> Set<String> {
-    var ids = everything
-    if let exact = byKey[key] { ids.formUnion(exact) }
+  /// Calls `body` once for each watch a change of `key` goes to.
+  mutating func forEachMatch(_ key: String, _ body: (Watch) -> Void) {
+    stamp &+= 1
+    let current = stamp
+    func visit(_ list: [Watch]) {
+      for watch in list where watch.stamp != current {
+        watch.stamp = current
+        body(watch)
+      }
+    }
+    visit(everything)
+    if let exact = byKey[key] { visit(exact) }
     if !prefixLengths.isEmpty {
       let utf8 = Array(key.utf8)
       for length in prefixLengths.keys where length <= utf8.count {
-        let prefix = String(decoding: utf8[0..<length], as: UTF8.self)
-        if let found = byPrefix[prefix] { ids.formUnion(found) }
+        if let found = byPrefix[String(decoding: utf8[0..<length], as: UTF8.self)] {
+          visit(found)
+        }
       }
     }
+  }
+
+  /// The ids of the watches a change of `key` goes to (for tests and logs).
+  mutating func matching(_ key: String) -> Set<String> {
+    var ids: Set<String> = []
+    forEachMatch(key) { ids.insert($0.id) }
     return ids
   }
 }
