@@ -19,8 +19,8 @@ struct Explanation: Equatable {
 
   /// Whether older history could still fill in a hold's "since".
   var needsOlderHistory: Bool {
-    (holder("heldBy") != nil && heldSince == nil)
-      || (holder("disabledBy") != nil && disabledSince == nil)
+    (holder(WireField.heldBy) != nil && heldSince == nil)
+      || (holder(WireField.disabledBy) != nil && disabledSince == nil)
   }
 
   /// Takes in one page of the switch's history, newer pages first.
@@ -34,10 +34,14 @@ struct Explanation: Equatable {
       sawEntries = true
     }
     for entry in entries {
-      if heldSince == nil, let held = holder("heldBy"), tookHold(entry, "heldBy", held) {
+      if heldSince == nil, let held = holder(WireField.heldBy),
+        tookHold(entry, WireField.heldBy, held)
+      {
         heldSince = entry
       }
-      if disabledSince == nil, let by = holder("disabledBy"), tookHold(entry, "disabledBy", by) {
+      if disabledSince == nil, let by = holder(WireField.disabledBy),
+        tookHold(entry, WireField.disabledBy, by)
+      {
         disabledSince = entry
       }
       if !needsOlderHistory { return }
@@ -47,7 +51,7 @@ struct Explanation: Equatable {
   /// `why --json`: `{"switch", "lastChange", "heldSince", "disabledSince"}`.
   var json: JSONValue {
     .object([
-      JSONMember("switch", switchObject),
+      JSONMember(WireField.switch, switchObject),
       JSONMember("lastChange", lastChange ?? .null),
       JSONMember("heldSince", heldSince ?? .null),
       JSONMember("disabledSince", disabledSince ?? .null),
@@ -60,6 +64,6 @@ struct Explanation: Equatable {
   }
 
   private func tookHold(_ entry: JSONValue, _ field: String, _ holder: JSONValue) -> Bool {
-    entry["state"]?[field] == holder && entry["previous"]?[field] != holder
+    entry[WireField.state]?[field] == holder && entry[WireField.previous]?[field] != holder
   }
 }

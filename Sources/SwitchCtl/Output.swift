@@ -1,3 +1,4 @@
+import SwitchCore
 import SwitchProtocol
 
 /// Text for people, from the JSON the daemon sends. Pure functions of JSON
@@ -20,11 +21,13 @@ enum Output {
   /// it comes first. E.g. `disabled by admin: Gone.`.
   static func notes(_ state: JSONValue) -> [String] {
     var notes: [String] = []
-    if state["disabled"] == .bool(true) {
-      notes.append(hold("disabled", by: state["disabledBy"], reason: state["disabledReason"]))
+    if state[WireField.disabled] == .bool(true) {
+      notes.append(
+        hold("disabled", by: state[WireField.disabledBy], reason: state[WireField.disabledReason]))
     }
-    if state["readOnly"] == .bool(true) {
-      notes.append(hold("read-only", by: state["heldBy"], reason: state["readOnlyReason"]))
+    if state[WireField.readOnly] == .bool(true) {
+      notes.append(
+        hold("read-only", by: state[WireField.heldBy], reason: state[WireField.readOnlyReason]))
     }
     return notes
   }
@@ -66,9 +69,9 @@ enum Output {
   /// Who made a change: `uid 1000 (pid 4321)`, or `policy`.
   static func actor(_ actor: JSONValue?, withPID: Bool) -> String {
     guard let actor else { return "?" }
-    if let source = actor["source"]?.stringValue { return source }
-    guard let uid = actor["uid"]?.int64Value else { return "?" }
-    if withPID, let pid = actor["pid"]?.int64Value { return "uid \(uid) (pid \(pid))" }
+    if let source = actor[WireField.source]?.stringValue { return source }
+    guard let uid = actor[WireField.uid]?.int64Value else { return "?" }
+    if withPID, let pid = actor[WireField.pid]?.int64Value { return "uid \(uid) (pid \(pid))" }
     return "uid \(uid)"
   }
 
@@ -81,15 +84,15 @@ enum Output {
 
   /// `get`: `off (read-only by policy: Bluetooth is turned off by your organisation.)`.
   static func get(_ switchObject: JSONValue) -> String {
-    withNotes(onOff(switchObject["checked"]), switchObject)
+    withNotes(onOff(switchObject[WireField.checked]), switchObject)
   }
 
   /// `list`: key, on/off, label and notes, in aligned columns.
   static func list(_ result: JSONValue) -> [String] {
-    let rows = (result["switches"]?.arrayValue ?? []).map { item -> [String] in
+    let rows = (result[WireField.switches]?.arrayValue ?? []).map { item -> [String] in
       var row = [
-        item["key"]?.stringValue ?? "?", onOff(item["checked"]),
-        printable(item["label"]?.stringValue ?? ""),
+        item[WireField.key]?.stringValue ?? "?", onOff(item[WireField.checked]),
+        printable(item[WireField.label]?.stringValue ?? ""),
       ]
       let notes = notes(item)
       if !notes.isEmpty { row.append(notes.map { "(" + $0 + ")" }.joined(separator: " ")) }
@@ -100,33 +103,36 @@ enum Output {
 
   /// A write (`set`, `lock`, …): `wifi: on`, `wifi: on (unchanged)`, with notes.
   static func write(_ result: JSONValue) -> String {
-    let switchObject = result["switch"] ?? .null
-    var text = (switchObject["key"]?.stringValue ?? "?") + ": " + onOff(switchObject["checked"])
-    if result["changed"] == .bool(false) { text += " (unchanged)" }
+    let switchObject = result[WireField.switch] ?? .null
+    var text =
+      (switchObject[WireField.key]?.stringValue ?? "?") + ": "
+      + onOff(switchObject[WireField.checked])
+    if result[WireField.changed] == .bool(false) { text += " (unchanged)" }
     return withNotes(text, switchObject)
   }
 
   /// `history`: `43  2026-11-30T03:41:07.002Z  wifi  toggle  checked: on→off  by uid 1000 (pid 4321)`.
   static func history(_ result: JSONValue) -> [String] {
-    table((result["entries"]?.arrayValue ?? []).map(historyRow))
+    table((result[WireField.entries]?.arrayValue ?? []).map(historyRow))
   }
 
   private static func historyRow(_ entry: JSONValue) -> [String] {
     [
-      entry["revision"]?.int64Value.map { String($0) } ?? "?",
-      entry["time"]?.stringValue ?? "?",
-      entry["key"]?.stringValue ?? "?",
-      entry["cause"]?.stringValue ?? "?",
+      entry[WireField.revision]?.int64Value.map { String($0) } ?? "?",
+      entry[WireField.time]?.stringValue ?? "?",
+      entry[WireField.key]?.stringValue ?? "?",
+      entry[WireField.cause]?.stringValue ?? "?",
       // Changes vary too much in width to align; the actor follows them.
-      changes(entry) + "  by " + actor(entry["actor"], withPID: true),
+      changes(entry) + "  by " + actor(entry[WireField.actor], withPID: true),
     ]
   }
 
   /// The fields a change altered: `checked: on→off, heldBy: none→admin`.
   static func changes(_ entry: JSONValue) -> String {
-    let names = (entry["fields"]?.arrayValue ?? []).compactMap(\.stringValue)
+    let names = (entry[WireField.fields]?.arrayValue ?? []).compactMap(\.stringValue)
     return names.map { name in
-      name + ": " + field(name, entry["previous"]?[name]) + "→" + field(name, entry["state"]?[name])
+      name + ": " + field(name, entry[WireField.previous]?[name]) + "→"
+        + field(name, entry[WireField.state]?[name])
     }.joined(separator: ", ")
   }
 
@@ -145,14 +151,14 @@ enum Output {
 
   /// `watch`: `42 wifi off (toggle by uid 1000)`, then the notes of the new state.
   static func event(_ params: JSONValue) -> String {
-    let cause = params["cause"]?.stringValue ?? "?"
-    let who = actor(params["actor"], withPID: false)
+    let cause = params[WireField.cause]?.stringValue ?? "?"
+    let who = actor(params[WireField.actor], withPID: false)
     // A policy change is made by the policy: "(policy by policy)" says nothing twice.
     let origin = who == cause ? cause : cause + " by " + who
-    let state = params["state"] ?? .null
+    let state = params[WireField.state] ?? .null
     let head =
-      (params["revision"]?.int64Value.map { String($0) } ?? "?") + " "
-      + (params["key"]?.stringValue ?? "?") + " " + onOff(state["checked"])
+      (params[WireField.revision]?.int64Value.map { String($0) } ?? "?") + " "
+      + (params[WireField.key]?.stringValue ?? "?") + " " + onOff(state[WireField.checked])
     return withNotes(head + " (" + origin + ")", state)
   }
 
@@ -173,26 +179,26 @@ enum Output {
   /// `why`: several lines explaining the switch.
   static func why(_ explanation: Explanation) -> [String] {
     let s = explanation.switchObject
-    let key = s["key"]?.stringValue ?? "?"
-    let label = printable(s["label"]?.stringValue ?? "")
+    let key = s[WireField.key]?.stringValue ?? "?"
+    let label = printable(s[WireField.label]?.stringValue ?? "")
     var lines = [
-      key + (label.isEmpty ? "" : " (" + label + ")") + ": " + onOff(s["checked"])
-        + "; default " + onOff(s["defaultChecked"]) + "."
+      key + (label.isEmpty ? "" : " (" + label + ")") + ": " + onOff(s[WireField.checked])
+        + "; default " + onOff(s[WireField.defaultChecked]) + "."
     ]
-    if s["disabled"] == .bool(true) {
+    if s[WireField.disabled] == .bool(true) {
       lines.append(
         holdSentence(
-          "Disabled", by: s["disabledBy"], source: s["policySource"],
-          since: explanation.disabledSince, reason: s["disabledReason"]))
+          "Disabled", by: s[WireField.disabledBy], source: s[WireField.policySource],
+          since: explanation.disabledSince, reason: s[WireField.disabledReason]))
       lines.append("It keeps its value but does not apply while disabled.")
     }
-    if s["readOnly"] == .bool(true) {
+    if s[WireField.readOnly] == .bool(true) {
       lines.append(
         holdSentence(
-          "Read-only, held", by: s["heldBy"], source: s["policySource"],
-          since: explanation.heldSince, reason: s["readOnlyReason"]))
+          "Read-only, held", by: s[WireField.heldBy], source: s[WireField.policySource],
+          since: explanation.heldSince, reason: s[WireField.readOnlyReason]))
     }
-    if s["disabled"] != .bool(true) && s["readOnly"] != .bool(true) {
+    if s[WireField.disabled] != .bool(true) && s[WireField.readOnly] != .bool(true) {
       lines.append("Neither read-only nor disabled: anyone who may write switches can change it.")
     }
     lines.append(lastChange(explanation.lastChange, s))
@@ -206,11 +212,11 @@ enum Output {
   ) -> String {
     var text = head + " by "
     switch holder?.stringValue {
-    case "policy"?:
+    case Holder.policy.wireName?:
       text += "policy" + (source?.stringValue.map { " (" + printable($0) + ")" } ?? "")
-    case "admin"?:
+    case Holder.admin.wireName?:
       text += "an administrator"
-      if let uid = entry?["actor"]?["uid"]?.int64Value { text += " (uid \(uid))" }
+      if let uid = entry?[WireField.actor]?[WireField.uid]?.int64Value { text += " (uid \(uid))" }
     case "dependency"?:
       text += "a switch it depends on"
     case let other?:
@@ -218,26 +224,26 @@ enum Output {
     case nil:
       text += "?"
     }
-    if let time = entry?["time"]?.stringValue { text += " since " + time }
+    if let time = entry?[WireField.time]?.stringValue { text += " since " + time }
     if let reason = reason?.stringValue, !reason.isEmpty { return text + ": " + printable(reason) }
     return text + "; no reason given."
   }
 
   private static func lastChange(_ entry: JSONValue?, _ s: JSONValue) -> String {
     if let entry {
-      let revision = entry["revision"]?.int64Value.map { String($0) } ?? "?"
-      let who = actor(entry["actor"], withPID: true)
+      let revision = entry[WireField.revision]?.int64Value.map { String($0) } ?? "?"
+      let who = actor(entry[WireField.actor], withPID: true)
       var what: [String] = []
-      if let cause = entry["cause"]?.stringValue, cause != who { what.append(cause) }
+      if let cause = entry[WireField.cause]?.stringValue, cause != who { what.append(cause) }
       let changed = changes(entry)
       if !changed.isEmpty { what.append(changed) }
-      return "Last change: revision \(revision) at " + (entry["time"]?.stringValue ?? "?")
+      return "Last change: revision \(revision) at " + (entry[WireField.time]?.stringValue ?? "?")
         + " by " + who + (what.isEmpty ? "" : ": " + what.joined(separator: ", ")) + "."
     }
-    guard let revision = s["revision"]?.int64Value, revision > 0 else {
+    guard let revision = s[WireField.revision]?.int64Value, revision > 0 else {
       return "Last change: none; it has never changed."
     }
-    let time = s["changedAt"]?.stringValue.map { " at " + $0 } ?? ""
+    let time = s[WireField.changedAt]?.stringValue.map { " at " + $0 } ?? ""
     return "Last change: revision \(revision)\(time) (no longer in the retained history)."
   }
 

@@ -29,42 +29,43 @@ struct Runner {
     case .version:
       console.out("switchctl " + SwitchdVersion.current)
     case .list(let prefix):
-      let params = prefix.map { [JSONMember("prefix", .string($0))] } ?? []
+      let params = prefix.map { [JSONMember(WireField.prefix, .string($0))] } ?? []
       show(try call(.list, params), Output.list)
     case .get(let key):
       show(try call(.get, try keyParam(key))) { [Output.get($0)] }
     case .isOn(let key):
       let found = try call(.get, try keyParam(key))
-      let inEffect = found["checked"] == .bool(true) && found["disabled"] != .bool(true)
+      let inEffect =
+        found[WireField.checked] == .bool(true) && found[WireField.disabled] != .bool(true)
       return inEffect ? .success : .isOff
     case .set(let key, let checked, let ifRevision):
-      var params = try keyParam(key) + [JSONMember("checked", .bool(checked))]
-      if let ifRevision { params.append(JSONMember("ifRevision", .int(ifRevision))) }
+      var params = try keyParam(key) + [JSONMember(WireField.checked, .bool(checked))]
+      if let ifRevision { params.append(JSONMember(WireField.ifRevision, .int(ifRevision))) }
       try write(.set, params)
     case .toggle(let key, let ifRevision):
       var params = try keyParam(key)
-      if let ifRevision { params.append(JSONMember("ifRevision", .int(ifRevision))) }
+      if let ifRevision { params.append(JSONMember(WireField.ifRevision, .int(ifRevision))) }
       try write(.toggle, params)
     case .reset(let key):
       try write(.reset, try keyParam(key))
     case .lock(let key, let reason, let checked):
       var params = try keyParam(key)
-      if let reason { params.append(JSONMember("reason", .string(reason))) }
-      if let checked { params.append(JSONMember("checked", .bool(checked))) }
+      if let reason { params.append(JSONMember(WireField.reason, .string(reason))) }
+      if let checked { params.append(JSONMember(WireField.checked, .bool(checked))) }
       try write(.lock, params)
     case .unlock(let key):
       try write(.unlock, try keyParam(key))
     case .disable(let key, let reason):
       var params = try keyParam(key)
-      if let reason { params.append(JSONMember("reason", .string(reason))) }
+      if let reason { params.append(JSONMember(WireField.reason, .string(reason))) }
       try write(.disable, params)
     case .enable(let key):
       try write(.enable, try keyParam(key))
     case .history(let key, let limit, let before):
       var params: [JSONMember] = []
       if let key { params = try keyParam(key) }
-      if let limit { params.append(JSONMember("limit", .int(limit))) }
-      if let before { params.append(JSONMember("before", .int(before))) }
+      if let limit { params.append(JSONMember(WireField.limit, .int(limit))) }
+      if let before { params.append(JSONMember(WireField.before, .int(before))) }
       show(try call(.history, params), Output.history)
     case .why(let key):
       let explanation = try explain(key)
@@ -95,7 +96,7 @@ struct Runner {
     if let problem = SwitchKey.problem(key) {
       throw .other("No switch has the key \(key): \(problem).", .unknownSwitch)
     }
-    return [JSONMember("key", .string(key))]
+    return [JSONMember(WireField.key, .string(key))]
   }
 
   private func connect() throws(Failure) -> DaemonClient {
@@ -145,12 +146,12 @@ struct Runner {
     let pageSize: Int64 = 100
     var before: Int64?
     for _ in 0..<20 {
-      var pageParams = params + [JSONMember("limit", .int(pageSize))]
-      if let before { pageParams.append(JSONMember("before", .int(before))) }
-      let entries = try call(client, .history, pageParams)["entries"]?.arrayValue ?? []
+      var pageParams = params + [JSONMember(WireField.limit, .int(pageSize))]
+      if let before { pageParams.append(JSONMember(WireField.before, .int(before))) }
+      let entries = try call(client, .history, pageParams)[WireField.entries]?.arrayValue ?? []
       explanation.scan(entries)
       guard explanation.needsOlderHistory, entries.count == pageSize,
-        let oldest = entries.last?["revision"]?.int64Value
+        let oldest = entries.last?[WireField.revision]?.int64Value
       else { break }
       before = oldest
     }

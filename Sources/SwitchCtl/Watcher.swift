@@ -54,9 +54,9 @@ struct Watcher {
   func params(resume: Int64?) -> [JSONMember] {
     var params: [JSONMember] = []
     if !patterns.isEmpty {
-      params.append(JSONMember("keys", .array(patterns.map(JSONValue.string))))
+      params.append(JSONMember(WireField.keys, .array(patterns.map(JSONValue.string))))
     }
-    if let resume { params.append(JSONMember("since", .int(resume))) }
+    if let resume { params.append(JSONMember(WireField.since, .int(resume))) }
     return params
   }
 
@@ -74,7 +74,7 @@ struct Watcher {
     case .success(let result):
       // Without --since the snapshot is not printed, but its revision is
       // where the live stream starts, so it is the first resume point.
-      if resume == nil { resume = result["revision"]?.int64Value }
+      if resume == nil { resume = result[WireField.revision]?.int64Value }
     case .failure(let error):
       // A daemon that has just restarted may still be at its connection limit.
       if reconnected && error.code == .overloaded { return .dropped }
@@ -88,7 +88,9 @@ struct Watcher {
     do throws(ClientError) {
       while true {
         let (method, params) = try client.nextNotification()
-        guard method == "changed", let revision = params["revision"]?.int64Value else { continue }
+        guard method == WireField.changedNotification,
+          let revision = params[WireField.revision]?.int64Value
+        else { continue }
         if let last = resume, revision <= last { continue }
         console.out(json ? Output.json(params) : Output.event(params))
         resume = revision
