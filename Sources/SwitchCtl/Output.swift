@@ -142,7 +142,7 @@ enum Output {
     switch value {
     case nil: return "?"
     case .null?: return "none"
-    case .bool(let flag)?: return name == "checked" ? onOff(value) : (flag ? "yes" : "no")
+    case .bool(let flag)?: return name == WireField.checked ? onOff(value) : (flag ? "yes" : "no")
     case .string(let text)?:
       return name.hasSuffix("Reason") ? JSONValue.string(text).jsonText : text
     case let other?: return other.jsonText
