@@ -38,6 +38,8 @@ final class Connection {
   var interest: UInt32 = 0
   /// The peer closed its sending side: answer what it sent, then close.
   var inputClosed = false
+  /// The loop closed this connection; it is no longer served.
+  var isClosed = false
 
   init(id: UInt64, fd: Int32, peer: Peer, maxFrameBytes: Int) {
     self.id = id

@@ -77,7 +77,7 @@ extension Server {
         }
         watch.replayCursor = cursor
       }
-      if connections[connection.id] == nil { return }
+      if connection.isClosed { return }
     }
   }
 

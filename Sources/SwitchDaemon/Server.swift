@@ -261,7 +261,7 @@ final class Server {
       return
     }
     if events & UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP) != 0 { readInput(connection) }
-    if connections[token] != nil { pump(connection) }
+    if !connection.isClosed { pump(connection) }
   }
 
   private static let readChunk = 65_536
@@ -297,7 +297,7 @@ final class Server {
 
   /// Runs what can run, sends what is queued, and sets what to wait for.
   func pump(_ connection: Connection) {
-    while connections[connection.id] != nil {
+    while !connection.isClosed {
       if let next = connection.nextPending {
         // Reads wait for the writes before them (read your writes); writes
         // wait once a connection has many in flight, so a client that
@@ -313,7 +313,7 @@ final class Server {
       guard let frame = connection.framer.next() else { break }
       accept(frame, on: connection)
     }
-    guard connections[connection.id] != nil else { return }
+    guard !connection.isClosed else { return }
     continueReplays(connection)
     flush(connection)
   }
@@ -321,7 +321,7 @@ final class Server {
   /// Sends what is queued and updates the epoll interest; closes a
   /// connection that is done or whose peer is gone.
   func flush(_ connection: Connection) {
-    guard connections[connection.id] != nil else { return }
+    guard !connection.isClosed else { return }
     if connection.unsentCount > 0 {
       if connection.sendQueued() == .failed {
         closeConnection(connection, why: nil)
@@ -350,6 +350,7 @@ final class Server {
 
   func closeConnection(_ connection: Connection, why: String?) {
     guard connections.removeValue(forKey: connection.id) != nil else { return }
+    connection.isClosed = true
     if let why {
       log.rateLimited(
         .notice, cause: why, "closed a connection (pid \(connection.peer.pid)): \(why)")
