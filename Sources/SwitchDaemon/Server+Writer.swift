@@ -20,8 +20,12 @@ extension Server {
         connection.writesInFlight -= 1
         resumed[connection.id] = connection
         guard ticket.slot != 0 else { continue }
-        connection.fill(
-          slot: ticket.slot, part: ticket.part, with: bytes(for: answer, id: ticket.id))
+        if connection.writeDirectly(slot: ticket.slot, { write(&$0, answer, id: ticket.id) }) {
+          continue
+        }
+        var w = JSONWriter(capacity: 512)
+        write(&w, answer, id: ticket.id)
+        connection.fill(slot: ticket.slot, part: ticket.part, with: w.bytes)
       }
       for connection in resumed.values { pump(connection) }
       if output.reloaded {
@@ -46,17 +50,21 @@ extension Server {
       + "revision \(revision)"
   }
 
-  private func bytes(for answer: WriterOutput.Answer, id: RequestID) -> [UInt8] {
-    var w = JSONWriter(capacity: 512)
+  private func write(_ w: inout JSONWriter, _ answer: WriterOutput.Answer, id: RequestID) {
     switch answer {
     case .write(.success(let outcome)):
       ResponseEncoding.beginResult(&w, id: id)
       w.raw("{\"changed\":")
       w.bool(outcome.changed)
       w.raw(",\"switch\":")
-      WireEncoding.writeSwitch(
-        &w, definition: outcome.definition, record: outcome.record,
-        policySource: outcome.policySource)
+      if records[outcome.record.key] == outcome.record {
+        // The switch is as this write left it: the cached encoding serves.
+        writeSwitch(&w, key: outcome.record.key)
+      } else {
+        WireEncoding.writeSwitch(
+          &w, definition: outcome.definition, record: outcome.record,
+          policySource: outcome.policySource)
+      }
       w.raw("}")
       ResponseEncoding.endResult(&w)
     case .reload(.success(let counts)):
@@ -70,6 +78,5 @@ extension Server {
     case .write(.failure(let error)), .reload(.failure(let error)):
       ResponseEncoding.writeError(&w, id: id, error)
     }
-    return w.bytes
   }
 }

@@ -174,7 +174,17 @@ import Testing
     let boundInode = inode(of: activated)
     // The first connection starts switchd; it is in the backlog of the
     // passed socket when switchd starts, and is answered.
-    let first = try RPCClient(socketPath: activated, receiveTimeout: 10)
+    // The activator binds before it listens: a connect in between is
+    // refused, so it is retried until the deadline.
+    var connected: RPCClient?
+    while connected == nil {
+      connected = try? RPCClient(socketPath: activated, receiveTimeout: 10)
+      if connected == nil {
+        try #require(monotonicNow() < deadline, "cannot connect to \(activated): \(daemon.log)")
+        usleep(5000)
+      }
+    }
+    let first = try #require(connected)
     let ready = try notify.waitFor("READY=1", child: child, log: log)
     #expect(ready.allSatisfy { $0.pid == child.pid }, "switchd must run in the activator's pid")
     let status = try first.result("status")
