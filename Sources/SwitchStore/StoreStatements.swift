@@ -30,6 +30,13 @@ struct StoreStatements {
     static let insertSwitchIfAbsent = """
       INSERT INTO switches(\(switchColumns)) VALUES (\(switchValues)) ON CONFLICT(key) DO NOTHING
       """
+    /// The common case of a commit: the row exists (declared switches get
+    /// one at start), and a plain UPDATE does half the work of an upsert.
+    static let updateSwitch = """
+      UPDATE switches SET checked = ?2, read_only = ?3, read_only_reason = ?4, held_by = ?5, \
+      disabled = ?6, disabled_reason = ?7, disabled_by = ?8, revision = ?9, changed_at = ?10 \
+      WHERE key = ?1
+      """
     static let upsertSwitch = """
       INSERT INTO switches(\(switchColumns)) VALUES (\(switchValues))
       ON CONFLICT(key) DO UPDATE SET checked = excluded.checked,
@@ -86,6 +93,7 @@ struct StoreStatements {
   let hasSwitch: SQLiteStatement
   let insertSwitchIfAbsent: SQLiteStatement
   let upsertSwitch: SQLiteStatement
+  let updateSwitch: SQLiteStatement
   let readRevision: SQLiteStatement
   let writeRevision: SQLiteStatement
   let insertChange: SQLiteStatement
@@ -104,6 +112,7 @@ struct StoreStatements {
     hasSwitch = try connection.prepareCached(SQL.hasSwitch)
     insertSwitchIfAbsent = try connection.prepareCached(SQL.insertSwitchIfAbsent)
     upsertSwitch = try connection.prepareCached(SQL.upsertSwitch)
+    updateSwitch = try connection.prepareCached(SQL.updateSwitch)
     readRevision = try connection.prepareCached(SQL.readRevision)
     writeRevision = try connection.prepareCached(SQL.writeRevision)
     insertChange = try connection.prepareCached(SQL.insertChange)
