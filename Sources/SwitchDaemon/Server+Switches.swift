@@ -2,20 +2,22 @@ import SwitchCore
 import SwitchProtocol
 
 extension Server {
-  /// Writes the Switch object of a declared `key`, from the cache when it
-  /// has not changed since it was last encoded.
-  func writeSwitch(_ w: inout JSONWriter, key: String) {
-    if let bytes = encodedSwitches[key] {
-      w.raw(bytes)
-      return
-    }
-    guard let definition = catalog.switches[key], let record = records[key] else { return }
+  /// The Switch object of a declared `key`, encoded once until it changes;
+  /// nil for a key the schema does not declare. One lookup when cached.
+  func encodedSwitch(_ key: String) -> [UInt8]? {
+    if let bytes = encodedSwitches[key] { return bytes }
+    guard let definition = catalog.switches[key], let record = records[key] else { return nil }
     var encoded = JSONWriter(capacity: 512)
     WireEncoding.writeSwitch(
       &encoded, definition: definition, record: record,
       policySource: Rules.policySource(state: record.state, rule: catalog.policies[key]))
     encodedSwitches[key] = encoded.bytes
-    w.raw(encoded.bytes)
+    return encoded.bytes
+  }
+
+  /// Writes the Switch object of a declared `key`.
+  func writeSwitch(_ w: inout JSONWriter, key: String) {
+    if let bytes = encodedSwitch(key) { w.raw(bytes) }
   }
 
   /// Writes a JSON array of the Switch objects of `keys`.

@@ -478,11 +478,11 @@ final class Server {
     }
     switch call {
     case .get(let key):
-      guard catalog.switches[key] != nil else {
+      guard let bytes = encodedSwitch(key) else {
         fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
         return
       }
-      answer(pending, on: connection) { w in writeSwitch(&w, key: key) }
+      answer(pending, on: connection) { w in w.raw(bytes) }
     case .list(let prefix):
       answer(pending, on: connection) { w in writeList(&w, prefix: prefix) }
     case .write(let key, let operation):
