@@ -19,18 +19,7 @@ public enum WireEncoding {
     w.bool(s.checked)
     w.raw(",\"defaultChecked\":")
     w.bool(definition.defaultChecked)
-    w.raw(",\"readOnly\":")
-    w.bool(s.readOnly)
-    w.raw(",\"readOnlyReason\":")
-    w.stringOrNull(s.readOnlyReason)
-    w.raw(",\"heldBy\":")
-    w.stringOrNull(s.heldBy?.wireName)
-    w.raw(",\"disabled\":")
-    w.bool(s.disabled)
-    w.raw(",\"disabledReason\":")
-    w.stringOrNull(s.disabledReason)
-    w.raw(",\"disabledBy\":")
-    w.stringOrNull(s.disabledBy?.wireName)
+    writeHoldMembers(&w, s)
     w.raw(",\"checkedIcon\":")
     w.string(definition.checkedIcon)
     w.raw(",\"uncheckedIcon\":")
@@ -52,6 +41,13 @@ public enum WireEncoding {
   public static func writeState(_ w: inout JSONWriter, _ s: SwitchState) {
     w.raw("{\"checked\":")
     w.bool(s.checked)
+    writeHoldMembers(&w, s)
+    w.raw("}")
+  }
+
+  /// `,"readOnly":…` through `,"disabledBy":…`: the members a Switch and a
+  /// State share after `checked` (a Switch puts `defaultChecked` between).
+  static func writeHoldMembers(_ w: inout JSONWriter, _ s: SwitchState) {
     w.raw(",\"readOnly\":")
     w.bool(s.readOnly)
     w.raw(",\"readOnlyReason\":")
@@ -64,7 +60,6 @@ public enum WireEncoding {
     w.stringOrNull(s.disabledReason)
     w.raw(",\"disabledBy\":")
     w.stringOrNull(s.disabledBy?.wireName)
-    w.raw("}")
   }
 
   /// An Actor object.

@@ -24,22 +24,7 @@ enum Durability {
     private var peerClosed = false
 
     init(socketPath: String) throws {
-      fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
-      var addr = sockaddr_un()
-      addr.sun_family = sa_family_t(AF_UNIX)
-      let bytes = Array(socketPath.utf8)
-      withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-        for (i, b) in bytes.enumerated() { raw[i] = b }
-      }
-      let rc = withUnsafePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-          connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
-      }
-      guard rc == 0 else {
-        Glibc.close(fd)
-        throw FixtureError("connect \(socketPath) failed: errno \(errno)")
-      }
+      fd = try connectUnixSocket(socketPath)
     }
 
     deinit { Glibc.close(fd) }

@@ -850,27 +850,8 @@ private final class RawSocket {
   private let reader: LineReader
 
   init(path: String, receiveBuffer: Int32? = nil) throws {
-    fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
-    guard fd >= 0 else { throw FixtureError("socket failed: errno \(errno)") }
+    fd = try connectUnixSocket(path, receiveBuffer: receiveBuffer)
     reader = LineReader(fd: fd)
-    if var size = receiveBuffer {
-      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-    }
-    var addr = sockaddr_un()
-    addr.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-      for (i, b) in bytes.enumerated() { raw[i] = b }
-    }
-    let rc = withUnsafePointer(to: &addr) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    guard rc == 0 else {
-      Glibc.close(fd)
-      throw FixtureError("connect \(path) failed: errno \(errno)")
-    }
   }
 
   deinit { Glibc.close(fd) }

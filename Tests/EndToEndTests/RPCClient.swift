@@ -10,23 +10,7 @@ final class RPCClient {
   var notifications: [JSONValue] = []
 
   init(socketPath: String, receiveTimeout: Double = 20) throws {
-    fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
-    var addr = sockaddr_un()
-    addr.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(socketPath.utf8)
-    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-      for (i, b) in bytes.enumerated() { raw[i] = b }
-    }
-    let rc = withUnsafePointer(to: &addr) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    guard rc == 0 else {
-      let error = errno
-      close()
-      throw FixtureError("connect \(socketPath) failed: errno \(error)")
-    }
+    fd = try connectUnixSocket(socketPath)
     var tv = timeval(tv_sec: Int(receiveTimeout), tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
   }
@@ -119,4 +103,31 @@ final class RPCClient {
     }
     return message["params"] ?? .null
   }
+}
+
+/// A connected Unix stream socket, or an error (the descriptor is closed on
+/// failure, once). `receiveBuffer` sets SO_RCVBUF before connecting.
+func connectUnixSocket(_ path: String, receiveBuffer: Int32? = nil) throws -> Int32 {
+  let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+  guard fd >= 0 else { throw FixtureError("socket failed: errno \(errno)") }
+  if var size = receiveBuffer {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+  }
+  var addr = sockaddr_un()
+  addr.sun_family = sa_family_t(AF_UNIX)
+  let bytes = Array(path.utf8)
+  withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+    for (i, b) in bytes.enumerated() { raw[i] = b }
+  }
+  let rc = withUnsafePointer(to: &addr) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+      connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+    }
+  }
+  guard rc == 0 else {
+    let error = errno
+    Glibc.close(fd)
+    throw FixtureError("connect \(path) failed: errno \(error)")
+  }
+  return fd
 }
