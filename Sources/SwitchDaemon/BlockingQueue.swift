@@ -28,6 +28,14 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
     pthread_cond_signal(&condition)
   }
 
+  /// Appends several items under one lock and one wake-up.
+  func push(contentsOf more: [Item]) {
+    pthread_mutex_lock(&mutex)
+    items.append(contentsOf: more)
+    pthread_mutex_unlock(&mutex)
+    pthread_cond_signal(&condition)
+  }
+
   /// Waits until at least one item is queued, then takes them all.
   func takeAll() -> [Item] {
     pthread_mutex_lock(&mutex)

@@ -49,6 +49,8 @@ final class Server {
   private let startedAt = monotonicSeconds()
 
   var connections: [UInt64: Connection] = [:]
+  /// Writes submitted during this turn of the loop, not yet handed over.
+  private var writesThisTurn: [WriterJob] = []
   var hub = WatchHub()
   /// Each switch's Switch object, encoded once until it changes: most
   /// requests read switches that did not change since the last read.
@@ -123,6 +125,7 @@ final class Server {
         default: connectionEvent(tokens[i], events[i])
         }
       }
+      handOverWrites()
       tick()
     }
     finishShutdown()
@@ -171,7 +174,7 @@ final class Server {
       if signal == SIGHUP {
         notifier.send("RELOADING=1")
         log.info("SIGHUP: reloading the configuration")
-        jobs.push(.reload(nil))
+        writesThisTurn.append(.reload(nil))
       } else if signal == SIGTERM || signal == SIGINT {
         beginShutdown(signal == SIGTERM ? "SIGTERM" : "SIGINT")
       }
@@ -520,9 +523,18 @@ final class Server {
       id: pending.request.id ?? .null)
   }
 
+  /// Queues a write for the writer. Writes are handed over once per turn
+  /// of the loop (`handOverWrites`), so the writes of every client that was
+  /// ready in the same turn share one transaction and one sync.
   private func submit(_ job: WriterJob, for connection: Connection) {
     connection.writesInFlight += 1
-    jobs.push(job)
+    writesThisTurn.append(job)
+  }
+
+  private func handOverWrites() {
+    guard !writesThisTurn.isEmpty else { return }
+    jobs.push(contentsOf: writesThisTurn)
+    writesThisTurn.removeAll(keepingCapacity: true)
   }
 
   private func writeStatus(_ w: inout JSONWriter) {
