@@ -305,7 +305,9 @@ final class Server {
         // Reads wait for the writes before them (read your writes); writes
         // wait once a connection has many in flight, so a client that
         // never reads cannot queue answers without bound.
-        if connection.writesInFlight > 0 && !isWrite(next.request) { break }
+        if connection.writesInFlight > 0 && Method(rawValue: next.request.method)?.isWrite != true {
+          break
+        }
         if connection.writesInFlight >= Self.maxWritesInFlight { break }
         _ = connection.popPending()
         execute(next, on: connection)
@@ -410,13 +412,6 @@ final class Server {
           part += 1
         }
       }
-    }
-  }
-
-  private func isWrite(_ request: Request) -> Bool {
-    switch Method(rawValue: request.method) {
-    case .set, .toggle, .reset, .lock, .unlock, .disable, .enable, .reload: return true
-    default: return false
     }
   }
 

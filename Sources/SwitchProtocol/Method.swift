@@ -5,6 +5,15 @@ public enum Method: String, CaseIterable, Sendable {
   case get, list, set, toggle, reset, watch, unwatch, history
   case lock, unlock, disable, enable, reload, status
 
+  /// Methods that may change state: the daemon answers them only after
+  /// their transaction commits, and a later read waits for them.
+  public var isWrite: Bool {
+    switch self {
+    case .set, .toggle, .reset, .lock, .unlock, .disable, .enable, .reload: return true
+    default: return false
+    }
+  }
+
   /// Only an administrator may call these.
   public var isAdministrative: Bool {
     switch self {

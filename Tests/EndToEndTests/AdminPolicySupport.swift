@@ -112,19 +112,7 @@ final class UserRelay {
     """
 }
 
-private let relayCounter = RelayCounter()
-
-private final class RelayCounter: @unchecked Sendable {
-  private var value = 0
-  private var lock = pthread_mutex_t()
-  init() { pthread_mutex_init(&lock, nil) }
-  func next() -> Int {
-    pthread_mutex_lock(&lock)
-    defer { pthread_mutex_unlock(&lock) }
-    value += 1
-    return value
-  }
-}
+private let relayCounter = SerialCounter()
 
 /// The gid of `name`, creating the group (`groupadd -f`) when it is missing.
 /// Tests that need real group membership use names prefixed `switchd-test-`.

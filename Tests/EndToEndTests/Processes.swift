@@ -49,9 +49,11 @@ func waitForExit(_ pid: pid_t, seconds: Double) -> Int32? {
   return 128 + (status & 0x7f)
 }
 
-private let outputCounter = Counter()
+private let outputCounter = SerialCounter()
 
-private final class Counter: @unchecked Sendable {
+/// A process-wide counter for unique names in tests that run in parallel.
+/// `@unchecked Sendable`: `value` is only touched under the mutex.
+final class SerialCounter: @unchecked Sendable {
   private var value = 0
   private var lock = pthread_mutex_t()
   init() { pthread_mutex_init(&lock, nil) }
