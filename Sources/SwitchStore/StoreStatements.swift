@@ -54,10 +54,14 @@ struct StoreStatements {
       """
     static let writeRevision = "UPDATE meta SET value = ?1 WHERE name = 'revision'"
 
+    /// `?22` is `key_previous`: the revision of the previous change of the same key.
     static let insertChange = """
-      INSERT INTO changes(\(changeColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
-      ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)
+      INSERT INTO changes(\(changeColumns), key_previous) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
+      ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)
       """
+    /// The newest change of a key is the revision its switch row carries (0: none yet).
+    static let switchRevision = "SELECT revision FROM switches WHERE key = ?1"
+    static let insertMark = "INSERT INTO key_marks(key, revision) VALUES (?1, ?2)"
     /// min() over the INTEGER PRIMARY KEY is one b-tree descent, not a scan.
     static let oldestChange = "SELECT min(revision) FROM changes"
     /// A range on the primary key: O(log n + rows returned).
@@ -69,10 +73,13 @@ struct StoreStatements {
     static let history = """
       SELECT \(changeColumns) FROM changes WHERE revision < ?1 ORDER BY revision DESC LIMIT ?2
       """
-    /// `changes_by_key(key, revision)` walked backwards within one key.
-    static let historyOfKey = """
-      SELECT \(changeColumns) FROM changes WHERE key = ?1 AND revision < ?2
-      ORDER BY revision DESC LIMIT ?3
+    /// One step of a key's history: a row by its revision, and the one before it of that key.
+    static let changeAndPrevious = """
+      SELECT \(changeColumns), key_previous FROM changes WHERE revision = ?1
+      """
+    /// Where to start walking a key's history back to `before`: the oldest mark at or above it.
+    static let markAtOrAbove = """
+      SELECT revision FROM key_marks WHERE key = ?1 AND revision >= ?2 ORDER BY revision LIMIT 1
       """
     /// The newest revision that pruning may delete: the one just older than the newest `keep`.
     /// Walks `keep` rows of the primary key backwards, once per prune; it does not rely on the
@@ -84,6 +91,8 @@ struct StoreStatements {
       DELETE FROM changes WHERE revision IN
         (SELECT revision FROM changes WHERE revision <= ?1 ORDER BY revision LIMIT ?2)
       """
+    /// A scan of the marks (one per 64 changes), once per prune.
+    static let pruneMarks = "DELETE FROM key_marks WHERE revision <= ?1"
   }
 
   let begin: SQLiteStatement
@@ -97,12 +106,16 @@ struct StoreStatements {
   let readRevision: SQLiteStatement
   let writeRevision: SQLiteStatement
   let insertChange: SQLiteStatement
+  let switchRevision: SQLiteStatement
+  let insertMark: SQLiteStatement
   let oldestChange: SQLiteStatement
   let changesRange: SQLiteStatement
   let history: SQLiteStatement
-  let historyOfKey: SQLiteStatement
+  let changeAndPrevious: SQLiteStatement
+  let markAtOrAbove: SQLiteStatement
   let pruneThreshold: SQLiteStatement
   let pruneChunk: SQLiteStatement
+  let pruneMarks: SQLiteStatement
 
   init(_ connection: SQLiteConnection) throws(SQLiteError) {
     begin = try connection.prepareCached(SQL.begin)
@@ -116,12 +129,16 @@ struct StoreStatements {
     readRevision = try connection.prepareCached(SQL.readRevision)
     writeRevision = try connection.prepareCached(SQL.writeRevision)
     insertChange = try connection.prepareCached(SQL.insertChange)
+    switchRevision = try connection.prepareCached(SQL.switchRevision)
+    insertMark = try connection.prepareCached(SQL.insertMark)
     oldestChange = try connection.prepareCached(SQL.oldestChange)
     changesRange = try connection.prepareCached(SQL.changesRange)
     history = try connection.prepareCached(SQL.history)
-    historyOfKey = try connection.prepareCached(SQL.historyOfKey)
+    changeAndPrevious = try connection.prepareCached(SQL.changeAndPrevious)
+    markAtOrAbove = try connection.prepareCached(SQL.markAtOrAbove)
     pruneThreshold = try connection.prepareCached(SQL.pruneThreshold)
     pruneChunk = try connection.prepareCached(SQL.pruneChunk)
+    pruneMarks = try connection.prepareCached(SQL.pruneMarks)
   }
 }
 
@@ -138,8 +155,8 @@ extension SQLiteStatement {
     try bind(changedAt, at: 10)
   }
 
-  /// Binds a log row to `?1`...`?21` (`SQL.changeColumns`).
-  func bindChange(_ change: Change) throws(SQLiteError) {
+  /// Binds a log row to `?1`...`?22` (`SQL.changeColumns`, then `key_previous`).
+  func bindChange(_ change: Change, keyPrevious: Int64?) throws(SQLiteError) {
     try bind(change.revision, at: 1)
     try bind(change.key, at: 2)
     try bind(change.cause.storageName, at: 3)
@@ -157,6 +174,7 @@ extension SQLiteStatement {
     }
     try bindState(change.state, from: 8)
     try bindState(change.previous, from: 15)
+    try bind(keyPrevious, at: 22)
   }
 
   /// Binds the seven State columns to `?first`...`?(first + 6)`.

@@ -22,6 +22,13 @@
 // the counter survives pruning the whole log. `commit` appends revision current + 1, + 2, …
 // and `prune` only deletes the oldest rows, so the log is always a contiguous run of revisions
 // that ends at the current revision (or is empty).
+//
+// History of a key: there is no index on the log's keys (it cost a page per key per commit).
+// Each log row holds `key_previous`, the revision of the previous change of its key, and the
+// switch row's revision is the newest, so a key's history is a walk down that chain: one
+// primary-key lookup per entry returned. For an arbitrary `before`, `key_marks` (a sparse
+// index: the first change of a key after each open, then every `markSpacing`-th) gives a
+// starting point at most `markSpacing` steps above it.
 
 import CSQLite
 import SwitchCore
@@ -43,11 +50,27 @@ public final class SwitchStore {
   public let path: String
   let connection: SQLiteConnection
   private let statements: StoreStatements
+  /// How many changes of a key at most lie between two of its marks (see the top of the file).
+  let markSpacing: Int
+  /// Per key, the newest change committed through this store and how many changes since its
+  /// last mark. Filled on a key's first commit after opening (from its switch row).
+  private var chains: [String: KeyChain] = [:]
+
+  private struct KeyChain {
+    var newest: Int64
+    var sinceMark: Int
+  }
 
   /// Opens (creating when readWrite and absent), checks with PRAGMA quick_check (readWrite
   /// only), refuses a newer schema, and migrates forward (readWrite only).
-  public init(path: String, mode: Mode = .readWrite) throws(StoreError) {
+  public convenience init(path: String, mode: Mode = .readWrite) throws(StoreError) {
+    try self.init(path: path, mode: mode, markSpacing: 64)
+  }
+
+  /// `markSpacing` is a parameter so tests can make walks between marks short.
+  init(path: String, mode: Mode, markSpacing: Int) throws(StoreError) {
     self.path = path
+    self.markSpacing = max(markSpacing, 1)
     let connection = try Self.run(path) { () throws(SQLiteError) in
       let flags =
         mode == .readWrite ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY
@@ -130,19 +153,33 @@ public final class SwitchStore {
   public func history(key: String?, before: Int64?, limit: Int) throws(StoreError) -> [Change] {
     guard limit > 0 else { return [] }
     return try run { () throws(SQLiteError) in
-      let statement: SQLiteStatement
-      if let key {
-        statement = statements.historyOfKey
-        try statement.bind(key, at: 1)
-        try statement.bind(before ?? .max, at: 2)
-        try statement.bind(Int64(limit), at: 3)
-      } else {
-        statement = statements.history
-        try statement.bind(before ?? .max, at: 1)
-        try statement.bind(Int64(limit), at: 2)
-      }
+      if let key { return try history(of: key, before: before, limit: limit) }
+      let statement = statements.history
+      try statement.bind(before ?? .max, at: 1)
+      try statement.bind(Int64(limit), at: 2)
       return try readChanges(statement)
     }
+  }
+
+  /// Walks `key`'s chain down from its newest change, or from the mark just above `before`.
+  /// Rows are never changed once written and pruning only removes the oldest, so the walk
+  /// needs no snapshot: it ends at the first revision no longer in the log.
+  private func history(of key: String, before: Int64?, limit: Int) throws(SQLiteError)
+    -> [Change]
+  {
+    var next: Int64?
+    if let before { next = try markAtOrAbove(key: key, revision: before) }
+    if next == nil { next = try switchRevision(key) }
+    var result: [Change] = []
+    let statement = statements.changeAndPrevious
+    while let revision = next, result.count < limit {
+      defer { statement.reset() }
+      try statement.bind(revision, at: 1)
+      guard try statement.step() else { break }
+      if revision < before ?? .max { result.append(try statement.readChange()) }
+      next = statement.optionalInt64(at: 21)
+    }
+    return result
   }
 
   /// Whether a switch row exists for key.
@@ -183,6 +220,8 @@ public final class SwitchStore {
   /// failure: ROLLBACK, throw, nothing changed. When it returns, the changes are durable.
   public func commit(_ changes: [Change]) throws(StoreError) {
     guard !changes.isEmpty else { return }
+    // Chains advance in a copy that replaces `chains` only once the commit succeeded.
+    var advanced: [String: KeyChain] = [:]
     try transaction { () throws(SQLiteError) in
       // Read under the write lock: this is the revision the first change must follow.
       var expected = try readRevision() + 1
@@ -193,6 +232,13 @@ public final class SwitchStore {
             context: "commit on \(path)")
         }
         expected += 1
+        // Read before the switch row is updated: on a key's first commit it is the chain's end.
+        let previous: KeyChain
+        if let known = advanced[change.key] ?? chains[change.key] {
+          previous = known
+        } else {
+          previous = try startChain(change.key)
+        }
         let update = statements.updateSwitch
         try update.bindSwitch(
           key: change.key, state: change.state, revision: change.revision,
@@ -206,10 +252,26 @@ public final class SwitchStore {
           try execute(upsert)
         }
         let insert = statements.insertChange
-        try insert.bindChange(change)
+        try insert.bindChange(change, keyPrevious: previous.newest > 0 ? previous.newest : nil)
         try execute(insert)
+        var next = KeyChain(newest: change.revision, sinceMark: previous.sinceMark + 1)
+        if next.sinceMark >= markSpacing {
+          let mark = statements.insertMark
+          try mark.bind(change.key, at: 1)
+          try mark.bind(change.revision, at: 2)
+          try execute(mark)
+          next.sinceMark = 0
+        }
+        advanced[change.key] = next
       }
     }
+    chains.merge(advanced) { $1 }
+  }
+
+  /// A key's chain as the file holds it, for its first change since opening: that change is
+  /// marked (`sinceMark` is full), so each run of unmarked changes stays within one opening.
+  private func startChain(_ key: String) throws(SQLiteError) -> KeyChain {
+    KeyChain(newest: try switchRevision(key) ?? 0, sinceMark: markSpacing - 1)
   }
 
   /// Deletes the oldest log rows so that at most `keep` remain, in chunks of at most `chunk`
@@ -239,7 +301,15 @@ public final class SwitchStore {
         try statement.bind(threshold, at: 1)
         try statement.bind(chunk, at: 2)
         try execute(statement)
-        return connection.changes
+        let count = connection.changes
+        if count < chunk {
+          // The last chunk: marks of deleted rows go too (harmless if kept: a walk that
+          // starts at one ends at once, as every row below it is gone).
+          let marks = statements.pruneMarks
+          try marks.bind(threshold, at: 1)
+          try execute(marks)
+        }
+        return count
       }
       deleted += count
       if count < chunk { break }
@@ -323,6 +393,24 @@ public final class SwitchStore {
   private func execute(_ statement: SQLiteStatement) throws(SQLiteError) {
     defer { statement.reset() }
     try statement.run()
+  }
+
+  /// The revision of `key`'s newest change; nil when it has none or no row.
+  private func switchRevision(_ key: String) throws(SQLiteError) -> Int64? {
+    let statement = statements.switchRevision
+    defer { statement.reset() }
+    try statement.bind(key, at: 1)
+    guard try statement.step() else { return nil }
+    let revision = statement.int64(at: 0)
+    return revision > 0 ? revision : nil
+  }
+
+  private func markAtOrAbove(key: String, revision: Int64) throws(SQLiteError) -> Int64? {
+    let statement = statements.markAtOrAbove
+    defer { statement.reset() }
+    try statement.bind(key, at: 1)
+    try statement.bind(revision, at: 2)
+    return try statement.step() ? statement.int64(at: 0) : nil
   }
 
   private func readRevision() throws(SQLiteError) -> Int64 {

@@ -10,7 +10,9 @@ import Testing
   static let keyed: [(name: String, sql: String, uses: String)] = [
     ("changes", SQL.changesRange, "INTEGER PRIMARY KEY"),
     ("history", SQL.history, "INTEGER PRIMARY KEY"),
-    ("historyOfKey", SQL.historyOfKey, "INDEX changes_by_key"),
+    ("changeAndPrevious", SQL.changeAndPrevious, "INTEGER PRIMARY KEY"),
+    ("markAtOrAbove", SQL.markAtOrAbove, "PRIMARY KEY"),
+    ("switchRevision", SQL.switchRevision, "PRIMARY KEY"),
     ("hasSwitch", SQL.hasSwitch, "PRIMARY KEY"),
     ("readRevision", SQL.readRevision, "PRIMARY KEY"),
     ("writeRevision", SQL.writeRevision, "PRIMARY KEY"),

@@ -1,0 +1,163 @@
+import CSQLite
+import SwitchCore
+import Testing
+
+@testable import SwitchStore
+
+/// A key's history is a walk down `key_previous` with `key_marks` as a sparse index (see the
+/// top of SwitchStore.swift). These tests compare every page against a filter of the whole log,
+/// across group commits, reopenings, pruning and the migration from schema 1.
+@Suite struct KeyHistoryTests {
+  static let keys = ["a", "b", "c", "rare"]
+
+  /// A skewed, seeded mix: "a" most, "rare" seldom, in groups of 1 to 9 changes per commit.
+  static func commitRandomLog(
+    _ store: SwitchStore, from first: Int64, count: Int, seed: UInt64
+  ) throws {
+    var random = SplitMix(seed: seed)
+    var revision = first
+    let last = first + Int64(count) - 1
+    while revision <= last {
+      let size = min(Int64(random.next() % 9 + 1), last - revision + 1)
+      var group: [Change] = []
+      for r in revision..<(revision + size) {
+        let roll = random.next() % 20
+        let key = roll < 10 ? "a" : roll < 15 ? "b" : roll < 19 ? "c" : "rare"
+        group.append(sampleChange(r, key: key, checked: random.next() % 2 == 0))
+      }
+      try store.commit(group)
+      revision += size
+    }
+  }
+
+  /// Every key, every `before` from below the oldest to above the newest, several limits.
+  static func expectPagesMatchTheLog(_ store: SwitchStore) throws {
+    let log = try store.changes(after: 0, upTo: .max, limit: 1_000_000)
+    let newest = log.last?.revision ?? 0
+    for key in keys + ["never"] {
+      for before in [nil] + Array(Int64(-1)...(newest + 2)).map(Optional.some) {
+        for limit in [1, 2, 5, 1000] {
+          let expected = log.reversed().filter { $0.key == key && $0.revision < before ?? .max }
+            .prefix(limit)
+          let page = try store.history(key: key, before: before, limit: limit)
+          #expect(page == Array(expected), "key \(key) before \(String(describing: before))")
+        }
+      }
+    }
+  }
+
+  /// Between two marks of a key (and above its newest) lie fewer than `spacing` changes.
+  static func expectMarksBoundTheWalk(_ store: SwitchStore, spacing: Int) throws {
+    let log = try store.changes(after: 0, upTo: .max, limit: 1_000_000)
+    let marks = Set(
+      try store.connection.textRows("SELECT key || ':' || revision FROM key_marks"))
+    for key in keys {
+      var unmarked = 0
+      for change in log where change.key == key {
+        if marks.contains("\(key):\(change.revision)") {
+          unmarked = 0
+        } else {
+          unmarked += 1
+          #expect(unmarked < spacing, "\(key) at \(change.revision)")
+        }
+      }
+    }
+  }
+
+  @Test func pagesMatchTheLogAcrossReopeningAndPruning() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      var store = try SwitchStore(path: path, mode: .readWrite, markSpacing: 3)
+      try Self.commitRandomLog(store, from: 1, count: 150, seed: 1)
+      try Self.expectPagesMatchTheLog(store)
+      try Self.expectMarksBoundTheWalk(store, spacing: 3)
+      store.close()
+
+      // After reopening, the chains continue from the switch rows.
+      store = try SwitchStore(path: path, mode: .readWrite, markSpacing: 3)
+      defer { store.close() }
+      try Self.commitRandomLog(store, from: 151, count: 150, seed: 2)
+      try Self.expectPagesMatchTheLog(store)
+      try Self.expectMarksBoundTheWalk(store, spacing: 3)
+
+      // A reader sees the same pages.
+      let reader = try SwitchStore(path: path, mode: .readOnly)
+      defer { reader.close() }
+      #expect(
+        try reader.history(key: "b", before: 200, limit: 7)
+          == store.history(key: "b", before: 200, limit: 7))
+
+      // Pruning ends chains and removes the marks of what it deleted.
+      #expect(try store.prune(keep: 120, chunk: 50) == 180)
+      try Self.expectPagesMatchTheLog(store)
+      let oldestMark = try store.connection.textRows("SELECT min(revision) FROM key_marks")
+      #expect(Int64(oldestMark.first ?? "") ?? 0 > 180)
+    }
+  }
+
+  @Test func aFailedCommitLeavesTheChainsAsTheFileHasThem() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db", mode: .readWrite, markSpacing: 2)
+      defer { store.close() }
+      try store.commit([sampleChange(1, key: "a"), sampleChange(2, key: "b")])
+      // Revision 4 does not follow 2: the whole group is refused and rolled back.
+      #expect(throws: StoreError.self) {
+        try store.commit([sampleChange(3, key: "a"), sampleChange(4, key: "a")].reversed())
+      }
+      try store.commit([sampleChange(3, key: "a"), sampleChange(4, key: "b")])
+      #expect(try store.history(key: "a", before: nil, limit: 10).map(\.revision) == [3, 1])
+      #expect(try store.history(key: "b", before: nil, limit: 10).map(\.revision) == [4, 2])
+    }
+  }
+
+  /// A database written by schema 1 (an index on the log's keys, no chain) is migrated: its
+  /// rows get their chain and marks, and the index is gone.
+  @Test func schemaOneIsMigrated() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let old = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+      try old.execute(Schema.migrations[0])
+      try old.execute("PRAGMA user_version = 1")
+      var random = SplitMix(seed: 3)
+      for revision in 1...200 {
+        let key = Self.keys[Int(random.next() % 4)]
+        try old.execute(
+          """
+          INSERT INTO changes(revision, key, cause, time, s_checked, s_read_only, s_disabled,
+            p_checked, p_read_only, p_disabled)
+          VALUES (\(revision), '\(key)', 'set', \(revision), \(revision % 2), 0, 0,
+            \(1 - revision % 2), 0, 0);
+          INSERT INTO switches(key, checked, read_only, disabled, revision, changed_at)
+          VALUES ('\(key)', \(revision % 2), 0, 0, \(revision), \(revision))
+          ON CONFLICT(key) DO UPDATE SET revision = excluded.revision;
+          """)
+      }
+      old.close()
+
+      let store = try SwitchStore(path: path)
+      defer { store.close() }
+      #expect(try store.connection.textRows("PRAGMA user_version") == ["2"])
+      #expect(
+        try store.connection.textRows(
+          "SELECT name FROM sqlite_schema WHERE name = 'changes_by_key'") == [])
+      try Self.expectPagesMatchTheLog(store)
+      try Self.expectMarksBoundTheWalk(store, spacing: 64)
+      // And new commits continue the migrated chains.
+      try store.commit([sampleChange(201, key: "rare"), sampleChange(202, key: "a")])
+      try Self.expectPagesMatchTheLog(store)
+    }
+  }
+}
+
+/// A fixed-seed generator, so a failure replays.
+struct SplitMix: RandomNumberGenerator {
+  var state: UInt64
+  init(seed: UInt64) { state = seed }
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476C_1CE5_E9B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
