@@ -41,6 +41,12 @@ public struct SwitchState: Equatable, Hashable, Sendable {
     return fields
   }
 
+  /// Neither held read-only nor disabled, with no reasons: how most switches are.
+  public var isFree: Bool {
+    !readOnly && !disabled && heldBy == nil && disabledBy == nil && readOnlyReason == nil
+      && disabledReason == nil
+  }
+
   /// Whether the setting is on and in effect: a disabled switch does not apply.
   public var isOnAndInEffect: Bool { checked && !disabled }
 }

@@ -1,17 +1,26 @@
 import SwitchCore
 import SwitchProtocol
 
+/// A declared switch's encodings: its schema members (until the schema is reloaded) and its
+/// whole Switch object (until it changes).
+struct EncodedSwitch {
+  let template: SwitchTemplate
+  var bytes: [UInt8]?
+}
+
 extension Server {
   /// The Switch object of a declared `key`, encoded once until it changes;
   /// nil for a key the schema does not declare. One lookup when cached.
   func encodedSwitch(_ key: String) -> [UInt8]? {
-    if let bytes = encodedSwitches[key] { return bytes }
+    let cached = encodedSwitches[key]
+    if let bytes = cached?.bytes { return bytes }
     guard let definition = catalog.switches[key], let record = records[key] else { return nil }
+    let template = cached?.template ?? SwitchTemplate(definition)
     var encoded = JSONWriter(capacity: 512)
     WireEncoding.writeSwitch(
-      &encoded, definition: definition, record: record,
+      &encoded, template: template, record: record,
       policySource: Rules.policySource(state: record.state, rule: catalog.policies[key]))
-    encodedSwitches[key] = encoded.bytes
+    encodedSwitches[key] = EncodedSwitch(template: template, bytes: encoded.bytes)
     return encoded.bytes
   }
 

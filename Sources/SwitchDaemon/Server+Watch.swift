@@ -89,7 +89,7 @@ extension Server {
     for change in changes {
       records[change.key] = SwitchRecord(
         key: change.key, state: change.state, revision: change.revision, changedAt: change.time)
-      encodedSwitches[change.key] = nil
+      encodedSwitches[change.key]?.bytes = nil
       revision = change.revision
       var members: [UInt8]?
       hub.forEachMatch(change.key) { watch in

@@ -52,9 +52,9 @@ final class Server {
   /// Writes submitted during this turn of the loop, not yet handed over.
   private var writesThisTurn: [WriterJob] = []
   var hub = WatchHub()
-  /// Each switch's Switch object, encoded once until it changes: most
-  /// requests read switches that did not change since the last read.
-  var encodedSwitches: [String: [UInt8]] = [:]
+  /// Each switch's Switch object, encoded once until it changes (most requests read
+  /// switches that did not change since the last read), and its schema members.
+  var encodedSwitches: [String: EncodedSwitch] = [:]
   var limits: Limits
 
   // The loop's copy of the switches: what committed, as of `revision`.

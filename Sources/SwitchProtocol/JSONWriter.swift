@@ -37,16 +37,22 @@ public struct JSONWriter {
     }
   }
 
-  /// Appends `v` in decimal.
+  /// Appends `v` in decimal: digits fill a stack buffer from its end, then one append.
   public mutating func int(_ v: Int64) {
-    if v < 0 { bytes.append(UInt8(ascii: "-")) }
     var magnitude = v.magnitude
-    let start = bytes.count
-    repeat {
-      bytes.append(UInt8(truncatingIfNeeded: magnitude % 10) &+ UInt8(ascii: "0"))
-      magnitude /= 10
-    } while magnitude != 0
-    bytes[start...].reverse()
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { text in
+      var start = 20
+      repeat {
+        start -= 1
+        text[start] = UInt8(truncatingIfNeeded: magnitude % 10) &+ UInt8(ascii: "0")
+        magnitude /= 10
+      } while magnitude != 0
+      if v < 0 {
+        start -= 1
+        text[start] = UInt8(ascii: "-")
+      }
+      bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[start...]))
+    }
   }
 
   public mutating func bool(_ v: Bool) {

@@ -10,6 +10,9 @@ public enum Timestamp {
   }
 
   /// Appends the formatted timestamp (without quotes) to `out`.
+  ///
+  /// Formats into a 24-byte stack buffer and appends it once: one append per
+  /// byte cost more than the arithmetic (every event and Switch object has one).
   public static func append(milliseconds ms: Int64, to out: inout [UInt8]) {
     let millis = Int((ms % 1000 + 1000) % 1000)
     let seconds = (ms - Int64(millis)) / 1000
@@ -20,20 +23,24 @@ public enum Timestamp {
       days -= 1
     }
     let (year, month, day) = civil(fromDays: days)
-    digits(Int(year), 4, &out)
-    out.append(UInt8(ascii: "-"))
-    digits(month, 2, &out)
-    out.append(UInt8(ascii: "-"))
-    digits(day, 2, &out)
-    out.append(UInt8(ascii: "T"))
-    digits(Int(secondOfDay / 3600), 2, &out)
-    out.append(UInt8(ascii: ":"))
-    digits(Int(secondOfDay % 3600 / 60), 2, &out)
-    out.append(UInt8(ascii: ":"))
-    digits(Int(secondOfDay % 60), 2, &out)
-    out.append(UInt8(ascii: "."))
-    digits(millis, 3, &out)
-    out.append(UInt8(ascii: "Z"))
+    let second = Int(secondOfDay)
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
+      digits(Int(year), 4, into: text, at: 0)
+      text[4] = UInt8(ascii: "-")
+      digits(month, 2, into: text, at: 5)
+      text[7] = UInt8(ascii: "-")
+      digits(day, 2, into: text, at: 8)
+      text[10] = UInt8(ascii: "T")
+      digits(second / 3600, 2, into: text, at: 11)
+      text[13] = UInt8(ascii: ":")
+      digits(second % 3600 / 60, 2, into: text, at: 14)
+      text[16] = UInt8(ascii: ":")
+      digits(second % 60, 2, into: text, at: 17)
+      text[19] = UInt8(ascii: ".")
+      digits(millis, 3, into: text, at: 20)
+      text[23] = UInt8(ascii: "Z")
+      out.append(contentsOf: text)
+    }
   }
 
   /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian).
@@ -50,13 +57,15 @@ public enum Timestamp {
     return (m <= 2 ? y + 1 : y, m, d)
   }
 
-  private static func digits(_ value: Int, _ width: Int, _ out: inout [UInt8]) {
-    var divisor = 1
-    for _ in 1..<width { divisor *= 10 }
-    let v = max(0, value)
-    while divisor > 0 {
-      out.append(UInt8(ascii: "0") + UInt8(v / divisor % 10))
-      divisor /= 10
+  /// Writes the last `width` decimal digits of `value`, zero-padded, at `offset` (a
+  /// negative value as zeros).
+  private static func digits(
+    _ value: Int, _ width: Int, into text: UnsafeMutableBufferPointer<UInt8>, at offset: Int
+  ) {
+    var v = max(0, value)
+    for k in stride(from: offset + width - 1, through: offset, by: -1) {
+      text[k] = UInt8(ascii: "0") + UInt8(v % 10)
+      v /= 10
     }
   }
 }

@@ -8,23 +8,25 @@ public enum WireEncoding {
     _ w: inout JSONWriter, definition: SwitchDefinition, record: SwitchRecord,
     policySource: SourceLocation?
   ) {
+    writeSwitch(
+      &w, template: SwitchTemplate(definition), record: record, policySource: policySource)
+  }
+
+  /// A Switch object, its schema members copied from `template`.
+  public static func writeSwitch(
+    _ w: inout JSONWriter, template: SwitchTemplate, record: SwitchRecord,
+    policySource: SourceLocation?
+  ) {
     let s = record.state
-    w.raw("{\"key\":")
-    w.string(record.key)
-    w.raw(",\"label\":")
-    w.string(definition.label ?? "")
-    w.raw(",\"description\":")
-    w.string(definition.description)
-    w.raw(",\"checked\":")
+    w.raw(template.head)
     w.bool(s.checked)
-    w.raw(",\"defaultChecked\":")
-    w.bool(definition.defaultChecked)
+    if template.defaultChecked {
+      w.raw(",\"defaultChecked\":true")
+    } else {
+      w.raw(",\"defaultChecked\":false")
+    }
     writeHoldMembers(&w, s)
-    w.raw(",\"checkedIcon\":")
-    w.string(definition.checkedIcon)
-    w.raw(",\"uncheckedIcon\":")
-    w.string(definition.uncheckedIcon)
-    w.raw(",\"policySource\":")
+    w.raw(template.icons)
     w.stringOrNull(policySource?.policySourceText)
     w.raw(",\"revision\":")
     w.int(record.revision)
@@ -48,6 +50,12 @@ public enum WireEncoding {
   /// `,"readOnly":…` through `,"disabledBy":…`: the members a Switch and a
   /// State share after `checked` (a Switch puts `defaultChecked` between).
   static func writeHoldMembers(_ w: inout JSONWriter, _ s: SwitchState) {
+    if s.isFree {
+      // Most switches are held by nobody: two copies instead of twelve.
+      w.raw(",\"readOnly\":false,\"readOnlyReason\":null,\"heldBy\":null,")
+      w.raw("\"disabled\":false,\"disabledReason\":null,\"disabledBy\":null")
+      return
+    }
     w.raw(",\"readOnly\":")
     w.bool(s.readOnly)
     w.raw(",\"readOnlyReason\":")
@@ -126,6 +134,36 @@ public enum WireEncoding {
     w.raw("\"")
     Timestamp.append(milliseconds: ms, to: &w.bytes)
     w.raw("\"")
+  }
+}
+
+/// The members of a Switch object that only the schema sets, encoded once per definition:
+/// the loop encodes a Switch again after each change, and these are most of its bytes.
+public struct SwitchTemplate: Sendable {
+  /// `{"key":…,"label":…,"description":…,"checked":`
+  let head: [UInt8]
+  let defaultChecked: Bool
+  /// `,"checkedIcon":…,"uncheckedIcon":…,"policySource":`
+  let icons: [UInt8]
+
+  public init(_ definition: SwitchDefinition) {
+    var w = JSONWriter(capacity: 128)
+    w.raw("{\"key\":")
+    w.string(definition.key)
+    w.raw(",\"label\":")
+    w.string(definition.label ?? "")
+    w.raw(",\"description\":")
+    w.string(definition.description)
+    w.raw(",\"checked\":")
+    head = w.bytes
+    defaultChecked = definition.defaultChecked
+    w = JSONWriter(capacity: 64)
+    w.raw(",\"checkedIcon\":")
+    w.string(definition.checkedIcon)
+    w.raw(",\"uncheckedIcon\":")
+    w.string(definition.uncheckedIcon)
+    w.raw(",\"policySource\":")
+    icons = w.bytes
   }
 }
 
