@@ -98,13 +98,22 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
     let time = wallClockMilliseconds()
     var changes: [Change] = []
     var answers: [(Ticket, WriterOutput.Answer)] = []
-    var undo: [String: SwitchRecord] = [:]
+    // What each change replaced, in order; restored newest first, so the oldest wins.
+    var undo: [SwitchRecord] = []
     let firstRevision = revision
     for (ticket, key, operation, caller) in writes {
       let record = records[key]
+      let definition = catalog.switches[key]
+      let policy = catalog.policies[key]
       let decision = Rules.decide(
-        operation, key: key, definition: catalog.switches[key], record: record,
-        policy: catalog.policies[key], caller: caller)
+        operation, key: key, definition: definition, record: record, policy: policy,
+        caller: caller)
+      // A write that is not refused is to a declared switch: definition and record exist.
+      func outcome(changed: Bool, _ record: SwitchRecord) -> WriteOutcome {
+        WriteOutcome(
+          changed: changed, record: record, definition: definition!,
+          policySource: Rules.policySource(state: record.state, rule: policy))
+      }
       switch decision {
       case .failure(let refusal):
         answers.append((ticket, .write(.failure(RPCError(refusal)))))
@@ -112,7 +121,7 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
         answers.append((ticket, .write(.success(outcome(changed: false, record!)))))
       case .success(let next?):
         let previous = record!
-        if undo[key] == nil { undo[key] = previous }
+        undo.append(previous)
         revision += 1
         let change = Change(
           revision: revision, time: time, key: key, cause: operation.cause, actor: caller.actor,
@@ -133,7 +142,7 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
       return WriterOutput(
         catalog: nil, changes: changes, answers: answers, oldestRetained: oldestRetained)
     } catch {
-      for (key, record) in undo { records[key] = record }
+      for record in undo.reversed() { records[record.key] = record }
       revision = firstRevision
       log.rateLimited(.error, cause: "commit", "a commit failed, nothing changed: \(error)")
       if writes.count == 1 {
@@ -151,12 +160,6 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
       merged.oldestRetained = oldestRetained
       return merged
     }
-  }
-
-  private func outcome(changed: Bool, _ record: SwitchRecord) -> WriteOutcome {
-    WriteOutcome(
-      changed: changed, record: record, definition: catalog.switches[record.key]!,
-      policySource: Rules.policySource(state: record.state, rule: catalog.policies[record.key]))
   }
 
   // MARK: Configuration

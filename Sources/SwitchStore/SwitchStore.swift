@@ -53,7 +53,8 @@ public final class SwitchStore {
   /// How many changes of a key at most lie between two of its marks (see the top of the file).
   let markSpacing: Int
   /// Per key, the newest change committed through this store and how many changes since its
-  /// last mark. Filled on a key's first commit after opening (from its switch row).
+  /// last mark: a cache of what the file holds, filled on a key's first commit after opening
+  /// (from its switch row) and emptied when a commit fails.
   private var chains: [String: KeyChain] = [:]
 
   private struct KeyChain {
@@ -220,8 +221,16 @@ public final class SwitchStore {
   /// failure: ROLLBACK, throw, nothing changed. When it returns, the changes are durable.
   public func commit(_ changes: [Change]) throws(StoreError) {
     guard !changes.isEmpty else { return }
-    // Chains advance in a copy that replaces `chains` only once the commit succeeded.
-    var advanced: [String: KeyChain] = [:]
+    do throws(StoreError) {
+      try commitChanges(changes)
+    } catch {
+      // The chains ran ahead of the rolled-back file: read them again when next needed.
+      chains.removeAll()
+      throw error
+    }
+  }
+
+  private func commitChanges(_ changes: [Change]) throws(StoreError) {
     try transaction { () throws(SQLiteError) in
       // Read under the write lock: this is the revision the first change must follow.
       var expected = try readRevision() + 1
@@ -234,7 +243,7 @@ public final class SwitchStore {
         expected += 1
         // Read before the switch row is updated: on a key's first commit it is the chain's end.
         let previous: KeyChain
-        if let known = advanced[change.key] ?? chains[change.key] {
+        if let known = chains[change.key] {
           previous = known
         } else {
           previous = try startChain(change.key)
@@ -262,10 +271,9 @@ public final class SwitchStore {
           try execute(mark)
           next.sinceMark = 0
         }
-        advanced[change.key] = next
+        chains[change.key] = next
       }
     }
-    chains.merge(advanced) { $1 }
   }
 
   /// A key's chain as the file holds it, for its first change since opening: that change is
