@@ -1,6 +1,7 @@
 // fuzz-protocol: a libFuzzer target for what a client's bytes go through
 // first: LineFramer (NDJSON framing), JSONParser, RequestDecoder (the
-// JSON-RPC envelope) and Call.decode (params), plus the JSONWriter round trip.
+// JSON-RPC envelope, and its fast path held to its general path) and
+// Call.decode (params), plus the JSONWriter round trip.
 //
 // Without -DFUZZING this is a stub that says how to build it; `.ci/fuzz.sh`
 // builds it with `-DFUZZING` and libFuzzer plus AddressSanitizer in its own
@@ -43,6 +44,7 @@
       guard case .line(let line) = frame else { continue }
       check(line.count <= maxFrameBytes, "a frame is longer than maxFrameBytes")
       check(!line.contains(newline), "a frame holds a newline")
+      checkFastPath(line)
       decodeAndCheck(line)
       roundTrip(line)
     }
@@ -111,6 +113,31 @@
   }
 
   // MARK: Decoding
+
+  /// RequestDecoder.decode (its fast path first) gives exactly what its
+  /// general path alone gives, at the default depth and at the small depths
+  /// where the general path refuses a params object.
+  private func checkFastPath(_ line: [UInt8]) {
+    for depth in [defaultDepth, 1 + line.count % 2] {
+      let (decoded, general) = line.withUnsafeBufferPointer {
+        (
+          RequestDecoder.decode($0, maxDepth: depth),
+          RequestDecoder.decodeGeneral($0, maxDepth: depth)
+        )
+      }
+      check(decoded == general, "the fast path differs from the general path at depth \(depth)")
+      if case .single(.success(let a)) = decoded, case .single(.success(let b)) = general {
+        // String's == is canonical equivalence: compare the bytes too.
+        check(requestBytes(a) == requestBytes(b), "the fast path's strings differ in bytes")
+      }
+    }
+  }
+
+  private func requestBytes(_ r: Request) -> [UInt8] {
+    let id = r.id.map { [JSONMember("id", $0.jsonValue)] } ?? []
+    let params = r.params.map { [JSONMember("params", $0)] } ?? []
+    return JSONValue.object([JSONMember("method", .string(r.method))] + id + params).jsonBytes
+  }
 
   /// Decodes one line as the daemon does and checks the verdict against the
   /// parser's; every answer it would send must be one line of valid JSON.

@@ -27,7 +27,7 @@ extension JSONNumber: Hashable {
 }
 
 /// One JSON-RPC 2.0 request, its envelope checked; params not yet decoded.
-public struct Request: Sendable {
+public struct Request: Equatable, Sendable {
   /// nil for a notification: carried out, never answered.
   public var id: RequestID?
   public var method: String
@@ -35,7 +35,7 @@ public struct Request: Sendable {
 }
 
 /// What one line holds.
-public enum Incoming: Sendable {
+public enum Incoming: Equatable, Sendable {
   /// A request, or the error that answers an invalid one.
   public typealias Item = Result<Request, EnvelopeError>
   case single(Item)
@@ -44,7 +44,7 @@ public enum Incoming: Sendable {
 }
 
 /// An invalid message, with the id to answer it with (null when none can be read).
-public struct EnvelopeError: Error, Sendable {
+public struct EnvelopeError: Error, Equatable, Sendable {
   public var error: RPCError
   public var id: RequestID
 }
@@ -52,6 +52,16 @@ public struct EnvelopeError: Error, Sendable {
 public enum RequestDecoder {
   /// Decodes one line: JSON, then the JSON-RPC 2.0 envelope of each request.
   public static func decode(_ line: UnsafeBufferPointer<UInt8>, maxDepth: Int) -> Incoming {
+    // The common single request, read without a JSON tree (RequestFastPath.swift).
+    if let request = RequestFastPath.request(line, maxDepth: maxDepth) {
+      return .single(.success(request))
+    }
+    return decodeGeneral(line, maxDepth: maxDepth)
+  }
+
+  /// `decode` without its fast path: every line through JSONParser and the
+  /// envelope checks. The reference the fast path is tested and fuzzed against.
+  public static func decodeGeneral(_ line: UnsafeBufferPointer<UInt8>, maxDepth: Int) -> Incoming {
     let value: JSONValue
     do {
       value = try JSONParser.parse(line, maxDepth: maxDepth)

@@ -1,0 +1,168 @@
+// RequestFastPath: reads the common request line straight from its bytes.
+//
+// Why it exists: nearly every line a client sends is one small request like
+//   {"jsonrpc":"2.0","id":17,"method":"get","params":{"key":"wifi"}}
+// and the general path (JSONParser's tree, then RequestDecoder.envelope) was
+// the largest single cost of a request in the event loop: ~8.8k of the ~17k
+// instructions a `get` costs it, measured with callgrind; this path takes
+// ~1.8k. It makes no tree, no parser stacks and no name comparisons on Strings.
+//
+// What it accepts (anything else returns nil and takes the general path,
+// which therefore still gives every error and its message):
+// - no whitespace anywhere, nothing after the closing '}';
+// - one object whose members, in any order and each at most once, are
+//   "jsonrpc":"2.0" and "method":STRING (both required), "id":(INTEGER|STRING)
+//   and "params":{} or {"NAME":VALUE,...} with VALUE a STRING, an INTEGER,
+//   true or false (no null, no nesting);
+// - STRING: no backslash and no byte below 0x20; bytes above 0x7F only when
+//   the whole line is valid UTF-8 (else it is a ParseError, which is the
+//   general path's to give);
+// - INTEGER: `0` or `[1-9][0-9]*`, kept as its text like the parser does
+//   (a sign, fraction, exponent or leading zero is declined).
+// Its result is exactly the general path's: the same Request, params members
+// in source order (a repeated params name is kept, as the parser keeps it;
+// Call.decode refuses it later). Tests/SwitchProtocolTests/RequestFastPathTests
+// and Fuzz/fuzz-protocol hold it to that.
+
+enum RequestFastPath {
+  /// The request on `line` when it has one of the shapes above; else nil.
+  static func request(_ line: UnsafeBufferPointer<UInt8>, maxDepth: Int) -> Request? {
+    // The general path refuses a params object nested deeper than maxDepth.
+    guard maxDepth >= 2, let base = line.baseAddress else { return nil }
+    // A line that cannot end well (CRLF, trailing garbage) is declined before
+    // any String is made for it.
+    guard line.last == UInt8(ascii: "}") else { return nil }
+    var scanner = Scanner(p: base, n: line.count)
+    guard let request = scanner.request() else { return nil }
+    if scanner.sawNonASCII {
+      do { try JSONParser.validateUTF8(base, count: line.count) } catch { return nil }
+    }
+    return request
+  }
+}
+
+private struct Scanner {
+  let p: UnsafePointer<UInt8>
+  let n: Int
+  var i = 0
+  var sawNonASCII = false
+
+  mutating func request() -> Request? {
+    guard skip(UInt8(ascii: "{")) else { return nil }
+    var id: RequestID?
+    var method: String?
+    var params: JSONValue?
+    var seen: UInt8 = 0  // a bit per envelope member, as RequestDecoder.envelope
+    repeat {
+      guard n - i >= 2 else { return nil }
+      let bit: UInt8
+      switch p[i + 1] {  // the first letter of the member's name
+      case UInt8(ascii: "j"):
+        guard skip(#""jsonrpc":"2.0""#) else { return nil }
+        bit = 1
+      case UInt8(ascii: "m"):
+        guard skip(#""method":"#), let name = string() else { return nil }
+        method = name
+        bit = 2
+      case UInt8(ascii: "p"):
+        guard skip(#""params":"#), let object = paramsObject() else { return nil }
+        params = object
+        bit = 4
+      case UInt8(ascii: "i"):
+        guard skip(#""id":"#), i < n else { return nil }
+        if p[i] == UInt8(ascii: "\"") {
+          guard let text = string() else { return nil }
+          id = .string(text)
+        } else {
+          guard let number = integer() else { return nil }
+          id = .number(number)
+        }
+        bit = 8
+      default:
+        return nil
+      }
+      guard seen & bit == 0 else { return nil }
+      seen |= bit
+    } while skip(UInt8(ascii: ","))
+    guard skip(UInt8(ascii: "}")), i == n, seen & 3 == 3, let method else { return nil }
+    return Request(id: id, method: method, params: params)
+  }
+
+  /// `{}` or `{"NAME":VALUE,...}`, VALUE a string, an integer, true or false.
+  mutating func paramsObject() -> JSONValue? {
+    guard skip(UInt8(ascii: "{")) else { return nil }
+    if skip(UInt8(ascii: "}")) { return .object([]) }
+    var members: [JSONMember] = []
+    repeat {
+      guard let name = string(), skip(UInt8(ascii: ":")), i < n else { return nil }
+      let value: JSONValue
+      switch p[i] {
+      case UInt8(ascii: "\""):
+        guard let text = string() else { return nil }
+        value = .string(text)
+      case UInt8(ascii: "t"):
+        guard skip("true") else { return nil }
+        value = .bool(true)
+      case UInt8(ascii: "f"):
+        guard skip("false") else { return nil }
+        value = .bool(false)
+      default:
+        guard let number = integer() else { return nil }
+        value = .number(number)
+      }
+      members.append(JSONMember(name, value))
+    } while skip(UInt8(ascii: ","))
+    guard skip(UInt8(ascii: "}")) else { return nil }
+    return .object(members)
+  }
+
+  /// A string with no escape and no control byte; nil for anything else.
+  mutating func string() -> String? {
+    guard i < n, p[i] == UInt8(ascii: "\"") else { return nil }
+    let start = i + 1
+    var j = start
+    while j < n {
+      let c = p[j]
+      if c == UInt8(ascii: "\"") {
+        i = j + 1
+        return String(
+          decoding: UnsafeBufferPointer(start: p + start, count: j - start), as: UTF8.self)
+      }
+      if c == UInt8(ascii: "\\") || c < 0x20 { return nil }
+      if c >= 0x80 { sawNonASCII = true }
+      j += 1
+    }
+    return nil
+  }
+
+  /// `0` or `[1-9][0-9]*`. What follows is checked by the caller: a '.',
+  /// 'e' or digit after it is not a ',' or '}', so the line is declined.
+  mutating func integer() -> JSONNumber? {
+    guard i < n, JSONGrammar.isDigit(p[i]) else { return nil }
+    let start = i
+    i += 1
+    if p[start] != UInt8(ascii: "0") {
+      while i < n && JSONGrammar.isDigit(p[i]) { i += 1 }
+    }
+    let text = String(
+      decoding: UnsafeBufferPointer(start: p + start, count: i - start), as: UTF8.self)
+    return JSONNumber(validatedText: text)
+  }
+
+  /// Steps over `byte` if it is next.
+  mutating func skip(_ byte: UInt8) -> Bool {
+    guard i < n && p[i] == byte else { return false }
+    i += 1
+    return true
+  }
+
+  /// Steps over `word` if it is next.
+  mutating func skip(_ word: StaticString) -> Bool {
+    let length = word.utf8CodeUnitCount
+    guard n - i >= length else { return false }
+    let w = word.utf8Start
+    for k in 0..<length where p[i + k] != w[k] { return false }
+    i += length
+    return true
+  }
+}
