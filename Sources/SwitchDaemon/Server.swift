@@ -570,7 +570,11 @@ final class Server {
         fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
         return
       }
-      let entries = try reader.history(key: key, before: before, limit: limit)
+      // Capped at the loop's revision, as `watch since` is: the log may
+      // already hold changes the writer committed that are not yet published,
+      // and history never shows a change before its event went out.
+      let entries = try reader.history(
+        key: key, before: min(before ?? .max, revision &+ 1), limit: limit)
       answer(pending, on: connection) { w in
         w.raw("{\"entries\":[")
         for (i, change) in entries.enumerated() {

@@ -1,0 +1,88 @@
+import Glibc
+import SwitchProtocol
+import Testing
+
+/// An answer to a write goes out only after an fdatasync of the WAL that began after the
+/// write's frames were written. SIGKILL cannot show a missing sync (the page cache survives
+/// it), so this test watches the system calls themselves with strace.
+@Suite(.serialized) struct DurabilitySyncOrderTests {
+  static let strace = "/usr/bin/strace"
+
+  @Test(.enabled(if: access(strace, X_OK) == 0, "needs strace"))
+  func everyWriteIsSyncedBeforeItIsAnswered() throws {
+    let daemon = try DaemonFixture()
+    let tracePath = daemon.directory + "/trace.txt"
+    let tracer = try spawn(
+      [
+        Self.strace, "-f", "-qq", "-y", "-s", "2000", "-o", tracePath,
+        "-e", "trace=pwrite64,fdatasync,fsync,write,writev,sendto,sendmsg",
+        "-p", String(daemon.pid),
+      ], stdoutPath: "/dev/null", stderrPath: daemon.directory + "/strace.err")
+    defer {
+      kill(tracer, SIGTERM)
+      _ = waitForExit(tracer, seconds: 10)
+    }
+    let client = try daemon.client()
+    // Attached once the answers to reads show up in the trace.
+    let deadline = monotonicNow() + 20
+    while !((try? readWholeFile(tracePath)) ?? "").contains("revision") {
+      guard monotonicNow() < deadline else {
+        let why = (try? readWholeFile(daemon.directory + "/strace.err")) ?? ""
+        Issue.record("strace did not attach: \(why)")
+        return
+      }
+      _ = try client.result("get", #"{"key":"wifi"}"#)
+      usleep(20_000)
+    }
+
+    var answered: [Int64] = []
+    for key in ["wifi", "bluetooth", "wifi"] {
+      let result = try client.result("toggle", "{\"key\":\"\(key)\"}")
+      answered.append(result["switch"]?["revision"]?.int64Value ?? -1)
+    }
+    #expect(daemon.stop() == 0)
+    _ = waitForExit(tracer, seconds: 10)
+
+    let lines = try readWholeFile(tracePath).split(separator: "\n").map(String.init)
+    for revision in answered {
+      // The answer: the socket write that carries the switch at this revision.
+      guard
+        let answer = lines.firstIndex(where: {
+          $0.contains("\\\"changed\\\":true") && $0.contains("\\\"revision\\\":\(revision),")
+        })
+      else {
+        Issue.record("no answer for revision \(revision) in the trace")
+        continue
+      }
+      let before = lines[..<answer]
+      guard let lastFrame = before.lastIndex(where: { $0.contains("pwrite64(") && walCall($0) })
+      else {
+        Issue.record("no WAL write before the answer for revision \(revision)")
+        continue
+      }
+      // A sync of the WAL that began after the last frame and finished before the answer.
+      #expect(
+        syncFinished(lines[(lastFrame + 1)..<answer]),
+        "revision \(revision) was answered without a sync after its last frame")
+    }
+  }
+
+  /// Whether `lines` hold a whole successful sync of the WAL: one line, or a call that
+  /// strace split into `<unfinished ...>` and `<... fdatasync resumed>` (same thread).
+  private func syncFinished(_ lines: ArraySlice<String>) -> Bool {
+    var pending: Set<Substring> = []
+    for line in lines {
+      let thread = line.prefix { $0 != " " }
+      let isSync = line.contains("fdatasync(") || line.contains("fsync(")
+      if isSync && walCall(line) && line.hasSuffix(") = 0") { return true }
+      if isSync && walCall(line) && line.hasSuffix("<unfinished ...>") { pending.insert(thread) }
+      if line.contains("sync resumed>") && line.hasSuffix(") = 0") && pending.contains(thread) {
+        return true
+      }
+    }
+    return false
+  }
+
+  /// A call on the WAL file (`-y` prints each descriptor's path).
+  private func walCall(_ line: String) -> Bool { line.contains("-wal>") }
+}
