@@ -573,8 +573,10 @@ final class Server {
       // Capped at the loop's revision, as `watch since` is: the log may
       // already hold changes the writer committed that are not yet published,
       // and history never shows a change before its event went out.
+      // The key's newest change is its record's revision: no lookup in the log.
       let entries = try reader.history(
-        key: key, before: min(before ?? .max, revision &+ 1), limit: limit)
+        key: key, before: min(before ?? .max, revision &+ 1), limit: limit,
+        newest: key.map { records[$0]?.revision ?? 0 })
       answer(pending, on: connection) { w in
         w.raw("{\"entries\":[")
         for (i, change) in entries.enumerated() {

@@ -19,6 +19,11 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
   private var records: [String: SwitchRecord]
   private var revision: Int64
   private var oldestRetained: Int64?
+  /// The revision the switch rows hold (`SwitchStore.checkpoint`).
+  private var checkpointed: Int64
+  /// How many changes may wait in the log before the rows are brought up to
+  /// date: what a start replays at most (about a millisecond's work).
+  static let checkpointInterval: Int64 = 1024
 
   /// Opens the database, loads every switch, and applies `catalog`: rows for
   /// new switches, policy changes with `cause: policy`.
@@ -32,14 +37,15 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
     let writer = Writer(
       store: store, configDirectory: configDirectory, catalog: catalog, records: records,
       revision: try store.currentRevision(), oldestRetained: try store.oldestRetainedRevision(),
-      log: log)
+      checkpointed: try store.checkpointRevision(), log: log)
     let applied = try writer.apply(catalog)
     return (writer, applied)
   }
 
   private init(
     store: SwitchStore, configDirectory: String, catalog: Catalog,
-    records: [String: SwitchRecord], revision: Int64, oldestRetained: Int64?, log: Log
+    records: [String: SwitchRecord], revision: Int64, oldestRetained: Int64?, checkpointed: Int64,
+    log: Log
   ) {
     self.store = store
     self.configDirectory = configDirectory
@@ -47,6 +53,7 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
     self.records = records
     self.revision = revision
     self.oldestRetained = oldestRetained
+    self.checkpointed = checkpointed
     self.log = log
   }
 
@@ -81,10 +88,13 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
       }
       flushWrites()
       if stopping {
+        // The next start then replays nothing.
+        checkpoint()
         store.close()
         deliver(WriterOutput(catalog: nil, changes: [], answers: [], stopped: true))
         return
       }
+      if revision - checkpointed >= Self.checkpointInterval { checkpoint() }
       if let pruned = prune() { deliver(pruned) }
     }
   }
@@ -232,7 +242,18 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
       catalog: update, changes: changes, answers: [], oldestRetained: oldestRetained)
   }
 
-  // MARK: Retention
+  // MARK: Checkpoints and retention
+
+  /// Copies the changes since the last checkpoint into the switch rows. A
+  /// failure only means a longer replay at the next start: it is retried later.
+  private func checkpoint() {
+    do {
+      try store.checkpoint()
+      checkpointed = revision
+    } catch {
+      log.rateLimited(.warning, cause: "checkpoint", "updating the switch rows failed: \(error)")
+    }
+  }
 
   /// Prunes the log once it exceeds `HistoryRetention` by a margin, so
   /// pruning runs now and then in chunks, not after every commit.
@@ -244,6 +265,7 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
     guard kept > Int64(retention) + margin else { return nil }
     do {
       _ = try store.prune(keep: retention)
+      checkpointed = revision  // pruning checkpoints first
       oldestRetained = try store.oldestRetainedRevision()
       return WriterOutput(catalog: nil, changes: [], answers: [], oldestRetained: oldestRetained)
     } catch {

@@ -47,11 +47,12 @@ enum Schema {
     CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
     INSERT INTO meta(name, value) VALUES ('revision', 0);
     """,
-    // 2: history of a key without an index on the log. `changes_by_key` put one entry per key
+    // 2: a commit appends to the log and nothing else. `changes_by_key` put one entry per key
     // into a different page of the index, so a commit of writes to 8 keys wrote ~8 more pages
     // to the WAL. Instead each log row points to the previous change of its key, and every
     // 64th change of a key (and its first after each start) is entered in `key_marks`, a
-    // sparse index that bounds the walk for an arbitrary `before`.
+    // sparse index that bounds the walk for an arbitrary `before`. The switch rows are copied
+    // from the log now and then (`meta.checkpoint`: the revision they hold), not per commit.
     """
     ALTER TABLE changes ADD COLUMN key_previous INTEGER;
     WITH chain AS (
@@ -71,6 +72,9 @@ enum Schema {
         FROM changes
       ) WHERE n % 64 = 1;
     DROP INDEX changes_by_key;
+    INSERT INTO meta(name, value)
+      SELECT 'checkpoint', max(value, coalesce((SELECT max(revision) FROM changes), 0))
+      FROM meta WHERE name = 'revision';
     """,
   ]
 

@@ -30,21 +30,6 @@ struct StoreStatements {
     static let insertSwitchIfAbsent = """
       INSERT INTO switches(\(switchColumns)) VALUES (\(switchValues)) ON CONFLICT(key) DO NOTHING
       """
-    /// The common case of a commit: the row exists (declared switches get
-    /// one at start), and a plain UPDATE does half the work of an upsert.
-    static let updateSwitch = """
-      UPDATE switches SET checked = ?2, read_only = ?3, read_only_reason = ?4, held_by = ?5, \
-      disabled = ?6, disabled_reason = ?7, disabled_by = ?8, revision = ?9, changed_at = ?10 \
-      WHERE key = ?1
-      """
-    static let upsertSwitch = """
-      INSERT INTO switches(\(switchColumns)) VALUES (\(switchValues))
-      ON CONFLICT(key) DO UPDATE SET checked = excluded.checked,
-        read_only = excluded.read_only, read_only_reason = excluded.read_only_reason,
-        held_by = excluded.held_by, disabled = excluded.disabled,
-        disabled_reason = excluded.disabled_reason, disabled_by = excluded.disabled_by,
-        revision = excluded.revision, changed_at = excluded.changed_at
-      """
 
     /// The newest log row is the revision; `meta` keeps it when pruning
     /// could empty the log. max() over the primary key is one descent.
@@ -53,13 +38,33 @@ struct StoreStatements {
       WHERE name = 'revision'
       """
     static let writeRevision = "UPDATE meta SET value = ?1 WHERE name = 'revision'"
+    /// The revision the switch rows hold: changes after it are only in the log.
+    static let readCheckpoint = "SELECT value FROM meta WHERE name = 'checkpoint'"
+    static let writeCheckpoint = "UPDATE meta SET value = ?1 WHERE name = 'checkpoint'"
+    /// Copies each key's newest change in (?1, ?2] to its switch row: the log's tail, grouped.
+    static let checkpointRows = """
+      INSERT INTO switches(\(switchColumns))
+        SELECT key, s_checked, s_read_only, s_read_only_reason, s_held_by, s_disabled,
+          s_disabled_reason, s_disabled_by, revision, time
+        FROM changes WHERE revision IN
+          (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2 GROUP BY key)
+      ON CONFLICT(key) DO UPDATE SET checked = excluded.checked,
+        read_only = excluded.read_only, read_only_reason = excluded.read_only_reason,
+        held_by = excluded.held_by, disabled = excluded.disabled,
+        disabled_reason = excluded.disabled_reason, disabled_by = excluded.disabled_by,
+        revision = excluded.revision, changed_at = excluded.changed_at
+      """
+    /// A key's newest change in the log's tail (after the checkpoint): a bounded scan.
+    static let newestInTail = """
+      SELECT max(revision) FROM changes WHERE revision > ?1 AND key = ?2
+      """
 
     /// `?22` is `key_previous`: the revision of the previous change of the same key.
     static let insertChange = """
       INSERT INTO changes(\(changeColumns), key_previous) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
       ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)
       """
-    /// The newest change of a key is the revision its switch row carries (0: none yet).
+    /// The revision of a key's newest change as of the checkpoint (0: none).
     static let switchRevision = "SELECT revision FROM switches WHERE key = ?1"
     static let insertMark = "INSERT INTO key_marks(key, revision) VALUES (?1, ?2)"
     /// min() over the INTEGER PRIMARY KEY is one b-tree descent, not a scan.
@@ -101,10 +106,12 @@ struct StoreStatements {
   let loadSwitches: SQLiteStatement
   let hasSwitch: SQLiteStatement
   let insertSwitchIfAbsent: SQLiteStatement
-  let upsertSwitch: SQLiteStatement
-  let updateSwitch: SQLiteStatement
   let readRevision: SQLiteStatement
   let writeRevision: SQLiteStatement
+  let readCheckpoint: SQLiteStatement
+  let writeCheckpoint: SQLiteStatement
+  let checkpointRows: SQLiteStatement
+  let newestInTail: SQLiteStatement
   let insertChange: SQLiteStatement
   let switchRevision: SQLiteStatement
   let insertMark: SQLiteStatement
@@ -124,10 +131,12 @@ struct StoreStatements {
     loadSwitches = try connection.prepareCached(SQL.loadSwitches)
     hasSwitch = try connection.prepareCached(SQL.hasSwitch)
     insertSwitchIfAbsent = try connection.prepareCached(SQL.insertSwitchIfAbsent)
-    upsertSwitch = try connection.prepareCached(SQL.upsertSwitch)
-    updateSwitch = try connection.prepareCached(SQL.updateSwitch)
     readRevision = try connection.prepareCached(SQL.readRevision)
     writeRevision = try connection.prepareCached(SQL.writeRevision)
+    readCheckpoint = try connection.prepareCached(SQL.readCheckpoint)
+    writeCheckpoint = try connection.prepareCached(SQL.writeCheckpoint)
+    checkpointRows = try connection.prepareCached(SQL.checkpointRows)
+    newestInTail = try connection.prepareCached(SQL.newestInTail)
     insertChange = try connection.prepareCached(SQL.insertChange)
     switchRevision = try connection.prepareCached(SQL.switchRevision)
     insertMark = try connection.prepareCached(SQL.insertMark)

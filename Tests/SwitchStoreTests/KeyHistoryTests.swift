@@ -41,6 +41,9 @@ import Testing
             .prefix(limit)
           let page = try store.history(key: key, before: before, limit: limit)
           #expect(page == Array(expected), "key \(key) before \(String(describing: before))")
+          // As the daemon asks: with the key's newest revision known.
+          let newest = log.last { $0.key == key }?.revision ?? 0
+          #expect(try store.history(key: key, before: before, limit: limit, newest: newest) == page)
         }
       }
     }
@@ -137,6 +140,8 @@ import Testing
       let store = try SwitchStore(path: path)
       defer { store.close() }
       #expect(try store.connection.textRows("PRAGMA user_version") == ["2"])
+      // Schema 1 kept its rows up to date: they are the checkpoint.
+      #expect(try store.checkpointRevision() == 200)
       #expect(
         try store.connection.textRows(
           "SELECT name FROM sqlite_schema WHERE name = 'changes_by_key'") == [])

@@ -1,0 +1,81 @@
+import SwitchCore
+import Testing
+
+@testable import SwitchStore
+
+/// A commit only appends to the log; `checkpoint()` brings the switch rows up to date, and
+/// `loadSwitches()` is the rows plus the log after the checkpoint (see SwitchStore.swift).
+@Suite struct CheckpointTests {
+  /// The raw switch rows, bypassing the replay: key, checked, revision.
+  static func rows(_ store: SwitchStore) throws -> [String] {
+    try store.connection.textRows(
+      "SELECT key || ' ' || checked || ' ' || revision FROM switches ORDER BY key")
+  }
+
+  @Test func commitsAppendRowsFollowAtTheCheckpoint() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      var store = try SwitchStore(path: path)
+      try store.insertNew([
+        SwitchRecord(key: "a", state: SwitchState(checked: false)),
+        SwitchRecord(key: "b", state: SwitchState(checked: false)),
+      ])
+      try store.commit([sampleChange(1, key: "a", checked: true)])
+      try store.commit([sampleChange(2, key: "a", checked: false), sampleChange(3, key: "c")])
+      // The rows still hold the defaults; the state is the rows plus the log.
+      #expect(try Self.rows(store) == ["a 0 0", "b 0 0"])
+      #expect(try store.checkpointRevision() == 0)
+      let expected = [
+        SwitchRecord(
+          key: "a", state: SwitchState(checked: false), revision: 2,
+          changedAt: sampleChange(2).time),
+        SwitchRecord(key: "b", state: SwitchState(checked: false)),
+        SwitchRecord(
+          key: "c", state: SwitchState(checked: true), revision: 3,
+          changedAt: sampleChange(3).time),
+      ]
+      #expect(try store.loadSwitches() == expected)
+      #expect(try store.hasSwitch("c"))
+      store.close()
+
+      // A start after a crash replays the log after the checkpoint.
+      store = try SwitchStore(path: path)
+      defer { store.close() }
+      #expect(try store.loadSwitches() == expected)
+      try store.checkpoint()
+      #expect(try Self.rows(store) == ["a 0 2", "b 0 0", "c 1 3"])
+      #expect(try store.checkpointRevision() == 3)
+      #expect(try store.loadSwitches() == expected)
+      // Nothing new: a second checkpoint changes nothing.
+      try store.checkpoint()
+      #expect(try store.checkpointRevision() == 3)
+
+      // History of a key needs its newest change: found in the rows or the log's tail.
+      try store.commit([sampleChange(4, key: "a", checked: true)])
+      #expect(try store.history(key: "a", before: nil, limit: 10).map(\.revision) == [4, 2, 1])
+      #expect(try store.history(key: "c", before: nil, limit: 10).map(\.revision) == [3])
+      #expect(
+        try store.history(key: "a", before: nil, limit: 10, newest: 2).map(\.revision) == [2, 1])
+    }
+  }
+
+  /// Pruning checkpoints first, so the rows hold every change it deletes.
+  @Test func pruningNeverLosesTheState() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      var store = try SwitchStore(path: path)
+      try commitEach(store, 1...30, keys: ["a", "b", "c"])
+      let before = try store.loadSwitches()
+      #expect(try store.prune(keep: 0) == 30)
+      #expect(try store.changes(after: 0, upTo: .max, limit: 100) == [])
+      #expect(try store.loadSwitches() == before)
+      store.close()
+      store = try SwitchStore(path: path)
+      defer { store.close() }
+      #expect(try store.loadSwitches() == before)
+      #expect(try store.currentRevision() == 30)
+      try store.commit([sampleChange(31, key: "b", checked: false)])
+      #expect(try store.history(key: "b", before: nil, limit: 10).map(\.revision) == [31])
+    }
+  }
+}
