@@ -19,8 +19,10 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
   private var records: [String: SwitchRecord]
   private var revision: Int64
   private var oldestRetained: Int64?
-  /// The revision the switch rows hold (`SwitchStore.checkpoint`).
+  /// The revision the switch rows hold (`SwitchStore.checkpoint`), and the
+  /// keys changed since: their rows are what the next checkpoint writes.
   private var checkpointed: Int64
+  private var changedSinceCheckpoint: Set<String> = []
   /// How many changes may wait in the log before the rows are brought up to
   /// date: what a start replays at most (about a millisecond's work).
   static let checkpointInterval: Int64 = 1024
@@ -34,6 +36,9 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
     let store = try SwitchStore(path: databasePath)
     var records: [String: SwitchRecord] = [:]
     for record in try store.loadSwitches() { records[record.key] = record }
+    // After a crash the rows lag the log; bring them up to date once, so from
+    // here on the writer knows every key changed since the checkpoint.
+    if try store.checkpointRevision() < store.currentRevision() { try store.checkpoint() }
     let writer = Writer(
       store: store, configDirectory: configDirectory, catalog: catalog, records: records,
       revision: try store.currentRevision(), oldestRetained: try store.oldestRetainedRevision(),
@@ -148,6 +153,7 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
     }
     do {
       try store.commit(changes)
+      for change in changes { changedSinceCheckpoint.insert(change.key) }
       if oldestRetained == nil { oldestRetained = changes[0].revision }
       return WriterOutput(
         catalog: nil, changes: changes, answers: answers, oldestRetained: oldestRetained)
@@ -231,7 +237,10 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
       working[key] = SwitchRecord(key: key, state: target, revision: nextRevision, changedAt: time)
     }
     if !newRecords.isEmpty { try store.insertNew(newRecords) }
-    if !changes.isEmpty { try store.commit(changes) }
+    if !changes.isEmpty {
+      try store.commit(changes)
+      for change in changes { changedSinceCheckpoint.insert(change.key) }
+    }
     records = working
     revision = nextRevision
     catalog = next
@@ -244,11 +253,12 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
 
   // MARK: Checkpoints and retention
 
-  /// Copies the changes since the last checkpoint into the switch rows. A
+  /// Writes the rows of the switches changed since the last checkpoint. A
   /// failure only means a longer replay at the next start: it is retried later.
   private func checkpoint() {
     do {
-      try store.checkpoint()
+      try store.checkpoint(changedSinceCheckpoint.compactMap { records[$0] }, at: revision)
+      changedSinceCheckpoint.removeAll(keepingCapacity: true)
       checkpointed = revision
     } catch {
       log.rateLimited(.warning, cause: "checkpoint", "updating the switch rows failed: \(error)")
@@ -264,8 +274,8 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
     let margin = Int64(min(1000, max(1, retention / 10)))
     guard kept > Int64(retention) + margin else { return nil }
     do {
+      if revision > checkpointed { checkpoint() }  // the rows must hold what goes
       _ = try store.prune(keep: retention)
-      checkpointed = revision  // pruning checkpoints first
       oldestRetained = try store.oldestRetainedRevision()
       return WriterOutput(catalog: nil, changes: [], answers: [], oldestRetained: oldestRetained)
     } catch {

@@ -38,6 +38,14 @@ struct StoreStatements {
       WHERE name = 'revision'
       """
     static let writeRevision = "UPDATE meta SET value = ?1 WHERE name = 'revision'"
+    static let upsertSwitch = """
+      INSERT INTO switches(\(switchColumns)) VALUES (\(switchValues))
+      ON CONFLICT(key) DO UPDATE SET checked = excluded.checked,
+        read_only = excluded.read_only, read_only_reason = excluded.read_only_reason,
+        held_by = excluded.held_by, disabled = excluded.disabled,
+        disabled_reason = excluded.disabled_reason, disabled_by = excluded.disabled_by,
+        revision = excluded.revision, changed_at = excluded.changed_at
+      """
     /// The revision the switch rows hold: changes after it are only in the log.
     static let readCheckpoint = "SELECT value FROM meta WHERE name = 'checkpoint'"
     static let writeCheckpoint = "UPDATE meta SET value = ?1 WHERE name = 'checkpoint'"
@@ -108,6 +116,7 @@ struct StoreStatements {
   let insertSwitchIfAbsent: SQLiteStatement
   let readRevision: SQLiteStatement
   let writeRevision: SQLiteStatement
+  let upsertSwitch: SQLiteStatement
   let readCheckpoint: SQLiteStatement
   let writeCheckpoint: SQLiteStatement
   let checkpointRows: SQLiteStatement
@@ -133,6 +142,7 @@ struct StoreStatements {
     insertSwitchIfAbsent = try connection.prepareCached(SQL.insertSwitchIfAbsent)
     readRevision = try connection.prepareCached(SQL.readRevision)
     writeRevision = try connection.prepareCached(SQL.writeRevision)
+    upsertSwitch = try connection.prepareCached(SQL.upsertSwitch)
     readCheckpoint = try connection.prepareCached(SQL.readCheckpoint)
     writeCheckpoint = try connection.prepareCached(SQL.writeCheckpoint)
     checkpointRows = try connection.prepareCached(SQL.checkpointRows)

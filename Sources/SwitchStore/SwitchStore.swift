@@ -298,8 +298,31 @@ public final class SwitchStore {
     try run { () throws(SQLiteError) in try readCheckpoint() }
   }
 
+  /// Writes `rows` and records `revision` as the checkpoint, in one transaction: the cheap way
+  /// for a caller that holds every switch as of `revision` (the daemon's writer) and passes
+  /// each one that changed since the last checkpoint.
+  public func checkpoint(_ rows: [SwitchRecord], at revision: Int64) throws(StoreError) {
+    try transaction { () throws(SQLiteError) in
+      let current = try readRevision()
+      guard revision == current else {
+        throw .misuse(
+          "a checkpoint at revision \(revision), but the log is at \(current)",
+          context: "checkpoint on \(path)")
+      }
+      let upsert = statements.upsertSwitch
+      for row in rows {
+        try upsert.bindSwitch(
+          key: row.key, state: row.state, revision: row.revision, changedAt: row.changedAt)
+        try execute(upsert)
+      }
+      let write = statements.writeCheckpoint
+      try write.bind(revision, at: 1)
+      try execute(write)
+    }
+  }
+
   /// Copies each key's newest change since the last checkpoint into its switch row, in one
-  /// transaction, so start-up replays only what came after.
+  /// transaction, so start-up replays only what came after. It reads the whole tail of the log.
   public func checkpoint() throws(StoreError) {
     try transaction { () throws(SQLiteError) in
       let from = try readCheckpoint()

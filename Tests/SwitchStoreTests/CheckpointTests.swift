@@ -59,6 +59,26 @@ import Testing
     }
   }
 
+  /// The writer's way: it passes the rows of the switches it changed.
+  @Test func aCheckpointFromTheCallersRows() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      var store = try SwitchStore(path: path)
+      try store.commit([sampleChange(1, key: "a", checked: true), sampleChange(2, key: "b")])
+      let rows = try store.loadSwitches()
+      // Only at the log's revision: rows of an older or newer state would be wrong.
+      #expect(throws: StoreError.self) { try store.checkpoint(rows, at: 1) }
+      #expect(try store.checkpointRevision() == 0)
+      try store.checkpoint(rows, at: 2)
+      #expect(try store.checkpointRevision() == 2)
+      #expect(try Self.rows(store) == ["a 1 1", "b 1 2"])
+      store.close()
+      store = try SwitchStore(path: path)
+      defer { store.close() }
+      #expect(try store.loadSwitches() == rows)
+    }
+  }
+
   /// Pruning checkpoints first, so the rows hold every change it deletes.
   @Test func pruningNeverLosesTheState() throws {
     try withTemporaryDirectory { directory in
