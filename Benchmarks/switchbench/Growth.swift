@@ -50,15 +50,30 @@ extension Bench {
           return [result]
         }
       }
-      let results = try interleave(
-        [contender(smallDaemon, small.switches), contender(bigDaemon, big.switches)],
-        seconds: seconds)
-      let (few, many) = (results[0][0], results[1][0])
-      let errors = few.errors + many.errors
+      // The median of 8 window pairs, each window ~0.25 s, in ABBA order: a
+      // window the machine spent elsewhere (a few µs per request either way)
+      // moves a sum, not a median.
+      let contenders = [contender(smallDaemon, small.switches), contender(bigDaemon, big.switches)]
+      var few: [Double] = []
+      var many: [Double] = []
+      var errors = 0
+      for window in 0..<8 {
+        let warmup = window == 0 ? options.warmup : min(0.05, options.warmup)
+        // ABBA order: neither daemon always runs right after the other.
+        let order = window % 2 == 0 ? [0, 1] : [1, 0]
+        for index in order {
+          let contender = contenders[index]
+          let result = try contender(warmup, seconds / 8)[0]
+          errors += result.errors
+          if let cost = result.cpuMicrosecondsPerRequest {
+            if index == 0 { few.append(cost) } else { many.append(cost) }
+          }
+        }
+      }
       add(
         Row(
           section: "growth", measure: "\(measure): CPU per request", unit: .microseconds,
-          value: many.cpuMicrosecondsPerRequest, reference: few.cpuMicrosecondsPerRequest,
+          value: median(many), reference: median(few),
           referenceName: referenceName, target: .ratioWithin(0.2),
           note: errors > 0 ? "\(errors) errors" : ""))
     }
@@ -147,4 +162,12 @@ func count(_ n: Int) -> String {
     digits.removeLast(3)
   }
   return String(digits + out)
+}
+
+/// The middle value (the mean of the two middle ones for an even count); nil when empty.
+func median(_ values: [Double]) -> Double? {
+  guard !values.isEmpty else { return nil }
+  let sorted = values.sorted()
+  let middle = sorted.count / 2
+  return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
