@@ -41,7 +41,7 @@ extension Server {
       w.int(current)
       if since == nil {
         w.raw(",\"switches\":")
-        writeSwitches(&w, keys(matching: patterns))
+        writeSwitches(&w, positions(matching: patterns))
       }
       w.raw("}")
     }
@@ -89,7 +89,7 @@ extension Server {
     for change in changes {
       records[change.key] = SwitchRecord(
         key: change.key, state: change.state, revision: change.revision, changedAt: change.time)
-      encodedSwitches[change.key]?.bytes = nil
+      encodings.invalidate(change.key)
       revision = change.revision
       var members: [UInt8]?
       hub.forEachMatch(change.key) { watch in

@@ -42,7 +42,7 @@ extension Server {
     limits = Limits(update.catalog.settings)
     log.setLevel(update.catalog.settings.logLevel)
     for record in update.newRecords { records[record.key] = record }
-    encodedSwitches.removeAll()
+    encodings = SwitchEncodings(update.catalog)
   }
 
   var statusLine: String {

@@ -52,9 +52,8 @@ final class Server {
   /// Writes submitted during this turn of the loop, not yet handed over.
   private var writesThisTurn: [WriterJob] = []
   var hub = WatchHub()
-  /// Each switch's Switch object, encoded once until it changes (most requests read
-  /// switches that did not change since the last read), and its schema members.
-  var encodedSwitches: [String: EncodedSwitch] = [:]
+  /// The declared switches' Switch objects, encoded once until they change.
+  var encodings: SwitchEncodings
   var limits: Limits
 
   // The loop's copy of the switches: what committed, as of `revision`.
@@ -91,6 +90,7 @@ final class Server {
     self.notifier = notifier
     self.log = log
     self.limits = Limits(catalog.settings)
+    self.encodings = SwitchEncodings(catalog)
     self.reader = try SwitchStore(path: databasePath, mode: .readOnly)
     epoll = shim_epoll_create()
     guard epoll >= 0 else { throw SystemError.last("epoll_create1") }
