@@ -42,7 +42,7 @@ extension Server {
     limits = Limits(update.catalog.settings)
     log.setLevel(update.catalog.settings.logLevel)
     for record in update.newRecords { records[record.key] = record }
-    encodings = SwitchEncodings(update.catalog)
+    encodings = SwitchEncodings(sortedKeys: update.catalog.sortedKeys)
   }
 
   var statusLine: String {

@@ -90,7 +90,7 @@ final class Server {
     self.notifier = notifier
     self.log = log
     self.limits = Limits(catalog.settings)
-    self.encodings = SwitchEncodings(catalog)
+    self.encodings = SwitchEncodings(sortedKeys: catalog.sortedKeys)
     self.reader = try SwitchStore(path: databasePath, mode: .readOnly)
     epoll = shim_epoll_create()
     guard epoll >= 0 else { throw SystemError.last("epoll_create1") }
