@@ -4,7 +4,12 @@ public enum SwitchKey {
 
   /// Why `key` is not a valid switch key, or nil when it is.
   public static func problem(_ key: String) -> String? {
-    let bytes = Array(key.utf8)
+    // Checked in place (this runs for every request): no copy of the bytes.
+    var key = key
+    return key.withUTF8 { problem(bytes: $0) }
+  }
+
+  private static func problem(bytes: UnsafeBufferPointer<UInt8>) -> String? {
     if bytes.isEmpty { return "a switch key cannot be empty" }
     if bytes.count > maxBytes { return "a switch key is at most \(maxBytes) bytes" }
     guard isLower(bytes[0]) else { return "a switch key starts with a lowercase letter a-z" }

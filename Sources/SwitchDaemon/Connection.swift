@@ -57,7 +57,7 @@ final class Connection {
   func openSlot(parts: Int, isBatch: Bool) -> UInt64 {
     let seq = nextSlot
     nextSlot += 1
-    slots.append(Slot(seq: seq, isBatch: isBatch, parts: Array(repeating: nil, count: parts)))
+    slots.append(Slot(seq: seq, isBatch: isBatch, parts: parts))
     return seq
   }
 
@@ -65,8 +65,14 @@ final class Connection {
   func fill(slot seq: UInt64, part: Int, with bytes: [UInt8]) {
     guard let first = slots.first, seq >= first.seq else { return }
     let index = Int(seq - first.seq)
-    guard index < slots.count, part < slots[index].parts.count else { return }
-    slots[index].parts[part] = bytes
+    guard index < slots.count else { return }
+    if slots[index].isBatch {
+      guard part < slots[index].parts.count else { return }
+      slots[index].parts[part] = bytes
+    } else {
+      guard part == 0, slots[index].single == nil else { return }
+      slots[index].single = bytes
+    }
     slots[index].remaining -= 1
     slots[index].bytes += bytes.count
     flushCompletedSlots()
@@ -91,7 +97,7 @@ final class Connection {
     w.raw("\n")
     swap(&w.bytes, &out)
     responseBytesQueued += out.count - before
-    slots.removeFirst()
+    dropSlots(1)
     flushCompletedSlots()
     return true
   }
@@ -109,13 +115,22 @@ final class Connection {
         }
         out.append(UInt8(ascii: "]"))
       } else {
-        out.append(contentsOf: slot.parts[0] ?? [])
+        out.append(contentsOf: slot.single ?? [])
       }
       out.append(UInt8(ascii: "\n"))
       responseBytesQueued += out.count - before
       done += 1
     }
-    if done > 0 { slots.removeFirst(done) }
+    if done > 0 { dropSlots(done) }
+  }
+
+  /// Removes the first `count` slots; all of them (the common case) without shifting.
+  private func dropSlots(_ count: Int) {
+    if count == slots.count {
+      slots.removeAll(keepingCapacity: true)
+    } else {
+      slots.removeFirst(count)
+    }
   }
 
   // MARK: Pending requests
@@ -217,16 +232,19 @@ struct Peer: Sendable {
 struct Slot {
   var seq: UInt64
   var isBatch: Bool
+  /// A batch's answers, by position; a single request's is `single` (no
+  /// array to allocate for the common case).
   var parts: [[UInt8]?]
+  var single: [UInt8]?
   var remaining: Int
   /// Bytes of the answers filled in so far.
   var bytes = 0
 
-  init(seq: UInt64, isBatch: Bool, parts: [[UInt8]?]) {
+  init(seq: UInt64, isBatch: Bool, parts: Int) {
     self.seq = seq
     self.isBatch = isBatch
-    self.parts = parts
-    self.remaining = parts.count
+    self.parts = isBatch ? Array(repeating: nil, count: parts) : []
+    self.remaining = parts
   }
 }
 
