@@ -29,6 +29,8 @@ let package = Package(
       dependencies: ["SwitchCore", "SwitchProtocol", "SwitchStore", "CShim"],
       swiftSettings: releaseSpeed),
     .target(name: "SwitchCtl", dependencies: ["SwitchCore", "SwitchProtocol", "CShim"]),
+    // A fixed-seed generator for test data and benchmark load (not in any product).
+    .target(name: "SeededRandom"),
     .executableTarget(name: "switchd", dependencies: ["SwitchDaemon"]),
     // Scripts call switchctl in loops: linking the Swift runtime statically
     // halves its start-up time (SWIFT-NOTES.md, "CLI start-up").
@@ -37,21 +39,23 @@ let package = Package(
       linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
     // The benchmark: `swift run -c release switchbench` (see README).
     .executableTarget(
-      name: "switchbench", dependencies: ["SwitchProtocol", "SwitchCore", "CSQLite"],
+      name: "switchbench",
+      dependencies: ["SwitchProtocol", "SwitchCore", "CSQLite", "SeededRandom"],
       path: "Benchmarks/switchbench"),
     // libFuzzer targets; they do nothing unless built with -DFUZZING (see .ci/fuzz).
     .executableTarget(
       name: "fuzz-protocol", dependencies: ["SwitchProtocol"], path: "Fuzz/fuzz-protocol"),
     .executableTarget(
       name: "fuzz-keyfile", dependencies: ["SwitchCore"], path: "Fuzz/fuzz-keyfile"),
-    .testTarget(name: "SwitchCoreTests", dependencies: ["SwitchCore"]),
-    .testTarget(name: "SwitchProtocolTests", dependencies: ["SwitchProtocol"]),
-    .testTarget(name: "SwitchStoreTests", dependencies: ["SwitchStore"]),
+    .testTarget(name: "SwitchCoreTests", dependencies: ["SwitchCore", "SeededRandom"]),
+    .testTarget(name: "SwitchProtocolTests", dependencies: ["SwitchProtocol", "SeededRandom"]),
+    .testTarget(name: "SwitchStoreTests", dependencies: ["SwitchStore", "SeededRandom"]),
     .testTarget(name: "SwitchDaemonTests", dependencies: ["SwitchDaemon"]),
     .testTarget(name: "SwitchCtlTests", dependencies: ["SwitchCtl"]),
     // Starts the real switchd and switchctl, which `swift test` builds
     // beside the test runner (all products are built with the tests).
-    .testTarget(name: "EndToEndTests", dependencies: ["SwitchProtocol", "SwitchCore"]),
+    .testTarget(
+      name: "EndToEndTests", dependencies: ["SwitchProtocol", "SwitchCore", "SeededRandom"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -137,15 +137,3 @@ func fillerLine(_ bytes: Int, tag: String) -> [UInt8] {
   text += String(repeating: "x", count: pad) + tail
   return Array((text + "\n").utf8)
 }
-
-/// A small deterministic generator (the figures must not depend on the seed).
-struct SplitMix: RandomNumberGenerator {
-  var state: UInt64
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}

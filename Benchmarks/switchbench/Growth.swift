@@ -1,4 +1,5 @@
 import Glibc
+import SeededRandom
 
 /// Cost growth: the same reads on a switchd with few switches and log rows
 /// and on one with many, both running, measured in alternating windows.
@@ -125,7 +126,7 @@ extension Bench {
     let fd = connectUnix(daemon.socket)
     if fd < 0 { throw BenchError.errno("connect") }
     defer { close(fd) }
-    var random = SplitMix(state: UInt64(total))
+    var random = SplitMix64(seed: UInt64(total))
     let filler = Configs.fillerCount(total: total)
     let start = nowSeconds()
     var done = 0

@@ -1,3 +1,4 @@
+import SeededRandom
 import Testing
 
 @testable import SwitchCore
@@ -649,14 +650,14 @@ struct CatalogBuilderPropertyTests {
     "MaxHistoryPage=5", "MaxHistoryPage=0", "Bogus=1", "# c", "", "junk", "=x",
   ]
 
-  static func randomText(using generator: inout KeyFilePropertyTests.SplitMix) -> String {
+  static func randomText(using generator: inout SplitMix64) -> String {
     let count = Int.random(in: 0...12, using: &generator)
     return (0..<count).map { _ in lines.randomElement(using: &generator)! }
       .joined(separator: "\n")
   }
 
   @Test func diagnosticsAndCatalogAgree() {
-    var generator = KeyFilePropertyTests.SplitMix(state: 7)
+    var generator = SplitMix64(seed: 7)
     for _ in 0..<1000 {
       let files = (0..<5).map { _ in Self.randomText(using: &generator) }
       let switchNames = ["switches.d/a.conf", "switches.d/b.conf"]

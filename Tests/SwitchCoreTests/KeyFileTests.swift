@@ -1,3 +1,4 @@
+import SeededRandom
 import Testing
 
 @testable import SwitchCore
@@ -179,30 +180,18 @@ struct KeyFileErrorTests {
 /// Random texts from the characters that matter to the syntax: whatever the
 /// input, parsing ends, and what it returns is consistent.
 struct KeyFilePropertyTests {
-  /// A fixed-seed generator, so that a failure can be replayed.
-  struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-      state &+= 0x9E37_79B9_7F4A_7C15
-      var z = state
-      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
-      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-      return z ^ (z >> 31)
-    }
-  }
-
   static let pieces = [
     "[", "]", "=", "#", ";", "\n", "\r\n", "\r", " ", "\t", "\u{0}", "\u{FFFD}", "\u{FEFF}",
     "a", "wifi", "Label", "ReadOnly", "yes", "é", "☕", "e\u{301}",
   ]
 
-  static func randomText(using generator: inout SplitMix) -> String {
+  static func randomText(using generator: inout SplitMix64) -> String {
     let count = Int.random(in: 0...60, using: &generator)
     return (0..<count).map { _ in pieces.randomElement(using: &generator)! }.joined()
   }
 
   @Test func anyTextParsesConsistently() {
-    var generator = SplitMix(state: 42)
+    var generator = SplitMix64(seed: 42)
     for _ in 0..<3000 {
       let text = Self.randomText(using: &generator)
       let (file, diagnostics) = KeyFile.parse(text, file: "x.conf")

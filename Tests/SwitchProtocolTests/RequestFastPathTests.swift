@@ -1,3 +1,4 @@
+import SeededRandom
 import Testing
 
 @testable import SwitchProtocol
@@ -254,24 +255,12 @@ import Testing
 
   // MARK: Random mutations
 
-  /// SplitMix64: the same sequence on every run.
-  struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-      state &+= 0x9E37_79B9_7F4A_7C15
-      var z = state
-      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-      return z ^ (z >> 31)
-    }
-  }
-
   /// Bytes that matter to the grammar, so that mutations reach its edges.
   static let interesting: [UInt8] =
     Array(#"{}[]:,"\\-+.eE0123456789tfnulr aijdmpsk"#.utf8) + [0x00, 0x09, 0x0A, 0x0D, 0x1F, 0x7F]
     + [0x80, 0xBF, 0xC0, 0xC3, 0xA9, 0xE2, 0x98, 0x95, 0xED, 0xA0, 0xF0, 0x9F, 0xF4, 0x90, 0xFF]
 
-  static func mutate(_ line: [UInt8], _ rng: inout SeededGenerator) -> [UInt8] {
+  static func mutate(_ line: [UInt8], _ rng: inout SplitMix64) -> [UInt8] {
     var m = line
     for _ in 0..<Int.random(in: 1...3, using: &rng) {
       let at = m.isEmpty ? 0 : Int.random(in: 0..<m.count, using: &rng)
@@ -297,7 +286,7 @@ import Testing
   }
 
   @Test func agreesOnRandomMutations() {
-    var rng = SeededGenerator(state: 0x5EED_F00D)
+    var rng = SplitMix64(seed: 0x5EED_F00D)
     let bases = Self.common.map { Array($0.utf8) }
     var failures: [String] = []
     var taken = 0

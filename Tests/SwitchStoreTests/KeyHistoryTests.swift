@@ -1,4 +1,5 @@
 import CSQLite
+import SeededRandom
 import SwitchCore
 import Testing
 
@@ -14,7 +15,7 @@ import Testing
   static func commitRandomLog(
     _ store: SwitchStore, from first: Int64, count: Int, seed: UInt64
   ) throws {
-    var random = SplitMix(seed: seed)
+    var random = SplitMix64(seed: seed)
     var revision = first
     let last = first + Int64(count) - 1
     while revision <= last {
@@ -121,7 +122,7 @@ import Testing
       let old = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
       try old.execute(Schema.migrations[0])
       try old.execute("PRAGMA user_version = 1")
-      var random = SplitMix(seed: 3)
+      var random = SplitMix64(seed: 3)
       for revision in 1...200 {
         let key = Self.keys[Int(random.next() % 4)]
         try old.execute(
@@ -151,18 +152,5 @@ import Testing
       try store.commit([sampleChange(201, key: "rare"), sampleChange(202, key: "a")])
       try Self.expectPagesMatchTheLog(store)
     }
-  }
-}
-
-/// A fixed-seed generator, so a failure replays.
-struct SplitMix: RandomNumberGenerator {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476C_1CE5_E9B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }
