@@ -475,12 +475,7 @@ public final class SwitchStore {
   }
 
   private func readCheckpoint() throws(SQLiteError) -> Int64 {
-    let statement = statements.readCheckpoint
-    defer { statement.reset() }
-    guard try statement.step() else {
-      throw .corrupt("the meta table has no checkpoint row", context: "reading \(path)")
-    }
-    return statement.int64(at: 0)
+    try readMeta(statements.readCheckpoint, row: "checkpoint")
   }
 
   private func markAtOrAbove(key: String, revision: Int64) throws(SQLiteError) -> Int64? {
@@ -492,10 +487,14 @@ public final class SwitchStore {
   }
 
   private func readRevision() throws(SQLiteError) -> Int64 {
-    let statement = statements.readRevision
+    try readMeta(statements.readRevision, row: "revision")
+  }
+
+  /// The one value a query of the `meta` table returns.
+  private func readMeta(_ statement: SQLiteStatement, row: String) throws(SQLiteError) -> Int64 {
     defer { statement.reset() }
     guard try statement.step() else {
-      throw .corrupt("the meta table has no revision row", context: "reading \(path)")
+      throw .corrupt("the meta table has no \(row) row", context: "reading \(path)")
     }
     return statement.int64(at: 0)
   }
