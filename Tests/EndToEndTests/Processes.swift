@@ -24,9 +24,26 @@ func spawn(
   var pid: pid_t = 0
   let cArgs = argv.map { strdup($0) } + [nil]
   defer { for p in cArgs { free(p) } }
-  let rc = posix_spawn(&pid, argv[0], &actions, nil, cArgs, environ)
+  let rc = withDefaultSignals { posix_spawn(&pid, argv[0], &actions, &$0, cArgs, environ) }
   guard rc == 0 else { throw FixtureError("posix_spawn \(argv[0]) failed: \(rc)") }
   return pid
+}
+
+/// Spawn attributes that start a child with no signal blocked and each at its default: the
+/// test runner's threads may block or ignore signals, and a child inherits both (a tracer
+/// started with SIGTERM blocked never sees the SIGTERM that should detach it).
+func withDefaultSignals<T>(_ body: (inout posix_spawnattr_t) throws -> T) rethrows -> T {
+  var attributes = posix_spawnattr_t()
+  posix_spawnattr_init(&attributes)
+  defer { posix_spawnattr_destroy(&attributes) }
+  var none = sigset_t()
+  sigemptyset(&none)
+  var all = sigset_t()
+  sigfillset(&all)
+  posix_spawnattr_setsigmask(&attributes, &none)
+  posix_spawnattr_setsigdefault(&attributes, &all)
+  posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+  return try body(&attributes)
 }
 
 /// Waits for a child; SIGKILL when it outlives the deadline. Returns its

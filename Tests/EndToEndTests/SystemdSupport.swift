@@ -211,19 +211,6 @@ final class Child {
     posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
     posix_spawn_file_actions_adddup2(&actions, 1, 2)
 
-    // The test runner's threads may block or ignore signals; the daemon
-    // must start with the defaults a service manager gives it.
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var none = sigset_t()
-    sigemptyset(&none)
-    var all = sigset_t()
-    sigfillset(&all)
-    posix_spawnattr_setsigmask(&attributes, &none)
-    posix_spawnattr_setsigdefault(&attributes, &all)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
     let variables =
       ["PATH=/usr/local/bin:/usr/bin:/bin"]
       + environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
@@ -231,7 +218,8 @@ final class Child {
     let cEnv = variables.map { strdup($0) } + [nil]
     defer { for p in cArgs + cEnv { free(p) } }
     var pid: pid_t = 0
-    let rc = posix_spawn(&pid, argv[0], &actions, &attributes, cArgs, cEnv)
+    // The daemon starts with the signal defaults a service manager gives it.
+    let rc = withDefaultSignals { posix_spawn(&pid, argv[0], &actions, &$0, cArgs, cEnv) }
     guard rc == 0 else { throw FixtureError("posix_spawn \(argv[0]) failed: \(rc)") }
     self.pid = pid
   }
