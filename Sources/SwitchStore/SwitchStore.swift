@@ -59,8 +59,8 @@ public final class SwitchStore {
   /// How many changes of a key at most lie between two of its marks (see the top of the file).
   let markSpacing: Int
   /// Per key, the newest change committed through this store and how many changes since its
-  /// last mark: a cache of what the file holds, filled on a key's first commit after opening
-  /// (from its switch row) and emptied when a commit fails.
+  /// last mark: a cache of what the file holds, filled by `loadSwitches()` or on a key's first
+  /// commit after opening (from the log's tail or the key's row), emptied when a commit fails.
   private var chains: [String: KeyChain] = [:]
 
   private struct KeyChain {
@@ -398,9 +398,9 @@ public final class SwitchStore {
       throw .damaged(path: path, detail: problems.joined(separator: "; "))
     }
     try run(path) { () throws(SQLiteError) in
-      // Small pages for a new database (a no-op for an existing one): a commit writes three
-      // pages (switch row, log row, log index) to the WAL and syncs them, so 1 KiB pages
-      // write and checksum a quarter of the bytes of 4 KiB ones (~12% more commits/s here).
+      // Small pages for a new database (a no-op for an existing one): a commit writes a page
+      // or two of log rows to the WAL and syncs them, so 1 KiB pages write and checksum a
+      // quarter of the bytes of 4 KiB ones (~12% more commits/s here).
       try connection.execute("PRAGMA page_size=1024")
       // WAL: readers never block the writer nor it them; the setting is stored in the file.
       try connection.execute("PRAGMA journal_mode=WAL")
