@@ -29,13 +29,7 @@ import Testing
       daemon.stop()
       Durability.lazyUnmount(state)
     }
-    try daemon.start()
-    let watcher = try daemon.client()
-    _ = try watcher.result("watch")
-    let client = try daemon.client()
-    for key in ["wifi", "bluetooth", "wifi"] {
-      _ = try client.result("toggle", "{\"key\":\"\(key)\"}")
-    }
+    let (watcher, client) = try startWithThreeChanges(daemon)
     let filler = Durability.Tmpfs.fill(state)
     #expect(Durability.fileExists(filler))
 
@@ -144,6 +138,21 @@ import Testing
     #expect(after["checked"]?.boolValue == !wifiChecked)
   }
 
+  /// Starts `daemon` on its mounted state directory and commits revisions 1–3 (wifi,
+  /// bluetooth, wifi); returns a client watching everything since before them, and a client.
+  private func startWithThreeChanges(_ daemon: DaemonFixture) throws -> (
+    watcher: RPCClient, client: RPCClient
+  ) {
+    try daemon.start()
+    let watcher = try daemon.client()
+    _ = try watcher.result("watch")
+    let client = try daemon.client()
+    for key in ["wifi", "bluetooth", "wifi"] {
+      _ = try client.result("toggle", "{\"key\":\"\(key)\"}")
+    }
+    return (watcher, client)
+  }
+
   // MARK: Read-only filesystem
 
   /// The filesystem under the database turns read-only while switchd runs
@@ -171,13 +180,7 @@ import Testing
       daemon.stop()
       Durability.lazyUnmount(state)
     }
-    try daemon.start()
-    let watcher = try daemon.client()
-    _ = try watcher.result("watch")
-    let client = try daemon.client()
-    for key in ["wifi", "bluetooth", "wifi"] {
-      _ = try client.result("toggle", "{\"key\":\"\(key)\"}")
-    }
+    let (watcher, client) = try startWithThreeChanges(daemon)
     #expect(Durability.LoopExt4.forceReadOnly(state))
 
     for (method, params) in [

@@ -30,19 +30,7 @@ enum Durability {
     deinit { Glibc.close(fd) }
 
     /// Sends all of `text`; false when the peer is gone.
-    func send(_ text: String) -> Bool {
-      let bytes = Array(text.utf8)
-      var offset = 0
-      while offset < bytes.count {
-        let n = bytes.withUnsafeBytes {
-          Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-        }
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { return false }
-        offset += n
-      }
-      return true
-    }
+    func send(_ text: String) -> Bool { sendAll(fd, Array(text.utf8)) }
 
     /// The next line (without its newline), waiting at most `timeout` seconds.
     /// Lines the peer sent before it died are still returned, then `.closed`.

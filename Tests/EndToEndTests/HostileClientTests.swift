@@ -858,14 +858,7 @@ private final class RawSocket {
   deinit { Glibc.close(fd) }
 
   func send(_ bytes: [UInt8]) throws {
-    var offset = 0
-    while offset < bytes.count {
-      let n = bytes.withUnsafeBytes {
-        Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-      }
-      if n <= 0 { throw FixtureError("send failed: errno \(errno)") }
-      offset += n
-    }
+    guard sendAll(fd, bytes) else { throw FixtureError("send failed: errno \(errno)") }
   }
 
   func readLine(seconds: Double) throws -> [UInt8] {

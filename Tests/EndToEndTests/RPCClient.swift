@@ -25,15 +25,7 @@ final class RPCClient {
   deinit { close() }
 
   func send(raw text: String) throws {
-    let bytes = Array(text.utf8)
-    var offset = 0
-    while offset < bytes.count {
-      let n = bytes.withUnsafeBytes {
-        Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-      }
-      if n <= 0 { throw FixtureError("send failed: errno \(errno)") }
-      offset += n
-    }
+    guard sendAll(fd, Array(text.utf8)) else { throw FixtureError("send failed: errno \(errno)") }
   }
 
   /// Reads one line (without its newline); nil at end of stream or timeout.
@@ -103,6 +95,20 @@ final class RPCClient {
     }
     return message["params"] ?? .null
   }
+}
+
+/// Sends all of `bytes` (retrying short sends and EINTR); false when the peer is gone.
+func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+  var offset = 0
+  while offset < bytes.count {
+    let n = bytes.withUnsafeBytes {
+      Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+    }
+    if n < 0 && errno == EINTR { continue }
+    if n <= 0 { return false }
+    offset += n
+  }
+  return true
 }
 
 /// A connected Unix stream socket, or an error (the descriptor is closed on
