@@ -4,8 +4,7 @@ public struct Caller: Equatable, Sendable {
   public var actor: Actor
   /// uid 0, or a member of the configured admin group.
   public var isAdmin: Bool
-  /// May set, toggle and reset: no `Writers` group is configured, the peer is
-  /// in it, or the peer is an administrator.
+  /// May set, toggle and reset (see `WritersGroup`).
   public var mayWrite: Bool
 
   public init(actor: Actor, isAdmin: Bool, mayWrite: Bool) {
@@ -14,21 +13,57 @@ public struct Caller: Equatable, Sendable {
     self.mayWrite = mayWrite
   }
 
+  /// Whether this caller has `privilege`.
+  public func has(_ privilege: Privilege) -> Bool {
+    switch privilege {
+    case .anyone: return true
+    case .writer: return mayWrite
+    case .administrator: return isAdmin
+    }
+  }
+
   /// The rights of a peer, from the table "Who may do what" in SEMANTICS.md.
   /// - Parameters:
   ///   - groups: the peer's primary and supplementary groups (SO_PEERGROUPS).
   ///   - adminGroup: gid of `AdminGroup`, nil when unset or missing (root only).
-  ///   - writersGroup: gid of `Writers`, nil when unset (everyone writes).
+  ///   - writers: who the `Writers` setting lets write.
   public static func peer(
     uid: UInt32, gid: UInt32, pid: Int32, groups: [UInt32], adminGroup: UInt32?,
-    writersGroup: UInt32?
+    writers: WritersGroup
   ) -> Caller {
     func isMember(_ group: UInt32) -> Bool { gid == group || groups.contains(group) }
     let isAdmin = uid == 0 || adminGroup.map(isMember) == true
-    let mayWrite = isAdmin || writersGroup.map(isMember) ?? true
+    let mayWrite: Bool
+    switch writers {
+    case .everyone: mayWrite = true
+    case .members(let group): mayWrite = isAdmin || isMember(group)
+    case .missing: mayWrite = isAdmin
+    }
     return Caller(actor: .peer(uid: uid, gid: gid, pid: pid), isAdmin: isAdmin, mayWrite: mayWrite)
   }
+}
 
-  /// The caller for changes a policy file makes at start or reload.
-  public static let policy = Caller(actor: .policy, isAdmin: true, mayWrite: true)
+/// Who may set, toggle and reset, from the `Writers` setting. Administrators
+/// always may.
+public enum WritersGroup: Equatable, Sendable {
+  /// No `Writers` group is configured: everyone writes.
+  case everyone
+  /// Members of this gid write.
+  case members(UInt32)
+  /// `Writers` names a group that does not exist. It was set to restrict, so
+  /// nobody but administrators writes: a typo must not open writes to all.
+  case missing(name: String)
+
+  /// `name` is the setting (nil or empty: unset); `lookUp` finds its gid.
+  public static func resolve(_ name: String?, lookUp: (String) -> UInt32?) -> WritersGroup {
+    guard let name, !name.isEmpty else { return .everyone }
+    guard let gid = lookUp(name) else { return .missing(name: name) }
+    return .members(gid)
+  }
+
+  /// The warning to log for a group that does not exist, nil otherwise.
+  public var warning: String? {
+    guard case .missing(let name) = self else { return nil }
+    return "Writers group \(name) does not exist: only administrators may change switches"
+  }
 }

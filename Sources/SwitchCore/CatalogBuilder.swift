@@ -62,15 +62,6 @@ public enum CatalogBuilder {
     return (catalog, diagnostics)
   }
 
-  /// Parses a boolean word: on/off, yes/no, true/false, 1/0 (case-insensitive). nil otherwise.
-  public static func parseBool(_ word: String) -> Bool? {
-    switch word.lowercased() {
-    case "on", "yes", "true", "1": return true
-    case "off", "no", "false", "0": return false
-    default: return nil
-    }
-  }
-
   // MARK: - Collecting diagnostics
 
   /// Diagnostics in the order they are found, sortable into file order.
@@ -121,7 +112,7 @@ public enum CatalogBuilder {
   }
 
   private static func notBoolean(_ entry: KeyFile.Entry) -> String {
-    "\(entry.name)=\(entry.value) is not a boolean: use on/off, yes/no, true/false or 1/0"
+    "\(entry.name)=\(entry.value) is not a boolean: use \(BooleanWord.choices)"
   }
 
   // MARK: - switchd.conf
@@ -319,7 +310,7 @@ public enum CatalogBuilder {
       case "CheckedIcon": definition.checkedIcon = entry.value
       case "UncheckedIcon": definition.uncheckedIcon = entry.value
       case "Default":
-        if let value = parseBool(entry.value) {
+        if let value = BooleanWord.parse(entry.value) {
           definition.defaultChecked = value
         } else {
           report.error(location, notBoolean(entry))
@@ -400,7 +391,7 @@ public enum CatalogBuilder {
           let location = SourceLocation(file: file, line: entry.line)
           switch entry.name {
           case "ReadOnly", "Disabled":
-            guard let value = parseBool(entry.value) else {
+            guard let value = BooleanWord.parse(entry.value) else {
               report.error(location, notBoolean(entry))
               continue
             }
@@ -418,7 +409,7 @@ public enum CatalogBuilder {
             if entry.value.isEmpty {
               draft.rule.checked = nil
               draft.checkedAt = nil
-            } else if let value = parseBool(entry.value) {
+            } else if let value = BooleanWord.parse(entry.value) {
               draft.rule.checked = value
               draft.checkedAt = (location, report.file)
             } else {

@@ -33,11 +33,30 @@ public enum Operation: Equatable, Sendable {
     }
   }
 
-  /// Administrator verbs: lock, unlock, disable, enable.
-  public var isAdministrative: Bool {
+  /// What the caller must be: the Writers group for set, toggle and reset,
+  /// an administrator for lock, unlock, disable and enable.
+  public var privilege: Privilege { cause.privilege }
+}
+
+/// What a caller must be to ask for something (PROTOCOL.md "Methods",
+/// column "who"; SEMANTICS.md "Who may do what"). The one table of it: the
+/// protocol's methods take theirs from here.
+public enum Privilege: Sendable, Equatable {
+  /// Reads, watches, history, status.
+  case anyone
+  /// Changes a value: members of the `Writers` group (everyone when none is set).
+  case writer
+  /// Holds, disables, or changes the configuration.
+  case administrator
+}
+
+extension Cause {
+  /// What a caller must be to make a change of this cause. A policy change
+  /// comes from the configuration, which only an administrator may reload.
+  public var privilege: Privilege {
     switch self {
-    case .set, .toggle, .reset: return false
-    case .lock, .unlock, .disable, .enable: return true
+    case .set, .toggle, .reset: return .writer
+    case .lock, .unlock, .disable, .enable, .policy: return .administrator
     }
   }
 }

@@ -5,10 +5,12 @@ public enum Refusal: Error, Equatable, Sendable {
   case unknownSwitch(key: String)
   /// The caller may not call this method, or may not write switches.
   case permissionDenied(key: String?, action: String, requirement: String)
-  /// The switch is disabled: nobody changes it (disabled wins).
-  case disabled(key: String, reason: String?, by: Holder?)
-  /// The switch is read-only for this caller.
-  case readOnly(key: String, reason: String?, heldBy: Holder?)
+  /// The switch is disabled: nobody changes it (disabled wins). `source` is
+  /// the policy section that disables it, when a policy does.
+  case disabled(key: String, reason: String?, by: Holder?, source: SourceLocation? = nil)
+  /// The switch is read-only for this caller. `source` is the policy section
+  /// that holds it, when a policy does.
+  case readOnly(key: String, reason: String?, heldBy: Holder?, source: SourceLocation? = nil)
   /// `ifRevision` is not the switch's revision.
   case conflict(key: String, expected: Int64, current: Int64)
 
@@ -20,9 +22,9 @@ public enum Refusal: Error, Equatable, Sendable {
     case .permissionDenied(let key, let action, let requirement):
       if let key { return "You may not \(action) \(key): \(requirement)." }
       return "You may not \(action): \(requirement)."
-    case .disabled(let key, let reason, let by):
+    case .disabled(let key, let reason, let by, _):
       return Refusal.sentence("\(key) is disabled", reason: reason, holder: by)
-    case .readOnly(let key, let reason, let heldBy):
+    case .readOnly(let key, let reason, let heldBy, _):
       return Refusal.sentence("\(key) is read-only", reason: reason, holder: heldBy)
     case .conflict(let key, let expected, let current):
       return "\(key) changed since revision \(expected); it is now at revision \(current)."

@@ -4,19 +4,29 @@
 /// InvalidParams → UnknownSwitch → PermissionDenied for writing → Disabled →
 /// ReadOnly → Conflict; only then is a no-op detected.
 public enum Rules {
-  /// Whether `caller` may call a method at all (the first check of the order).
-  public static func mayCall(administrative: Bool, caller: Caller) -> Bool {
-    !administrative || caller.isAdmin
+  /// Whether `caller` may ask for what needs `privilege` (the first check of the order).
+  public static func mayCall(_ privilege: Privilege, caller: Caller) -> Bool {
+    caller.has(privilege)
   }
 
   /// Decides what `operation` does to a switch.
-  /// - Returns: the new state, or nil when the call changes nothing.
+  /// - Returns: the decision, with the switch it was made on, or the refusal.
   public static func decide(
     _ operation: Operation, key: String, definition: SwitchDefinition?, record: SwitchRecord?,
     policy: PolicyRule?, caller: Caller
-  ) -> Result<SwitchState?, Refusal> {
+  ) -> Result<Decision, Refusal> {
     guard let definition, let record else { return .failure(.unknownSwitch(key: key)) }
-    if operation.isAdministrative && !caller.isAdmin {
+    return nextState(
+      operation, key: key, definition: definition, record: record, policy: policy, caller: caller
+    ).map { Decision(definition: definition, record: record, policy: policy, next: $0) }
+  }
+
+  /// The state `operation` leaves a declared switch in; nil when it changes nothing.
+  static func nextState(
+    _ operation: Operation, key: String, definition: SwitchDefinition, record: SwitchRecord,
+    policy: PolicyRule?, caller: Caller
+  ) -> Result<SwitchState?, Refusal> {
+    if operation.privilege == .administrator && !caller.has(.administrator) {
       return .failure(
         .permissionDenied(
           key: key, action: operation.verb,
@@ -25,7 +35,7 @@ public enum Rules {
     let state = record.state
     switch operation {
     case .set, .toggle, .reset:
-      if !caller.mayWrite {
+      if !caller.has(operation.privilege) {
         return .failure(
           .permissionDenied(
             key: key, action: "change",
@@ -54,10 +64,10 @@ public enum Rules {
     case .lock(let reason, let checked):
       // Disabled wins: nobody changes a disabled switch, its hold included.
       if state.disabled {
-        return .failure(.disabled(key: key, reason: state.disabledReason, by: state.disabledBy))
+        return .failure(disabled(key: key, state: state, policy: policy))
       }
       if state.heldBy == .policy {
-        return .failure(.readOnly(key: key, reason: state.readOnlyReason, heldBy: .policy))
+        return .failure(readOnly(key: key, state: state, policy: policy))
       }
       var next = state
       next.readOnly = true
@@ -68,10 +78,10 @@ public enum Rules {
 
     case .unlock:
       if state.disabled {
-        return .failure(.disabled(key: key, reason: state.disabledReason, by: state.disabledBy))
+        return .failure(disabled(key: key, state: state, policy: policy))
       }
       if state.heldBy == .policy {
-        return .failure(.readOnly(key: key, reason: state.readOnlyReason, heldBy: .policy))
+        return .failure(readOnly(key: key, state: state, policy: policy))
       }
       var next = state
       next.readOnly = false
@@ -81,7 +91,7 @@ public enum Rules {
 
     case .disable(let reason):
       if state.disabledBy == .policy {
-        return .failure(.disabled(key: key, reason: state.disabledReason, by: .policy))
+        return .failure(disabled(key: key, state: state, policy: policy))
       }
       var next = state
       next.disabled = true
@@ -91,7 +101,7 @@ public enum Rules {
 
     case .enable:
       if state.disabledBy == .policy {
-        return .failure(.disabled(key: key, reason: state.disabledReason, by: .policy))
+        return .failure(disabled(key: key, state: state, policy: policy))
       }
       var next = state
       next.disabled = false
@@ -106,16 +116,28 @@ public enum Rules {
   static func valueRefusal(
     key: String, state: SwitchState, policy: PolicyRule?, caller: Caller
   ) -> Refusal? {
-    if state.disabled {
-      return .disabled(key: key, reason: state.disabledReason, by: state.disabledBy)
-    }
+    if state.disabled { return disabled(key: key, state: state, policy: policy) }
     if state.readOnly {
       let policyFixesValue = state.heldBy == .policy && policy?.fixesValue == true
-      if !caller.isAdmin || policyFixesValue {
-        return .readOnly(key: key, reason: state.readOnlyReason, heldBy: state.heldBy)
+      if !caller.has(.administrator) || policyFixesValue {
+        return readOnly(key: key, state: state, policy: policy)
       }
     }
     return nil
+  }
+
+  /// `Disabled`, naming the policy section when a policy disables the switch.
+  static func disabled(key: String, state: SwitchState, policy: PolicyRule?) -> Refusal {
+    .disabled(
+      key: key, reason: state.disabledReason, by: state.disabledBy,
+      source: state.disabledBy == .policy ? policy?.disabledSource : nil)
+  }
+
+  /// `ReadOnly`, naming the policy section when a policy holds the switch.
+  static func readOnly(key: String, state: SwitchState, policy: PolicyRule?) -> Refusal {
+    .readOnly(
+      key: key, reason: state.readOnlyReason, heldBy: state.heldBy,
+      source: state.heldBy == .policy ? policy?.readOnlySource : nil)
   }
 
   static func conflict(key: String, ifRevision: Int64?, record: SwitchRecord) -> Refusal? {
@@ -156,5 +178,41 @@ public enum Rules {
     if state.disabledBy == .policy, let source = rule?.disabledSource { return source }
     if state.heldBy == .policy, let source = rule?.readOnlySource { return source }
     return nil
+  }
+}
+
+/// What the rules decided for a write to a declared switch, with what the
+/// writer needs to carry it out and answer.
+public struct Decision: Equatable, Sendable {
+  public var definition: SwitchDefinition
+  /// The switch before the call.
+  public var record: SwitchRecord
+  public var policy: PolicyRule?
+  /// The new state; nil when the call changes nothing.
+  public var next: SwitchState?
+
+  public init(
+    definition: SwitchDefinition, record: SwitchRecord, policy: PolicyRule?, next: SwitchState?
+  ) {
+    self.definition = definition
+    self.record = record
+    self.policy = policy
+    self.next = next
+  }
+}
+
+extension Rules {
+  /// The `switchd.conf` settings that changed from `old` to `new` and that a
+  /// running daemon does not apply (it opened its socket and database at
+  /// start), by their names in the file: a reload says so rather than
+  /// succeeding silently.
+  public static func settingsNeedingRestart(
+    from old: DaemonSettings, to new: DaemonSettings
+  ) -> [String] {
+    var names: [String] = []
+    if old.socket != new.socket { names.append("Socket") }
+    if old.socketMode != new.socketMode { names.append("SocketMode") }
+    if old.database != new.database { names.append("Database") }
+    return names
   }
 }

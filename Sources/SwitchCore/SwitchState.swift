@@ -78,3 +78,19 @@ public struct SwitchRecord: Equatable, Sendable {
     self.changedAt = changedAt
   }
 }
+
+/// The words a person may write for a boolean, in a config file or on
+/// switchctl's command line (SEMANTICS.md): one list for both.
+public enum BooleanWord {
+  /// on/off, yes/no, true/false, 1/0, in any case; nil for anything else.
+  public static func parse(_ word: String) -> Bool? {
+    switch word.lowercased() {
+    case "on", "yes", "true", "1": return true
+    case "off", "no", "false", "0": return false
+    default: return nil
+    }
+  }
+
+  /// The accepted words for a message: "on/off, yes/no, true/false or 1/0".
+  public static let choices = "on/off, yes/no, true/false or 1/0"
+}

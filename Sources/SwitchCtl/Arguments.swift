@@ -223,14 +223,6 @@ enum ArgumentParser {
     }
   }
 
-  /// The words a person may type for a boolean (SEMANTICS.md), any case.
-  static func bool(_ word: String) -> Bool? {
-    switch word.lowercased() {
-    case "on", "true", "yes", "1": return true
-    case "off", "false", "no", "0": return false
-    default: return nil
-    }
-  }
 }
 
 /// A command's arguments while they are being read; `finish` refuses any
@@ -270,9 +262,9 @@ private struct ParsedArguments {
   }
 
   func bool(_ word: String) throws(UsageError) -> Bool {
-    guard let value = ArgumentParser.bool(word) else {
+    guard let value = BooleanWord.parse(word) else {
       throw UsageError(
-        message: "'\(word)' is not on or off (true/false, yes/no and 1/0 work too).",
+        message: "'\(word)' is not on or off (use \(BooleanWord.choices)).",
         command: command)
     }
     return value

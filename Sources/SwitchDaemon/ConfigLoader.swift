@@ -88,16 +88,16 @@ public enum ConfigLoader {
 /// Group ids of the configured admin and writers groups.
 public struct GroupIDs: Equatable, Sendable {
   public var admin: UInt32?
-  public var writers: UInt32?
+  public var writers: WritersGroup
 
-  public init(admin: UInt32? = nil, writers: UInt32? = nil) {
+  public init(admin: UInt32? = nil, writers: WritersGroup = .everyone) {
     self.admin = admin
     self.writers = writers
   }
 
   /// Looks the groups up in the group database. A missing admin group
-  /// leaves administration to root; a missing Writers group lets nobody but
-  /// administrators write (it was configured to restrict).
+  /// leaves administration to root; for a missing Writers group see
+  /// `WritersGroup.missing`.
   public static func resolve(_ settings: DaemonSettings, log: Log) -> GroupIDs {
     var ids = GroupIDs()
     if let name = settings.adminGroup, !name.isEmpty {
@@ -106,12 +106,8 @@ public struct GroupIDs: Equatable, Sendable {
         log.warning("AdminGroup \(name) does not exist: only root may administer switches")
       }
     }
-    if let name = settings.writers, !name.isEmpty {
-      ids.writers = gid(named: name) ?? UInt32.max
-      if ids.writers == UInt32.max {
-        log.warning("Writers group \(name) does not exist: only administrators may change switches")
-      }
-    }
+    ids.writers = WritersGroup.resolve(settings.writers, lookUp: gid(named:))
+    if let warning = ids.writers.warning { log.warning(warning) }
     return ids
   }
 

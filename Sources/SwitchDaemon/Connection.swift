@@ -224,7 +224,7 @@ struct Peer: Sendable {
   func caller(groupIDs: GroupIDs) -> Caller {
     Caller.peer(
       uid: uid, gid: gid, pid: pid, groups: groups, adminGroup: groupIDs.admin,
-      writersGroup: groupIDs.writers)
+      writers: groupIDs.writers)
   }
 }
 

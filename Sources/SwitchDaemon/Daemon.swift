@@ -187,6 +187,7 @@ public enum Daemon {
       return 1
     }
     server.listenerPath = listener.path
+    server.configDirectory = options.configDirectory
     startThread {
       writer.run(jobs: jobs) { output in
         outputs.push(output)

@@ -96,30 +96,10 @@ extension Server {
       policySource: Rules.policySource(state: record.state, rule: catalog.policies[key]))
   }
 
-  /// Writes the Switch object of a declared `key`.
-  func writeSwitch(_ w: inout JSONWriter, key: String) {
-    if let bytes = encodedSwitch(key) { w.raw(bytes) }
-  }
-
-  /// Writes a JSON array of the Switch objects at `positions`.
-  func writeSwitches<Positions: Sequence<Int>>(_ w: inout JSONWriter, _ positions: Positions) {
-    w.raw("[")
-    var first = true
-    for position in positions {
-      guard let bytes = encodedSwitch(at: position) else { continue }
-      if !first { w.raw(",") }
-      first = false
-      w.raw(bytes)
-    }
-    w.raw("]")
-  }
-
-  func writeList(_ w: inout JSONWriter, prefix: String?) {
-    w.raw("{\"revision\":")
-    w.int(revision)
-    w.raw(",\"switches\":")
-    writeSwitches(&w, positions(withPrefix: prefix))
-    w.raw("}")
+  /// The Switch objects at `positions`, encoded as they are read (each once
+  /// until it changes), for `ResultEncoding` to write into a result.
+  func encodedSwitches<Positions: Sequence<Int>>(_ positions: Positions) -> some Sequence<[UInt8]> {
+    positions.lazy.compactMap { self.encodedSwitch(at: $0) }
   }
 
   /// The positions of the declared keys with `prefix`: a search to the

@@ -21,7 +21,9 @@ extension Server {
       if since > revision {
         fail(
           pending, on: connection,
-          .invalidParams("\"since\" is \(since), beyond the current revision \(revision)"))
+          .invalidParams(
+            "\"since\" is \(since), beyond the current revision \(revision)",
+            param: WireField.since))
         return
       }
       let oldest = oldestRetained ?? revision + 1
@@ -35,15 +37,9 @@ extension Server {
     connection.watchIDs.append(id)
     let current = revision
     answer(pending, on: connection) { w in
-      w.raw("{\"watch\":")
-      w.string(id)
-      w.raw(",\"revision\":")
-      w.int(current)
-      if since == nil {
-        w.raw(",\"switches\":")
-        writeSwitches(&w, positions(matching: patterns))
-      }
-      w.raw("}")
+      ResultEncoding.writeWatch(
+        &w, watch: id, revision: current,
+        switches: since == nil ? encodedSwitches(positions(matching: patterns)) : nil)
     }
   }
 

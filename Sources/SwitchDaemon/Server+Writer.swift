@@ -28,7 +28,8 @@ extension Server {
         connection.fill(slot: ticket.slot, part: ticket.part, with: w.bytes)
       }
       for connection in resumed.values { pump(connection) }
-      if output.reloaded {
+      if let reload = output.reload {
+        lastReload = reload
         notifier.send("READY=1")
         notifier.send(statusLine)
       }
@@ -54,29 +55,27 @@ extension Server {
     switch answer {
     case .write(.success(let outcome)):
       ResponseEncoding.beginResult(&w, id: id)
-      w.raw("{\"changed\":")
-      w.bool(outcome.changed)
-      w.raw(",\"switch\":")
-      if records[outcome.record.key] == outcome.record {
-        // The switch is as this write left it: the cached encoding serves.
-        writeSwitch(&w, key: outcome.record.key)
-      } else {
-        WireEncoding.writeSwitch(
-          &w, definition: outcome.definition, record: outcome.record,
-          policySource: outcome.policySource)
-      }
-      w.raw("}")
+      ResultEncoding.writeWrite(&w, changed: outcome.changed, switch: encodedSwitch(outcome))
       ResponseEncoding.endResult(&w)
-    case .reload(.success(let counts)):
+    case .reload(.success(let summary)):
       ResponseEncoding.beginResult(&w, id: id)
-      w.raw("{\"switches\":")
-      w.int(Int64(counts.switches))
-      w.raw(",\"policies\":")
-      w.int(Int64(counts.policies))
-      w.raw("}")
+      ResultEncoding.writeReload(&w, summary)
       ResponseEncoding.endResult(&w)
     case .write(.failure(let error)), .reload(.failure(let error)):
       ResponseEncoding.writeError(&w, id: id, error)
     }
+  }
+
+  /// The Switch object a write answers with: the cached encoding when the
+  /// switch is still as this write left it, else encoded from the outcome.
+  private func encodedSwitch(_ outcome: WriteOutcome) -> [UInt8] {
+    if records[outcome.record.key] == outcome.record, let cached = encodedSwitch(outcome.record.key) {
+      return cached
+    }
+    var w = JSONWriter(capacity: 512)
+    WireEncoding.writeSwitch(
+      &w, definition: outcome.definition, record: outcome.record,
+      policySource: outcome.policySource)
+    return w.bytes
   }
 }

@@ -462,7 +462,7 @@ final class Server {
       return
     }
     let caller = connection.peer.caller(groupIDs: groups)
-    guard Rules.mayCall(administrative: method.isAdministrative, caller: caller) else {
+    guard Rules.mayCall(method.privilege, caller: caller) else {
       fail(
         pending, on: connection, .permissionDenied(method: method, requirement: adminRequirement))
       return
@@ -482,7 +482,10 @@ final class Server {
       }
       answer(pending, on: connection) { w in w.raw(bytes) }
     case .list(let prefix):
-      answer(pending, on: connection) { w in writeList(&w, prefix: prefix) }
+      answer(pending, on: connection) { w in
+        ResultEncoding.writeList(
+          &w, revision: revision, switches: encodedSwitches(positions(withPrefix: prefix)))
+      }
     case .write(let key, let operation):
       submit(.write(ticket(pending, connection), key: key, operation, caller), for: connection)
     case .reload:
@@ -492,16 +495,19 @@ final class Server {
       watch(pending, on: connection, patterns: patterns, since: since)
     case .unwatch(let id):
       guard let index = connection.watchIDs.firstIndex(of: id) else {
-        fail(pending, on: connection, .invalidParams("there is no watch \(id) on this connection"))
+        fail(
+          pending, on: connection,
+          .invalidParams("there is no watch \(id) on this connection", param: WireField.watch))
         return
       }
       connection.watchIDs.remove(at: index)
       hub.remove(id)
-      answer(pending, on: connection) { w in w.raw("{}") }
+      answer(pending, on: connection) { w in ResultEncoding.writeEmpty(&w) }
     case .history(let key, let limit, let before):
       history(pending, on: connection, key: key, limit: limit, before: before)
     case .status:
-      answer(pending, on: connection) { w in writeStatus(&w) }
+      let report = status(for: connection, caller: caller)
+      answer(pending, on: connection) { w in ResultEncoding.writeStatus(&w, report) }
     }
   }
 
@@ -532,27 +538,21 @@ final class Server {
     writesThisTurn.removeAll(keepingCapacity: true)
   }
 
-  private func writeStatus(_ w: inout JSONWriter) {
-    w.raw("{\"version\":")
-    w.string(SwitchdVersion.current)
-    w.raw(",\"revision\":")
-    w.int(revision)
-    w.raw(",\"switches\":")
-    w.int(Int64(catalog.switches.count))
-    w.raw(",\"connections\":")
-    w.int(Int64(connections.count))
-    w.raw(",\"watches\":")
-    w.int(Int64(hub.count))
-    w.raw(",\"uptimeSeconds\":")
-    w.int(Int64(monotonicSeconds() - startedAt))
-    w.raw(",\"database\":")
-    w.string(databasePath)
-    w.raw(",\"socket\":")
-    w.string(listenerPath)
-    w.raw("}")
+  private func status(for connection: Connection, caller: Caller) -> StatusReport {
+    StatusReport(
+      version: SwitchdVersion.current, revision: revision, switches: catalog.switches.count,
+      policies: catalog.policyCount, connections: connections.count, watches: hub.count,
+      uptimeSeconds: Int64(monotonicSeconds() - startedAt), database: databasePath,
+      socket: listenerPath, configDirectory: configDirectory, lastReload: lastReload,
+      caller: StatusReport.CallerReport(
+        uid: connection.peer.uid, gid: connection.peer.gid, administrator: caller.isAdmin,
+        writesSystemSwitches: caller.mayWrite))
   }
 
   var listenerPath = ""
+  var configDirectory = ""
+  /// The last reload (by `reload` or SIGHUP) and how it ended, for `status`.
+  var lastReload: ReloadRecord?
 
   /// Log rows after `cursor` up to the loop's revision: what a replaying
   /// watch has not seen yet.
@@ -577,14 +577,7 @@ final class Server {
       let entries = try reader.history(
         key: key, before: min(before ?? .max, revision &+ 1), limit: limit,
         newest: key.map { records[$0]?.revision ?? 0 })
-      answer(pending, on: connection) { w in
-        w.raw("{\"entries\":[")
-        for (i, change) in entries.enumerated() {
-          if i > 0 { w.raw(",") }
-          WireEncoding.writeEntry(&w, change)
-        }
-        w.raw("]}")
-      }
+      answer(pending, on: connection) { w in ResultEncoding.writeHistory(&w, entries: entries) }
     } catch {
       fail(pending, on: connection, .storageFailure("reading the change log failed: \(error)"))
     }

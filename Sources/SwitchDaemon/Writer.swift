@@ -84,9 +84,7 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
           writes.append((ticket, key, operation, caller))
         case .reload(let ticket):
           flushWrites()
-          var output = reload(ticket)
-          output.reloaded = true
-          deliver(output)
+          deliver(reload(ticket))
         case .stop:
           stopping = true
         }
@@ -117,35 +115,29 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
     var undo: [SwitchRecord] = []
     let firstRevision = revision
     for (ticket, key, operation, caller) in writes {
-      let record = records[key]
-      let definition = catalog.switches[key]
-      let policy = catalog.policies[key]
       let decision = Rules.decide(
-        operation, key: key, definition: definition, record: record, policy: policy,
-        caller: caller)
-      // A write that is not refused is to a declared switch: definition and record exist.
-      func outcome(changed: Bool, _ record: SwitchRecord) -> WriteOutcome {
-        WriteOutcome(
-          changed: changed, record: record, definition: definition!,
-          policySource: Rules.policySource(state: record.state, rule: policy))
-      }
+        operation, key: key, definition: catalog.switches[key], record: records[key],
+        policy: catalog.policies[key], caller: caller)
+      let decided: Decision
       switch decision {
       case .failure(let refusal):
         answers.append((ticket, .write(.failure(RPCError(refusal)))))
-      case .success(nil):
-        answers.append((ticket, .write(.success(outcome(changed: false, record!)))))
-      case .success(let next?):
-        let previous = record!
-        undo.append(previous)
-        revision += 1
-        let change = Change(
-          revision: revision, time: time, key: key, cause: operation.cause, actor: caller.actor,
-          state: next, previous: previous.state)
-        let updated = SwitchRecord(key: key, state: next, revision: revision, changedAt: time)
-        records[key] = updated
-        changes.append(change)
-        answers.append((ticket, .write(.success(outcome(changed: true, updated)))))
+        continue
+      case .success(let made): decided = made
       }
+      guard let next = decided.next else {
+        answers.append((ticket, .write(.success(WriteOutcome(decided, changed: false)))))
+        continue
+      }
+      undo.append(decided.record)
+      revision += 1
+      let change = Change(
+        revision: revision, time: time, key: key, cause: operation.cause, actor: caller.actor,
+        state: next, previous: decided.record.state)
+      let updated = SwitchRecord(key: key, state: next, revision: revision, changedAt: time)
+      records[key] = updated
+      changes.append(change)
+      answers.append((ticket, .write(.success(WriteOutcome(decided, changed: true, updated)))))
     }
     if changes.isEmpty {
       return WriterOutput(
@@ -180,33 +172,52 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
 
   // MARK: Configuration
 
+  /// Re-reads the configuration directory and applies it; the output
+  /// carries the answer (when asked by `reload`) and the record `status` shows.
   private func reload(_ ticket: Ticket?) -> WriterOutput {
+    let time = wallClockMilliseconds()
     let loaded = ConfigLoader.load(directory: configDirectory)
     for diagnostic in loaded.diagnostics where diagnostic.severity == .warning {
       log.warning("\(diagnostic)")
     }
     guard let next = loaded.catalog else {
       for error in loaded.errors { log.error("reload refused: \(error)") }
-      let answers = ticket.map {
-        [($0, WriterOutput.Answer.reload(.failure(.invalidConfig(loaded.errors))))]
-      }
-      return WriterOutput(catalog: nil, changes: [], answers: answers ?? [])
+      return reloadFailed(
+        ticket, .invalidConfig(loaded.errors),
+        ReloadRecord(time: time, result: .refused, errors: loaded.errors))
     }
+    let restartRequired = Rules.settingsNeedingRestart(from: catalog.settings, to: next.settings)
     do {
       var output = try apply(next)
-      let counts = (switches: next.switches.count, policies: next.policyCount)
-      if let ticket { output.answers = [(ticket, .reload(.success(counts)))] }
+      let summary = ReloadSummary(
+        switches: next.switches.count, policies: next.policyCount,
+        restartRequired: restartRequired)
+      if let ticket { output.answers = [(ticket, .reload(.success(summary)))] }
+      output.reload = ReloadRecord(time: time, result: .applied)
       log.notice(
-        "reloaded \(configDirectory): \(counts.switches) switches, \(counts.policies) policies, "
+        "reloaded \(configDirectory): \(summary.switches) switches, \(summary.policies) policies, "
           + "\(output.changes.count) changed by policy")
+      if !restartRequired.isEmpty {
+        log.warning(
+          "reload: \(restartRequired.joined(separator: ", ")) changed; "
+            + "that takes effect only when switchd restarts")
+      }
       return output
     } catch {
       log.error("reload failed, the running configuration stays: \(error)")
-      let answers = ticket.map {
-        [($0, WriterOutput.Answer.reload(.failure(.storageFailure("\(error)"))))]
-      }
-      return WriterOutput(catalog: nil, changes: [], answers: answers ?? [])
+      return reloadFailed(
+        ticket, .storageFailure("\(error)"),
+        ReloadRecord(time: time, result: .failed, errors: ["\(error)"]))
     }
+  }
+
+  private func reloadFailed(
+    _ ticket: Ticket?, _ error: RPCError, _ record: ReloadRecord
+  ) -> WriterOutput {
+    var output = WriterOutput(
+      catalog: nil, changes: [], answers: ticket.map { [($0, .reload(.failure(error)))] } ?? [])
+    output.reload = record
+    return output
   }
 
   /// Makes `next` the configuration: creates rows for new switches at their
@@ -216,17 +227,17 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
   private func apply(_ next: Catalog) throws -> WriterOutput {
     let time = wallClockMilliseconds()
     var newRecords: [SwitchRecord] = []
-    for key in next.sortedKeys where records[key] == nil {
-      let definition = next.switches[key]!
-      newRecords.append(
-        SwitchRecord(key: key, state: SwitchState(checked: definition.defaultChecked)))
-    }
     var working = records
-    for record in newRecords { working[record.key] = record }
+    for key in next.sortedKeys where records[key] == nil {
+      guard let definition = next.switches[key] else { continue }
+      let record = SwitchRecord(key: key, state: SwitchState(checked: definition.defaultChecked))
+      newRecords.append(record)
+      working[key] = record
+    }
     var changes: [Change] = []
     var nextRevision = revision
     for key in next.sortedKeys {
-      let current = working[key]!
+      guard let current = working[key] else { continue }
       let target = Rules.applyPolicy(next.policies[key], to: current.state)
       if target == current.state { continue }
       nextRevision += 1

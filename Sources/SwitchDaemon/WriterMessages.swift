@@ -27,6 +27,14 @@ struct WriteOutcome: Sendable {
   /// The schema entry the write was decided with, for the answer's Switch object.
   var definition: SwitchDefinition
   var policySource: SourceLocation?
+
+  /// The switch as `decision` leaves it: `after` when it changed, else as it was.
+  init(_ decision: Decision, changed: Bool, _ after: SwitchRecord? = nil) {
+    self.changed = changed
+    record = after ?? decision.record
+    definition = decision.definition
+    policySource = Rules.policySource(state: record.state, rule: decision.policy)
+  }
 }
 
 /// A new configuration the loop swaps in, with what it needs from it.
@@ -42,15 +50,15 @@ struct CatalogUpdate: Sendable {
 struct WriterOutput: Sendable {
   enum Answer: Sendable {
     case write(Result<WriteOutcome, RPCError>)
-    case reload(Result<(switches: Int, policies: Int), RPCError>)
+    case reload(Result<ReloadSummary, RPCError>)
   }
   var catalog: CatalogUpdate?
   var changes: [Change]
   var answers: [(Ticket, Answer)]
   /// The oldest revision still in the log after any pruning.
   var oldestRetained: Int64?
-  /// Set on the output of a reload, applied or refused (for READY=1).
-  var reloaded = false
+  /// Set on the output of a reload, applied or not (for READY=1 and `status`).
+  var reload: ReloadRecord?
   /// Set on the output of `.stop`: the thread has ended.
   var stopped = false
 }

@@ -14,12 +14,15 @@ public enum Method: String, CaseIterable, Sendable {
     }
   }
 
-  /// Only an administrator may call these.
-  public var isAdministrative: Bool {
-    switch self {
-    case .lock, .unlock, .disable, .enable, .reload: return true
-    default: return false
-    }
+  /// What the caller must be to call this method at all (SwitchCore's table:
+  /// a write method needs what its change's cause needs; `reload` applies the
+  /// policy files, so it needs what a policy change needs).
+  public var privilege: Privilege {
+    if self == .reload { return Cause.policy.privilege }
+    guard let cause = Cause(wireName: rawValue) else { return .anyone }
+    // set, toggle and reset are checked per switch, after UnknownSwitch
+    // (PROTOCOL.md "Order of checks"), so the method itself is open to all.
+    return cause.privilege == .administrator ? .administrator : .anyone
   }
 }
 
@@ -99,7 +102,7 @@ public enum Call: Equatable, Sendable {
         call = .watch(patterns: patterns, since: try p.optionalRevision("since"))
       case .unwatch:
         guard let id = try p.optionalString("watch", maxBytes: 64) else {
-          throw RPCError.invalidParams("\"watch\" is required: the id that watch returned")
+          throw p.error("\"watch\" is required: the id that watch returned", param: "watch")
         }
         call = .unwatch(id: id)
       case .history:
@@ -129,18 +132,33 @@ private struct Params {
   /// linear scan and a bit mask beat hashing on every request.
   var used: UInt64 = 0
 
+  /// The request's key once read, for the `data.key` of a later error.
+  var keyRead: String?
+
+  /// What `data.param` says when the params as a whole are wrong.
+  static let wholeParams = "params"
+
   static func open(_ params: JSONValue?) -> Result<Params, RPCError> {
     guard let params, !params.isNull else { return .success(Params(members: [])) }
     guard let members = params.objectMembers else {
-      return .failure(.invalidParams("params must be an object of named params"))
+      return .failure(
+        .invalidParams("params must be an object of named params", param: wholeParams))
     }
-    if members.count > 16 { return .failure(.invalidParams("params has too many members")) }
+    if members.count > 16 {
+      return .failure(.invalidParams("params has too many members", param: wholeParams))
+    }
     for i in members.indices {
       for j in members.indices where j > i && members[j].name == members[i].name {
-        return .failure(.invalidParams("\"\(members[i].name)\" is given twice"))
+        return .failure(
+          .invalidParams("\"\(members[i].name)\" is given twice", param: members[i].name))
       }
     }
     return .success(Params(members: members))
+  }
+
+  /// An `InvalidParams` error naming `param`, and the key when one was read.
+  func error(_ why: String, param: String) -> RPCError {
+    .invalidParams(why, param: param, key: keyRead)
   }
 
   mutating func take(_ name: String) -> JSONValue? {
@@ -151,31 +169,33 @@ private struct Params {
 
   func rejectUnknown() throws(RPCError) {
     for (i, m) in members.enumerated() where used & (1 << UInt64(i)) == 0 {
-      throw .invalidParams("unknown param \"\(m.name)\"")
+      throw error("unknown param \"\(m.name)\"", param: m.name)
     }
   }
 
   mutating func key() throws(RPCError) -> String {
     guard let key = try optionalKey("key") else {
-      throw .invalidParams("\"key\" is required")
+      throw error("\"key\" is required", param: "key")
     }
+    keyRead = key
     return key
   }
 
   mutating func optionalKey(_ name: String) throws(RPCError) -> String? {
     guard let value = take(name) else { return nil }
     guard let key = value.stringValue else {
-      throw .invalidParams("\"\(name)\" must be a string")
+      throw error("\"\(name)\" must be a string", param: name)
     }
     if let problem = SwitchKey.problem(key) {
-      throw .invalidParams("\"\(name)\" is not a switch key: \(problem)")
+      throw error("\"\(name)\" is not a switch key: \(problem)", param: name)
     }
+    keyRead = key
     return key
   }
 
   mutating func requiredBool(_ name: String) throws(RPCError) -> Bool {
     guard let value = try optionalBool(name) else {
-      throw .invalidParams("\"\(name)\" is required: true or false")
+      throw error("\"\(name)\" is required: true or false", param: name)
     }
     return value
   }
@@ -183,7 +203,7 @@ private struct Params {
   mutating func optionalBool(_ name: String) throws(RPCError) -> Bool? {
     guard let value = take(name) else { return nil }
     guard let bool = value.boolValue else {
-      throw .invalidParams("\"\(name)\" must be true or false, not \(value.jsonTextForError)")
+      throw error("\"\(name)\" must be true or false, not \(value.jsonTextForError)", param: name)
     }
     return bool
   }
@@ -191,10 +211,10 @@ private struct Params {
   mutating func optionalString(_ name: String, maxBytes: Int) throws(RPCError) -> String? {
     guard let value = take(name) else { return nil }
     guard let text = value.stringValue else {
-      throw .invalidParams("\"\(name)\" must be a string")
+      throw error("\"\(name)\" must be a string", param: name)
     }
     if text.utf8.count > maxBytes {
-      throw .invalidParams("\"\(name)\" is longer than \(maxBytes) bytes")
+      throw error("\"\(name)\" is longer than \(maxBytes) bytes", param: name)
     }
     return text
   }
@@ -203,8 +223,9 @@ private struct Params {
   {
     guard let value = take(name) else { return nil }
     guard let number = value.int64Value, range.contains(number) else {
-      throw .invalidParams(
-        "\"\(name)\" must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+      throw error(
+        "\"\(name)\" must be a whole number from \(range.lowerBound) to \(range.upperBound)",
+        param: name)
     }
     return number
   }
@@ -216,22 +237,22 @@ private struct Params {
   mutating func optionalPatterns(_ name: String, max: Int) throws(RPCError) -> [KeyPattern]? {
     guard let value = take(name) else { return nil }
     guard let items = value.arrayValue else {
-      throw .invalidParams("\"\(name)\" must be an array of key patterns")
+      throw error("\"\(name)\" must be an array of key patterns", param: name)
     }
     if items.isEmpty {
-      throw .invalidParams("\"\(name)\" is empty: leave it out to watch every switch")
+      throw error("\"\(name)\" is empty: leave it out to watch every switch", param: name)
     }
-    if items.count > max { throw .invalidParams("\"\(name)\" has more than \(max) patterns") }
+    if items.count > max { throw error("\"\(name)\" has more than \(max) patterns", param: name) }
     var patterns: [KeyPattern] = []
     for item in items {
       guard let text = item.stringValue else {
-        throw .invalidParams("\"\(name)\" must hold strings")
+        throw error("\"\(name)\" must hold strings", param: name)
       }
       switch KeyPattern.parse(text) {
       case .success(let pattern): patterns.append(pattern)
       case .failure:
-        throw .invalidParams(
-          "\"\(text)\" is not a key pattern: give a key or a prefix ending in *")
+        throw error(
+          "\"\(text)\" is not a key pattern: give a key or a prefix ending in *", param: name)
       }
     }
     return patterns

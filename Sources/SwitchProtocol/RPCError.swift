@@ -35,8 +35,8 @@ public struct RPCErrorCode: RawRepresentable, Hashable, Sendable {
 }
 
 /// A JSON-RPC error object: a code, one sentence for a person, and `data`
-/// with at least `name` and, where it applies, `key`, `reason`, `heldBy`,
-/// `disabledBy`, `revision`, `oldest`, `errors`.
+/// with at least `name` and, where it applies, `key`, `param`, `reason`,
+/// `heldBy`, `disabledBy`, `policySource`, `revision`, `oldest`, `errors`.
 public struct RPCError: Error, Equatable, Sendable {
   public var code: RPCErrorCode
   public var message: String
@@ -68,8 +68,13 @@ public struct RPCError: Error, Equatable, Sendable {
       data: [JSONMember("method", .string(method))])
   }
 
-  public static func invalidParams(_ why: String) -> RPCError {
-    RPCError(.invalidParams, "Invalid params: \(why).")
+  /// `param` names the parameter that is missing or wrong (`params` for the
+  /// params as a whole); `key` is the request's key, when it has a valid one.
+  public static func invalidParams(_ why: String, param: String, key: String? = nil) -> RPCError {
+    var data: [JSONMember] = []
+    if let key { data.append(JSONMember(WireField.key, .string(key))) }
+    data.append(JSONMember(WireField.param, .string(param)))
+    return RPCError(.invalidParams, "Invalid params: \(why).", data: data)
   }
 
   public static func internalError(_ why: String) -> RPCError {
@@ -91,13 +96,14 @@ public struct RPCError: Error, Equatable, Sendable {
       data: [JSONMember("oldest", .int(oldest))])
   }
 
+  /// Every problem is in `data.errors` and in the message, none left out.
   public static func invalidConfig(_ errors: [String]) -> RPCError {
-    let first = errors.first ?? "unknown problem"
-    let more = errors.count > 1 ? " (and \(errors.count - 1) more)" : ""
+    let list = errors.isEmpty ? "unknown problem" : errors.joined(separator: "; ")
+    let count = errors.count == 1 ? "1 error" : "\(errors.count) errors"
     return RPCError(
       .invalidConfig,
-      "The configuration was refused, the running one stays: \(first)\(more).",
-      data: [JSONMember("errors", .array(errors.map { .string($0) }))])
+      "The configuration was refused (\(count)), the running one stays: \(list).",
+      data: [JSONMember(WireField.errors, .array(errors.map { .string($0) }))])
   }
 
   /// The wire form of a refusal by the rules (house rule 4: one place maps errors to codes).
@@ -109,21 +115,23 @@ public struct RPCError: Error, Equatable, Sendable {
       self.init(
         .permissionDenied, refusal.message,
         data: key.map { [JSONMember("key", .string($0))] } ?? [])
-    case .disabled(let key, let reason, let by):
+    case .disabled(let key, let reason, let by, let source):
       self.init(
         .disabled, refusal.message,
         data: [
-          JSONMember("key", .string(key)),
-          JSONMember("reason", reason.map(JSONValue.string) ?? .null),
-          JSONMember("disabledBy", by.map { .string($0.wireName) } ?? .null),
+          JSONMember(WireField.key, .string(key)),
+          JSONMember(WireField.reason, reason.map(JSONValue.string) ?? .null),
+          JSONMember(WireField.disabledBy, by.map { .string($0.wireName) } ?? .null),
+          JSONMember(WireField.policySource, source.map { .string($0.policySourceText) } ?? .null),
         ])
-    case .readOnly(let key, let reason, let heldBy):
+    case .readOnly(let key, let reason, let heldBy, let source):
       self.init(
         .readOnly, refusal.message,
         data: [
-          JSONMember("key", .string(key)),
-          JSONMember("reason", reason.map(JSONValue.string) ?? .null),
-          JSONMember("heldBy", heldBy.map { .string($0.wireName) } ?? .null),
+          JSONMember(WireField.key, .string(key)),
+          JSONMember(WireField.reason, reason.map(JSONValue.string) ?? .null),
+          JSONMember(WireField.heldBy, heldBy.map { .string($0.wireName) } ?? .null),
+          JSONMember(WireField.policySource, source.map { .string($0.policySourceText) } ?? .null),
         ])
     case .conflict(let key, _, let current):
       self.init(

@@ -178,7 +178,8 @@ import Testing
     // A new policy: one event per switch it changes.
     try daemon.writeFile("policy.d/50-corp.conf", Self.corpPolicy)
     let reload = try admin.result("reload")
-    #expect(reload.objectMembers?.map(\.name) == ["switches", "policies"])
+    #expect(reload.objectMembers?.map(\.name) == ["switches", "policies", "restartRequired"])
+    #expect(reload["restartRequired"] == .array([]))
     #expect(reload["switches"]?.int64Value == 5)
     #expect(reload["policies"]?.int64Value == 2)
     var events = try watcher.eventsUntilNow()

@@ -282,12 +282,12 @@ struct CatalogBuilderTests {
     ("YES", true), ("No", false), ("True", true), ("FALSE", false),
   ])
   func parseBoolAcceptsTheDocumentedWords(word: String, value: Bool) {
-    #expect(CatalogBuilder.parseBool(word) == value)
+    #expect(BooleanWord.parse(word) == value)
   }
 
   @Test(arguments: ["", "y", "n", "2", "-1", "enabled", "onn", " on", "on ", "t", "nope", "01"])
   func parseBoolRejectsEverythingElse(word: String) {
-    #expect(CatalogBuilder.parseBool(word) == nil)
+    #expect(BooleanWord.parse(word) == nil)
   }
 }
 

@@ -63,7 +63,8 @@ import Testing
     return Rules.decide(
       op, key: "wifi", definition: definition,
       record: SwitchRecord(key: "wifi", state: state, revision: revision), policy: rule,
-      caller: caller)
+      caller: caller
+    ).map(\.next)
   }
 
   /// What a user's value write gets, by kind of switch.
@@ -75,14 +76,14 @@ import Testing
       case .free:
         #expect((try? result.get())??.checked == true)
       case .adminHeld, .policyHeld, .policyFixed:
-        guard case .failure(.readOnly(_, let reason, let holder)) = result else {
+        guard case .failure(.readOnly(_, let reason, let holder, _)) = result else {
           Issue.record("\(op) on \(kind): \(result)")
           continue
         }
         #expect(reason != nil)
         #expect(holder == Self.state(kind).0.heldBy)
       case .adminDisabled, .policyDisabled, .heldAndDisabled:
-        guard case .failure(.disabled(_, let reason, _)) = result else {
+        guard case .failure(.disabled(_, let reason, _, _)) = result else {
           Issue.record("\(op) on \(kind): \(result)")
           continue
         }
@@ -143,6 +144,45 @@ import Testing
     }
   }
 
+  @Test func aPolicyRefusalNamesItsSection() {
+    let source = SourceLocation(file: "policy.d/50-corp.conf", line: 2)
+    var (held, rule) = Self.state(.policyFixed)
+    rule?.readOnlySource = source
+    let refused = Rules.decide(
+      .set(checked: true, ifRevision: nil), key: "wifi", definition: Self.definition,
+      record: SwitchRecord(key: "wifi", state: held, revision: 4), policy: rule,
+      caller: Self.admin)
+    #expect(
+      refused == .failure(.readOnly(key: "wifi", reason: "fixed", heldBy: .policy, source: source)))
+    var (disabled, disabling) = Self.state(.policyDisabled)
+    disabling?.disabledSource = source
+    held = disabled
+    let enable = Rules.decide(
+      .enable, key: "wifi", definition: Self.definition,
+      record: SwitchRecord(key: "wifi", state: held, revision: 4), policy: disabling,
+      caller: Self.admin)
+    #expect(
+      enable
+        == .failure(.disabled(key: "wifi", reason: "not offered", by: .policy, source: source)))
+    // An administrator's hold names no file.
+    guard case .failure(.readOnly(_, _, .admin, nil)) = Self.decide(.toggle(ifRevision: nil), .adminHeld, Self.user)
+    else {
+      Issue.record("an admin hold must have no policySource")
+      return
+    }
+  }
+
+  @Test func aDecisionCarriesTheSwitchItWasMadeOn() throws {
+    let record = SwitchRecord(key: "wifi", state: SwitchState(checked: false), revision: 9)
+    let decision = try Rules.decide(
+      .toggle(ifRevision: nil), key: "wifi", definition: Self.definition, record: record,
+      policy: nil, caller: Self.user
+    ).get()
+    #expect(decision.definition == Self.definition)
+    #expect(decision.record == record)
+    #expect(decision.next == SwitchState(checked: true))
+  }
+
   @Test func unknownSwitchComesBeforeEverythingTheSwitchDecides() {
     let result = Rules.decide(
       .toggle(ifRevision: 1), key: "nope", definition: nil, record: nil, policy: nil,
@@ -178,14 +218,14 @@ import Testing
   @Test func whatAPolicyHoldsCannotBeLiftedOverTheSocket() {
     for kind in [Kind.policyHeld, .policyFixed] {
       for op in [Operation.lock(reason: "x", checked: nil), .unlock] {
-        guard case .failure(.readOnly(_, _, .policy)) = Self.decide(op, kind, Self.admin) else {
+        guard case .failure(.readOnly(_, _, .policy, _)) = Self.decide(op, kind, Self.admin) else {
           Issue.record("\(op) on \(kind)")
           continue
         }
       }
     }
     for op in [Operation.enable, .disable(reason: "x")] {
-      guard case .failure(.disabled(_, _, .policy)) = Self.decide(op, .policyDisabled, Self.admin)
+      guard case .failure(.disabled(_, _, .policy, _)) = Self.decide(op, .policyDisabled, Self.admin)
       else {
         Issue.record("\(op) on a policy-disabled switch")
         continue
@@ -261,20 +301,59 @@ import Testing
   // MARK: Who may do what
 
   @Test func rightsComeFromUidAndGroups() {
-    let root = Caller.peer(uid: 0, gid: 0, pid: 1, groups: [], adminGroup: nil, writersGroup: 50)
+    let root = Caller.peer(uid: 0, gid: 0, pid: 1, groups: [], adminGroup: nil, writers: .members(50))
     #expect(root.isAdmin && root.mayWrite)
     let member = Caller.peer(
-      uid: 7, gid: 7, pid: 1, groups: [40], adminGroup: 40, writersGroup: nil)
+      uid: 7, gid: 7, pid: 1, groups: [40], adminGroup: 40, writers: .everyone)
     #expect(member.isAdmin)
     let primary = Caller.peer(
-      uid: 7, gid: 40, pid: 1, groups: [], adminGroup: 40, writersGroup: nil)
+      uid: 7, gid: 40, pid: 1, groups: [], adminGroup: 40, writers: .everyone)
     #expect(primary.isAdmin)
-    let plain = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [], adminGroup: 40, writersGroup: nil)
+    let plain = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [], adminGroup: 40, writers: .everyone)
     #expect(!plain.isAdmin && plain.mayWrite)
-    let outsider = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [], adminGroup: 40, writersGroup: 50)
+    let outsider = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [], adminGroup: 40, writers: .members(50))
     #expect(!outsider.mayWrite)
-    let writer = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [50], adminGroup: 40, writersGroup: 50)
+    let writer = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [50], adminGroup: 40, writers: .members(50))
     #expect(writer.mayWrite && !writer.isAdmin)
+    // A Writers group that does not exist restricts to administrators.
+    let missing = WritersGroup.resolve("no-such-group") { _ in nil }
+    #expect(missing == .missing(name: "no-such-group") && missing.warning != nil)
+    let user = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [], adminGroup: 40, writers: missing)
+    #expect(!user.mayWrite)
+    let admin = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [40], adminGroup: 40, writers: missing)
+    #expect(admin.mayWrite)
+    #expect(WritersGroup.resolve(nil) { _ in 1 } == .everyone)
+    #expect(WritersGroup.resolve("") { _ in 1 } == .everyone)
+    #expect(WritersGroup.resolve("staff") { _ in 50 } == .members(50))
+  }
+
+  @Test func privilegesAreOneTable() {
+    for cause in Cause.allCases {
+      let expected: Privilege = [.set, .toggle, .reset].contains(cause) ? .writer : .administrator
+      #expect(cause.privilege == expected)
+    }
+    #expect(Self.reader.has(.anyone) && !Self.reader.has(.writer))
+    #expect(Self.user.has(.writer) && !Self.user.has(.administrator))
+    #expect(Self.admin.has(.administrator))
+  }
+
+  @Test func isOnAndInEffectNeedsCheckedAndNotDisabled() {
+    #expect(SwitchState(checked: true).isOnAndInEffect)
+    #expect(!SwitchState(checked: false).isOnAndInEffect)
+    #expect(!SwitchState(checked: true, disabled: true).isOnAndInEffect)
+  }
+
+  @Test func restartOnlySettingsAreNamed() {
+    let old = DaemonSettings()
+    var new = old
+    #expect(Rules.settingsNeedingRestart(from: old, to: new).isEmpty)
+    new.socket = "/run/other.sock"
+    new.database = "/var/lib/other.db"
+    new.maxConnections = 5
+    #expect(Rules.settingsNeedingRestart(from: old, to: new) == ["Socket", "Database"])
+    new.socketMode = 0o600
+    #expect(
+      Rules.settingsNeedingRestart(from: old, to: new) == ["Socket", "SocketMode", "Database"])
   }
 
   // MARK: Keys and patterns

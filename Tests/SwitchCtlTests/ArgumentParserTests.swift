@@ -97,7 +97,7 @@ import Testing
     (["set", "wifi"], "'set' needs on or off.", "set"),
     (
       ["set", "wifi", "maybe"],
-      "'maybe' is not on or off (true/false, yes/no and 1/0 work too).", "set"
+      "'maybe' is not on or off (use on/off, yes/no, true/false or 1/0).", "set"
     ),
     (["set", "wifi", "on", "off"], "unexpected argument 'off' for 'set'.", "set"),
     (
@@ -127,7 +127,7 @@ import Testing
     (["watch", "--since", "soon"], "--since needs a whole number from 0 up, not 'soon'.", "watch"),
     (
       ["lock", "wifi", "--checked", "maybe"],
-      "'maybe' is not on or off (true/false, yes/no and 1/0 work too).", "lock"
+      "'maybe' is not on or off (use on/off, yes/no, true/false or 1/0).", "lock"
     ),
     (["status", "now"], "unexpected argument 'now' for 'status'.", "status"),
     (["get", "wifi", "--socket"], "--socket needs a value: PATH.", "get"),
@@ -147,7 +147,7 @@ import Testing
     #expect(run.out.isEmpty)
     #expect(
       run.err == [
-        "switchctl: 'maybe' is not on or off (true/false, yes/no and 1/0 work too).",
+        "switchctl: 'maybe' is not on or off (use on/off, yes/no, true/false or 1/0).",
         "Try 'switchctl set --help'.",
       ])
     #expect(runCtl([]).err == ["switchctl: no command given.", "Try 'switchctl --help'."])

@@ -67,28 +67,55 @@ import Testing
     #expect(Self.call(line) == .success(expected))
   }
 
+  /// Each bad call is `InvalidParams` naming the param (`data.param`), and
+  /// the key when the call has a valid one (`data.key`), in that order.
   @Test(arguments: [
-    #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":1}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":"true"}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi"}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":true,"x":1}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":true,"checked":false}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"get","params":["wifi"]}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":7}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"wifi","ifRevision":-1}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"wifi","ifRevision":1.5}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":[]}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":["a*b*"]}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"history","params":{"limit":0}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"history","params":{"limit":1001}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"unwatch"}"#,
-  ])
-  func badParamsAreInvalidParams(_ line: String) {
+    (#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":1}}"#, "checked", "wifi"),
+    (#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":"true"}}"#, "checked", "wifi"),
+    (#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi"}}"#, "checked", "wifi"),
+    (#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":true,"x":1}}"#, "x", "wifi"),
+    (#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":true,"checked":false}}"#, "checked", nil),
+    (#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"checked":true}}"#, "key", nil),
+    (#"{"jsonrpc":"2.0","id":1,"method":"get","params":["wifi"]}"#, "params", nil),
+    (#"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":7}}"#, "key", nil),
+    (#"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"Bad Key"}}"#, "key", nil),
+    (#"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"wifi","ifRevision":-1}}"#, "ifRevision", "wifi"),
+    (#"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"wifi","ifRevision":1.5}}"#, "ifRevision", "wifi"),
+    (#"{"jsonrpc":"2.0","id":1,"method":"lock","params":{"key":"wifi","reason":5}}"#, "reason", "wifi"),
+    (#"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":[]}}"#, "keys", nil),
+    (#"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":["a*b*"]}}"#, "keys", nil),
+    (#"{"jsonrpc":"2.0","id":1,"method":"history","params":{"limit":0}}"#, "limit", nil),
+    (#"{"jsonrpc":"2.0","id":1,"method":"history","params":{"key":"wifi","limit":1001}}"#, "limit", "wifi"),
+    (#"{"jsonrpc":"2.0","id":1,"method":"unwatch"}"#, "watch", nil),
+    (#"{"jsonrpc":"2.0","id":1,"method":"status","params":{"verbose":true}}"#, "verbose", nil),
+  ] as [(String, String, String?)])
+  func badParamsAreInvalidParams(_ line: String, _ param: String, _ key: String?) {
     guard case .failure(let error)? = Self.call(line) else {
       Issue.record("accepted: \(line)")
       return
     }
     #expect(error.code == .invalidParams)
+    var expected = [JSONMember("name", .string("InvalidParams"))]
+    if let key { expected.append(JSONMember("key", .string(key))) }
+    expected.append(JSONMember("param", .string(param)))
+    #expect(error.dataObject == .object(expected))
+  }
+
+  @Test func invalidParamsGolden() {
+    guard
+      case .failure(let error)? = Self.call(
+        #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":1}}"#)
+    else {
+      Issue.record("accepted")
+      return
+    }
+    var w = JSONWriter()
+    ResponseEncoding.writeError(&w, id: .number(JSONNumber(1)), error)
+    #expect(
+      String(decoding: w.bytes, as: UTF8.self)
+        == #"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"#
+        + #""message":"Invalid params: \"checked\" must be true or false, not 1.","#
+        + #""data":{"name":"InvalidParams","key":"wifi","param":"checked"}}}"#)
   }
 
   @Test(arguments: [
@@ -206,12 +233,23 @@ import Testing
   @Test(arguments: [
     (
       Refusal.readOnly(
-        key: "bluetooth", reason: "Bluetooth is turned off by your organisation.", heldBy: .policy),
-      #"{"jsonrpc":"2.0","id":7,"error":{"code":-32002,"message":"bluetooth is read-only: Bluetooth is turned off by your organisation.","data":{"name":"ReadOnly","key":"bluetooth","reason":"Bluetooth is turned off by your organisation.","heldBy":"policy"}}}"#
+        key: "bluetooth", reason: "Bluetooth is turned off by your organisation.", heldBy: .policy,
+        source: SwitchCore.SourceLocation(file: "policy.d/50-corp.conf", line: 2)),
+      #"{"jsonrpc":"2.0","id":7,"error":{"code":-32002,"message":"bluetooth is read-only: Bluetooth is turned off by your organisation.","data":{"name":"ReadOnly","key":"bluetooth","reason":"Bluetooth is turned off by your organisation.","heldBy":"policy","policySource":"50-corp.conf:2"}}}"#
+    ),
+    (
+      Refusal.readOnly(key: "bluetooth", reason: nil, heldBy: .admin),
+      #"{"jsonrpc":"2.0","id":7,"error":{"code":-32002,"message":"bluetooth is read-only by an administrator.","data":{"name":"ReadOnly","key":"bluetooth","reason":null,"heldBy":"admin","policySource":null}}}"#
+    ),
+    (
+      Refusal.disabled(
+        key: "wifi", reason: "Not here.", by: .policy,
+        source: SwitchCore.SourceLocation(file: "policy.d/60-site.conf", line: 7)),
+      #"{"jsonrpc":"2.0","id":7,"error":{"code":-32003,"message":"wifi is disabled: Not here.","data":{"name":"Disabled","key":"wifi","reason":"Not here.","disabledBy":"policy","policySource":"60-site.conf:7"}}}"#
     ),
     (
       Refusal.disabled(key: "wifi", reason: nil, by: .admin),
-      #"{"jsonrpc":"2.0","id":7,"error":{"code":-32003,"message":"wifi is disabled by an administrator.","data":{"name":"Disabled","key":"wifi","reason":null,"disabledBy":"admin"}}}"#
+      #"{"jsonrpc":"2.0","id":7,"error":{"code":-32003,"message":"wifi is disabled by an administrator.","data":{"name":"Disabled","key":"wifi","reason":null,"disabledBy":"admin","policySource":null}}}"#
     ),
     (
       Refusal.unknownSwitch(key: "nope"),

@@ -1,0 +1,231 @@
+import SwitchCore
+
+/// Writes the result objects of PROTOCOL.md ("Methods", column "result"),
+/// each in one place. Switch objects arrive already encoded (the daemon keeps
+/// them encoded until they change), so a result is written around them.
+public enum ResultEncoding {
+  /// `list`: `{"revision":R,"switches":[Switch…]}`.
+  public static func writeList<Switches: Sequence<[UInt8]>>(
+    _ w: inout JSONWriter, revision: Int64, switches: Switches
+  ) {
+    w.raw("{\"revision\":")
+    w.int(revision)
+    w.raw(",\"switches\":")
+    writeArray(&w, switches)
+    w.raw("}")
+  }
+
+  /// `watch`: `{"watch":id,"revision":R,"switches":[Switch…]}`; without
+  /// `switches` when the watch replays from `since` (nil).
+  public static func writeWatch<Switches: Sequence<[UInt8]>>(
+    _ w: inout JSONWriter, watch: String, revision: Int64, switches: Switches?
+  ) {
+    w.raw("{\"watch\":")
+    w.string(watch)
+    w.raw(",\"revision\":")
+    w.int(revision)
+    if let switches {
+      w.raw(",\"switches\":")
+      writeArray(&w, switches)
+    }
+    w.raw("}")
+  }
+
+  /// A write (`set`, `toggle`, `reset`, `lock`, `unlock`, `disable`,
+  /// `enable`): `{"changed":bool,"switch":Switch}`.
+  public static func writeWrite(_ w: inout JSONWriter, changed: Bool, switch encoded: [UInt8]) {
+    w.raw(changed ? "{\"changed\":true,\"switch\":" : "{\"changed\":false,\"switch\":")
+    w.raw(encoded)
+    w.raw("}")
+  }
+
+  /// `reload`: `{"switches":n,"policies":n,"restartRequired":[setting…]}`.
+  public static func writeReload(_ w: inout JSONWriter, _ summary: ReloadSummary) {
+    w.raw("{\"switches\":")
+    w.int(Int64(summary.switches))
+    w.raw(",\"policies\":")
+    w.int(Int64(summary.policies))
+    w.raw(",\"restartRequired\":")
+    writeStrings(&w, summary.restartRequired)
+    w.raw("}")
+  }
+
+  /// `history`: `{"entries":[Entry…]}`, newest first as given.
+  public static func writeHistory(_ w: inout JSONWriter, entries: [Change]) {
+    w.raw("{\"entries\":[")
+    for (i, change) in entries.enumerated() {
+      if i > 0 { w.raw(",") }
+      WireEncoding.writeEntry(&w, change)
+    }
+    w.raw("]}")
+  }
+
+  /// `unwatch`: `{}`.
+  public static func writeEmpty(_ w: inout JSONWriter) {
+    w.raw("{}")
+  }
+
+  /// `status`.
+  public static func writeStatus(_ w: inout JSONWriter, _ status: StatusReport) {
+    w.raw("{\"version\":")
+    w.string(status.version)
+    w.raw(",\"revision\":")
+    w.int(status.revision)
+    w.raw(",\"switches\":")
+    w.int(Int64(status.switches))
+    w.raw(",\"policies\":")
+    w.int(Int64(status.policies))
+    w.raw(",\"connections\":")
+    w.int(Int64(status.connections))
+    w.raw(",\"watches\":")
+    w.int(Int64(status.watches))
+    w.raw(",\"uptimeSeconds\":")
+    w.int(status.uptimeSeconds)
+    w.raw(",\"database\":")
+    w.string(status.database)
+    w.raw(",\"socket\":")
+    w.string(status.socket)
+    w.raw(",\"configDirectory\":")
+    w.string(status.configDirectory)
+    w.raw(",\"lastReload\":")
+    if let reload = status.lastReload {
+      w.raw("{\"time\":")
+      WireEncoding.writeTime(&w, reload.time)
+      w.raw(",\"result\":")
+      w.string(reload.result.wireName)
+      w.raw(",\"errors\":")
+      writeStrings(&w, reload.errors)
+      w.raw("}")
+    } else {
+      w.null()
+    }
+    w.raw(",\"caller\":{\"uid\":")
+    w.int(Int64(status.caller.uid))
+    w.raw(",\"gid\":")
+    w.int(Int64(status.caller.gid))
+    w.raw(",\"administrator\":")
+    w.bool(status.caller.administrator)
+    w.raw(",\"writesSystemSwitches\":")
+    w.bool(status.caller.writesSystemSwitches)
+    w.raw("}}")
+  }
+
+  private static func writeArray<Items: Sequence<[UInt8]>>(_ w: inout JSONWriter, _ items: Items) {
+    w.raw("[")
+    var first = true
+    for item in items {
+      if !first { w.raw(",") }
+      first = false
+      w.raw(item)
+    }
+    w.raw("]")
+  }
+
+  private static func writeStrings(_ w: inout JSONWriter, _ items: [String]) {
+    w.raw("[")
+    for (i, item) in items.enumerated() {
+      if i > 0 { w.raw(",") }
+      w.string(item)
+    }
+    w.raw("]")
+  }
+}
+
+/// What a `reload` that applied answers.
+public struct ReloadSummary: Equatable, Sendable {
+  public var switches: Int
+  public var policies: Int
+  /// Settings whose change the running daemon does not apply (`Socket`,
+  /// `Database`, …): they take effect when switchd restarts.
+  public var restartRequired: [String]
+
+  public init(switches: Int, policies: Int, restartRequired: [String] = []) {
+    self.switches = switches
+    self.policies = policies
+    self.restartRequired = restartRequired
+  }
+}
+
+/// The last reload, by `reload` or SIGHUP, for `status`.
+public struct ReloadRecord: Equatable, Sendable {
+  public enum Result: Sendable {
+    /// The new configuration is in force.
+    case applied
+    /// The configuration was invalid (`InvalidConfig`); the running one stays.
+    case refused
+    /// The database failed while applying it; the running one stays.
+    case failed
+
+    public var wireName: String {
+      switch self {
+      case .applied: return "applied"
+      case .refused: return "refused"
+      case .failed: return "failed"
+      }
+    }
+  }
+
+  /// Milliseconds since the epoch.
+  public var time: Int64
+  public var result: Result
+  /// Each problem, `file.conf:line: message` (empty when applied).
+  public var errors: [String]
+
+  public init(time: Int64, result: Result, errors: [String] = []) {
+    self.time = time
+    self.result = result
+    self.errors = errors
+  }
+}
+
+/// What `status` reports.
+public struct StatusReport: Sendable {
+  /// The caller of `status`, as the daemon sees it.
+  public struct CallerReport: Sendable {
+    public var uid: UInt32
+    public var gid: UInt32
+    public var administrator: Bool
+    /// May set, toggle and reset (the `Writers` group).
+    public var writesSystemSwitches: Bool
+
+    public init(uid: UInt32, gid: UInt32, administrator: Bool, writesSystemSwitches: Bool) {
+      self.uid = uid
+      self.gid = gid
+      self.administrator = administrator
+      self.writesSystemSwitches = writesSystemSwitches
+    }
+  }
+
+  public var version: String
+  public var revision: Int64
+  public var switches: Int
+  public var policies: Int
+  public var connections: Int
+  public var watches: Int
+  public var uptimeSeconds: Int64
+  public var database: String
+  public var socket: String
+  public var configDirectory: String
+  /// nil when the configuration was not reloaded since the daemon started.
+  public var lastReload: ReloadRecord?
+  public var caller: CallerReport
+
+  public init(
+    version: String, revision: Int64, switches: Int, policies: Int, connections: Int,
+    watches: Int, uptimeSeconds: Int64, database: String, socket: String,
+    configDirectory: String, lastReload: ReloadRecord?, caller: CallerReport
+  ) {
+    self.version = version
+    self.revision = revision
+    self.switches = switches
+    self.policies = policies
+    self.connections = connections
+    self.watches = watches
+    self.uptimeSeconds = uptimeSeconds
+    self.database = database
+    self.socket = socket
+    self.configDirectory = configDirectory
+    self.lastReload = lastReload
+    self.caller = caller
+  }
+}

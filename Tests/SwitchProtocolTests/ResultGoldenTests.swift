@@ -1,0 +1,126 @@
+import SwitchCore
+import Testing
+
+@testable import SwitchProtocol
+
+/// Golden bytes of every result object (PROTOCOL.md "Methods", column
+/// "result"), written by `ResultEncoding` as the daemon writes them.
+@Suite struct ResultGoldenTests {
+  static func text(_ write: (inout JSONWriter) -> Void) -> String {
+    var w = JSONWriter()
+    write(&w)
+    return String(decoding: w.bytes, as: UTF8.self)
+  }
+
+  static let one = Array(#"{"key":"a"}"#.utf8)
+  static let two = Array(#"{"key":"b"}"#.utf8)
+
+  @Test func listGolden() {
+    #expect(
+      Self.text { ResultEncoding.writeList(&$0, revision: 42, switches: [Self.one, Self.two]) }
+        == #"{"revision":42,"switches":[{"key":"a"},{"key":"b"}]}"#)
+    #expect(
+      Self.text { ResultEncoding.writeList(&$0, revision: 0, switches: [[UInt8]]()) }
+        == #"{"revision":0,"switches":[]}"#)
+  }
+
+  @Test func watchGolden() {
+    #expect(
+      Self.text { ResultEncoding.writeWatch(&$0, watch: "w1", revision: 7, switches: [Self.one]) }
+        == #"{"watch":"w1","revision":7,"switches":[{"key":"a"}]}"#)
+    // With `since`, the snapshot is left out.
+    #expect(
+      Self.text { ResultEncoding.writeWatch(&$0, watch: "w2", revision: 7, switches: [[UInt8]]?.none) }
+        == #"{"watch":"w2","revision":7}"#)
+  }
+
+  @Test func writeGolden() {
+    #expect(
+      Self.text { ResultEncoding.writeWrite(&$0, changed: true, switch: Self.one) }
+        == #"{"changed":true,"switch":{"key":"a"}}"#)
+    #expect(
+      Self.text { ResultEncoding.writeWrite(&$0, changed: false, switch: Self.one) }
+        == #"{"changed":false,"switch":{"key":"a"}}"#)
+  }
+
+  @Test func reloadGolden() {
+    #expect(
+      Self.text { ResultEncoding.writeReload(&$0, ReloadSummary(switches: 5, policies: 2)) }
+        == #"{"switches":5,"policies":2,"restartRequired":[]}"#)
+    #expect(
+      Self.text {
+        ResultEncoding.writeReload(
+          &$0, ReloadSummary(switches: 1, policies: 0, restartRequired: ["Socket", "Database"]))
+      } == #"{"switches":1,"policies":0,"restartRequired":["Socket","Database"]}"#)
+  }
+
+  @Test func historyGolden() {
+    let change = Change(
+      revision: 43, time: 1_796_010_067_002, key: "wifi", cause: .toggle,
+      actor: .peer(uid: 1000, gid: 1000, pid: 4321), state: SwitchState(checked: false),
+      previous: SwitchState(checked: true))
+    let state =
+      #""readOnly":false,"readOnlyReason":null,"heldBy":null,"#
+      + #""disabled":false,"disabledReason":null,"disabledBy":null}"#
+    #expect(
+      Self.text { ResultEncoding.writeHistory(&$0, entries: [change]) }
+        == #"{"entries":[{"revision":43,"time":"2026-11-30T03:41:07.002Z","key":"wifi","#
+        + #""cause":"toggle","fields":["checked"],"actor":{"uid":1000,"gid":1000,"pid":4321},"#
+        + #""state":{"checked":false,"# + state + #","previous":{"checked":true,"# + state + "}]}")
+    #expect(Self.text { ResultEncoding.writeHistory(&$0, entries: []) } == #"{"entries":[]}"#)
+  }
+
+  @Test func unwatchGolden() {
+    #expect(Self.text { ResultEncoding.writeEmpty(&$0) } == "{}")
+  }
+
+  static func status(lastReload: ReloadRecord?) -> StatusReport {
+    StatusReport(
+      version: "1.2.3", revision: 42, switches: 5, policies: 2, connections: 3, watches: 1,
+      uptimeSeconds: 60, database: "/var/lib/switchd/switches.db",
+      socket: "/run/switchd/switchd.sock", configDirectory: "/etc/switchd",
+      lastReload: lastReload,
+      caller: .init(uid: 1000, gid: 100, administrator: false, writesSystemSwitches: true))
+  }
+
+  static let statusHead =
+    #"{"version":"1.2.3","revision":42,"switches":5,"policies":2,"connections":3,"watches":1,"#
+    + #""uptimeSeconds":60,"database":"/var/lib/switchd/switches.db","#
+    + #""socket":"/run/switchd/switchd.sock","configDirectory":"/etc/switchd","lastReload":"#
+  static let statusCaller =
+    #","caller":{"uid":1000,"gid":100,"administrator":false,"writesSystemSwitches":true}}"#
+
+  @Test func statusGolden() {
+    #expect(
+      Self.text { ResultEncoding.writeStatus(&$0, Self.status(lastReload: nil)) }
+        == Self.statusHead + "null" + Self.statusCaller)
+    let applied = ReloadRecord(time: 1_796_010_067_002, result: .applied)
+    #expect(
+      Self.text { ResultEncoding.writeStatus(&$0, Self.status(lastReload: applied)) }
+        == Self.statusHead
+        + #"{"time":"2026-11-30T03:41:07.002Z","result":"applied","errors":[]}"#
+        + Self.statusCaller)
+    let refused = ReloadRecord(
+      time: 1_796_010_067_002, result: .refused,
+      errors: ["switches.d/a.conf:1: x", "policy.d/b.conf:2: y"])
+    #expect(
+      Self.text { ResultEncoding.writeStatus(&$0, Self.status(lastReload: refused)) }
+        == Self.statusHead
+        + #"{"time":"2026-11-30T03:41:07.002Z","result":"refused","#
+        + #""errors":["switches.d/a.conf:1: x","policy.d/b.conf:2: y"]}"# + Self.statusCaller)
+  }
+
+  @Test func invalidConfigListsEveryError() {
+    var w = JSONWriter()
+    ResponseEncoding.writeError(
+      &w, id: .number(JSONNumber(1)),
+      .invalidConfig(["switches.d/a.conf:1: x", "policy.d/b.conf:2: y"]))
+    #expect(
+      String(decoding: w.bytes, as: UTF8.self)
+        == #"{"jsonrpc":"2.0","id":1,"error":{"code":-32010,"#
+        + #""message":"The configuration was refused (2 errors), the running one stays: "#
+        + #"switches.d/a.conf:1: x; policy.d/b.conf:2: y.","#
+        + #""data":{"name":"InvalidConfig","errors":["switches.d/a.conf:1: x","policy.d/b.conf:2: y"]}}}"#
+    )
+  }
+}
