@@ -47,8 +47,6 @@ enum Failure: Error {
   case client(ClientError)
   /// The command line was wrong.
   case usage(UsageError)
-  /// A failure switchctl found itself: its sentence and status.
-  case other(String, ExitCode)
 
   /// The exit status.
   var exitCode: ExitCode {
@@ -57,19 +55,46 @@ enum Failure: Error {
     case .client(.unreachable), .client(.pathTooLong): return .unreachable
     case .client: return .failure
     case .usage: return .usage
-    case .other(_, let code): return code
     }
   }
 
   /// The lines for stderr, each without its newline: one sentence, plus a
-  /// hint for usage errors.
+  /// hint for usage errors and each problem of a refused configuration.
   var lines: [String] {
     switch self {
-    case .remote(let error): return ["switchctl: " + Output.printable(error.message)]
+    case .remote(let error): return Output.refusal(error)
     case .client(let error): return ["switchctl: " + error.sentence]
     case .usage(let error): return ["switchctl: " + error.message, error.hint]
-    case .other(let sentence, _): return ["switchctl: " + sentence]
     }
+  }
+}
+
+extension Failure {
+  /// What `--json` prints on stdout: the daemon's error object as it came
+  /// (`{"code","message","data"}`), or one in the same shape for a failure
+  /// switchctl found itself (`code` null; `data.name` `Unreachable` when
+  /// switchd cannot be reached, else `ClientFailure`).
+  var jsonObject: JSONValue {
+    switch self {
+    case .remote(let error):
+      return .object([
+        JSONMember("code", .int(Int64(error.code.rawValue))),
+        JSONMember("message", .string(error.message)),
+        JSONMember("data", error.data),
+      ])
+    case .client(let error):
+      return Self.localObject(
+        error.sentence, name: exitCode == .unreachable ? "Unreachable" : "ClientFailure")
+    case .usage(let error):
+      return Self.localObject(error.message, name: "Usage")
+    }
+  }
+
+  private static func localObject(_ sentence: String, name: String) -> JSONValue {
+    .object([
+      JSONMember("code", .null), JSONMember("message", .string(sentence)),
+      JSONMember("data", .object([JSONMember("name", .string(name))])),
+    ])
   }
 }
 

@@ -162,18 +162,94 @@ enum Output {
     return withNotes(head + " (" + origin + ")", state)
   }
 
-  /// `status`, `reload`: one `name: value` line per result member.
-  static func fields(_ result: JSONValue) -> [String] {
-    (result.objectMembers ?? []).map { member in
-      let value: String
-      switch member.value {
-      case .string(let text): value = printable(text)
-      case .null: value = "none"
-      case .number(let number): value = number.text
-      case let other: value = other.jsonText
-      }
-      return member.name + ": " + value
+  private static func scalar(_ value: JSONValue) -> String {
+    switch value {
+    case .string(let text): return printable(text)
+    case .null: return "none"
+    case .number(let number): return number.text
+    case .bool(let flag): return flag ? "yes" : "no"
+    case let other: return other.jsonText
     }
+  }
+
+  /// `status`: one `name: value` line per result member (members a newer
+  /// daemon adds print too); the last reload and the caller in words,
+  /// each problem of a refused reload on its own line.
+  static func status(_ result: JSONValue) -> [String] {
+    var lines: [String] = []
+    for member in result.objectMembers ?? [] {
+      switch member.name {
+      case WireField.lastReload:
+        guard let time = member.value[WireField.time]?.stringValue else {
+          lines.append(member.name + ": none since switchd started")
+          continue
+        }
+        let errors = (member.value[WireField.errors]?.arrayValue ?? []).compactMap(\.stringValue)
+        var text = time + " " + (member.value[WireField.result]?.stringValue ?? "?")
+        if !errors.isEmpty { text += errors.count == 1 ? " (1 error)" : " (\(errors.count) errors)" }
+        lines.append(member.name + ": " + text)
+        lines += errors.map { "  " + printable($0) }
+      case WireField.caller:
+        let c = member.value
+        let id = { (name: String) in c[name]?.int64Value.map { String($0) } ?? "?" }
+        lines.append(
+          member.name + ": uid " + id(WireField.uid) + ", gid " + id(WireField.gid)
+            + ", administrator: " + scalar(c[WireField.administrator] ?? .null)
+            + ", writes system switches: " + scalar(c[WireField.writesSystemSwitches] ?? .null))
+      default:
+        lines.append(member.name + ": " + scalar(member.value))
+      }
+    }
+    return lines
+  }
+
+  /// `reload`: the counts, and the settings that wait for a restart.
+  static func reload(_ result: JSONValue) -> [String] {
+    var lines: [String] = []
+    for member in result.objectMembers ?? [] where member.name != WireField.restartRequired {
+      lines.append(member.name + ": " + scalar(member.value))
+    }
+    let pending = (result[WireField.restartRequired]?.arrayValue ?? []).compactMap(\.stringValue)
+    if !pending.isEmpty {
+      lines.append(
+        "restart required: " + pending.map(printable).joined(separator: ", ")
+          + " changed; that takes effect only when switchd restarts")
+    }
+    return lines
+  }
+
+  /// `is-on --json`: `{"key","on","checked","disabled"}`, `on` being
+  /// checked and in effect (what the exit status says).
+  static func isOn(key: String, _ state: SwitchState) -> JSONValue {
+    .object([
+      JSONMember(WireField.key, .string(key)), JSONMember(WireField.on, .bool(state.isOnAndInEffect)),
+      JSONMember(WireField.checked, .bool(state.checked)),
+      JSONMember(WireField.disabled, .bool(state.disabled)),
+    ])
+  }
+
+  /// The stderr lines for an error the daemon answered with: its sentence;
+  /// for a hold by a policy file, which file and line to edit; for a
+  /// refused configuration, every problem on its own line.
+  static func refusal(_ error: RemoteError) -> [String] {
+    if error.code == .invalidConfig,
+      let errors = error.data[WireField.errors]?.arrayValue?.compactMap(\.stringValue),
+      !errors.isEmpty
+    {
+      let count = errors.count == 1 ? "1 error" : "\(errors.count) errors"
+      return ["switchctl: the configuration was refused (\(count)); the running one stays:"]
+        + errors.map { "  " + printable($0) }
+    }
+    var sentence = "switchctl: " + printable(error.message)
+    let policy = JSONValue.string(Holder.policy.wireName)
+    if let source = error.data[WireField.policySource]?.stringValue {
+      if error.code == .disabled && error.data[WireField.disabledBy] == policy {
+        sentence += " (disabled by policy " + printable(source) + "; edit it and reload)"
+      } else if error.code == .readOnly && error.data[WireField.heldBy] == policy {
+        sentence += " (held by policy " + printable(source) + "; edit it and reload)"
+      }
+    }
+    return [sentence]
   }
 
   /// `why`: several lines explaining the switch.

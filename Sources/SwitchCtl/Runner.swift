@@ -12,11 +12,13 @@ struct Runner {
   /// wedged daemon cannot hang a script forever. `watch` waits without end.
   var receiveTimeout = 30
 
-  /// Runs the command; errors are printed here.
+  /// Runs the command; errors are printed here: the sentence on stderr and,
+  /// with `--json`, the error object on stdout, where a script reads results.
   func run() -> ExitCode {
     do throws(Failure) {
       return try execute()
     } catch {
+      if invocation.json { console.out(Output.json(error.jsonObject)) }
       console.err(error.lines)
       return error.exitCode
     }
@@ -35,9 +37,11 @@ struct Runner {
       show(try call(.get, try keyParam(key))) { [Output.get($0)] }
     case .isOn(let key):
       let found = try call(.get, try keyParam(key))
-      let inEffect =
-        found[WireField.checked] == .bool(true) && found[WireField.disabled] != .bool(true)
-      return inEffect ? .success : .isOff
+      let state = SwitchState(
+        checked: found[WireField.checked] == .bool(true),
+        disabled: found[WireField.disabled] == .bool(true))
+      if invocation.json { console.out(Output.json(Output.isOn(key: key, state))) }
+      return state.isOnAndInEffect ? .success : .isOff
     case .set(let key, let checked, let ifRevision):
       var params = try keyParam(key) + [JSONMember(WireField.checked, .bool(checked))]
       if let ifRevision { params.append(JSONMember(WireField.ifRevision, .int(ifRevision))) }
@@ -75,9 +79,9 @@ struct Runner {
         console.out(Output.why(explanation))
       }
     case .status:
-      show(try call(.status, []), Output.fields)
+      show(try call(.status, []), Output.status)
     case .reload:
-      show(try call(.reload, []), Output.fields)
+      show(try call(.reload, []), Output.reload)
     case .watch(let patterns, let since):
       let watcher = Watcher(
         socketPath: socketPath, patterns: patterns, since: since, json: invocation.json,
@@ -91,10 +95,16 @@ struct Runner {
 
   /// `{"key": key}`, after checking the key's syntax here: a key that cannot
   /// exist is an unknown switch (exit 5), which the daemon would only call
-  /// invalid params.
+  /// invalid params. It fails as the daemon's `UnknownSwitch` would.
   private func keyParam(_ key: String) throws(Failure) -> [JSONMember] {
     if let problem = SwitchKey.problem(key) {
-      throw .other("No switch has the key \(key): \(problem).", .unknownSwitch)
+      throw .remote(
+        RemoteError(
+          code: .unknownSwitch, message: "No switch has the key \(key): \(problem).",
+          data: .object([
+            JSONMember("name", .string(RPCErrorCode.unknownSwitch.name)),
+            JSONMember(WireField.key, .string(key)),
+          ])))
     }
     return [JSONMember(WireField.key, .string(key))]
   }

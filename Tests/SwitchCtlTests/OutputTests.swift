@@ -164,15 +164,36 @@ import Testing
   @Test func statusAndReloadAsNameValueLines() {
     let status = json(
       #"""
-      {"version":"0.1.0","revision":4,"switches":6,"connections":1,"watches":0,
-       "uptimeSeconds":253,"database":"/tmp/x/db.sqlite","socket":"/tmp/x/s.sock"}
+      {"version":"0.1.0","revision":4,"switches":6,"policies":1,"connections":1,"watches":0,
+       "uptimeSeconds":253,"database":"/tmp/x/db.sqlite","socket":"/tmp/x/s.sock",
+       "configDirectory":"/tmp/x/config",
+       "lastReload":{"time":"2026-12-01T08:00:00.000Z","result":"refused",
+                     "errors":["policy.d/a.conf:1: bad","switches.d/b.conf:2: worse"]},
+       "caller":{"uid":1000,"gid":100,"administrator":false,"writesSystemSwitches":true}}
       """#)
     #expect(
-      Output.fields(status) == [
-        "version: 0.1.0", "revision: 4", "switches: 6", "connections: 1", "watches: 0",
-        "uptimeSeconds: 253", "database: /tmp/x/db.sqlite", "socket: /tmp/x/s.sock",
+      Output.status(status) == [
+        "version: 0.1.0", "revision: 4", "switches: 6", "policies: 1", "connections: 1",
+        "watches: 0", "uptimeSeconds: 253", "database: /tmp/x/db.sqlite",
+        "socket: /tmp/x/s.sock", "configDirectory: /tmp/x/config",
+        "lastReload: 2026-12-01T08:00:00.000Z refused (2 errors)",
+        "  policy.d/a.conf:1: bad", "  switches.d/b.conf:2: worse",
+        "caller: uid 1000, gid 100, administrator: no, writes system switches: yes",
       ])
-    #expect(Output.fields(json(#"{"switches":6,"policies":1}"#)) == ["switches: 6", "policies: 1"])
+    #expect(
+      Output.status(json(#"{"lastReload":null,"future":true}"#)) == [
+        "lastReload: none since switchd started", "future: yes",
+      ])
+    #expect(
+      Output.reload(json(#"{"switches":6,"policies":1,"restartRequired":[]}"#)) == [
+        "switches: 6", "policies: 1",
+      ])
+    #expect(
+      Output.reload(json(#"{"switches":6,"policies":1,"restartRequired":["Socket","Database"]}"#))
+        == [
+          "switches: 6", "policies: 1",
+          "restart required: Socket, Database changed; that takes effect only when switchd restarts",
+        ])
   }
 
   @Test func whyExplainsPolicyHoldAdminDisableAndLastChange() {
