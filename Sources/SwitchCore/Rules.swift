@@ -4,9 +4,11 @@
 /// InvalidParams → UnknownSwitch → PermissionDenied for writing → Disabled →
 /// ReadOnly → Conflict; only then is a no-op detected.
 public enum Rules {
-  /// Whether `caller` may ask for what needs `privilege` (the first check of the order).
+  /// The first check of the order: whether `caller` may call a method that
+  /// needs `privilege` at all. Only administrator methods are refused here;
+  /// the Writers group is checked by `decide`, after UnknownSwitch.
   public static func mayCall(_ privilege: Privilege, caller: Caller) -> Bool {
-    caller.has(privilege)
+    privilege != .administrator || caller.has(.administrator)
   }
 
   /// Decides what `operation` does to a switch.

@@ -61,7 +61,9 @@ enum Commands {
       description: """
         Prints nothing. Exits 0 when the switch is on and in effect (not disabled), \
         1 when it is off or disabled, 5 when no switch has that key and 7 when switchd \
-        cannot be reached. Meant for scripts: `if switchctl is-on wifi; then ...`.
+        cannot be reached. Meant for scripts: `if switchctl is-on wifi; then ...`. \
+        With --json, prints {"key", "on", "checked", "disabled"}, "on" being what the \
+        exit status says.
         """),
     CommandSpec(
       name: "set", arguments: "KEY on|off",
@@ -177,15 +179,20 @@ enum Commands {
       summary: "show the daemon's version, revision and counts",
       description: """
         Prints the daemon's status, one "name: value" a line: version, current \
-        revision, switches, connections, watches, uptime, database and socket.
+        revision, switches, policies, connections, watches, uptime, database, socket, \
+        configuration directory, the time and result of the last reload (with each \
+        problem of a refused one), and who you are to switchd (uid, gid, whether you \
+        administer and whether you may change switches).
         """),
     CommandSpec(
       name: "reload", arguments: "",
       summary: "re-read the configuration (administrator)",
       description: """
         Makes switchd re-read its schema and policy files as one step. An invalid \
-        configuration is refused with the file and line, and the running one stays. \
-        Prints the number of switches and policies now in effect.
+        configuration is refused with every problem's file and line, and the running \
+        one stays. Prints the number of switches and policies now in effect, and the \
+        settings (Socket=, SocketMode=, Database=) that changed but take effect only \
+        when switchd restarts.
         """),
     CommandSpec(
       name: "help", arguments: "[COMMAND]",
@@ -216,7 +223,8 @@ enum Commands {
       "Options, before or after the command:",
       "  --socket PATH  the daemon's socket (default: $SWITCHD_SOCKET, else your own",
       "                 switchd's socket if it runs, else /run/switchd/switchd.sock)",
-      "  --json         print the daemon's result as one line of JSON",
+      "  --json         print the daemon's result as one line of JSON (on failure,",
+      "                 the error object, on stdout too)",
       "  -h, --help     show help; 'switchctl help COMMAND' for one command",
       "  --version      print switchctl's version",
       "",
@@ -237,7 +245,7 @@ enum Commands {
     lines += wrap(spec.description, width: 78)
     var options = spec.options.map { ($0.name + ($0.valueName.map { " " + $0 } ?? ""), $0.help) }
     options.append(("--socket PATH", "the daemon's socket"))
-    options.append(("--json", "print the daemon's result as one line of JSON"))
+    options.append(("--json", "print the result, or the error object, as one line of JSON"))
     let width = options.map { $0.0.count }.max() ?? 0
     lines += ["", "Options:"]
     for (name, help) in options {

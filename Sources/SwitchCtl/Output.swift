@@ -186,7 +186,9 @@ enum Output {
         }
         let errors = (member.value[WireField.errors]?.arrayValue ?? []).compactMap(\.stringValue)
         var text = time + " " + (member.value[WireField.result]?.stringValue ?? "?")
-        if !errors.isEmpty { text += errors.count == 1 ? " (1 error)" : " (\(errors.count) errors)" }
+        if !errors.isEmpty {
+          text += errors.count == 1 ? " (1 error)" : " (\(errors.count) errors)"
+        }
         lines.append(member.name + ": " + text)
         lines += errors.map { "  " + printable($0) }
       case WireField.caller:
@@ -222,7 +224,8 @@ enum Output {
   /// checked and in effect (what the exit status says).
   static func isOn(key: String, _ state: SwitchState) -> JSONValue {
     .object([
-      JSONMember(WireField.key, .string(key)), JSONMember(WireField.on, .bool(state.isOnAndInEffect)),
+      JSONMember(WireField.key, .string(key)),
+      JSONMember(WireField.on, .bool(state.isOnAndInEffect)),
       JSONMember(WireField.checked, .bool(state.checked)),
       JSONMember(WireField.disabled, .bool(state.disabled)),
     ])

@@ -69,7 +69,8 @@ extension Server {
   /// The Switch object a write answers with: the cached encoding when the
   /// switch is still as this write left it, else encoded from the outcome.
   private func encodedSwitch(_ outcome: WriteOutcome) -> [UInt8] {
-    if records[outcome.record.key] == outcome.record, let cached = encodedSwitch(outcome.record.key) {
+    if records[outcome.record.key] == outcome.record, let cached = encodedSwitch(outcome.record.key)
+    {
       return cached
     }
     var w = JSONWriter(capacity: 512)

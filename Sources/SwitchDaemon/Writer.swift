@@ -16,6 +16,9 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
   private let configDirectory: String
   private let log: Log
   private var catalog: Catalog
+  /// The settings the daemon started with: its socket and database stay
+  /// these until it restarts, whatever a reload reads.
+  private let startSettings: DaemonSettings
   private var records: [String: SwitchRecord]
   private var revision: Int64
   private var oldestRetained: Int64?
@@ -55,6 +58,7 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
     self.store = store
     self.configDirectory = configDirectory
     self.catalog = catalog
+    self.startSettings = catalog.settings
     self.records = records
     self.revision = revision
     self.oldestRetained = oldestRetained
@@ -186,7 +190,7 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
         ticket, .invalidConfig(loaded.errors),
         ReloadRecord(time: time, result: .refused, errors: loaded.errors))
     }
-    let restartRequired = Rules.settingsNeedingRestart(from: catalog.settings, to: next.settings)
+    let restartRequired = Rules.settingsNeedingRestart(from: startSettings, to: next.settings)
     do {
       var output = try apply(next)
       let summary = ReloadSummary(

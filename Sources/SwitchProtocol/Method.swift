@@ -14,15 +14,12 @@ public enum Method: String, CaseIterable, Sendable {
     }
   }
 
-  /// What the caller must be to call this method at all (SwitchCore's table:
-  /// a write method needs what its change's cause needs; `reload` applies the
-  /// policy files, so it needs what a policy change needs).
+  /// What the caller must be (SwitchCore's table: a write method needs what
+  /// its change's cause needs; `reload` applies the policy files, so it needs
+  /// what a policy change needs; the rest is for anyone).
   public var privilege: Privilege {
     if self == .reload { return Cause.policy.privilege }
-    guard let cause = Cause(wireName: rawValue) else { return .anyone }
-    // set, toggle and reset are checked per switch, after UnknownSwitch
-    // (PROTOCOL.md "Order of checks"), so the method itself is open to all.
-    return cause.privilege == .administrator ? .administrator : .anyone
+    return Cause(wireName: rawValue)?.privilege ?? .anyone
   }
 }
 

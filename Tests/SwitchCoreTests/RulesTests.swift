@@ -165,7 +165,9 @@ import Testing
       enable
         == .failure(.disabled(key: "wifi", reason: "not offered", by: .policy, source: source)))
     // An administrator's hold names no file.
-    guard case .failure(.readOnly(_, _, .admin, nil)) = Self.decide(.toggle(ifRevision: nil), .adminHeld, Self.user)
+    guard
+      case .failure(.readOnly(_, _, .admin, nil)) = Self.decide(
+        .toggle(ifRevision: nil), .adminHeld, Self.user)
     else {
       Issue.record("an admin hold must have no policySource")
       return
@@ -225,7 +227,8 @@ import Testing
       }
     }
     for op in [Operation.enable, .disable(reason: "x")] {
-      guard case .failure(.disabled(_, _, .policy, _)) = Self.decide(op, .policyDisabled, Self.admin)
+      guard
+        case .failure(.disabled(_, _, .policy, _)) = Self.decide(op, .policyDisabled, Self.admin)
       else {
         Issue.record("\(op) on a policy-disabled switch")
         continue
@@ -301,7 +304,8 @@ import Testing
   // MARK: Who may do what
 
   @Test func rightsComeFromUidAndGroups() {
-    let root = Caller.peer(uid: 0, gid: 0, pid: 1, groups: [], adminGroup: nil, writers: .members(50))
+    let root = Caller.peer(
+      uid: 0, gid: 0, pid: 1, groups: [], adminGroup: nil, writers: .members(50))
     #expect(root.isAdmin && root.mayWrite)
     let member = Caller.peer(
       uid: 7, gid: 7, pid: 1, groups: [40], adminGroup: 40, writers: .everyone)
@@ -311,9 +315,11 @@ import Testing
     #expect(primary.isAdmin)
     let plain = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [], adminGroup: 40, writers: .everyone)
     #expect(!plain.isAdmin && plain.mayWrite)
-    let outsider = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [], adminGroup: 40, writers: .members(50))
+    let outsider = Caller.peer(
+      uid: 7, gid: 7, pid: 1, groups: [], adminGroup: 40, writers: .members(50))
     #expect(!outsider.mayWrite)
-    let writer = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [50], adminGroup: 40, writers: .members(50))
+    let writer = Caller.peer(
+      uid: 7, gid: 7, pid: 1, groups: [50], adminGroup: 40, writers: .members(50))
     #expect(writer.mayWrite && !writer.isAdmin)
     // A Writers group that does not exist restricts to administrators.
     let missing = WritersGroup.resolve("no-such-group") { _ in nil }

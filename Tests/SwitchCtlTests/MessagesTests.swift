@@ -30,14 +30,16 @@ import Testing
     // An administrator's hold has no file to name.
     let admin = Self.remote(
       #"{"code":-32002,"message":"wifi is read-only: Held.","#
-        + #""data":{"name":"ReadOnly","key":"wifi","reason":"Held.","heldBy":"admin","policySource":null}}"#)
+        + #""data":{"name":"ReadOnly","key":"wifi","reason":"Held.","heldBy":"admin","policySource":null}}"#
+    )
     #expect(Failure.remote(admin).lines == ["switchctl: wifi is read-only: Held."])
   }
 
   @Test func aRefusedReloadPrintsEveryError() {
     let refused = Self.remote(
       #"{"code":-32010,"message":"The configuration was refused (2 errors), the running one stays: a; b.","#
-        + #""data":{"name":"InvalidConfig","errors":["policy.d/a.conf:1: bad","switches.d/b.conf:2: worse"]}}"#)
+        + #""data":{"name":"InvalidConfig","errors":["policy.d/a.conf:1: bad","switches.d/b.conf:2: worse"]}}"#
+    )
     #expect(
       Failure.remote(refused).lines == [
         "switchctl: the configuration was refused (2 errors); the running one stays:",

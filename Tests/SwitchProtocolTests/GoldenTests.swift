@@ -69,26 +69,51 @@ import Testing
 
   /// Each bad call is `InvalidParams` naming the param (`data.param`), and
   /// the key when the call has a valid one (`data.key`), in that order.
-  @Test(arguments: [
-    (#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":1}}"#, "checked", "wifi"),
-    (#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":"true"}}"#, "checked", "wifi"),
-    (#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi"}}"#, "checked", "wifi"),
-    (#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":true,"x":1}}"#, "x", "wifi"),
-    (#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":true,"checked":false}}"#, "checked", nil),
-    (#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"checked":true}}"#, "key", nil),
-    (#"{"jsonrpc":"2.0","id":1,"method":"get","params":["wifi"]}"#, "params", nil),
-    (#"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":7}}"#, "key", nil),
-    (#"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"Bad Key"}}"#, "key", nil),
-    (#"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"wifi","ifRevision":-1}}"#, "ifRevision", "wifi"),
-    (#"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"wifi","ifRevision":1.5}}"#, "ifRevision", "wifi"),
-    (#"{"jsonrpc":"2.0","id":1,"method":"lock","params":{"key":"wifi","reason":5}}"#, "reason", "wifi"),
-    (#"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":[]}}"#, "keys", nil),
-    (#"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":["a*b*"]}}"#, "keys", nil),
-    (#"{"jsonrpc":"2.0","id":1,"method":"history","params":{"limit":0}}"#, "limit", nil),
-    (#"{"jsonrpc":"2.0","id":1,"method":"history","params":{"key":"wifi","limit":1001}}"#, "limit", "wifi"),
-    (#"{"jsonrpc":"2.0","id":1,"method":"unwatch"}"#, "watch", nil),
-    (#"{"jsonrpc":"2.0","id":1,"method":"status","params":{"verbose":true}}"#, "verbose", nil),
-  ] as [(String, String, String?)])
+  @Test(
+    arguments: [
+      (
+        #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":1}}"#, "checked",
+        "wifi"
+      ),
+      (
+        #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":"true"}}"#,
+        "checked", "wifi"
+      ),
+      (#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi"}}"#, "checked", "wifi"),
+      (
+        #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":true,"x":1}}"#,
+        "x", "wifi"
+      ),
+      (
+        #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":true,"checked":false}}"#,
+        "checked", nil
+      ),
+      (#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"checked":true}}"#, "key", nil),
+      (#"{"jsonrpc":"2.0","id":1,"method":"get","params":["wifi"]}"#, "params", nil),
+      (#"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":7}}"#, "key", nil),
+      (#"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"Bad Key"}}"#, "key", nil),
+      (
+        #"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"wifi","ifRevision":-1}}"#,
+        "ifRevision", "wifi"
+      ),
+      (
+        #"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"wifi","ifRevision":1.5}}"#,
+        "ifRevision", "wifi"
+      ),
+      (
+        #"{"jsonrpc":"2.0","id":1,"method":"lock","params":{"key":"wifi","reason":5}}"#, "reason",
+        "wifi"
+      ),
+      (#"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":[]}}"#, "keys", nil),
+      (#"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":["a*b*"]}}"#, "keys", nil),
+      (#"{"jsonrpc":"2.0","id":1,"method":"history","params":{"limit":0}}"#, "limit", nil),
+      (
+        #"{"jsonrpc":"2.0","id":1,"method":"history","params":{"key":"wifi","limit":1001}}"#,
+        "limit", "wifi"
+      ),
+      (#"{"jsonrpc":"2.0","id":1,"method":"unwatch"}"#, "watch", nil),
+      (#"{"jsonrpc":"2.0","id":1,"method":"status","params":{"verbose":true}}"#, "verbose", nil),
+    ] as [(String, String, String?)])
   func badParamsAreInvalidParams(_ line: String, _ param: String, _ key: String?) {
     guard case .failure(let error)? = Self.call(line) else {
       Issue.record("accepted: \(line)")

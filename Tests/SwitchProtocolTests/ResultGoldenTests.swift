@@ -30,7 +30,9 @@ import Testing
         == #"{"watch":"w1","revision":7,"switches":[{"key":"a"}]}"#)
     // With `since`, the snapshot is left out.
     #expect(
-      Self.text { ResultEncoding.writeWatch(&$0, watch: "w2", revision: 7, switches: [[UInt8]]?.none) }
+      Self.text {
+        ResultEncoding.writeWatch(&$0, watch: "w2", revision: 7, switches: [[UInt8]]?.none)
+      }
         == #"{"watch":"w2","revision":7}"#)
   }
 
@@ -122,5 +124,26 @@ import Testing
         + #"switches.d/a.conf:1: x; policy.d/b.conf:2: y.","#
         + #""data":{"name":"InvalidConfig","errors":["switches.d/a.conf:1: x","policy.d/b.conf:2: y"]}}}"#
     )
+  }
+}
+
+@Suite struct MethodPrivilegeTests {
+  @Test func methodsTakeTheirPrivilegeFromSwitchCore() {
+    for method in Method.allCases {
+      let expected: Privilege
+      switch method {
+      case .set, .toggle, .reset: expected = .writer
+      case .lock, .unlock, .disable, .enable, .reload: expected = .administrator
+      default: expected = .anyone
+      }
+      #expect(method.privilege == expected, "\(method)")
+    }
+    let writer = Caller(actor: .peer(uid: 7, gid: 7, pid: 1), isAdmin: false, mayWrite: true)
+    let reader = Caller(actor: .peer(uid: 8, gid: 8, pid: 1), isAdmin: false, mayWrite: false)
+    // The method check refuses only administrator methods; Writers comes later.
+    #expect(Rules.mayCall(Method.set.privilege, caller: reader))
+    #expect(!Rules.mayCall(Method.lock.privilege, caller: writer))
+    #expect(!Rules.mayCall(Method.reload.privilege, caller: writer))
+    #expect(Rules.mayCall(Method.status.privilege, caller: reader))
   }
 }
