@@ -153,7 +153,7 @@ import Testing
     let reload = try client.result("reload")
     #expect(reload["restartRequired"] == .array([.string("Database")]))
     #expect(
-      try pollUntil {
+      pollUntil {
         daemon.log.contains("Database changed; that takes effect only when switchd restarts")
       })
     // Still pending at the next reload: the daemon keeps its database until it restarts.
