@@ -4,7 +4,9 @@ import SwitchCore
 /// each in one place. Switch objects arrive already encoded (the daemon keeps
 /// them encoded until they change), so a result is written around them.
 public enum ResultEncoding {
-  /// `list`: `{"revision":R,"switches":[Switch…]}`.
+  /// `list`: `{"revision":R,"switches":[Switch…]}`. Inlinable, like the
+  /// other generic writers here, so a page is written without a call per switch.
+  @inlinable
   public static func writeList<Switches: Sequence<[UInt8]>>(
     _ w: inout JSONWriter, revision: Int64, switches: Switches
   ) {
@@ -17,6 +19,7 @@ public enum ResultEncoding {
 
   /// `watch`: `{"watch":id,"revision":R,"switches":[Switch…]}`; without
   /// `switches` when the watch replays from `since` (nil).
+  @inlinable
   public static func writeWatch<Switches: Sequence<[UInt8]>>(
     _ w: inout JSONWriter, watch: String, revision: Int64, switches: Switches?
   ) {
@@ -110,7 +113,8 @@ public enum ResultEncoding {
     w.raw("}}")
   }
 
-  private static func writeArray<Items: Sequence<[UInt8]>>(_ w: inout JSONWriter, _ items: Items) {
+  @inlinable
+  static func writeArray<Items: Sequence<[UInt8]>>(_ w: inout JSONWriter, _ items: Items) {
     w.raw("[")
     var first = true
     for item in items {
