@@ -128,20 +128,6 @@ public enum Rules {
     return nil
   }
 
-  /// `Disabled`, naming the policy section when a policy disables the switch.
-  static func disabled(key: String, state: SwitchState, policy: PolicyRule?) -> Refusal {
-    .disabled(
-      key: key, reason: state.disabledReason, by: state.disabledBy,
-      source: state.disabledBy == .policy ? policy?.disabledSource : nil)
-  }
-
-  /// `ReadOnly`, naming the policy section when a policy holds the switch.
-  static func readOnly(key: String, state: SwitchState, policy: PolicyRule?) -> Refusal {
-    .readOnly(
-      key: key, reason: state.readOnlyReason, heldBy: state.heldBy,
-      source: state.heldBy == .policy ? policy?.readOnlySource : nil)
-  }
-
   static func conflict(key: String, ifRevision: Int64?, record: SwitchRecord) -> Refusal? {
     guard let ifRevision, ifRevision != record.revision else { return nil }
     return .conflict(key: key, expected: ifRevision, current: record.revision)
@@ -204,6 +190,20 @@ public struct Decision: Equatable, Sendable {
 }
 
 extension Rules {
+  /// `Disabled`, naming the policy section when a policy disables the switch.
+  static func disabled(key: String, state: SwitchState, policy: PolicyRule?) -> Refusal {
+    .disabled(
+      key: key, reason: state.disabledReason, by: state.disabledBy,
+      source: state.disabledBy == .policy ? policy?.disabledSource : nil)
+  }
+
+  /// `ReadOnly`, naming the policy section when a policy holds the switch.
+  static func readOnly(key: String, state: SwitchState, policy: PolicyRule?) -> Refusal {
+    .readOnly(
+      key: key, reason: state.readOnlyReason, heldBy: state.heldBy,
+      source: state.heldBy == .policy ? policy?.readOnlySource : nil)
+  }
+
   /// The `switchd.conf` settings that changed from `old` to `new` and that a
   /// running daemon does not apply (it opened its socket and database at
   /// start), by their names in the file: a reload says so rather than
