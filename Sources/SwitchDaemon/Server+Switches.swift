@@ -96,10 +96,10 @@ extension Server {
       policySource: Rules.policySource(state: record.state, rule: catalog.policies[key]))
   }
 
-  /// The Switch objects at `positions`, encoded as they are read (each once
-  /// until it changes), for `ResultEncoding` to write into a result.
-  func encodedSwitches<Positions: Sequence<Int>>(_ positions: Positions) -> some Sequence<[UInt8]> {
-    positions.lazy.compactMap { self.encodedSwitch(at: $0) }
+  /// Writes a JSON array of the Switch objects at `positions`, each encoded
+  /// once until it changes.
+  func writeSwitches<Positions: Sequence<Int>>(_ w: inout JSONWriter, _ positions: Positions) {
+    ResultEncoding.writeSwitchArray(&w, positions.lazy.compactMap { self.encodedSwitch(at: $0) })
   }
 
   /// The positions of the declared keys with `prefix`: a search to the

@@ -37,9 +37,13 @@ extension Server {
     connection.watchIDs.append(id)
     let current = revision
     answer(pending, on: connection) { w in
-      ResultEncoding.writeWatch(
-        &w, watch: id, revision: current,
-        switches: since == nil ? encodedSwitches(positions(matching: patterns)) : nil)
+      if since == nil {
+        ResultEncoding.writeWatch(&w, watch: id, revision: current) {
+          writeSwitches(&$0, positions(matching: patterns))
+        }
+      } else {
+        ResultEncoding.writeReplayingWatch(&w, watch: id, revision: current)
+      }
     }
   }
 

@@ -55,7 +55,7 @@ extension Server {
     switch answer {
     case .write(.success(let outcome)):
       ResponseEncoding.beginResult(&w, id: id)
-      ResultEncoding.writeWrite(&w, changed: outcome.changed, switch: encodedSwitch(outcome))
+      ResultEncoding.writeWrite(&w, changed: outcome.changed) { writeSwitch(&$0, outcome) }
       ResponseEncoding.endResult(&w)
     case .reload(.success(let summary)):
       ResponseEncoding.beginResult(&w, id: id)
@@ -66,17 +66,16 @@ extension Server {
     }
   }
 
-  /// The Switch object a write answers with: the cached encoding when the
-  /// switch is still as this write left it, else encoded from the outcome.
-  private func encodedSwitch(_ outcome: WriteOutcome) -> [UInt8] {
+  /// Writes the Switch object a write answers with: the cached encoding when
+  /// the switch is still as this write left it, else encoded from the outcome.
+  private func writeSwitch(_ w: inout JSONWriter, _ outcome: WriteOutcome) {
     if records[outcome.record.key] == outcome.record, let cached = encodedSwitch(outcome.record.key)
     {
-      return cached
+      w.raw(cached)
+      return
     }
-    var w = JSONWriter(capacity: 512)
     WireEncoding.writeSwitch(
       &w, definition: outcome.definition, record: outcome.record,
       policySource: outcome.policySource)
-    return w.bytes
   }
 }

@@ -483,8 +483,9 @@ final class Server {
       answer(pending, on: connection) { w in w.raw(bytes) }
     case .list(let prefix):
       answer(pending, on: connection) { w in
-        ResultEncoding.writeList(
-          &w, revision: revision, switches: encodedSwitches(positions(withPrefix: prefix)))
+        ResultEncoding.writeList(&w, revision: revision) {
+          writeSwitches(&$0, positions(withPrefix: prefix))
+        }
       }
     case .write(let key, let operation):
       submit(.write(ticket(pending, connection), key: key, operation, caller), for: connection)

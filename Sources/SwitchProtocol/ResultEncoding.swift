@@ -1,45 +1,68 @@
 import SwitchCore
 
 /// Writes the result objects of PROTOCOL.md ("Methods", column "result"),
-/// each in one place. Switch objects arrive already encoded (the daemon keeps
-/// them encoded until they change), so a result is written around them.
+/// each in one place. Switch objects are the daemon's to write (it keeps them
+/// encoded until they change): a result takes a closure that writes them
+/// where they go (`writeSwitchArray` for an array).
 public enum ResultEncoding {
-  /// `list`: `{"revision":R,"switches":[Switch…]}`. Inlinable, like the
-  /// other generic writers here, so a page is written without a call per switch.
-  @inlinable
-  public static func writeList<Switches: Sequence<[UInt8]>>(
-    _ w: inout JSONWriter, revision: Int64, switches: Switches
-  ) {
+  /// A writer of one Switch object, or of a JSON array of them.
+  public typealias Switches = (inout JSONWriter) -> Void
+
+  /// `list`: `{"revision":R,"switches":[Switch…]}`; `switches` writes the array.
+  public static func writeList(_ w: inout JSONWriter, revision: Int64, switches: Switches) {
     w.raw("{\"revision\":")
     w.int(revision)
     w.raw(",\"switches\":")
-    writeArray(&w, switches)
+    switches(&w)
     w.raw("}")
   }
 
-  /// `watch`: `{"watch":id,"revision":R,"switches":[Switch…]}`; without
-  /// `switches` when the watch replays from `since` (nil).
-  @inlinable
-  public static func writeWatch<Switches: Sequence<[UInt8]>>(
-    _ w: inout JSONWriter, watch: String, revision: Int64, switches: Switches?
+  /// `watch`: `{"watch":id,"revision":R,"switches":[Switch…]}`, the
+  /// snapshot as of R; `switches` writes the array.
+  public static func writeWatch(
+    _ w: inout JSONWriter, watch: String, revision: Int64, switches: Switches
   ) {
+    writeWatchHead(&w, watch: watch, revision: revision)
+    w.raw(",\"switches\":")
+    switches(&w)
+    w.raw("}")
+  }
+
+  /// `watch` with `since`: `{"watch":id,"revision":R}`, no snapshot (the
+  /// replay brings the changes).
+  public static func writeReplayingWatch(_ w: inout JSONWriter, watch: String, revision: Int64) {
+    writeWatchHead(&w, watch: watch, revision: revision)
+    w.raw("}")
+  }
+
+  private static func writeWatchHead(_ w: inout JSONWriter, watch: String, revision: Int64) {
     w.raw("{\"watch\":")
     w.string(watch)
     w.raw(",\"revision\":")
     w.int(revision)
-    if let switches {
-      w.raw(",\"switches\":")
-      writeArray(&w, switches)
-    }
-    w.raw("}")
   }
 
   /// A write (`set`, `toggle`, `reset`, `lock`, `unlock`, `disable`,
-  /// `enable`): `{"changed":bool,"switch":Switch}`.
-  public static func writeWrite(_ w: inout JSONWriter, changed: Bool, switch encoded: [UInt8]) {
+  /// `enable`): `{"changed":bool,"switch":Switch}`; `switch` writes the object.
+  public static func writeWrite(_ w: inout JSONWriter, changed: Bool, switch object: Switches) {
     w.raw(changed ? "{\"changed\":true,\"switch\":" : "{\"changed\":false,\"switch\":")
-    w.raw(encoded)
+    object(&w)
     w.raw("}")
+  }
+
+  /// A JSON array of already encoded objects: `[a,b,…]`.
+  @inlinable
+  public static func writeSwitchArray<Items: Sequence<[UInt8]>>(
+    _ w: inout JSONWriter, _ items: Items
+  ) {
+    w.raw("[")
+    var first = true
+    for item in items {
+      if !first { w.raw(",") }
+      first = false
+      w.raw(item)
+    }
+    w.raw("]")
   }
 
   /// `reload`: `{"switches":n,"policies":n,"restartRequired":[setting…]}`.
@@ -111,18 +134,6 @@ public enum ResultEncoding {
     w.raw(",\"writesSystemSwitches\":")
     w.bool(status.caller.writesSystemSwitches)
     w.raw("}}")
-  }
-
-  @inlinable
-  static func writeArray<Items: Sequence<[UInt8]>>(_ w: inout JSONWriter, _ items: Items) {
-    w.raw("[")
-    var first = true
-    for item in items {
-      if !first { w.raw(",") }
-      first = false
-      w.raw(item)
-    }
-    w.raw("]")
   }
 
   private static func writeStrings(_ w: inout JSONWriter, _ items: [String]) {

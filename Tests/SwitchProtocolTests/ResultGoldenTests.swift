@@ -17,31 +17,41 @@ import Testing
 
   @Test func listGolden() {
     #expect(
-      Self.text { ResultEncoding.writeList(&$0, revision: 42, switches: [Self.one, Self.two]) }
+      Self.text {
+        ResultEncoding.writeList(&$0, revision: 42) {
+          ResultEncoding.writeSwitchArray(&$0, [Self.one, Self.two])
+        }
+      }
         == #"{"revision":42,"switches":[{"key":"a"},{"key":"b"}]}"#)
     #expect(
-      Self.text { ResultEncoding.writeList(&$0, revision: 0, switches: [[UInt8]]()) }
+      Self.text {
+        ResultEncoding.writeList(&$0, revision: 0) {
+          ResultEncoding.writeSwitchArray(&$0, [[UInt8]]())
+        }
+      }
         == #"{"revision":0,"switches":[]}"#)
   }
 
   @Test func watchGolden() {
     #expect(
-      Self.text { ResultEncoding.writeWatch(&$0, watch: "w1", revision: 7, switches: [Self.one]) }
+      Self.text {
+        ResultEncoding.writeWatch(&$0, watch: "w1", revision: 7) {
+          ResultEncoding.writeSwitchArray(&$0, [Self.one])
+        }
+      }
         == #"{"watch":"w1","revision":7,"switches":[{"key":"a"}]}"#)
     // With `since`, the snapshot is left out.
     #expect(
-      Self.text {
-        ResultEncoding.writeWatch(&$0, watch: "w2", revision: 7, switches: [[UInt8]]?.none)
-      }
+      Self.text { ResultEncoding.writeReplayingWatch(&$0, watch: "w2", revision: 7) }
         == #"{"watch":"w2","revision":7}"#)
   }
 
   @Test func writeGolden() {
     #expect(
-      Self.text { ResultEncoding.writeWrite(&$0, changed: true, switch: Self.one) }
+      Self.text { ResultEncoding.writeWrite(&$0, changed: true) { $0.raw(Self.one) } }
         == #"{"changed":true,"switch":{"key":"a"}}"#)
     #expect(
-      Self.text { ResultEncoding.writeWrite(&$0, changed: false, switch: Self.one) }
+      Self.text { ResultEncoding.writeWrite(&$0, changed: false) { $0.raw(Self.one) } }
         == #"{"changed":false,"switch":{"key":"a"}}"#)
   }
 
