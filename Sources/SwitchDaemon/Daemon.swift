@@ -186,8 +186,8 @@ public enum Daemon {
       listener.close()
       return 1
     }
-    server.listenerPath = listener.path
     server.configDirectory = options.configDirectory
+    server.listenerPath = listener.path
     startThread {
       writer.run(jobs: jobs) { output in
         outputs.push(output)
