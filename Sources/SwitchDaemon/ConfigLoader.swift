@@ -1,5 +1,6 @@
 import Glibc
 import SwitchCore
+import SwitchSystem
 
 /// Reads a configuration directory (CONFIG.md) from disk and builds a
 /// `Catalog` with SwitchCore's `CatalogBuilder`. The only config I/O there is.
@@ -67,21 +68,14 @@ public enum ConfigLoader {
 
   /// Reads a whole file (at most 16 MiB: configuration, not data).
   static func readTextFile(_ path: String) -> Result<String, SystemError> {
-    let fd = retryingEINTR { open(path, O_RDONLY | O_CLOEXEC) }
-    guard fd >= 0 else { return .failure(.last("open \(path)")) }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65_536)
-    while true {
-      let n = chunk.withUnsafeMutableBytes { raw in
-        retryingEINTR { read(fd, raw.baseAddress, raw.count) }
-      }
-      if n < 0 { return .failure(.last("read \(path)")) }
-      if n == 0 { break }
-      bytes.append(contentsOf: chunk[0..<n])
-      if bytes.count > 16 << 20 { return .failure(SystemError(errno: EFBIG, call: "read \(path)")) }
+    guard let file = Descriptor(opening: path, O_RDONLY) else {
+      return .failure(.last("open \(path)"))
     }
-    return .success(String(decoding: bytes, as: UTF8.self))
+    do throws(SystemError) {
+      return .success(String(decoding: try file.readAll(limit: 16 << 20), as: UTF8.self))
+    } catch {
+      return .failure(SystemError(errno: error.errno, call: "\(error.call) \(path)"))
+    }
   }
 }
 
@@ -115,14 +109,8 @@ public struct GroupIDs: Equatable, Sendable {
     return ids
   }
 
-  /// A number is taken as a gid; otherwise getgrnam_r.
+  /// A number is taken as a gid; otherwise the group database's.
   static func gid(named name: String) -> UInt32? {
-    if let number = UInt32(name) { return number }
-    var group = group()
-    var result: UnsafeMutablePointer<group>?
-    var buffer = [CChar](repeating: 0, count: 16_384)
-    let rc = getgrnam_r(name, &group, &buffer, buffer.count, &result)
-    guard rc == 0, result != nil else { return nil }
-    return group.gr_gid
+    UInt32(name) ?? GroupDatabase.gid(named: name)
   }
 }

@@ -2,6 +2,7 @@ import CShim
 import Glibc
 import SwitchCore
 import SwitchStore
+import SwitchSystem
 
 /// The `switchd` command: flags, configuration, start-up, and the loop.
 public enum Daemon {
@@ -142,18 +143,37 @@ public enum Daemon {
       options.database ?? catalog.settings.database
       ?? DefaultPaths.database(uid: uid, environment: env)
 
+    // The database's directory first: the lock file lives beside the
+    // database, and is taken before SQLite opens it, so a second daemon
+    // leaves a live database untouched.
+    let privateDirectory = DefaultPaths.privateRuntimeDirectory(uid: uid)
     do {
-      try makeParentDirectory(of: databasePath)
+      try TrustedDirectory.create(
+        parent(of: databasePath), mode: 0o755, uid: uid, privateDirectory: privateDirectory)
     } catch {
       log.error("cannot create the directory for \(databasePath): \(error)")
       return 1
     }
-    let writer: Writer
-    let started: WriterOutput
+    let lock: LockFile
     do {
-      (writer, started) = try Writer.start(
+      lock = try LockFile(path: databasePath + ".lock")
+    } catch .held(_, let pid) {
+      let holder = pid.map { "process \($0)" } ?? "another process"
+      log.error(
+        "the database \(databasePath) is in use by \(holder) (another switchd); not starting")
+      return 1
+    } catch {
+      log.error("cannot lock the database \(databasePath): \(error)")
+      return 1
+    }
+    let jobs = BlockingQueue<WriterJob>()
+    let outputs = BlockingQueue<WriterOutput>()
+    let wakeFD = shim_eventfd()
+    let started: Writer.Started
+    do {
+      started = try Writer.startThread(
         databasePath: databasePath, configDirectory: options.configDirectory, catalog: catalog,
-        log: log)
+        log: log, jobs: jobs, outputs: outputs, wakeFD: wakeFD)
     } catch {
       log.error("cannot open the database: \(error)")
       return 1
@@ -163,6 +183,8 @@ public enum Daemon {
       listener = activated
     } else {
       do {
+        try TrustedDirectory.create(
+          parent(of: socketPath), mode: 0o755, uid: uid, privateDirectory: privateDirectory)
         listener = try Listener.bind(path: socketPath, mode: catalog.settings.socketMode)
       } catch {
         log.error("cannot listen on \(socketPath): \(error)")
@@ -170,16 +192,13 @@ public enum Daemon {
       }
     }
 
-    let jobs = BlockingQueue<WriterJob>()
-    let outputs = BlockingQueue<WriterOutput>()
-    let wakeFD = shim_eventfd()
     let notifier = Notifier(environment: env)
     let server: Server
     do {
       server = try Server(
         listener: listener, databasePath: databasePath, catalog: catalog,
-        groups: started.catalog?.groups ?? GroupIDs.resolve(catalog.settings, log: log),
-        writerSnapshot: writer.snapshot, jobs: jobs, outputs: outputs, wakeFD: wakeFD,
+        groups: started.output.catalog?.groups ?? GroupIDs.resolve(catalog.settings, log: log),
+        writerSnapshot: started.snapshot, jobs: jobs, outputs: outputs, wakeFD: wakeFD,
         signalFD: signalFD, notifier: notifier, log: log)
     } catch {
       log.error("cannot start: \(error)")
@@ -187,22 +206,22 @@ public enum Daemon {
       return 1
     }
     server.listenerPath = listener.path
-    startThread {
-      writer.run(jobs: jobs) { output in
-        outputs.push(output)
-        var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
-      }
-    }
     log.info(
       "switchd \(SwitchdVersion.current) serving \(listener.path)"
         + "\(listener.activated ? " (socket-activated)" : ""), database \(databasePath), "
         + "\(catalog.switches.count) switches, \(catalog.policyCount) policies, "
-        + "revision \(writer.snapshot.revision)")
+        + "revision \(started.snapshot.revision)")
     notifier.send("READY=1")
     notifier.send(server.statusLine)
     server.run()
+    _ = consume lock  // held until the writer has stopped and the database is closed
     return 0
+  }
+
+  /// The directory part of `path` ("" for a bare file name).
+  private static func parent(of path: String) -> String {
+    guard let slash = path.lastIndex(of: "/") else { return "" }
+    return String(path[..<slash])
   }
 }
 

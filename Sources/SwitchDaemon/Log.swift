@@ -1,5 +1,6 @@
 import Glibc
 import SwitchCore
+import SwitchSystem
 import Synchronization
 
 /// Log lines for journald: stderr, a `<N>` syslog priority prefix, no

@@ -11,7 +11,7 @@ import SwitchStore
 /// share the cost of durability. Jobs are served in the order queued, so a
 /// client's pipelined writes commit in the order it sent them. Runs on its
 /// own thread; the event loop never waits for the disk.
-final class Writer: @unchecked Sendable {  // used by its own thread only, once started
+final class Writer {
   private let store: SwitchStore
   private let configDirectory: String
   private let log: Log

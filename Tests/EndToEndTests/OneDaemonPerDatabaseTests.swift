@@ -1,0 +1,62 @@
+import Glibc
+import Testing
+
+/// One daemon per database (issue 11 item 2), and what switchctl says when
+/// a daemon left its socket behind.
+@Suite struct OneDaemonPerDatabaseTests {
+  @Test func aSecondDaemonOnTheSameDatabaseRefusesAndTouchesNothing() throws {
+    let daemon = try DaemonFixture()
+    defer { daemon.stop() }
+    #expect(daemon.ctl(["off", "wifi"]).status == 0)
+    let files = ["", "-wal", "-shm"].map { daemon.databasePath + $0 }
+    let before = files.map(fileBytes)
+
+    let secondSocket = daemon.directory + "/second.sock"
+    let second = runProcess([
+      Products.path("switchd"), "--config", daemon.configDirectory, "--socket", secondSocket,
+      "--database", daemon.databasePath,
+    ])
+    #expect(second.status != 0)
+    #expect(
+      second.stderr.contains("in use by process \(daemon.pid)"), "stderr: \(second.stderr)")
+    let unchanged = files.map(fileBytes) == before
+    #expect(unchanged, "the second daemon changed the database's files")
+    #expect(access(secondSocket, F_OK) != 0, "the second daemon bound its socket")
+
+    // The first still serves reads and writes.
+    let get = daemon.ctl(["get", "wifi"])
+    #expect(get.status == 0 && get.stdout.contains("off"), "\(get)")
+    #expect(daemon.ctl(["on", "wifi"]).status == 0)
+    // Checking the configuration needs no lock.
+    let check = runProcess([Products.path("switchd"), "--check-config", daemon.configDirectory])
+    #expect(check.status == 0, "\(check)")
+  }
+
+  @Test func aDaemonKilledLeavesAStaleSocketThatSwitchctlNames() throws {
+    let daemon = try DaemonFixture()
+    defer { daemon.stop() }
+    daemon.crash()
+    #expect(access(daemon.socketPath, F_OK) == 0, "SIGKILL leaves the socket file")
+    let result = daemon.ctl(["get", "wifi"])
+    #expect(result.status == 7)
+    #expect(result.stderr.contains("stale socket"), "stderr: \(result.stderr)")
+    #expect(result.stderr.contains("start it with"), "stderr: \(result.stderr)")
+    // The kernel dropped the killed daemon's lock: a new one starts.
+    try daemon.start()
+    #expect(daemon.ctl(["get", "wifi"]).status == 0)
+  }
+}
+
+/// A file's bytes; nil when it does not exist.
+private func fileBytes(_ path: String) -> [UInt8]? {
+  let fd = open(path, O_RDONLY | O_CLOEXEC)
+  guard fd >= 0 else { return nil }
+  defer { close(fd) }
+  var bytes: [UInt8] = []
+  var chunk = [UInt8](repeating: 0, count: 65_536)
+  while true {
+    let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+    if n <= 0 { return bytes }
+    bytes.append(contentsOf: chunk[0..<n])
+  }
+}
