@@ -124,6 +124,37 @@ public enum CatalogBuilder {
     "\(entry.name)=\(entry.value) is not a boolean: use on/off, yes/no, true/false or 1/0"
   }
 
+  /// Within one file a section is written once and a name once per
+  /// section: a repeat would silently override what came before it. (Across
+  /// files overriding is what policy drop-ins are for, and stays allowed.)
+  /// switches.d leaves repeated sections to its own "declared twice" error.
+  private static func reportRepeats(
+    _ keyFile: KeyFile, sections checkSections: Bool, into report: inout Report
+  ) {
+    func location(_ line: Int) -> SourceLocation { SourceLocation(file: keyFile.file, line: line) }
+    var firstSection: [String: Int] = [:]
+    for section in keyFile.sections {
+      if checkSections, let first = firstSection[section.name] {
+        report.error(
+          location(section.line),
+          "section [\(section.name)] appears twice in this file (first at \(location(first))): "
+            + "write each section once")
+      }
+      firstSection[section.name] = firstSection[section.name] ?? section.line
+      var firstName: [String: Int] = [:]
+      for entry in section.entries {
+        if let first = firstName[entry.name] {
+          report.error(
+            location(entry.line),
+            "\(entry.name)= is set twice in [\(section.name)] (first at \(location(first))): "
+              + "keep one")
+        } else {
+          firstName[entry.name] = entry.line
+        }
+      }
+    }
+  }
+
   // MARK: - switchd.conf
 
   private static let daemonNames = [
@@ -138,6 +169,7 @@ public enum CatalogBuilder {
   private static func readSettings(_ text: String, into report: inout Report) -> DaemonSettings {
     let (keyFile, syntax) = KeyFile.parse(text, file: daemonConfName)
     report.add(syntax)
+    reportRepeats(keyFile, sections: true, into: &report)
     var settings = DaemonSettings()
     for section in keyFile.sections {
       guard section.name == "Daemon" else {
@@ -278,6 +310,7 @@ public enum CatalogBuilder {
     mutating func read(_ text: String, file: String, into report: inout Report) {
       let (keyFile, syntax) = KeyFile.parse(text, file: file)
       report.add(syntax)
+      CatalogBuilder.reportRepeats(keyFile, sections: false, into: &report)
       for section in keyFile.sections {
         let header = SourceLocation(file: file, line: section.line)
         let key = section.name
@@ -375,7 +408,8 @@ public enum CatalogBuilder {
     var readOnlyAt: SourceLocation?
   }
 
-  /// Merges policy files name by name, in order, as systemd drop-ins do.
+  /// Merges policy files name by name, in order, as systemd drop-ins do
+  /// (within one file a repeat is an error: `reportRepeats`).
   private struct PolicyReader {
     private var drafts: [String: PolicyDraft] = [:]
     private var order: [String] = []
@@ -383,6 +417,7 @@ public enum CatalogBuilder {
     mutating func read(_ text: String, file: String, into report: inout Report) {
       let (keyFile, syntax) = KeyFile.parse(text, file: file)
       report.add(syntax)
+      CatalogBuilder.reportRepeats(keyFile, sections: true, into: &report)
       for section in keyFile.sections {
         let header = SourceLocation(file: file, line: section.line)
         let key = section.name

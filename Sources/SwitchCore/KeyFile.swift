@@ -4,8 +4,7 @@
 ///
 /// The parser only knows the syntax. Which sections and names exist, and what
 /// a value means, is `CatalogBuilder`'s business. Entries are kept in file
-/// order, duplicates included: the reader applies them in order, so the later
-/// one wins (systemd style) and an invalid earlier value is still reported.
+/// order, duplicates included: the reader reports a repeat with both lines.
 public struct KeyFile: Sendable {
   /// One `Name=value` line, with white space around name and value removed.
   public struct Entry: Sendable, Equatable {

@@ -89,24 +89,34 @@ public struct GroupIDs: Equatable, Sendable {
     self.writers = writers
   }
 
-  /// Looks the groups up in the group database. A missing admin group
-  /// leaves administration to root; a missing Writers group lets nobody but
-  /// administrators write (it was configured to restrict).
+  /// Looks the groups up in the group database and logs what is missing.
   public static func resolve(_ settings: DaemonSettings, log: Log) -> GroupIDs {
+    let (ids, warnings) = lookUp(settings)
+    for warning in warnings { log.warning(warning) }
+    return ids
+  }
+
+  /// The groups' ids, and a sentence for each configured group that does
+  /// not exist. A missing admin group leaves administration to root; a
+  /// missing Writers group lets nobody but administrators write (it was
+  /// configured to restrict).
+  static func lookUp(_ settings: DaemonSettings) -> (ids: GroupIDs, warnings: [String]) {
     var ids = GroupIDs()
+    var warnings: [String] = []
     if let name = settings.adminGroup, !name.isEmpty {
       ids.admin = gid(named: name)
       if ids.admin == nil {
-        log.warning("AdminGroup \(name) does not exist: only root may administer switches")
+        warnings.append("AdminGroup \(name) does not exist: only root may administer switches")
       }
     }
     if let name = settings.writers, !name.isEmpty {
       ids.writers = gid(named: name) ?? UInt32.max
       if ids.writers == UInt32.max {
-        log.warning("Writers group \(name) does not exist: only administrators may change switches")
+        warnings.append(
+          "Writers group \(name) does not exist: only administrators may change switches")
       }
     }
-    return ids
+    return (ids, warnings)
   }
 
   /// A number is taken as a gid; otherwise the group database's.

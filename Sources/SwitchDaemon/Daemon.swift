@@ -86,23 +86,40 @@ public enum Daemon {
 
   /// `--check-config`: every problem with file and line, like `nginx -t`.
   static func checkConfig(_ directory: String) -> Int32 {
+    let (lines, status) = checkConfigReport(directory)
+    print(lines.joined(separator: "\n"))
+    return status
+  }
+
+  /// The lines `--check-config` prints (details, then a summary, all on one
+  /// stream so that they arrive in order) and its exit status.
+  static func checkConfigReport(_ directory: String) -> (lines: [String], status: Int32) {
     let loaded = ConfigLoader.load(directory: directory)
+    var lines: [String] = []
     for diagnostic in loaded.diagnostics {
       let kind = diagnostic.severity == .error ? "error" : "warning"
-      printError("\(diagnostic.location): \(kind): \(diagnostic.message)")
+      lines.append("\(diagnostic.location): \(kind): \(diagnostic.message)")
     }
     let reported = Set(loaded.diagnostics.filter { $0.severity == .error }.map(\.description))
-    for error in loaded.errors where !reported.contains(error) {
-      printError("\(error)")
-    }
+    lines += loaded.errors.filter { !reported.contains($0) }
     guard let catalog = loaded.catalog else {
-      print("\(directory): \(loaded.errors.count) errors")
-      return 1
+      lines.append("\(directory): \(counted(loaded.errors.count, "error"))")
+      return (lines, 1)
     }
-    print(
-      "\(directory): ok, \(catalog.switches.count) switches, \(catalog.policyCount) policies, "
-        + "\(catalog.warnings.count) warnings")
-    return 0
+    // The group database is the machine's, not the directory's: a group
+    // missing here is a warning, as it is in the log at start.
+    let groupWarnings = GroupIDs.lookUp(catalog.settings).warnings
+    lines += groupWarnings.map { "\(CatalogBuilder.daemonConfName): warning: \($0)" }
+    lines.append(
+      "\(directory): ok, \(counted(catalog.switches.count, "switch", "switches")), "
+        + "\(counted(catalog.policyCount, "policy", "policies")), "
+        + counted(catalog.warnings.count + groupWarnings.count, "warning"))
+    return (lines, 0)
+  }
+
+  /// "1 error", "2 errors".
+  private static func counted(_ count: Int, _ one: String, _ many: String? = nil) -> String {
+    "\(count) \(count == 1 ? one : many ?? one + "s")"
   }
 
   static func environment() -> [String: String] {
