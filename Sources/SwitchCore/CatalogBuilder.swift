@@ -1,19 +1,39 @@
-/// The texts of one configuration directory, as the daemon read them.
+/// The files of one configuration directory, as the daemon read them:
+/// bytes, so that the parser can tell bytes that are not UTF-8 from text.
 public struct ConfigSources: Sendable {
-  /// `switchd.conf`; nil when the file is absent (defaults apply).
-  public var daemonConf: String?
-  /// `switches.d/*.conf` in lexical order, named like `switches.d/10-base.conf`.
-  public var switchFiles: [(name: String, text: String)]
-  /// `policy.d/*.conf` in lexical order, named like `policy.d/50-corp.conf`.
-  public var policyFiles: [(name: String, text: String)]
+  /// One file and its path relative to the configuration directory.
+  public struct File: Sendable {
+    public var name: String
+    public var bytes: [UInt8]
 
+    public init(name: String, bytes: [UInt8]) {
+      self.name = name
+      self.bytes = bytes
+    }
+  }
+
+  /// `switchd.conf`; nil when the file is absent (defaults apply).
+  public var daemonConf: [UInt8]?
+  /// `switches.d/*.conf` in lexical order, named like `switches.d/10-base.conf`.
+  public var switchFiles: [File]
+  /// `policy.d/*.conf` in lexical order, named like `policy.d/50-corp.conf`.
+  public var policyFiles: [File]
+
+  public init(daemonConf: [UInt8]?, switchFiles: [File], policyFiles: [File]) {
+    self.daemonConf = daemonConf
+    self.switchFiles = switchFiles
+    self.policyFiles = policyFiles
+  }
+
+  /// Sources given as text (tests, tools).
   public init(
     daemonConf: String?, switchFiles: [(name: String, text: String)],
     policyFiles: [(name: String, text: String)]
   ) {
-    self.daemonConf = daemonConf
-    self.switchFiles = switchFiles
-    self.policyFiles = policyFiles
+    self.init(
+      daemonConf: daemonConf.map { Array($0.utf8) },
+      switchFiles: switchFiles.map { File(name: $0.name, bytes: Array($0.text.utf8)) },
+      policyFiles: policyFiles.map { File(name: $0.name, bytes: Array($0.text.utf8)) })
   }
 }
 
@@ -34,21 +54,21 @@ public enum CatalogBuilder {
     var report = Report()
 
     var settings = DaemonSettings()
-    if let text = sources.daemonConf {
+    if let bytes = sources.daemonConf {
       report.file = 0
-      settings = readSettings(text, into: &report)
+      settings = readSettings(bytes, into: &report)
     }
 
     var switches = SchemaReader()
     for (index, source) in sources.switchFiles.enumerated() {
       report.file = 1 + index
-      switches.read(source.text, file: source.name, into: &report)
+      switches.read(source.bytes, file: source.name, into: &report)
     }
 
     var policies = PolicyReader()
     for (index, source) in sources.policyFiles.enumerated() {
       report.file = 1 + sources.switchFiles.count + index
-      policies.read(source.text, file: source.name, into: &report)
+      policies.read(source.bytes, file: source.name, into: &report)
     }
     let rules = policies.finish(declared: switches.declared, into: &report)
 
@@ -166,8 +186,10 @@ public enum CatalogBuilder {
   /// `sun_path` holds 108 bytes including the terminating NUL.
   static let maxSocketPathBytes = 107
 
-  private static func readSettings(_ text: String, into report: inout Report) -> DaemonSettings {
-    let (keyFile, syntax) = KeyFile.parse(text, file: daemonConfName)
+  private static func readSettings(
+    _ bytes: [UInt8], into report: inout Report
+  ) -> DaemonSettings {
+    let (keyFile, syntax) = KeyFile.parse(bytes: bytes, file: daemonConfName)
     report.add(syntax)
     reportRepeats(keyFile, sections: true, into: &report)
     var settings = DaemonSettings()
@@ -307,8 +329,8 @@ public enum CatalogBuilder {
 
     var declared: Set<String> { Set(firstDeclared.keys) }
 
-    mutating func read(_ text: String, file: String, into report: inout Report) {
-      let (keyFile, syntax) = KeyFile.parse(text, file: file)
+    mutating func read(_ bytes: [UInt8], file: String, into report: inout Report) {
+      let (keyFile, syntax) = KeyFile.parse(bytes: bytes, file: file)
       report.add(syntax)
       CatalogBuilder.reportRepeats(keyFile, sections: false, into: &report)
       for section in keyFile.sections {
@@ -414,8 +436,8 @@ public enum CatalogBuilder {
     private var drafts: [String: PolicyDraft] = [:]
     private var order: [String] = []
 
-    mutating func read(_ text: String, file: String, into report: inout Report) {
-      let (keyFile, syntax) = KeyFile.parse(text, file: file)
+    mutating func read(_ bytes: [UInt8], file: String, into report: inout Report) {
+      let (keyFile, syntax) = KeyFile.parse(bytes: bytes, file: file)
       report.add(syntax)
       CatalogBuilder.reportRepeats(keyFile, sections: true, into: &report)
       for section in keyFile.sections {

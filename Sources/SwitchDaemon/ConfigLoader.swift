@@ -20,9 +20,9 @@ public enum ConfigLoader {
         catalog: nil, diagnostics: [],
         errors: ["\(directory): the configuration directory does not exist"])
     }
-    var daemonConf: String?
-    switch readTextFile(directory + "/switchd.conf") {
-    case .success(let text): daemonConf = text
+    var daemonConf: [UInt8]?
+    switch readConfigFile(directory + "/switchd.conf") {
+    case .success(let bytes): daemonConf = bytes
     case .failure(let error) where error.errno == ENOENT: daemonConf = nil
     case .failure(let error): errors.append("switchd.conf: cannot be read: \(error)")
     }
@@ -39,7 +39,7 @@ public enum ConfigLoader {
   /// `*.conf` files of `directory/folder` in lexical order of their names.
   static func readDropIns(
     directory: String, folder: String, errors: inout [String]
-  ) -> [(name: String, text: String)] {
+  ) -> [ConfigSources.File] {
     guard let dir = opendir(directory + "/" + folder) else {
       if errno != ENOENT {
         errors.append("\(folder): cannot be read: \(SystemError.last("opendir"))")
@@ -55,24 +55,25 @@ public enum ConfigLoader {
       if name.hasSuffix(".conf"), !name.hasPrefix(".") { names.append(name) }
     }
     names.sort { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
-    var files: [(name: String, text: String)] = []
+    var files: [ConfigSources.File] = []
     for name in names {
       let relative = folder + "/" + name
-      switch readTextFile(directory + "/" + relative) {
-      case .success(let text): files.append((name: relative, text: text))
+      switch readConfigFile(directory + "/" + relative) {
+      case .success(let bytes): files.append(ConfigSources.File(name: relative, bytes: bytes))
       case .failure(let error): errors.append("\(relative): cannot be read: \(error)")
       }
     }
     return files
   }
 
-  /// Reads a whole file (at most 16 MiB: configuration, not data).
-  static func readTextFile(_ path: String) -> Result<String, SystemError> {
+  /// Reads a whole file (at most 16 MiB: configuration, not data). Bytes,
+  /// not text: the parser reports a line that is not UTF-8.
+  static func readConfigFile(_ path: String) -> Result<[UInt8], SystemError> {
     guard let file = Descriptor(opening: path, O_RDONLY) else {
       return .failure(.last("open \(path)"))
     }
     do throws(SystemError) {
-      return .success(String(decoding: try file.readAll(limit: 16 << 20), as: UTF8.self))
+      return .success(try file.readAll(limit: 16 << 20))
     } catch {
       return .failure(SystemError(errno: error.errno, call: "\(error.call) \(path)"))
     }

@@ -61,4 +61,27 @@ import Testing
       #expect(lines.count == 3)
     }
   }
+
+  /// The loader hands the parser bytes: a byte that is not UTF-8 is an
+  /// error on its line, a U+FFFD written by the author is not.
+  @Test func bytesThatAreNotUTF8AreAnErrorButAReplacementCharacterIsNot() {
+    withConfig([
+      "switches.d/10.conf": "[wifi]\nLabel=Wi-Fi\nDescription=\u{FFFD}\n",
+      "switches.d/20.conf": "",
+    ]) { directory in
+      let bad = Array("[bt]\nLabel=Blue".utf8) + [0xFF] + Array("tooth\n".utf8)
+      let fd = open(directory + "/switches.d/20.conf", O_WRONLY | O_TRUNC)
+      _ = bad.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+      close(fd)
+      let (lines, status) = Daemon.checkConfigReport(directory)
+      #expect(status == 1)
+      #expect(
+        lines == [
+          "switches.d/20.conf:1: warning: switch bt has no Label: always pair a switch with a "
+            + "label",
+          "switches.d/20.conf:2: error: line is not valid UTF-8 text",
+          "\(directory): 1 error",
+        ])
+    }
+  }
 }
