@@ -43,7 +43,7 @@ let package = Package(
     // The benchmark: `swift run -c release switchbench` (see README).
     .executableTarget(
       name: "switchbench",
-      dependencies: ["SwitchProtocol", "SwitchCore", "CSQLite", "SeededRandom"],
+      dependencies: ["SwitchProtocol", "SwitchCore", "SwitchSystem", "CSQLite", "SeededRandom"],
       path: "Benchmarks/switchbench"),
     // libFuzzer targets; they do nothing unless built with -DFUZZING (see .ci/fuzz).
     .executableTarget(
@@ -59,7 +59,8 @@ let package = Package(
     // Starts the real switchd and switchctl, which `swift test` builds
     // beside the test runner (all products are built with the tests).
     .testTarget(
-      name: "EndToEndTests", dependencies: ["SwitchProtocol", "SwitchCore", "SeededRandom"]),
+      name: "EndToEndTests",
+      dependencies: ["SwitchProtocol", "SwitchCore", "SwitchSystem", "SeededRandom"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import Glibc
+import SwitchSystem
 
 /// A fan-out measurement: `watchers` connections subscribe to one key, then
 /// a publisher changes it one round at a time; a round's figure is the time

@@ -28,7 +28,4 @@ public struct Caller: Equatable, Sendable {
     let mayWrite = isAdmin || writersGroup.map(isMember) ?? true
     return Caller(actor: .peer(uid: uid, gid: gid, pid: pid), isAdmin: isAdmin, mayWrite: mayWrite)
   }
-
-  /// The caller for changes a policy file makes at start or reload.
-  public static let policy = Caller(actor: .policy, isAdmin: true, mayWrite: true)
 }

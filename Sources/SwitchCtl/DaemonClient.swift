@@ -156,21 +156,20 @@ final class DaemonClient {
   }
 
   private func receive() throws(ClientError) {
-    while true {
-      let count = chunk.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, 0) }
-      if count > 0 {
-        chunk.withUnsafeBytes { framer.append(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-        return
-      }
-      if count == 0 { throw .closed(path: path) }
-      let code = errno
-      switch code {
-      case EINTR: continue
-      case EAGAIN, EWOULDBLOCK:
-        throw .timedOut(path: path, seconds: receiveTimeout ?? 0)
-      case ECONNRESET: throw .closed(path: path)
-      default: throw .system(path: path, call: "recv", errno: code)
-      }
+    let count = chunk.withUnsafeMutableBytes { buffer in
+      retryingEINTR { Glibc.recv(fd, buffer.baseAddress, buffer.count, 0) }
+    }
+    if count > 0 {
+      chunk.withUnsafeBytes { framer.append(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+      return
+    }
+    if count == 0 { throw .closed(path: path) }
+    let code = errno
+    switch code {
+    case EAGAIN, EWOULDBLOCK:
+      throw .timedOut(path: path, seconds: receiveTimeout ?? 0)
+    case ECONNRESET: throw .closed(path: path)
+    default: throw .system(path: path, call: "recv", errno: code)
     }
   }
 
@@ -178,7 +177,9 @@ final class DaemonClient {
     var offset = 0
     while offset < bytes.count {
       let count = bytes.withUnsafeBytes { raw in
-        Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+        retryingEINTR {
+          Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+        }
       }
       if count >= 0 {
         offset += count
@@ -186,7 +187,6 @@ final class DaemonClient {
       }
       let code = errno
       switch code {
-      case EINTR: continue
       case EAGAIN, EWOULDBLOCK:
         throw .timedOut(path: path, seconds: receiveTimeout ?? 0)
       case EPIPE, ECONNRESET: throw .closed(path: path)
