@@ -47,6 +47,26 @@ import Testing
   }
 }
 
+/// Directories someone else made are not trusted (issue 11 item 4).
+@Suite struct UntrustedDirectoryTests {
+  @Test(.enabled(if: getuid() == 0, "needs root to give a directory to another user (chown)"))
+  func aDatabaseDirectoryUnderAnotherUsersDirectoryIsRefused() throws {
+    let daemon = try DaemonFixture(start: false)
+    let foreign = daemon.directory + "/foreign"
+    mkdir(foreign, 0o755)
+    #expect(chown(foreign, 65534, 65534) == 0)
+    let result = runProcess([
+      Products.path("switchd"), "--config", daemon.configDirectory, "--socket", daemon.socketPath,
+      "--database", foreign + "/state/switches.db",
+    ])
+    #expect(result.status == 1)
+    #expect(
+      result.stderr.contains("refusing to use \(foreign): it is owned by uid 65534, not 0"),
+      "stderr: \(result.stderr)")
+    #expect(access(foreign + "/state", F_OK) != 0, "nothing was created inside it")
+  }
+}
+
 /// A file's bytes; nil when it does not exist.
 private func fileBytes(_ path: String) -> [UInt8]? {
   let fd = open(path, O_RDONLY | O_CLOEXEC)
