@@ -226,7 +226,8 @@ public enum Daemon {
     log.info(
       "switchd \(SwitchdVersion.current) serving \(listener.path)"
         + "\(listener.activated ? " (socket-activated)" : ""), database \(databasePath), "
-        + "\(catalog.switches.count) switches, \(catalog.policyCount) policies, "
+        + "\(counted(catalog.switches.count, "switch", "switches")), "
+        + "\(counted(catalog.policyCount, "policy", "policies")), "
         + "revision \(started.snapshot.revision)")
     notifier.send("READY=1")
     notifier.send(server.statusLine)
