@@ -54,7 +54,8 @@ let package = Package(
     .testTarget(name: "SwitchProtocolTests", dependencies: ["SwitchProtocol", "SeededRandom"]),
     .testTarget(name: "SwitchStoreTests", dependencies: ["SwitchStore", "SeededRandom"]),
     .testTarget(name: "SwitchSystemTests", dependencies: ["SwitchSystem"]),
-    .testTarget(name: "SwitchDaemonTests", dependencies: ["SwitchDaemon"]),
+    .testTarget(
+      name: "SwitchDaemonTests", dependencies: ["SwitchDaemon", "SwitchCore", "SwitchSystem"]),
     .testTarget(name: "SwitchCtlTests", dependencies: ["SwitchCtl"]),
     // Starts the real switchd and switchctl, which `swift test` builds
     // beside the test runner (all products are built with the tests).

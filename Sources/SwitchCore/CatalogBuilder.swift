@@ -183,7 +183,8 @@ public enum CatalogBuilder {
     "MaxNestingDepth", "HistoryRetention", "LogLevel",
   ]
 
-  /// `sun_path` holds 108 bytes including the terminating NUL.
+  /// `sun_path` holds 108 bytes including the terminating NUL (a test keeps
+  /// this equal to SwitchSystem's `UnixSocketAddress.maxPathBytes`).
   static let maxSocketPathBytes = 107
 
   private static func readSettings(
