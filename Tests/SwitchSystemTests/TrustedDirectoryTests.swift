@@ -25,8 +25,8 @@ import Testing
     }
   }
 
-  @Test func anExistingPrivateDirectoryWithALooserModeIsRefused() throws {
-    try withTemporaryDirectory { base in
+  @Test func anExistingPrivateDirectoryWithALooserModeIsRefused() {
+    withTemporaryDirectory { base in
       let runtime = base + "/switchd-\(uid)"
       mkdir(runtime, 0o700)
       chmod(runtime, 0o755)
@@ -39,8 +39,8 @@ import Testing
     }
   }
 
-  @Test func aSymbolicLinkInPlaceOfThePrivateDirectoryIsRefused() throws {
-    try withTemporaryDirectory { base in
+  @Test func aSymbolicLinkInPlaceOfThePrivateDirectoryIsRefused() {
+    withTemporaryDirectory { base in
       let target = base + "/elsewhere"
       mkdir(target, 0o700)
       let runtime = base + "/switchd-\(uid)"
@@ -69,8 +69,8 @@ import Testing
 
   @Test(
     .enabled(if: getuid() == 0, "needs root to give a directory to another user (chown)"))
-  func aDirectoryAnotherUserCreatedFirstIsRefused() throws {
-    try withTemporaryDirectory { base in
+  func aDirectoryAnotherUserCreatedFirstIsRefused() {
+    withTemporaryDirectory { base in
       let nobody: uid_t = 65534
       let runtime = base + "/switchd-\(uid)"
       mkdir(runtime, 0o700)
