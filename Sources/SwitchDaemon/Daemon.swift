@@ -162,11 +162,13 @@ public enum Daemon {
 
     // The database's directory first: the lock file lives beside the
     // database, and is taken before SQLite opens it, so a second daemon
-    // leaves a live database untouched.
+    // leaves a live database untouched. Nobody else needs to enter it (0700,
+    // as StateDirectoryMode= in the unit); the socket's must be 0755 so
+    // that other users can reach the socket.
     let privateDirectory = DefaultPaths.privateRuntimeDirectory(uid: uid)
     do {
       try TrustedDirectory.create(
-        parent(of: databasePath), mode: 0o755, uid: uid, privateDirectory: privateDirectory)
+        parent(of: databasePath), mode: 0o700, uid: uid, privateDirectory: privateDirectory)
     } catch {
       log.error("cannot create the directory for \(databasePath): \(error)")
       return 1
