@@ -9,7 +9,7 @@ import Testing
     defer { daemon.stop() }
     #expect(daemon.ctl(["off", "wifi"]).status == 0)
     let files = ["", "-wal", "-shm"].map { daemon.databasePath + $0 }
-    let before = files.map(fileBytes)
+    let before = files.map(Durability.fileBytes)
 
     let secondSocket = daemon.directory + "/second.sock"
     let second = runProcess([
@@ -19,7 +19,7 @@ import Testing
     #expect(second.status != 0)
     #expect(
       second.stderr.contains("in use by process \(daemon.pid)"), "stderr: \(second.stderr)")
-    let unchanged = files.map(fileBytes) == before
+    let unchanged = files.map(Durability.fileBytes) == before
     #expect(unchanged, "the second daemon changed the database's files")
     #expect(access(secondSocket, F_OK) != 0, "the second daemon bound its socket")
 
@@ -64,19 +64,5 @@ import Testing
       result.stderr.contains("refusing to use \(foreign): it is owned by uid 65534, not 0"),
       "stderr: \(result.stderr)")
     #expect(access(foreign + "/state", F_OK) != 0, "nothing was created inside it")
-  }
-}
-
-/// A file's bytes; nil when it does not exist.
-private func fileBytes(_ path: String) -> [UInt8]? {
-  let fd = open(path, O_RDONLY | O_CLOEXEC)
-  guard fd >= 0 else { return nil }
-  defer { close(fd) }
-  var bytes: [UInt8] = []
-  var chunk = [UInt8](repeating: 0, count: 65_536)
-  while true {
-    let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-    if n <= 0 { return bytes }
-    bytes.append(contentsOf: chunk[0..<n])
   }
 }
