@@ -21,6 +21,8 @@ struct Options {
   /// The large side of the cost-growth figures (switches and log rows).
   var bigSwitches = 100_000
   var bigLogRows = 100_000
+  /// Milliseconds added to every flush for the durable toggle figures (0: the native disk).
+  var flushDelays: [Double] = [0, 1, 4]
   var json = false
   var peers = true
   var keep = false
@@ -46,6 +48,7 @@ struct Options {
       --rounds N          fan-out changes (default 200)
       --spawns N          process runs per CLI figure (default 200)
       --big N             switches and log rows on the large side of cost growth (default 100000)
+      --flush-delays LIST durable toggle with these ms added to every fsync (default 0,1,4)
       --only LIST         comma list of: \(sections.joined(separator: ","))
       --no-peers          skip Redis and gsettings
       --switchd PATH      the switchd to run (default: beside switchbench)
@@ -108,6 +111,12 @@ struct Options {
           return .failure(BenchError("\(flag) needs a path"))
         }
         if flag == "--switchd" { options.switchd = path } else { options.switchctl = path }
+      case "--flush-delays":
+        let delays = (rest.popFirst() ?? "").split(separator: ",").map { Double($0) }
+        guard !delays.isEmpty, delays.allSatisfy({ ($0 ?? -1) >= 0 }) else {
+          return .failure(BenchError("--flush-delays needs a comma list of milliseconds (0,1,4)"))
+        }
+        options.flushDelays = delays.compactMap { $0 }
       case "--only":
         guard let list = rest.popFirst() else { return .failure(BenchError("--only needs a list")) }
         let names = Set(list.split(separator: ",").map(String.init))
