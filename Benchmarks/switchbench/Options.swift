@@ -13,7 +13,7 @@ struct Options {
   /// Watcher connections for fan-out and memory.
   var watchers = 1000
   /// Changes timed one at a time for fan-out.
-  var rounds = 200
+  var rounds = 500
   /// Spawns per CLI figure (switchctl, gsettings).
   var spawns = 200
   /// Switches at start-up and for the memory figure.
@@ -42,10 +42,10 @@ struct Options {
 
     Options:
       --quick             short run (~35 s): 0.5 s per figure, 10,000 for the large side
-      --full              long run: 5 s per figure, 500 fan-out rounds and spawns
+      --full              long run: 5 s per figure, 1000 fan-out rounds, 500 spawns
       --seconds S         measured seconds per throughput figure (default 2)
       --watchers N        fan-out watchers (default 1000)
-      --rounds N          fan-out changes (default 200)
+      --rounds N          fan-out changes (default 500)
       --spawns N          process runs per CLI figure (default 200)
       --big N             switches and log rows on the large side of cost growth (default 100000)
       --flush-delays LIST durable toggle with these ms added to every fsync (default 0,1,4)
@@ -75,7 +75,7 @@ struct Options {
         options.mode = .quick
         options.seconds = 0.5
         options.warmup = 0.2
-        options.rounds = 50
+        options.rounds = 100
         options.spawns = 50
         options.bigSwitches = 10_000
         options.bigLogRows = 10_000
@@ -83,7 +83,7 @@ struct Options {
         options.mode = .full
         options.seconds = 5
         options.warmup = 1
-        options.rounds = 500
+        options.rounds = 1000
         options.spawns = 500
       case "--json": options.json = true
       case "--no-peers": options.peers = false
