@@ -13,7 +13,13 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
 
   init() {
     pthread_mutex_init(mutex, nil)
-    pthread_cond_init(condition, nil)
+    // Timed waits count on the monotonic clock: a change of the wall clock
+    // must not stretch or cut them.
+    var attributes = pthread_condattr_t()
+    pthread_condattr_init(&attributes)
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+    pthread_cond_init(condition, &attributes)
+    pthread_condattr_destroy(&attributes)
   }
 
   deinit {
@@ -42,6 +48,22 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
   func takeAll() -> [Item] {
     pthread_mutex_lock(mutex)
     while items.isEmpty { pthread_cond_wait(condition, mutex) }
+    let taken = items
+    items.removeAll(keepingCapacity: true)
+    pthread_mutex_unlock(mutex)
+    return taken
+  }
+
+  /// Waits until at least one item is queued or the monotonic clock passes
+  /// `deadline` (seconds, as `monotonicSeconds()`), then takes what is queued.
+  func takeAll(before deadline: Double) -> [Item] {
+    var until = timespec()
+    until.tv_sec = Int(deadline)
+    until.tv_nsec = Int((deadline - Double(until.tv_sec)) * 1e9)
+    pthread_mutex_lock(mutex)
+    while items.isEmpty {
+      if pthread_cond_timedwait(condition, mutex, &until) == ETIMEDOUT { break }
+    }
     let taken = items
     items.removeAll(keepingCapacity: true)
     pthread_mutex_unlock(mutex)
