@@ -20,15 +20,18 @@ let package = Package(
     .systemLibrary(
       name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     .target(name: "CShim"),
+    // The thin layer over Glibc shared by the daemon and switchctl.
+    .target(name: "SwitchSystem"),
     .target(name: "SwitchCore"),
     .target(
       name: "SwitchProtocol", dependencies: ["SwitchCore"], swiftSettings: releaseSpeed),
     .target(name: "SwitchStore", dependencies: ["SwitchCore", "CSQLite"]),
     .target(
       name: "SwitchDaemon",
-      dependencies: ["SwitchCore", "SwitchProtocol", "SwitchStore", "CShim"],
+      dependencies: ["SwitchCore", "SwitchProtocol", "SwitchStore", "SwitchSystem", "CShim"],
       swiftSettings: releaseSpeed),
-    .target(name: "SwitchCtl", dependencies: ["SwitchCore", "SwitchProtocol", "CShim"]),
+    .target(
+      name: "SwitchCtl", dependencies: ["SwitchCore", "SwitchProtocol", "SwitchSystem"]),
     // A fixed-seed generator for test data and benchmark load (not in any product).
     .target(name: "SeededRandom"),
     .executableTarget(name: "switchd", dependencies: ["SwitchDaemon"]),
@@ -40,7 +43,7 @@ let package = Package(
     // The benchmark: `swift run -c release switchbench` (see README).
     .executableTarget(
       name: "switchbench",
-      dependencies: ["SwitchProtocol", "SwitchCore", "CSQLite", "SeededRandom"],
+      dependencies: ["SwitchProtocol", "SwitchCore", "SwitchSystem", "CSQLite", "SeededRandom"],
       path: "Benchmarks/switchbench"),
     // libFuzzer targets; they do nothing unless built with -DFUZZING (see .ci/fuzz).
     .executableTarget(
@@ -50,12 +53,15 @@ let package = Package(
     .testTarget(name: "SwitchCoreTests", dependencies: ["SwitchCore", "SeededRandom"]),
     .testTarget(name: "SwitchProtocolTests", dependencies: ["SwitchProtocol", "SeededRandom"]),
     .testTarget(name: "SwitchStoreTests", dependencies: ["SwitchStore", "SeededRandom"]),
-    .testTarget(name: "SwitchDaemonTests", dependencies: ["SwitchDaemon"]),
+    .testTarget(name: "SwitchSystemTests", dependencies: ["SwitchSystem"]),
+    .testTarget(
+      name: "SwitchDaemonTests", dependencies: ["SwitchDaemon", "SwitchCore", "SwitchSystem"]),
     .testTarget(name: "SwitchCtlTests", dependencies: ["SwitchCtl"]),
     // Starts the real switchd and switchctl, which `swift test` builds
     // beside the test runner (all products are built with the tests).
     .testTarget(
-      name: "EndToEndTests", dependencies: ["SwitchProtocol", "SwitchCore", "SeededRandom"]),
+      name: "EndToEndTests",
+      dependencies: ["SwitchProtocol", "SwitchCore", "SwitchSystem", "SeededRandom"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -29,11 +29,14 @@ final class Bench {
   func add(_ row: Row) { rows.append(row) }
 
   /// Starts a switchd on `config` with a database and socket named `name`.
-  func startDaemon(_ name: String, config: String) throws -> DaemonProcess {
+  func startDaemon(_ name: String, config: String, environment: [String]? = nil) throws
+    -> DaemonProcess
+  {
     try makeDirectory("\(directory)/\(name)")
     let daemon = try DaemonProcess.start(
       binary: switchd, config: config, socket: "\(directory)/\(name)/switchd.sock",
-      database: "\(directory)/\(name)/switches.db", logPath: "\(directory)/\(name)/switchd.log")
+      database: "\(directory)/\(name)/switches.db", logPath: "\(directory)/\(name)/switchd.log",
+      environment: environment)
     daemons.append(daemon)
     return daemon
   }

@@ -220,12 +220,12 @@ final class DaemonProcess {
   /// and waits (connect, then `status`) until it answers, or `timeout`.
   static func start(
     binary: String, config: String, socket: String, database: String, logPath: String,
-    timeout: Double = 120
+    environment: [String]? = nil, timeout: Double = 120
   ) throws -> DaemonProcess {
     let start = nowNanoseconds()
     let pid = try spawn(
       binary, ["--config", config, "--socket", socket, "--database", database],
-      output: .file(logPath), name: "switchd")
+      environment: environment, output: .file(logPath), name: "switchd")
     let deadline = start + UInt64(timeout * 1e9)
     let status = Array("{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"status\"}\n".utf8)
     while nowNanoseconds() < deadline {

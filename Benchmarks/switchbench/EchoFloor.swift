@@ -1,4 +1,5 @@
 import Glibc
+import SwitchSystem
 
 /// The machine's floor for a request/response over a Unix socket: a minimal
 /// single-threaded poll loop that answers every line with a canned line of

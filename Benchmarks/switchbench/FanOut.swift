@@ -1,4 +1,5 @@
 import Glibc
+import SwitchSystem
 
 /// A fan-out measurement: `watchers` connections subscribe to one key, then
 /// a publisher changes it one round at a time; a round's figure is the time
@@ -29,6 +30,9 @@ final class FanOutRunner {
   private var rounds = 0
   /// Round latencies in ns (sorted by `finish()`).
   private(set) var latencies: [UInt64] = []
+  /// The same, in the order of the rounds (runners that take turns can be
+  /// compared round by round).
+  private(set) var latenciesByRound: [UInt64] = []
   /// Seconds to connect and subscribe every watcher and bystander.
   private(set) var subscribeSeconds = 0.0
   /// Events a bystander received (must stay 0).
@@ -88,6 +92,7 @@ final class FanOutRunner {
 
   /// Sorts the latencies and counts what bystanders received.
   func finish() {
+    latenciesByRound = latencies
     latencies.sort()
     var buffer = [UInt8](repeating: 0, count: 65_536)
     for fd in fds[plan.watchers..<(plan.watchers + plan.bystanders.count)] {
@@ -104,6 +109,22 @@ final class FanOutRunner {
 
   func percentileMicroseconds(_ p: Double) -> Double {
     LoadResult(latencies: latencies).percentileMicroseconds(p)
+  }
+
+  /// The median over `blocks` consecutive blocks of rounds of the ratio of
+  /// this runner's `p`-th percentile to `other`'s in the same rounds. One
+  /// slow moment of a shared machine moves one block, not the figure.
+  func blockRatio(to other: FanOutRunner, percentile p: Double, blocks: Int = 5) -> Double? {
+    let rounds = min(latenciesByRound.count, other.latenciesByRound.count)
+    guard rounds >= blocks else { return nil }
+    var ratios: [Double] = []
+    for block in 0..<blocks {
+      let range = (block * rounds / blocks)..<((block + 1) * rounds / blocks)
+      let mine = LoadResult(latencies: latenciesByRound[range].sorted())
+      let theirs = LoadResult(latencies: other.latenciesByRound[range].sorted())
+      ratios.append(mine.percentileMicroseconds(p) / theirs.percentileMicroseconds(p))
+    }
+    return ratios.sorted()[blocks / 2]
   }
 
   func close() {

@@ -1,4 +1,5 @@
 import Glibc
+import SwitchSystem
 
 /// How to tell a good answer from an error.
 enum ReplyCheck: Sendable {

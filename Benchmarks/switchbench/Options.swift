@@ -13,7 +13,7 @@ struct Options {
   /// Watcher connections for fan-out and memory.
   var watchers = 1000
   /// Changes timed one at a time for fan-out.
-  var rounds = 200
+  var rounds = 500
   /// Spawns per CLI figure (switchctl, gsettings).
   var spawns = 200
   /// Switches at start-up and for the memory figure.
@@ -21,6 +21,8 @@ struct Options {
   /// The large side of the cost-growth figures (switches and log rows).
   var bigSwitches = 100_000
   var bigLogRows = 100_000
+  /// Milliseconds added to every flush for the durable toggle figures (0: the native disk).
+  var flushDelays: [Double] = [0, 1, 4]
   var json = false
   var peers = true
   var keep = false
@@ -40,12 +42,13 @@ struct Options {
 
     Options:
       --quick             short run (~35 s): 0.5 s per figure, 10,000 for the large side
-      --full              long run: 5 s per figure, 500 fan-out rounds and spawns
+      --full              long run: 5 s per figure, 1000 fan-out rounds, 500 spawns
       --seconds S         measured seconds per throughput figure (default 2)
       --watchers N        fan-out watchers (default 1000)
-      --rounds N          fan-out changes (default 200)
+      --rounds N          fan-out changes (default 500)
       --spawns N          process runs per CLI figure (default 200)
       --big N             switches and log rows on the large side of cost growth (default 100000)
+      --flush-delays LIST durable toggle with these ms added to every fsync (default 0,1,4)
       --only LIST         comma list of: \(sections.joined(separator: ","))
       --no-peers          skip Redis and gsettings
       --switchd PATH      the switchd to run (default: beside switchbench)
@@ -72,7 +75,7 @@ struct Options {
         options.mode = .quick
         options.seconds = 0.5
         options.warmup = 0.2
-        options.rounds = 50
+        options.rounds = 100
         options.spawns = 50
         options.bigSwitches = 10_000
         options.bigLogRows = 10_000
@@ -80,7 +83,7 @@ struct Options {
         options.mode = .full
         options.seconds = 5
         options.warmup = 1
-        options.rounds = 500
+        options.rounds = 1000
         options.spawns = 500
       case "--json": options.json = true
       case "--no-peers": options.peers = false
@@ -108,6 +111,12 @@ struct Options {
           return .failure(BenchError("\(flag) needs a path"))
         }
         if flag == "--switchd" { options.switchd = path } else { options.switchctl = path }
+      case "--flush-delays":
+        let delays = (rest.popFirst() ?? "").split(separator: ",").map { Double($0) }
+        guard !delays.isEmpty, delays.allSatisfy({ ($0 ?? -1) >= 0 }) else {
+          return .failure(BenchError("--flush-delays needs a comma list of milliseconds (0,1,4)"))
+        }
+        options.flushDelays = delays.compactMap { $0 }
       case "--only":
         guard let list = rest.popFirst() else { return .failure(BenchError("--only needs a list")) }
         let names = Set(list.split(separator: ",").map(String.init))

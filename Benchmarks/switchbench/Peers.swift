@@ -16,7 +16,10 @@ final class RedisServer {
 
   /// Starts redis-server; `durable`: AOF with `appendfsync always` (a
   /// write is answered after fsync), else no persistence at all.
-  static func start(binary: String, directory: String, durable: Bool) throws -> RedisServer {
+  /// `environment`: nil for ours (the slow-disk figures add a preload).
+  static func start(
+    binary: String, directory: String, durable: Bool, environment: [String]? = nil
+  ) throws -> RedisServer {
     try makeDirectory(directory)
     let socket = "\(directory)/redis.sock"
     var arguments = [
@@ -27,7 +30,8 @@ final class RedisServer {
     arguments +=
       durable ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"]
     let pid = try spawn(
-      binary, arguments, output: .file("\(directory)/redis.out"), name: "redis-server")
+      binary, arguments, environment: environment, output: .file("\(directory)/redis.out"),
+      name: "redis-server")
     let deadline = nowSeconds() + 20
     while nowSeconds() < deadline {
       var status: Int32 = 0

@@ -7,6 +7,9 @@ struct SwitchBench {
   static func main() {
     let arguments = Array(CommandLine.arguments.dropFirst())
     if arguments.first == "--serve-echo" { exit(EchoFloor.serve(Array(arguments.dropFirst()))) }
+    if arguments.first == "--serve-floor" {
+      exit(LoadResult.serveFloor(Array(arguments.dropFirst())))
+    }
     let options: Options
     switch Options.parse(Array(CommandLine.arguments.dropFirst())) {
     case .success(let parsed): options = parsed
@@ -102,7 +105,7 @@ struct SwitchBench {
       let main = try bench.startDaemon("main", config: mainConfig)
       try bench.learnAnswerSize(main)
       if options.runs("get") { try bench.measureGet(main) }
-      if options.runs("toggle") { try bench.measureToggle(main) }
+      if options.runs("toggle") { try bench.measureToggle(main, config: mainConfig) }
       if options.runs("mixed") { try bench.measureMixed(main) }
       if options.runs("ctl") { try bench.measureCommandLine(main) }
       bench.stopDaemon(main)

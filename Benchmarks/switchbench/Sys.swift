@@ -1,4 +1,5 @@
 import Glibc
+import SwitchSystem
 import Synchronization
 
 // Small wrappers over Glibc for the benchmark: clocks, Unix sockets, files,
@@ -33,46 +34,18 @@ struct BenchError: Error, CustomStringConvertible {
   }
 }
 
-/// Retries a system call while it fails with EINTR.
-@inline(__always)
-func retryingEINTR<T: BinaryInteger>(_ body: () -> T) -> T {
-  while true {
-    let r = body()
-    if r < 0 && errno == EINTR { continue }
-    return r
-  }
-}
-
 // MARK: Unix sockets
-
-/// Fills a `sockaddr_un` for `path`; nil when the path is too long.
-func unixAddress(_ path: String) -> (sockaddr_un, socklen_t)? {
-  var addr = sockaddr_un()
-  addr.sun_family = sa_family_t(AF_UNIX)
-  let bytes = Array(path.utf8)
-  let capacity = MemoryLayout.size(ofValue: addr.sun_path)
-  guard bytes.count < capacity else { return nil }
-  withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-    raw.copyBytes(from: bytes)
-    raw[bytes.count] = 0
-  }
-  let length = MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + 1
-  return (addr, socklen_t(length))
-}
 
 /// Connects a blocking stream socket to `path`; -1 with errno on failure.
 func connectUnix(_ path: String) -> Int32 {
-  guard let (address, length) = unixAddress(path) else {
+  guard let address = try? UnixSocketAddress(path) else {
     errno = ENAMETOOLONG
     return -1
   }
-  var addr = address
   let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
   if fd < 0 { return -1 }
-  let rc = withUnsafePointer(to: &addr) {
-    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-      retryingEINTR { Glibc.connect(fd, address, length) }
-    }
+  let rc = address.withSockaddr { address, length in
+    retryingEINTR { Glibc.connect(fd, address, length) }
   }
   if rc != 0 {
     let saved = errno
@@ -85,16 +58,13 @@ func connectUnix(_ path: String) -> Int32 {
 
 /// Binds and listens on `path` (removing a stale file first).
 func listenUnix(_ path: String, backlog: Int32 = 1024) throws -> Int32 {
-  guard let (address, length) = unixAddress(path) else {
+  guard let address = try? UnixSocketAddress(path) else {
     throw BenchError("path too long: \(path)")
   }
-  var addr = address
   unlink(path)
   let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
   if fd < 0 { throw BenchError.errno("socket") }
-  let rc = withUnsafePointer(to: &addr) {
-    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-  }
+  let rc = address.withSockaddr { bind(fd, $0, $1) }
   if rc != 0 {
     close(fd)
     throw BenchError.errno("bind \(path)")
@@ -310,7 +280,7 @@ func runThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
 
 /// Starts a joinable thread running `body`.
 func startJoinableThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
-  final class Box: @unchecked Sendable {  // handed to exactly one thread, then released
+  final class Box: Sendable {  // one pointer for pthread_create; holds a Sendable closure
     let body: @Sendable () -> Void
     init(_ body: @escaping @Sendable () -> Void) { self.body = body }
   }

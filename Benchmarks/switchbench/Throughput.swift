@@ -1,6 +1,6 @@
 import Glibc
 
-/// `get`, durable `toggle`, and `get` while writers commit.
+/// `get`, and `get` while writers commit (durable `toggle`: DurableToggle.swift).
 extension Bench {
   static let getRequest = rpc("get", "{\"key\":\"wifi\"}")
 
@@ -106,76 +106,6 @@ extension Bench {
               value: switchd.cpuMicrosecondsPerRequest),
             peer?.cpuMicrosecondsPerRequest, name: "Redis GET"))
       }
-    }
-  }
-
-  static func toggleRequest(_ client: Int) -> [UInt8] {
-    rpc("toggle", "{\"key\":\"toggle.c\(client % Configs.togglers)\"}")
-  }
-
-  func measureToggle(_ daemon: DaemonProcess) throws {
-    let value = switchValue
-    let floorDirectory = "\(directory)/main"
-    let floor: Contender = { warmup, seconds in
-      [try sqliteCommitFloor(directory: floorDirectory, warmup: warmup, seconds: seconds)]
-    }
-    var floorTotal: LoadResult?
-    for count in [1, 8, 50] {
-      progress(
-        "toggle, \(count) clients: switchd, SQLite floor\(redisDurable == nil ? "" : ", Redis SET")"
-      )
-      var contenders = [
-        clients(daemon.socket, count, newlines: 1, check: .jsonRPC, server: daemon.pid) {
-          [Bench.toggleRequest($0)]
-        },
-        floor,
-      ]
-      if let redisDurable {
-        contenders.append(
-          clients(redisDurable.socket, count, newlines: 1, check: .resp, server: redisDurable.pid) {
-            [resp(["SET", "toggle.c\($0)", value])]
-          })
-      }
-      let results = try interleave(contenders)
-      let switchd = results[0][0]
-      let sqlite = results[1][0]
-      let peer = results.count > 2 ? results[2][0] : nil
-      floorTotal = floorTotal.map { $0.adding(sqlite) } ?? sqlite
-      let name = "toggle, \(count) client\(count == 1 ? "" : "s")"
-      let errors = switchd.errors > 0 ? "\(switchd.errors) errors" : ""
-      add(
-        Row(
-          section: "toggle", measure: "\(name): throughput", unit: .perSecond,
-          value: switchd.throughput, reference: sqlite.throughput,
-          referenceName: "SQLite 1 writer", note: errors))
-      let target: Target =
-        count == 8 ? .ratioAtLeast(1.0) : count == 1 ? .ratioAtLeast(0.7) : .none
-      add(
-        peerRow(
-          Row(
-            section: "toggle", measure: "\(name): throughput", unit: .perSecond,
-            value: switchd.throughput, target: target),
-          peer?.throughput, name: "Redis SET fsync"))
-      add(
-        peerRow(
-          Row(
-            section: "toggle", measure: "\(name): p99", unit: .microseconds, value: switchd.p99),
-          peer?.p99, name: "Redis SET fsync"))
-      if count == 8 {
-        add(
-          peerRow(
-            Row(
-              section: "toggle", measure: "\(name): server CPU per request",
-              unit: .microseconds, value: switchd.cpuMicrosecondsPerRequest),
-            peer?.cpuMicrosecondsPerRequest, name: "Redis SET fsync"))
-      }
-    }
-    if let floorTotal {
-      add(
-        Row(
-          section: "toggle", measure: "SQLite commit loop, 1 writer (the floor, all windows)",
-          unit: .perSecond, value: floorTotal.throughput,
-          note: "p50 \(format(floorTotal.p50, .microseconds))"))
     }
   }
 

@@ -68,9 +68,21 @@ extension Bench {
         peerRow(
           Row(
             section: "fan-out", measure: "\(name): \(label)", unit: .microseconds, value: value,
-            target: p == 99 ? .ratioAtMost(1.5) : .none),
+            note: "one run of \(options.rounds) rounds"),
           peer?.percentileMicroseconds(p), name: "Redis pub/sub"))
     }
+    // The judged figure (issue 14): p99 within 1.2x of Redis, as the median
+    // of five blocks' ratios, so that one noisy moment does not decide it.
+    var blockRow = Row(
+      section: "fan-out", measure: "\(name): p99, median of 5 blocks' ratios",
+      unit: .microseconds, value: switchd.percentileMicroseconds(99), target: .ratioAtMost(1.2))
+    if let peer, let ratio = switchd.blockRatio(to: peer, percentile: 99) {
+      blockRow.reference = switchd.percentileMicroseconds(99) / ratio
+      blockRow.referenceName = "Redis pub/sub (ratio-equivalent)"
+    } else {
+      blockRow = peerRow(blockRow, nil, name: "Redis pub/sub")
+    }
+    add(blockRow)
     add(
       peerRow(
         Row(

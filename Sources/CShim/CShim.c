@@ -1,8 +1,6 @@
 #define _GNU_SOURCE
 #include "CShim.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -60,10 +58,6 @@ int shim_epoll_wait(int epfd, uint32_t *events, uint64_t *data, int capacity, in
 }
 
 int shim_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
-
-int shim_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
-
-int shim_errno(void) { return errno; }
 
 int shim_signalfd_termination_and_reload(void) {
   sigset_t set;

@@ -1,19 +1,39 @@
-/// The texts of one configuration directory, as the daemon read them.
+/// The files of one configuration directory, as the daemon read them:
+/// bytes, so that the parser can tell bytes that are not UTF-8 from text.
 public struct ConfigSources: Sendable {
-  /// `switchd.conf`; nil when the file is absent (defaults apply).
-  public var daemonConf: String?
-  /// `switches.d/*.conf` in lexical order, named like `switches.d/10-base.conf`.
-  public var switchFiles: [(name: String, text: String)]
-  /// `policy.d/*.conf` in lexical order, named like `policy.d/50-corp.conf`.
-  public var policyFiles: [(name: String, text: String)]
+  /// One file and its path relative to the configuration directory.
+  public struct File: Sendable {
+    public var name: String
+    public var bytes: [UInt8]
 
+    public init(name: String, bytes: [UInt8]) {
+      self.name = name
+      self.bytes = bytes
+    }
+  }
+
+  /// `switchd.conf`; nil when the file is absent (defaults apply).
+  public var daemonConf: [UInt8]?
+  /// `switches.d/*.conf` in lexical order, named like `switches.d/10-base.conf`.
+  public var switchFiles: [File]
+  /// `policy.d/*.conf` in lexical order, named like `policy.d/50-corp.conf`.
+  public var policyFiles: [File]
+
+  public init(daemonConf: [UInt8]?, switchFiles: [File], policyFiles: [File]) {
+    self.daemonConf = daemonConf
+    self.switchFiles = switchFiles
+    self.policyFiles = policyFiles
+  }
+
+  /// Sources given as text (tests, tools).
   public init(
     daemonConf: String?, switchFiles: [(name: String, text: String)],
     policyFiles: [(name: String, text: String)]
   ) {
-    self.daemonConf = daemonConf
-    self.switchFiles = switchFiles
-    self.policyFiles = policyFiles
+    self.init(
+      daemonConf: daemonConf.map { Array($0.utf8) },
+      switchFiles: switchFiles.map { File(name: $0.name, bytes: Array($0.text.utf8)) },
+      policyFiles: policyFiles.map { File(name: $0.name, bytes: Array($0.text.utf8)) })
   }
 }
 
@@ -34,21 +54,21 @@ public enum CatalogBuilder {
     var report = Report()
 
     var settings = DaemonSettings()
-    if let text = sources.daemonConf {
+    if let bytes = sources.daemonConf {
       report.file = 0
-      settings = readSettings(text, into: &report)
+      settings = readSettings(bytes, into: &report)
     }
 
     var switches = SchemaReader()
     for (index, source) in sources.switchFiles.enumerated() {
       report.file = 1 + index
-      switches.read(source.text, file: source.name, into: &report)
+      switches.read(source.bytes, file: source.name, into: &report)
     }
 
     var policies = PolicyReader()
     for (index, source) in sources.policyFiles.enumerated() {
       report.file = 1 + sources.switchFiles.count + index
-      policies.read(source.text, file: source.name, into: &report)
+      policies.read(source.bytes, file: source.name, into: &report)
     }
     let rules = policies.finish(declared: switches.declared, into: &report)
 
@@ -115,6 +135,37 @@ public enum CatalogBuilder {
     "\(entry.name)=\(entry.value) is not a boolean: use \(BooleanWord.choices)"
   }
 
+  /// Within one file a section is written once and a name once per
+  /// section: a repeat would silently override what came before it. (Across
+  /// files overriding is what policy drop-ins are for, and stays allowed.)
+  /// switches.d leaves repeated sections to its own "declared twice" error.
+  private static func reportRepeats(
+    _ keyFile: KeyFile, sections checkSections: Bool, into report: inout Report
+  ) {
+    func location(_ line: Int) -> SourceLocation { SourceLocation(file: keyFile.file, line: line) }
+    var firstSection: [String: Int] = [:]
+    for section in keyFile.sections {
+      if checkSections, let first = firstSection[section.name] {
+        report.error(
+          location(section.line),
+          "section [\(section.name)] appears twice in this file (first at \(location(first))): "
+            + "write each section once")
+      }
+      firstSection[section.name] = firstSection[section.name] ?? section.line
+      var firstName: [String: Int] = [:]
+      for entry in section.entries {
+        if let first = firstName[entry.name] {
+          report.error(
+            location(entry.line),
+            "\(entry.name)= is set twice in [\(section.name)] (first at \(location(first))): "
+              + "keep one")
+        } else {
+          firstName[entry.name] = entry.line
+        }
+      }
+    }
+  }
+
   // MARK: - switchd.conf
 
   private static let daemonNames = [
@@ -123,12 +174,16 @@ public enum CatalogBuilder {
     "MaxNestingDepth", "HistoryRetention", "LogLevel",
   ]
 
-  /// `sun_path` holds 108 bytes including the terminating NUL.
+  /// `sun_path` holds 108 bytes including the terminating NUL (a test keeps
+  /// this equal to SwitchSystem's `UnixSocketAddress.maxPathBytes`).
   static let maxSocketPathBytes = 107
 
-  private static func readSettings(_ text: String, into report: inout Report) -> DaemonSettings {
-    let (keyFile, syntax) = KeyFile.parse(text, file: daemonConfName)
+  private static func readSettings(
+    _ bytes: [UInt8], into report: inout Report
+  ) -> DaemonSettings {
+    let (keyFile, syntax) = KeyFile.parse(bytes: bytes, file: daemonConfName)
     report.add(syntax)
+    reportRepeats(keyFile, sections: true, into: &report)
     var settings = DaemonSettings()
     for section in keyFile.sections {
       guard section.name == "Daemon" else {
@@ -266,9 +321,10 @@ public enum CatalogBuilder {
 
     var declared: Set<String> { Set(firstDeclared.keys) }
 
-    mutating func read(_ text: String, file: String, into report: inout Report) {
-      let (keyFile, syntax) = KeyFile.parse(text, file: file)
+    mutating func read(_ bytes: [UInt8], file: String, into report: inout Report) {
+      let (keyFile, syntax) = KeyFile.parse(bytes: bytes, file: file)
       report.add(syntax)
+      CatalogBuilder.reportRepeats(keyFile, sections: false, into: &report)
       for section in keyFile.sections {
         let header = SourceLocation(file: file, line: section.line)
         let key = section.name
@@ -366,14 +422,16 @@ public enum CatalogBuilder {
     var readOnlyAt: SourceLocation?
   }
 
-  /// Merges policy files name by name, in order, as systemd drop-ins do.
+  /// Merges policy files name by name, in order, as systemd drop-ins do
+  /// (within one file a repeat is an error: `reportRepeats`).
   private struct PolicyReader {
     private var drafts: [String: PolicyDraft] = [:]
     private var order: [String] = []
 
-    mutating func read(_ text: String, file: String, into report: inout Report) {
-      let (keyFile, syntax) = KeyFile.parse(text, file: file)
+    mutating func read(_ bytes: [UInt8], file: String, into report: inout Report) {
+      let (keyFile, syntax) = KeyFile.parse(bytes: bytes, file: file)
       report.add(syntax)
+      CatalogBuilder.reportRepeats(keyFile, sections: true, into: &report)
       for section in keyFile.sections {
         let header = SourceLocation(file: file, line: section.line)
         let key = section.name

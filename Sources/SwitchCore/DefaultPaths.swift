@@ -7,6 +7,12 @@ public enum DefaultPaths {
   public static let systemDatabase = "/var/lib/switchd/switches.db"
   public static let systemConfig = "/etc/switchd"
 
+  /// Where a user's socket goes when there is no `XDG_RUNTIME_DIR`
+  /// (`/tmp/switchd-UID`). Anyone may create it first in `/tmp`, so the
+  /// daemon uses it only if it is the user's own, not a link, and mode 0700,
+  /// as the XDG rules ask of a runtime directory.
+  public static func privateRuntimeDirectory(uid: UInt32) -> String { "/tmp/switchd-\(uid)" }
+
   /// The daemon's socket for a user: `$XDG_RUNTIME_DIR/switchd/switchd.sock`,
   /// or `/tmp/switchd-UID/switchd.sock` when there is no runtime directory.
   public static func socket(uid: UInt32, environment: [String: String]) -> String {
@@ -19,7 +25,7 @@ public enum DefaultPaths {
     if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
       return runtime + "/switchd/switchd.sock"
     }
-    return "/tmp/switchd-\(uid)/switchd.sock"
+    return privateRuntimeDirectory(uid: uid) + "/switchd.sock"
   }
 
   /// The daemon's database for a user: `$XDG_STATE_HOME/switchd/switches.db`,
@@ -36,7 +42,7 @@ public enum DefaultPaths {
     if let home = environment["HOME"], home.hasPrefix("/") {
       return home + "/.local/state/switchd/switches.db"
     }
-    return "/tmp/switchd-\(uid)/switches.db"
+    return privateRuntimeDirectory(uid: uid) + "/switches.db"
   }
 }
 

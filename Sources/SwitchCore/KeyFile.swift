@@ -4,8 +4,7 @@
 ///
 /// The parser only knows the syntax. Which sections and names exist, and what
 /// a value means, is `CatalogBuilder`'s business. Entries are kept in file
-/// order, duplicates included: the reader applies them in order, so the later
-/// one wins (systemd style) and an invalid earlier value is still reported.
+/// order, duplicates included: the reader reports a repeat with both lines.
 public struct KeyFile: Sendable {
   /// One `Name=value` line, with white space around name and value removed.
   public struct Entry: Sendable, Equatable {
@@ -44,37 +43,40 @@ public struct KeyFile: Sendable {
   }
 
   /// Parses keyfile text. Errors (never thrown — collected) name file and line.
+  public static func parse(_ text: String, file: String) -> (KeyFile, [ConfigDiagnostic]) {
+    parse(bytes: Array(text.utf8), file: file)
+  }
+
+  /// Parses the bytes of a keyfile as read from disk.
   ///
   /// Lines end in LF or CRLF; a leading byte order mark is skipped. Comments
   /// are whole lines starting with `#` or `;`, so `Reason=Ticket #123` keeps
-  /// `#123`. A line with a NUL or a U+FFFD replacement character (what
-  /// `String(decoding:as:)` puts for bytes that are not UTF-8) is reported
-  /// and skipped: configuration is text.
-  public static func parse(_ text: String, file: String) -> (KeyFile, [ConfigDiagnostic]) {
+  /// `#123`. A line with a NUL or with bytes that are not UTF-8 is reported
+  /// and skipped: configuration is text. (Each line is validated as bytes,
+  /// so a U+FFFD the author wrote is text like any other.)
+  public static func parse(bytes: [UInt8], file: String) -> (KeyFile, [ConfigDiagnostic]) {
     var sections: [Section] = []
     var diagnostics: [ConfigDiagnostic] = []
-    var scalars = Substring(text).unicodeScalars
-    if scalars.first == "\u{FEFF}" { scalars.removeFirst() }
+    var content = bytes[...]
+    if content.starts(with: [0xEF, 0xBB, 0xBF]) { content = content.dropFirst(3) }
 
-    // Split on the scalar LF, not on Characters: "\r\n" is one Character,
-    // so splitting a String on "\n" would never see a CRLF line end.
-    let lines = scalars.split(separator: "\n", omittingEmptySubsequences: false)
-    for (index, rawLine) in lines.enumerated() {
+    let lines = content.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+    for (index, lineBytes) in lines.enumerated() {
       let lineNumber = index + 1
       func error(_ message: String) {
         diagnostics.append(
           ConfigDiagnostic(.error, SourceLocation(file: file, line: lineNumber), message))
       }
 
-      if rawLine.contains("\u{0}") {
+      if lineBytes.contains(0) {
         error("line contains a NUL byte: configuration files are text")
         continue
       }
-      if rawLine.contains("\u{FFFD}") {
+      guard let text = String(validating: lineBytes, as: UTF8.self) else {
         error("line is not valid UTF-8 text")
         continue
       }
-      let line = trimmed(Substring(rawLine).unicodeScalars)
+      let line = trimmed(Substring(text).unicodeScalars)
       guard let first = line.first else { continue }
       if first == "#" || first == ";" { continue }
 

@@ -1,10 +1,14 @@
 import Glibc
+import SwitchCore
 import SwitchProtocol
+import SwitchSystem
 
 /// Why a conversation with the daemon failed (the transport, not a refusal).
 enum ClientError: Error, Equatable {
   /// `connect` failed: nothing listens there, or we may not reach it.
-  case unreachable(path: String, errno: Int32)
+  /// `staleSocket`: the path is a socket file nobody listens on, left by
+  /// a daemon that stopped without removing it (a crash, SIGKILL).
+  case unreachable(path: String, errno: Int32, staleSocket: Bool = false)
   /// The path does not fit in `sockaddr_un`.
   case pathTooLong(path: String)
   /// No reply within the receive timeout.
@@ -19,11 +23,17 @@ enum ClientError: Error, Equatable {
   /// One sentence for stderr, without the `switchctl: ` prefix.
   var sentence: String {
     switch self {
-    case .unreachable(let path, let code):
+    case .unreachable(let path, _, staleSocket: true):
+      let start =
+        path == DefaultPaths.systemSocket
+        ? "sudo systemctl start switchd" : "switchd & (or remove \(path) to use the system one)"
+      return "switchd is not running: \(path) is a stale socket left by a daemon that stopped; "
+        + "start it with: \(start)"
+    case .unreachable(let path, let code, _):
       return "cannot reach switchd at \(path): \(describeErrno(code)) (is it running?)"
     case .pathTooLong(let path):
       return "cannot reach switchd at \(path): the socket path is longer than "
-        + "\(DaemonClient.maxPathBytes) bytes"
+        + "\(UnixSocketAddress.maxPathBytes) bytes"
     case .timedOut(let path, let seconds):
       return "switchd at \(path) did not answer within \(seconds) seconds; it may be stuck"
     case .closed(let path):
@@ -44,13 +54,12 @@ enum ClientError: Error, Equatable {
 /// arrive while a call waits are queued for `nextNotification`, because the
 /// protocol lets them come before or after the response they relate to.
 final class DaemonClient {
-  /// `sun_path` holds 108 bytes including the terminating NUL.
-  static let maxPathBytes = 107
   /// A reply larger than this is refused rather than buffered without end.
   static let maxReplyBytes = 256 << 20
 
   let path: String
-  private let fd: Int32
+  private let socket: Descriptor
+  private var fd: Int32 { socket.raw }
   private var framer = LineFramer(maxFrameBytes: DaemonClient.maxReplyBytes)
   private var notifications: [(method: String, params: JSONValue)] = []
   private var notificationIndex = 0
@@ -58,43 +67,28 @@ final class DaemonClient {
   private let receiveTimeout: Int?
   private var chunk = [UInt8](repeating: 0, count: 65_536)
 
-  private init(path: String, fd: Int32, receiveTimeout: Int?) {
+  private init(path: String, socket: consuming Descriptor, receiveTimeout: Int?) {
     self.path = path
-    self.fd = fd
+    self.socket = socket
     self.receiveTimeout = receiveTimeout
   }
-
-  deinit { Glibc.close(fd) }
 
   /// Connects to the daemon's socket. A path starting with `@` names an
   /// abstract socket. `receiveTimeout` (seconds) bounds each wait for bytes,
   /// so a wedged daemon cannot hang a script; nil waits forever (watch).
   static func connect(to path: String, receiveTimeout: Int?) throws(ClientError) -> DaemonClient {
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    var bytes = Array(path.utf8)
-    let abstract = bytes.first == UInt8(ascii: "@")
-    if abstract { bytes[0] = 0 }
-    guard !bytes.isEmpty, bytes.count <= maxPathBytes else { throw .pathTooLong(path: path) }
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-      raw.copyBytes(from: bytes)
-      raw[bytes.count] = 0
-    }
-    // An abstract name is exactly its bytes; a path includes its NUL.
-    let length = socklen_t(
-      MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + (abstract ? 0 : 1))
-
+    guard let address = try? UnixSocketAddress(path) else { throw .pathTooLong(path: path) }
     let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw .system(path: path, call: "socket", errno: errno) }
-    let client = DaemonClient(path: path, fd: fd, receiveTimeout: receiveTimeout)
-    let result = withUnsafePointer(to: &address) { pointer in
-      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, length) }
-    }
-    if result != 0 {
+    let client = DaemonClient(path: path, socket: Descriptor(fd), receiveTimeout: receiveTimeout)
+    if address.withSockaddr({ Glibc.connect(fd, $0, $1) }) != 0 {
       let code = errno
       // After EINTR the connection completes in the background; for a Unix
       // socket that is immediate, and a second connect reports EISCONN.
-      guard code == EINTR || code == EISCONN else { throw .unreachable(path: path, errno: code) }
+      guard code == EINTR || code == EISCONN else {
+        throw .unreachable(
+          path: path, errno: code, staleSocket: code == ECONNREFUSED && isSocketFile(path))
+      }
     }
     if let receiveTimeout {
       var limit = timeval(tv_sec: receiveTimeout, tv_usec: 0)
@@ -162,21 +156,20 @@ final class DaemonClient {
   }
 
   private func receive() throws(ClientError) {
-    while true {
-      let count = chunk.withUnsafeMutableBytes { Glibc.recv(fd, $0.baseAddress, $0.count, 0) }
-      if count > 0 {
-        chunk.withUnsafeBytes { framer.append(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-        return
-      }
-      if count == 0 { throw .closed(path: path) }
-      let code = errno
-      switch code {
-      case EINTR: continue
-      case EAGAIN, EWOULDBLOCK:
-        throw .timedOut(path: path, seconds: receiveTimeout ?? 0)
-      case ECONNRESET: throw .closed(path: path)
-      default: throw .system(path: path, call: "recv", errno: code)
-      }
+    let count = chunk.withUnsafeMutableBytes { buffer in
+      retryingEINTR { Glibc.recv(fd, buffer.baseAddress, buffer.count, 0) }
+    }
+    if count > 0 {
+      chunk.withUnsafeBytes { framer.append(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+      return
+    }
+    if count == 0 { throw .closed(path: path) }
+    let code = errno
+    switch code {
+    case EAGAIN, EWOULDBLOCK:
+      throw .timedOut(path: path, seconds: receiveTimeout ?? 0)
+    case ECONNRESET: throw .closed(path: path)
+    default: throw .system(path: path, call: "recv", errno: code)
     }
   }
 
@@ -184,7 +177,9 @@ final class DaemonClient {
     var offset = 0
     while offset < bytes.count {
       let count = bytes.withUnsafeBytes { raw in
-        Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+        retryingEINTR {
+          Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+        }
       }
       if count >= 0 {
         offset += count
@@ -192,7 +187,6 @@ final class DaemonClient {
       }
       let code = errno
       switch code {
-      case EINTR: continue
       case EAGAIN, EWOULDBLOCK:
         throw .timedOut(path: path, seconds: receiveTimeout ?? 0)
       case EPIPE, ECONNRESET: throw .closed(path: path)
@@ -200,4 +194,10 @@ final class DaemonClient {
       }
     }
   }
+}
+
+/// Whether `path` names a socket file (not a link to one, not an abstract name).
+private func isSocketFile(_ path: String) -> Bool {
+  var st = stat()
+  return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFSOCK
 }

@@ -1,5 +1,6 @@
 import Glibc
 import SwitchCore
+import SwitchSystem
 
 /// Reads a configuration directory (CONFIG.md) from disk and builds a
 /// `Catalog` with SwitchCore's `CatalogBuilder`. The only config I/O there is.
@@ -19,9 +20,9 @@ public enum ConfigLoader {
         catalog: nil, diagnostics: [],
         errors: ["\(directory): the configuration directory does not exist"])
     }
-    var daemonConf: String?
-    switch readTextFile(directory + "/switchd.conf") {
-    case .success(let text): daemonConf = text
+    var daemonConf: [UInt8]?
+    switch readConfigFile(directory + "/switchd.conf") {
+    case .success(let bytes): daemonConf = bytes
     case .failure(let error) where error.errno == ENOENT: daemonConf = nil
     case .failure(let error): errors.append("switchd.conf: cannot be read: \(error)")
     }
@@ -38,7 +39,7 @@ public enum ConfigLoader {
   /// `*.conf` files of `directory/folder` in lexical order of their names.
   static func readDropIns(
     directory: String, folder: String, errors: inout [String]
-  ) -> [(name: String, text: String)] {
+  ) -> [ConfigSources.File] {
     guard let dir = opendir(directory + "/" + folder) else {
       if errno != ENOENT {
         errors.append("\(folder): cannot be read: \(SystemError.last("opendir"))")
@@ -54,34 +55,28 @@ public enum ConfigLoader {
       if name.hasSuffix(".conf"), !name.hasPrefix(".") { names.append(name) }
     }
     names.sort { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
-    var files: [(name: String, text: String)] = []
+    var files: [ConfigSources.File] = []
     for name in names {
       let relative = folder + "/" + name
-      switch readTextFile(directory + "/" + relative) {
-      case .success(let text): files.append((name: relative, text: text))
+      switch readConfigFile(directory + "/" + relative) {
+      case .success(let bytes): files.append(ConfigSources.File(name: relative, bytes: bytes))
       case .failure(let error): errors.append("\(relative): cannot be read: \(error)")
       }
     }
     return files
   }
 
-  /// Reads a whole file (at most 16 MiB: configuration, not data).
-  static func readTextFile(_ path: String) -> Result<String, SystemError> {
-    let fd = retryingEINTR { open(path, O_RDONLY | O_CLOEXEC) }
-    guard fd >= 0 else { return .failure(.last("open \(path)")) }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65_536)
-    while true {
-      let n = chunk.withUnsafeMutableBytes { raw in
-        retryingEINTR { read(fd, raw.baseAddress, raw.count) }
-      }
-      if n < 0 { return .failure(.last("read \(path)")) }
-      if n == 0 { break }
-      bytes.append(contentsOf: chunk[0..<n])
-      if bytes.count > 16 << 20 { return .failure(SystemError(errno: EFBIG, call: "read \(path)")) }
+  /// Reads a whole file (at most 16 MiB: configuration, not data). Bytes,
+  /// not text: the parser reports a line that is not UTF-8.
+  static func readConfigFile(_ path: String) -> Result<[UInt8], SystemError> {
+    guard let file = Descriptor(opening: path, O_RDONLY) else {
+      return .failure(.last("open \(path)"))
     }
-    return .success(String(decoding: bytes, as: UTF8.self))
+    do throws(SystemError) {
+      return .success(try file.readAll(limit: 16 << 20))
+    } catch {
+      return .failure(SystemError(errno: error.errno, call: "\(error.call) \(path)"))
+    }
   }
 }
 
@@ -95,30 +90,33 @@ public struct GroupIDs: Equatable, Sendable {
     self.writers = writers
   }
 
-  /// Looks the groups up in the group database. A missing admin group
-  /// leaves administration to root; for a missing Writers group see
-  /// `WritersGroup.missing`.
+  /// Looks the groups up in the group database and logs what is missing.
   public static func resolve(_ settings: DaemonSettings, log: Log) -> GroupIDs {
-    var ids = GroupIDs()
-    if let name = settings.adminGroup, !name.isEmpty {
-      ids.admin = gid(named: name)
-      if ids.admin == nil {
-        log.warning("AdminGroup \(name) does not exist: only root may administer switches")
-      }
-    }
-    ids.writers = WritersGroup.resolve(settings.writers, lookUp: gid(named:))
-    if let warning = ids.writers.warning { log.warning(warning) }
+    let (ids, warnings) = lookUp(settings)
+    for warning in warnings { log.warning(warning) }
     return ids
   }
 
-  /// A number is taken as a gid; otherwise getgrnam_r.
+  /// The groups' ids, and a sentence for each configured group that does
+  /// not exist. A missing admin group leaves administration to root; a
+  /// missing Writers group lets nobody but administrators write (it was
+  /// configured to restrict).
+  static func lookUp(_ settings: DaemonSettings) -> (ids: GroupIDs, warnings: [String]) {
+    var ids = GroupIDs()
+    var warnings: [String] = []
+    if let name = settings.adminGroup, !name.isEmpty {
+      ids.admin = gid(named: name)
+      if ids.admin == nil {
+        warnings.append("AdminGroup \(name) does not exist: only root may administer switches")
+      }
+    }
+    ids.writers = WritersGroup.resolve(settings.writers, lookUp: gid(named:))
+    if let warning = ids.writers.warning { warnings.append(warning) }
+    return (ids, warnings)
+  }
+
+  /// A number is taken as a gid; otherwise the group database's.
   static func gid(named name: String) -> UInt32? {
-    if let number = UInt32(name) { return number }
-    var group = group()
-    var result: UnsafeMutablePointer<group>?
-    var buffer = [CChar](repeating: 0, count: 16_384)
-    let rc = getgrnam_r(name, &group, &buffer, buffer.count, &result)
-    guard rc == 0, result != nil else { return nil }
-    return group.gr_gid
+    UInt32(name) ?? GroupDatabase.gid(named: name)
   }
 }

@@ -2,6 +2,7 @@ import CShim
 import Glibc
 import SwitchCore
 import SwitchProtocol
+import SwitchSystem
 
 /// One client connection, owned by the event loop thread.
 ///

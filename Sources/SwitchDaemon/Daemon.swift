@@ -2,6 +2,7 @@ import CShim
 import Glibc
 import SwitchCore
 import SwitchStore
+import SwitchSystem
 
 /// The `switchd` command: flags, configuration, start-up, and the loop.
 public enum Daemon {
@@ -85,23 +86,40 @@ public enum Daemon {
 
   /// `--check-config`: every problem with file and line, like `nginx -t`.
   static func checkConfig(_ directory: String) -> Int32 {
+    let (lines, status) = checkConfigReport(directory)
+    print(lines.joined(separator: "\n"))
+    return status
+  }
+
+  /// The lines `--check-config` prints (details, then a summary, all on one
+  /// stream so that they arrive in order) and its exit status.
+  static func checkConfigReport(_ directory: String) -> (lines: [String], status: Int32) {
     let loaded = ConfigLoader.load(directory: directory)
+    var lines: [String] = []
     for diagnostic in loaded.diagnostics {
       let kind = diagnostic.severity == .error ? "error" : "warning"
-      printError("\(diagnostic.location): \(kind): \(diagnostic.message)")
+      lines.append("\(diagnostic.location): \(kind): \(diagnostic.message)")
     }
     let reported = Set(loaded.diagnostics.filter { $0.severity == .error }.map(\.description))
-    for error in loaded.errors where !reported.contains(error) {
-      printError("\(error)")
-    }
+    lines += loaded.errors.filter { !reported.contains($0) }
     guard let catalog = loaded.catalog else {
-      print("\(directory): \(loaded.errors.count) errors")
-      return 1
+      lines.append("\(directory): \(counted(loaded.errors.count, "error"))")
+      return (lines, 1)
     }
-    print(
-      "\(directory): ok, \(catalog.switches.count) switches, \(catalog.policyCount) policies, "
-        + "\(catalog.warnings.count) warnings")
-    return 0
+    // The group database is the machine's, not the directory's: a group
+    // missing here is a warning, as it is in the log at start.
+    let groupWarnings = GroupIDs.lookUp(catalog.settings).warnings
+    lines += groupWarnings.map { "\(CatalogBuilder.daemonConfName): warning: \($0)" }
+    lines.append(
+      "\(directory): ok, \(counted(catalog.switches.count, "switch", "switches")), "
+        + "\(counted(catalog.policyCount, "policy", "policies")), "
+        + counted(catalog.warnings.count + groupWarnings.count, "warning"))
+    return (lines, 0)
+  }
+
+  /// "1 error", "2 errors".
+  private static func counted(_ count: Int, _ one: String, _ many: String? = nil) -> String {
+    "\(count) \(count == 1 ? one : many ?? one + "s")"
   }
 
   static func environment() -> [String: String] {
@@ -142,18 +160,39 @@ public enum Daemon {
       options.database ?? catalog.settings.database
       ?? DefaultPaths.database(uid: uid, environment: env)
 
+    // The database's directory first: the lock file lives beside the
+    // database, and is taken before SQLite opens it, so a second daemon
+    // leaves a live database untouched. Nobody else needs to enter it (0700,
+    // as StateDirectoryMode= in the unit); the socket's must be 0755 so
+    // that other users can reach the socket.
+    let privateDirectory = DefaultPaths.privateRuntimeDirectory(uid: uid)
     do {
-      try makeParentDirectory(of: databasePath)
+      try TrustedDirectory.create(
+        parent(of: databasePath), mode: 0o700, uid: uid, privateDirectory: privateDirectory)
     } catch {
       log.error("cannot create the directory for \(databasePath): \(error)")
       return 1
     }
-    let writer: Writer
-    let started: WriterOutput
+    let lock: LockFile
     do {
-      (writer, started) = try Writer.start(
+      lock = try LockFile(path: databasePath + ".lock")
+    } catch .held(_, let pid) {
+      let holder = pid.map { "process \($0)" } ?? "another process"
+      log.error(
+        "the database \(databasePath) is in use by \(holder) (another switchd); not starting")
+      return 1
+    } catch {
+      log.error("cannot lock the database \(databasePath): \(error)")
+      return 1
+    }
+    let jobs = BlockingQueue<WriterJob>()
+    let outputs = BlockingQueue<WriterOutput>()
+    let wakeFD = shim_eventfd()
+    let started: Writer.Started
+    do {
+      started = try Writer.startThread(
         databasePath: databasePath, configDirectory: options.configDirectory, catalog: catalog,
-        log: log)
+        log: log, jobs: jobs, outputs: outputs, wakeFD: wakeFD)
     } catch {
       log.error("cannot open the database: \(error)")
       return 1
@@ -163,6 +202,8 @@ public enum Daemon {
       listener = activated
     } else {
       do {
+        try TrustedDirectory.create(
+          parent(of: socketPath), mode: 0o755, uid: uid, privateDirectory: privateDirectory)
         listener = try Listener.bind(path: socketPath, mode: catalog.settings.socketMode)
       } catch {
         log.error("cannot listen on \(socketPath): \(error)")
@@ -170,16 +211,13 @@ public enum Daemon {
       }
     }
 
-    let jobs = BlockingQueue<WriterJob>()
-    let outputs = BlockingQueue<WriterOutput>()
-    let wakeFD = shim_eventfd()
     let notifier = Notifier(environment: env)
     let server: Server
     do {
       server = try Server(
         listener: listener, databasePath: databasePath, catalog: catalog,
-        groups: started.catalog?.groups ?? GroupIDs.resolve(catalog.settings, log: log),
-        writerSnapshot: writer.snapshot, jobs: jobs, outputs: outputs, wakeFD: wakeFD,
+        groups: started.output.catalog?.groups ?? GroupIDs.resolve(catalog.settings, log: log),
+        writerSnapshot: started.snapshot, jobs: jobs, outputs: outputs, wakeFD: wakeFD,
         signalFD: signalFD, notifier: notifier, log: log)
     } catch {
       log.error("cannot start: \(error)")
@@ -188,22 +226,23 @@ public enum Daemon {
     }
     server.configDirectory = options.configDirectory
     server.listenerPath = listener.path
-    startThread {
-      writer.run(jobs: jobs) { output in
-        outputs.push(output)
-        var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
-      }
-    }
     log.info(
       "switchd \(SwitchdVersion.current) serving \(listener.path)"
         + "\(listener.activated ? " (socket-activated)" : ""), database \(databasePath), "
-        + "\(catalog.switches.count) switches, \(catalog.policyCount) policies, "
-        + "revision \(writer.snapshot.revision)")
+        + "\(counted(catalog.switches.count, "switch", "switches")), "
+        + "\(counted(catalog.policyCount, "policy", "policies")), "
+        + "revision \(started.snapshot.revision)")
     notifier.send("READY=1")
     notifier.send(server.statusLine)
     server.run()
+    _ = consume lock  // held until the writer has stopped and the database is closed
     return 0
+  }
+
+  /// The directory part of `path` ("" for a bare file name).
+  private static func parent(of path: String) -> String {
+    guard let slash = path.lastIndex(of: "/") else { return "" }
+    return String(path[..<slash])
   }
 }
 

@@ -1,15 +1,43 @@
 import Glibc
 import SwitchCore
+import SwitchSystem
 import Synchronization
 
 /// Log lines for journald: stderr, a `<N>` syslog priority prefix, no
-/// timestamps (journald adds them). Thread-safe; lines are written whole.
+/// timestamps (journald adds them). On a terminal, where a person reads
+/// them, the prefix is left out. Thread-safe; lines are written whole.
 public final class Log: Sendable {
   private let threshold: Atomic<Int>
   private let limiter = Mutex(RateLimiter())
+  private let priorityPrefixes: Bool
 
-  public init(level: LogLevel = .info) {
+  /// - Parameter priorityPrefixes: whether lines start with `<N>`; by
+  ///   default, whether stderr goes to journald or anywhere but a terminal.
+  public init(
+    level: LogLevel = .info, priorityPrefixes: Bool = Log.stderrWantsPriorityPrefixes()
+  ) {
     threshold = Atomic(level.rawValue)
+    self.priorityPrefixes = priorityPrefixes
+  }
+
+  /// Whether this process's stderr should carry `<N>` prefixes.
+  public static func stderrWantsPriorityPrefixes() -> Bool {
+    var st = stat()
+    let identity = fstat(2, &st) == 0 ? "\(st.st_dev):\(st.st_ino)" : nil
+    let journalStream = getenv("JOURNAL_STREAM").map { String(cString: $0) }
+    return wantsPriorityPrefixes(
+      isTerminal: isatty(2) == 1, journalStream: journalStream, stderrIdentity: identity)
+  }
+
+  /// The rule: prefixes when journald reads stderr (`JOURNAL_STREAM` holds
+  /// the `device:inode` of the stream it gave us, and stderr still is that
+  /// stream), or when stderr is not a terminal (a supervisor or a file that
+  /// a collector parses); none on a terminal.
+  static func wantsPriorityPrefixes(
+    isTerminal: Bool, journalStream: String?, stderrIdentity: String?
+  ) -> Bool {
+    if let journalStream, let stderrIdentity, journalStream == stderrIdentity { return true }
+    return !isTerminal
   }
 
   public func setLevel(_ level: LogLevel) { threshold.store(level.rawValue, ordering: .relaxed) }
@@ -40,7 +68,7 @@ public final class Log: Sendable {
 
   private func write(_ level: LogLevel, _ message: String) {
     guard level.rawValue <= threshold.load(ordering: .relaxed) else { return }
-    var line = "<\(level.rawValue)>"
+    var line = priorityPrefixes ? "<\(level.rawValue)>" : ""
     for scalar in message.unicodeScalars {
       line.unicodeScalars.append(scalar == "\n" ? " " : scalar)
     }

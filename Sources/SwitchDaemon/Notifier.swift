@@ -1,4 +1,5 @@
 import Glibc
+import SwitchSystem
 
 /// The sd_notify protocol, written directly (no libsystemd): datagrams to
 /// `$NOTIFY_SOCKET`, a path or an `@abstract` name. Silent when unset.
@@ -19,26 +20,15 @@ struct Notifier {
   }
 
   func send(_ message: String) {
-    guard let address else { return }
+    guard let address, let destination = try? UnixSocketAddress(address) else { return }
     let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { return }
-    defer { close(fd) }
-    var addr = sockaddr_un()
-    addr.sun_family = sa_family_t(AF_UNIX)
-    var path = Array(address.utf8)
-    if path.first == UInt8(ascii: "@") { path[0] = 0 }
-    guard path.count < MemoryLayout.size(ofValue: addr.sun_path) else { return }
-    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-      for (i, b) in path.enumerated() { raw[i] = b }
-    }
-    let length = socklen_t(MemoryLayout<sa_family_t>.size + path.count + (path[0] == 0 ? 0 : 1))
+    let socket = Descriptor(fd)
     let bytes = Array(message.utf8)
-    _ = withUnsafePointer(to: &addr) { pointer in
-      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-        bytes.withUnsafeBytes { buffer in
-          retryingEINTR {
-            sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), sa, length)
-          }
+    _ = destination.withSockaddr { to, length in
+      bytes.withUnsafeBytes { buffer in
+        retryingEINTR {
+          sendto(socket.raw, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), to, length)
         }
       }
     }

@@ -3,6 +3,7 @@ import Glibc
 import SwitchCore
 import SwitchProtocol
 import SwitchStore
+import SwitchSystem
 
 /// The event loop: one thread, epoll, non-blocking sockets. It owns the
 /// connections, the watches and the loop's copy of every switch, answers

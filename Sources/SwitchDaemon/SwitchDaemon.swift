@@ -5,8 +5,15 @@
 // (`Writer`, its own thread) owns the read-write SQLite connection and the
 // authoritative copy. They meet at two queues: jobs go to the writer
 // (`BlockingQueue<WriterJob>`), committed results come back
-// (`BlockingQueue<WriterOutput>`, with an eventfd to wake the loop).
-// Nothing else is shared, so there is no lock order to get wrong.
+// (`BlockingQueue<WriterOutput>`, with an eventfd to wake the loop). The
+// writer is built on its own thread (`Writer.startThread`) and never leaves
+// it. Nothing else is shared but the thread-safe `Log`, so there is no lock
+// order to get wrong.
+//
+// One daemon per database: `switches.db.lock` beside the database is
+// locked (flock) before SQLite opens it and held until exit. System calls go
+// through the SwitchSystem target (EINTR, sockaddr_un, owned descriptors,
+// trusted directories) and CShim (what Glibc's module hides).
 //
 // A write: decode → authorize → writer decides with `Rules.decide` →
 // one transaction for every write queued (group commit) → the loop

@@ -3,7 +3,9 @@ import Glibc
 /// Starts a detached POSIX thread running `body`. (Foundation's `Thread`
 /// would pull Foundation into the daemon for one call.)
 func startThread(_ body: @escaping @Sendable () -> Void) {
-  final class Box: @unchecked Sendable {  // handed to exactly one thread, then released
+  // A class, because pthread_create passes one pointer; Sendable, because
+  // it holds nothing but a Sendable closure.
+  final class Box: Sendable {
     let body: @Sendable () -> Void
     init(_ body: @escaping @Sendable () -> Void) { self.body = body }
   }

@@ -11,7 +11,7 @@ import SwitchStore
 /// share the cost of durability. Jobs are served in the order queued, so a
 /// client's pipelined writes commit in the order it sent them. Runs on its
 /// own thread; the event loop never waits for the disk.
-final class Writer: @unchecked Sendable {  // used by its own thread only, once started
+final class Writer {
   private let store: SwitchStore
   private let configDirectory: String
   private let log: Log
@@ -26,6 +26,8 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
   /// keys changed since: their rows are what the next checkpoint writes.
   private var checkpointed: Int64
   private var changedSinceCheckpoint: Set<String> = []
+  /// How long a group may wait for writes that are surely coming.
+  private var pacer = GroupCommitPacer()
   /// How many changes may wait in the log before the rows are brought up to
   /// date: what a start replays at most (about a millisecond's work).
   static let checkpointInterval: Int64 = 1024
@@ -74,7 +76,7 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
   /// Serves jobs until `.stop`, handing each output to `deliver`.
   func run(jobs: BlockingQueue<WriterJob>, deliver: (WriterOutput) -> Void) {
     while true {
-      let batch = jobs.takeAll()
+      let batch = takeGroup(from: jobs)
       var writes: [(Ticket, String, Operation, Caller)] = []
       var stopping = false
       func flushWrites() {
@@ -107,6 +109,28 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
   }
 
   // MARK: Writes
+
+  /// The jobs of the next group: what is queued, plus the writes of the
+  /// last group's writers that are on their way (`GroupCommitPacer`).
+  private func takeGroup(from jobs: BlockingQueue<WriterJob>) -> [WriterJob] {
+    var batch = jobs.takeAll()
+    var awaited = pacer.awaited(present: Self.writers(of: batch))
+    guard !awaited.isEmpty, !batch.contains(where: \.isControl) else { return batch }
+    let deadline = monotonicSeconds() + pacer.budgetSeconds
+    while !awaited.isEmpty && monotonicSeconds() < deadline {
+      let more = jobs.takeAll(before: deadline)
+      batch += more
+      awaited.subtract(Self.writers(of: more))
+      if more.contains(where: \.isControl) { break }
+    }
+    return batch
+  }
+
+  private static func writers(of jobs: [WriterJob]) -> Set<UInt64> {
+    var connections = Set<UInt64>()
+    for case .write(let ticket, _, _, _) in jobs { connections.insert(ticket.connection) }
+    return connections
+  }
 
   /// Decides every write against the current copy, then commits all the
   /// changes in one transaction. If the commit fails, the copy is restored
@@ -144,11 +168,15 @@ final class Writer: @unchecked Sendable {  // used by its own thread only, once 
       answers.append((ticket, .write(.success(WriteOutcome(decided, changed: true, updated)))))
     }
     if changes.isEmpty {
+      pacer.committedNothing()
       return WriterOutput(
         catalog: nil, changes: [], answers: answers, oldestRetained: oldestRetained)
     }
     do {
+      let started = monotonicSeconds()
       try store.commit(changes)
+      pacer.committed(
+        Set(writes.map { $0.0.connection }), seconds: monotonicSeconds() - started)
       for change in changes { changedSinceCheckpoint.insert(change.key) }
       if oldestRetained == nil { oldestRetained = changes[0].revision }
       return WriterOutput(

@@ -18,6 +18,12 @@ enum WriterJob: Sendable {
   case reload(Ticket?)
   /// Finish what is queued, then end the thread.
   case stop
+
+  /// A reload or stop: the writer does not hold a group open past one.
+  var isControl: Bool {
+    if case .write = self { return false }
+    return true
+  }
 }
 
 /// The result of a write: whether it changed the switch, and the switch after it.

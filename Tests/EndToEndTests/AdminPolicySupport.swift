@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchSystem
 import Testing
 
 /// A way to talk to the daemon as another user with an ordinary `RPCClient`.
@@ -118,23 +119,13 @@ private let relayCounter = SerialCounter()
 /// Tests that need real group membership use names prefixed `switchd-test-`.
 func switchdTestGroup(_ name: String) throws -> UInt32 {
   for _ in 0..<20 {
-    if let gid = lookUpGroup(name) { return gid }
+    if let gid = GroupDatabase.gid(named: name) { return gid }
     // groupadd takes a lock on /etc/group; a concurrent one may fail: retry.
     _ = runProcess(["/usr/sbin/groupadd", "-f", name])
-    if let gid = lookUpGroup(name) { return gid }
+    if let gid = GroupDatabase.gid(named: name) { return gid }
     usleep(100_000)
   }
   throw FixtureError("cannot create the group \(name)")
-}
-
-private func lookUpGroup(_ name: String) -> UInt32? {
-  var entry = group()
-  var result: UnsafeMutablePointer<group>?
-  var buffer = [CChar](repeating: 0, count: 16_384)
-  guard getgrnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil else {
-    return nil
-  }
-  return entry.gr_gid
 }
 
 extension RPCClient {

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 struct ProcessResult {
   var status: Int32
@@ -69,16 +70,13 @@ func waitForExit(_ pid: pid_t, seconds: Double) -> Int32? {
 private let outputCounter = SerialCounter()
 
 /// A process-wide counter for unique names in tests that run in parallel.
-/// `@unchecked Sendable`: `value` is only touched under the mutex.
-final class SerialCounter: @unchecked Sendable {
-  private var value = 0
-  private var lock = pthread_mutex_t()
-  init() { pthread_mutex_init(&lock, nil) }
+final class SerialCounter: Sendable {
+  private let value = Mutex(0)
   func next() -> Int {
-    pthread_mutex_lock(&lock)
-    defer { pthread_mutex_unlock(&lock) }
-    value += 1
-    return value
+    value.withLock {
+      $0 += 1
+      return $0
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchSystem
 
 /// A blocking line client for tests: send a request, read lines.
 final class RPCClient {
@@ -114,22 +115,13 @@ func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
 /// A connected Unix stream socket, or an error (the descriptor is closed on
 /// failure, once). `receiveBuffer` sets SO_RCVBUF before connecting.
 func connectUnixSocket(_ path: String, receiveBuffer: Int32? = nil) throws -> Int32 {
+  let address = try UnixSocketAddress(path)
   let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
   guard fd >= 0 else { throw FixtureError("socket failed: errno \(errno)") }
   if var size = receiveBuffer {
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
   }
-  var addr = sockaddr_un()
-  addr.sun_family = sa_family_t(AF_UNIX)
-  let bytes = Array(path.utf8)
-  withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-    for (i, b) in bytes.enumerated() { raw[i] = b }
-  }
-  let rc = withUnsafePointer(to: &addr) {
-    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-      connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-    }
-  }
+  let rc = address.withSockaddr { connect(fd, $0, $1) }
   guard rc == 0 else {
     let error = errno
     Glibc.close(fd)

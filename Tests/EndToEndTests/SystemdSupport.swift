@@ -1,4 +1,5 @@
 import Glibc
+import SwitchSystem
 
 /// systemd's side of the sd_notify protocol, for tests: an AF_UNIX datagram
 /// socket bound at a path or an abstract name, whose address goes into the
@@ -26,35 +27,25 @@ final class NotifyListener {
 
   /// Binds a socket file at `path`.
   convenience init(path: String) throws {
-    try self.init(name: Array(path.utf8), address: path, path: path)
+    try self.init(address: path, path: path)
   }
 
   /// Binds `name` in the abstract namespace (`NOTIFY_SOCKET=@name`).
   convenience init(abstractName name: String) throws {
-    try self.init(name: [0] + Array(name.utf8), address: "@" + name, path: nil)
+    try self.init(address: "@" + name, path: nil)
   }
 
-  private init(name: [UInt8], address: String, path: String?) throws {
+  private init(address: String, path: String?) throws {
     self.address = address
     self.path = path
     fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw FixtureError("socket(AF_UNIX, SOCK_DGRAM) failed: errno \(errno)") }
-    var addr = sockaddr_un()
-    addr.sun_family = sa_family_t(AF_UNIX)
-    guard name.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+    guard let socketAddress = try? UnixSocketAddress(address) else {
       closeOnce()
       throw FixtureError("notify socket name too long: \(address)")
     }
-    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-      for (i, b) in name.enumerated() { raw[i] = b }
-    }
-    // A path is counted with its NUL; an abstract name is exactly its bytes.
-    let length = socklen_t(
-      MemoryLayout<sa_family_t>.size + name.count + (path == nil ? 0 : 1))
     if let path { unlink(path) }
-    let rc = withUnsafePointer(to: &addr) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-    }
+    let rc = socketAddress.withSockaddr { bind(fd, $0, $1) }
     guard rc == 0 else {
       let error = errno
       closeOnce()

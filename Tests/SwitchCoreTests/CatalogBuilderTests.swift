@@ -325,11 +325,18 @@ struct DaemonConfTests {
       ])
   }
 
-  @Test func laterAssignmentsWinAndRepeatedSectionsMerge() throws {
-    let text = "[Daemon]\nMaxHistoryPage=5\nLogLevel=debug\n[Daemon]\nMaxHistoryPage=7"
-    let catalog = try #require(build(daemon: text).catalog)
-    #expect(catalog.settings.maxHistoryPage == 7)
-    #expect(catalog.settings.logLevel == .debug)
+  @Test func aRepeatedNameOrSectionIsAnErrorNotASilentOverride() {
+    let text =
+      "[Daemon]\nMaxHistoryPage=5\nLogLevel=debug\nMaxHistoryPage=7\n[Daemon]\nSocketMode=0600"
+    let result = build(daemon: text)
+    #expect(result.catalog == nil)
+    #expect(
+      result.diagnostics.map(\.description) == [
+        "switchd.conf:4: MaxHistoryPage= is set twice in [Daemon] (first at switchd.conf:2): "
+          + "keep one",
+        "switchd.conf:5: section [Daemon] appears twice in this file (first at switchd.conf:1): "
+          + "write each section once",
+      ])
   }
 
   @Test func anEmptyFileMeansDefaults() throws {
@@ -355,11 +362,15 @@ struct SchemaTests {
     #expect(try #require(result.catalog).switches["wifi"]?.defaultChecked == value)
   }
 
-  @Test func laterDuplicateNamesWin() throws {
+  @Test func aNameTwiceInOneSwitchIsAnErrorWithBothLines() {
     let text = "[wifi]\nLabel=Old\nDefault=on\nLabel=Wi-Fi\nDefault=off"
-    let wifi = try #require(build(switches: [(base, text)]).catalog?.switches["wifi"])
-    #expect(wifi.label == "Wi-Fi")
-    #expect(wifi.defaultChecked == false)
+    let result = build(switches: [(base, text)])
+    #expect(result.catalog == nil)
+    #expect(
+      result.diagnostics.map(\.description) == [
+        "\(base):4: Label= is set twice in [wifi] (first at \(base):2): keep one",
+        "\(base):5: Default= is set twice in [wifi] (first at \(base):3): keep one",
+      ])
   }
 
   @Test(arguments: [
@@ -527,15 +538,16 @@ struct PolicyTests {
       try #require(result.catalog).policies["sync"] == PolicyRule(key: "sync", disabled: false))
   }
 
-  @Test func theSameKeyTwiceInOneFileMerges() throws {
-    let text = "[sync]\nReadOnly=yes\nReason=First.\n\n[sync]\nChecked=on\nReason=Second."
+  @Test func theSameKeyOrNameTwiceInOneFileIsAnError() {
+    let text = "[sync]\nReadOnly=yes\nReason=First.\nReason=Again.\n\n[sync]\nChecked=on"
     let result = build(switches: [schema("sync")], policies: [(corp, text)])
-    #expect(result.diagnostics.isEmpty)
+    #expect(result.catalog == nil)
     #expect(
-      try #require(result.catalog).policies["sync"]
-        == PolicyRule(
-          key: "sync", readOnly: true, checked: true, reason: "Second.",
-          readOnlySource: at(corp, 1)))
+      result.diagnostics.map(\.description) == [
+        "\(corp):4: Reason= is set twice in [sync] (first at \(corp):3): keep one",
+        "\(corp):6: section [sync] appears twice in this file (first at \(corp):1): "
+          + "write each section once",
+      ])
   }
 
   @Test func anEmptyReasonOrCheckedClearsTheEarlierOne() throws {

@@ -135,7 +135,6 @@ struct KeyFileErrorTests {
         "[s]\nA=b\u{0}c", 2,
         "switches.d/a.conf:2: line contains a NUL byte: configuration files are text"
       ),
-      ("[s]\n\nA=\u{FFFD}", 3, "switches.d/a.conf:3: line is not valid UTF-8 text"),
       (
         "[s]\r\nnonsense\r\n", 2,
         "switches.d/a.conf:2: expected Name=value, a [section] "
@@ -159,12 +158,25 @@ struct KeyFileErrorTests {
     #expect(file.sections == [section("s", line: 1, [("A", "1", 3), ("C", "2", 6)])])
   }
 
-  @Test func invalidBytesDecodedByTheDaemonAreReportedNotCrashedOn() {
-    let bytes: [UInt8] = Array("[s]\nLabel=".utf8) + [0xFF, 0xFE, 0xC3] + Array("\n".utf8)
-    let text = String(decoding: bytes, as: UTF8.self)
-    let (file, diagnostics) = parse(text)
+  @Test func bytesThatAreNotUTF8AreReportedNotCrashedOn() {
+    let bytes: [UInt8] = Array("[s]\nLabel=".utf8) + [0xFF, 0xFE, 0xC3] + Array("\nA=1".utf8)
+    let (file, diagnostics) = KeyFile.parse(bytes: bytes, file: "switches.d/a.conf")
     #expect(diagnostics.map(\.description) == ["switches.d/a.conf:2: line is not valid UTF-8 text"])
-    #expect(file.sections == [section("s", line: 1, [])])
+    #expect(file.sections == [section("s", line: 1, [("A", "1", 3)])])
+  }
+
+  @Test func aReplacementCharacterTheAuthorWroteIsText() {
+    let bytes = Array("[s]\nDescription=Unknown glyph \u{FFFD} shown as is\n".utf8)
+    let (file, diagnostics) = KeyFile.parse(bytes: bytes, file: "switches.d/a.conf")
+    #expect(diagnostics.isEmpty)
+    #expect(file.sections.first?.entries.first?.value == "Unknown glyph \u{FFFD} shown as is")
+  }
+
+  @Test func aByteOrderMarkIsSkippedInBytesToo() {
+    let (file, diagnostics) = KeyFile.parse(
+      bytes: [0xEF, 0xBB, 0xBF] + Array("[s]\nA=1".utf8), file: "x.conf")
+    #expect(diagnostics.isEmpty)
+    #expect(file.sections == [section("s", line: 1, [("A", "1", 2)])])
   }
 
   @Test func longBadLinesAreShortenedInTheMessage() {

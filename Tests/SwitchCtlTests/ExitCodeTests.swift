@@ -37,6 +37,20 @@ import Testing
         "switchctl: cannot reach switchd at /run/x.sock: Connection refused (is it running?)"
       ])
     #expect(Failure.client(.pathTooLong(path: "/x")).exitCode.rawValue == 7)
+    let ownSocket = "/run/user/1000/switchd/switchd.sock"
+    let stale = Failure.client(
+      .unreachable(path: ownSocket, errno: ECONNREFUSED, staleSocket: true))
+    #expect(stale.exitCode == .unreachable)
+    #expect(
+      stale.lines == [
+        "switchctl: switchd is not running: /run/user/1000/switchd/switchd.sock is a stale socket "
+          + "left by a daemon that stopped; start it with: switchd & (or remove "
+          + "/run/user/1000/switchd/switchd.sock to use the system one)"
+      ])
+    let staleSystem = Failure.client(
+      .unreachable(path: "/run/switchd/switchd.sock", errno: ECONNREFUSED, staleSocket: true))
+    #expect(
+      staleSystem.lines.first?.hasSuffix("start it with: sudo systemctl start switchd") == true)
     #expect(Failure.client(.timedOut(path: "/x", seconds: 30)).exitCode.rawValue == 1)
     #expect(
       Failure.client(.timedOut(path: "/x", seconds: 30)).lines == [

@@ -1,5 +1,7 @@
-// What Glibc's Swift module hides: peer credentials, accept4, epoll, eventfd.
-// Each wrapper is a thin, errno-preserving pass-through.
+// What Glibc's Swift module hides from the daemon: peer credentials,
+// accept4, epoll, eventfd, signalfd, the open-file limit. Each wrapper is a
+// thin, errno-preserving pass-through; the Swift side of the system layer is
+// the SwitchSystem target.
 #ifndef SWITCHD_CSHIM_H
 #define SWITCHD_CSHIM_H
 
@@ -44,9 +46,6 @@ enum {
 /// A non-blocking, close-on-exec eventfd.
 int shim_eventfd(void);
 
-/// pipe2 with O_CLOEXEC.
-int shim_pipe_cloexec(int fds[2]);
-
 /// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread (threads created
 /// later inherit the mask) and returns a non-blocking signalfd for them.
 int shim_signalfd_termination_and_reload(void);
@@ -56,8 +55,5 @@ int shim_signalfd_read(int fd);
 
 /// Raises RLIMIT_NOFILE's soft limit to its hard limit; returns the new soft limit.
 long shim_raise_nofile_limit(void);
-
-/// Current value of errno (Swift sees it too, but this keeps callers uniform).
-int shim_errno(void);
 
 #endif

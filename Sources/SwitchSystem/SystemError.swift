@@ -1,3 +1,7 @@
+// SwitchSystem: the thin layer over Glibc that the daemon and switchctl
+// share. Every C call with a protocol of its own (EINTR, errno, sockaddr_un,
+// advisory locks, directory ownership, the group database) is wrapped here
+// once, so the layers above speak in Swift values and typed errors.
 import Glibc
 
 /// A failed system call, keeping its C facts (house rule 4).
@@ -11,14 +15,16 @@ public struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
   }
 
   /// The error of the last failed call, from the thread's errno.
-  static func last(_ call: String) -> SystemError { SystemError(errno: Glibc.errno, call: call) }
+  public static func last(_ call: String) -> SystemError {
+    SystemError(errno: Glibc.errno, call: call)
+  }
 
   public var description: String { "\(call): \(String(cString: strerror(errno)))" }
 }
 
 /// Runs a system call, retrying while it fails with EINTR (house rule 5).
-@inline(__always)
-func retryingEINTR<T: BinaryInteger>(_ body: () -> T) -> T {
+@inlinable @inline(__always)
+public func retryingEINTR<T: BinaryInteger>(_ body: () -> T) -> T {
   while true {
     let result = body()
     if result == -1 && errno == EINTR { continue }

@@ -1,0 +1,42 @@
+/// Adaptive group commit: how long the writer may hold a group open for
+/// writes that are surely coming.
+///
+/// Without it, closed-loop clients settle into two halves that alternate:
+/// one half's group flushes while the other half's writes queue for the
+/// next flush, so each flush carries half the writers. On a fast disk that
+/// pipelining pays; on a slow one it halves throughput. The writers of the
+/// group just committed are answered now and send their next write one
+/// round trip later, so the writer waits for exactly those (never for
+/// anyone else), at most `share` of a measured flush: waiting w delays the
+/// writes in hand by w and spares each late writer a whole flush F, so any
+/// w < F pays. A writer that does not come back in time is not waited for
+/// again until it is in a group once more.
+struct GroupCommitPacer {
+  /// At most this share of a flush is spent waiting.
+  static let share = 0.5
+  /// And never more than this, whatever a stalled disk took.
+  static let ceilingSeconds = 0.005
+  /// Weight of the newest flush in the running average.
+  static let weight = 0.25
+
+  /// The connections whose writes the last commit carried.
+  private(set) var lastGroup: Set<UInt64> = []
+  /// A running average of how long a commit takes (its sync above all).
+  private(set) var flushSeconds = 0.0
+
+  /// Records a commit of writes from `connections` that took `seconds`.
+  mutating func committed(_ connections: Set<UInt64>, seconds: Double) {
+    lastGroup = connections
+    flushSeconds =
+      flushSeconds == 0 ? seconds : flushSeconds + Self.weight * (seconds - flushSeconds)
+  }
+
+  /// Records a turn that committed nothing: nobody is owed a wait.
+  mutating func committedNothing() { lastGroup = [] }
+
+  /// The writers of the last group not among `present`: whom to wait for.
+  func awaited(present: Set<UInt64>) -> Set<UInt64> { lastGroup.subtracting(present) }
+
+  /// How long to wait for them, in seconds.
+  var budgetSeconds: Double { min(Self.ceilingSeconds, Self.share * flushSeconds) }
+}

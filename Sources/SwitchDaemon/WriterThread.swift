@@ -1,0 +1,43 @@
+import Glibc
+import SwitchCore
+import SwitchStore
+
+extension Writer {
+  /// What the writer's thread hands back once the database is open.
+  struct Started: Sendable {
+    var snapshot: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?)
+    var output: WriterOutput
+  }
+
+  /// Starts the writer's thread, which opens the database and then serves
+  /// `jobs`, handing each output to `outputs` and waking the loop through
+  /// `wakeFD`. The writer is built on that thread and never leaves it: only
+  /// Sendable values cross, so it needs no `@unchecked Sendable`.
+  /// - Returns: the switches as the writer loaded them, once it has.
+  /// - Throws: why the database could not be opened (the thread has ended).
+  static func startThread(
+    databasePath: String, configDirectory: String, catalog: Catalog, log: Log,
+    jobs: BlockingQueue<WriterJob>, outputs: BlockingQueue<WriterOutput>, wakeFD: Int32
+  ) throws -> Started {
+    let started = BlockingQueue<Result<Started, any Error>>()
+    SwitchDaemon.startThread {
+      let writer: Writer
+      do {
+        let (opened, output) = try Writer.start(
+          databasePath: databasePath, configDirectory: configDirectory, catalog: catalog,
+          log: log)
+        writer = opened
+        started.push(.success(Started(snapshot: writer.snapshot, output: output)))
+      } catch {
+        started.push(.failure(error))
+        return
+      }
+      writer.run(jobs: jobs) { output in
+        outputs.push(output)
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+      }
+    }
+    return try started.takeAll()[0].get()
+  }
+}

@@ -1,0 +1,30 @@
+import Glibc
+
+/// The system group database (`getgrnam_r`).
+public enum GroupDatabase {
+  /// The gid of group `name`, nil when no such group exists. A buffer too
+  /// small for a large group (ERANGE) is grown and the call retried, so a
+  /// group with thousands of members is not taken for a missing one.
+  public static func gid(named name: String) -> UInt32? {
+    gid(named: name, initialCapacity: max(1024, sysconf(Int32(_SC_GETGR_R_SIZE_MAX))))
+  }
+
+  static func gid(named name: String, initialCapacity: Int) -> UInt32? {
+    var capacity = max(1, initialCapacity)
+    while true {
+      var entry = group()
+      var result: UnsafeMutablePointer<group>?
+      var buffer = [CChar](repeating: 0, count: capacity)
+      let rc = getgrnam_r(name, &entry, &buffer, buffer.count, &result)
+      if rc == ERANGE && capacity < maxBufferBytes {
+        capacity *= 2
+        continue
+      }
+      guard rc == 0, result != nil else { return nil }
+      return entry.gr_gid
+    }
+  }
+
+  /// Where growing stops: a group entry past this is broken, not large.
+  static let maxBufferBytes = 64 << 20
+}

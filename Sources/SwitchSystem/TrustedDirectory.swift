@@ -1,0 +1,101 @@
+import Glibc
+
+/// Creating the directories that hold switchd's socket and database
+/// without trusting one that someone else made first.
+///
+/// The rule is OpenSSH's `StrictModes` and the XDG base directory
+/// specification's: a directory that already exists on the way is used only
+/// if it belongs to the user or to root and nobody else may write to it
+/// (unless its sticky bit is set, like `/tmp`'s). A private directory (the
+/// `/tmp/switchd-UID` fallback for a missing `XDG_RUNTIME_DIR`) must in
+/// addition be the user's own, not a symbolic link, and mode 0700.
+public enum TrustedDirectory {
+  public enum Failure: Error, Equatable, CustomStringConvertible {
+    case untrusted(path: String, reason: String)
+    case system(SystemError)
+
+    public var description: String {
+      switch self {
+      case .untrusted(let path, let reason):
+        return "refusing to use \(path): \(reason); remove it or fix its owner and mode"
+      case .system(let error): return "\(error)"
+      }
+    }
+  }
+
+  /// `mkdir -p` of `directory` for the user `uid`: new directories get
+  /// `mode`, existing ones must be trusted. `privateDirectory`, if on the
+  /// way, must be `uid`'s own with mode 0700.
+  public static func create(
+    _ directory: String, mode: mode_t, uid: uid_t, privateDirectory: String? = nil
+  ) throws(Failure) {
+    var prefix = ""
+    for component in directory.split(separator: "/") {
+      prefix += "/" + component
+      if mkdir(prefix, mode) == 0 {
+        // Ours; mkdir's mode passed through the umask, so set it exactly.
+        if prefix == privateDirectory, chmod(prefix, 0o700) != 0 {
+          throw .system(.last("chmod \(prefix)"))
+        }
+      } else if errno != EEXIST {
+        throw .system(.last("mkdir \(prefix)"))
+      }
+      if prefix == privateDirectory {
+        try checkPrivate(prefix, uid: uid)
+      } else {
+        try checkTrusted(prefix, uid: uid)
+      }
+    }
+  }
+
+  /// An existing directory (or a link to one) that the user or root owns
+  /// and nobody else may write to, unless it is sticky.
+  static func checkTrusted(_ path: String, uid: uid_t) throws(Failure) {
+    var st = try status(path, following: false)
+    if (st.st_mode & S_IFMT) == S_IFLNK {
+      guard st.st_uid == uid || st.st_uid == 0 else {
+        throw .untrusted(path: path, reason: "it is a symbolic link owned by uid \(st.st_uid)")
+      }
+      st = try status(path, following: true)
+    }
+    guard (st.st_mode & S_IFMT) == S_IFDIR else {
+      throw .untrusted(path: path, reason: "it is not a directory")
+    }
+    guard st.st_uid == uid || st.st_uid == 0 else {
+      throw .untrusted(path: path, reason: "it is owned by uid \(st.st_uid), not \(uid)")
+    }
+    if st.st_mode & 0o022 != 0 && st.st_mode & S_ISVTX == 0 {
+      throw .untrusted(
+        path: path,
+        reason: "others may write to it (mode \(octal(st.st_mode))) and it is not sticky")
+    }
+  }
+
+  /// The XDG runtime directory rules: the user's own directory, not a
+  /// link, mode 0700.
+  static func checkPrivate(_ path: String, uid: uid_t) throws(Failure) {
+    let st = try status(path, following: false)
+    guard (st.st_mode & S_IFMT) == S_IFDIR else {
+      let what = (st.st_mode & S_IFMT) == S_IFLNK ? "a symbolic link" : "not a directory"
+      throw .untrusted(path: path, reason: "it is \(what)")
+    }
+    guard st.st_uid == uid else {
+      throw .untrusted(path: path, reason: "it is owned by uid \(st.st_uid), not \(uid)")
+    }
+    guard st.st_mode & 0o777 == 0o700 else {
+      throw .untrusted(path: path, reason: "its mode is \(octal(st.st_mode)), not 0700")
+    }
+  }
+
+  private static func status(_ path: String, following: Bool) throws(Failure) -> stat {
+    var st = stat()
+    let rc = following ? stat(path, &st) : lstat(path, &st)
+    guard rc == 0 else { throw .system(.last(following ? "stat \(path)" : "lstat \(path)")) }
+    return st
+  }
+
+  private static func octal(_ mode: mode_t) -> String {
+    let digits = String(mode & 0o7777, radix: 8)
+    return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+  }
+}

@@ -1,0 +1,36 @@
+import Testing
+
+@testable import SwitchDaemon
+
+@Suite struct GroupCommitPacerTests {
+  @Test func nobodyIsAwaitedBeforeTheFirstCommit() {
+    let pacer = GroupCommitPacer()
+    #expect(pacer.awaited(present: [1]).isEmpty)
+    #expect(pacer.budgetSeconds == 0)
+  }
+
+  @Test func theLastGroupsWritersNotInHandAreAwaited() {
+    var pacer = GroupCommitPacer()
+    pacer.committed([1, 2, 3, 4], seconds: 0.002)
+    #expect(pacer.awaited(present: [1, 2, 5]) == [3, 4])
+    #expect(pacer.awaited(present: [1, 2, 3, 4]).isEmpty)
+  }
+
+  @Test func aTurnWithoutACommitOwesNobodyAWait() {
+    var pacer = GroupCommitPacer()
+    pacer.committed([1, 2], seconds: 0.002)
+    pacer.committedNothing()
+    #expect(pacer.awaited(present: []).isEmpty)
+  }
+
+  @Test func theBudgetIsAShareOfTheAverageFlushWithACeiling() {
+    var pacer = GroupCommitPacer()
+    pacer.committed([1], seconds: 0.002)
+    #expect(pacer.budgetSeconds == GroupCommitPacer.share * 0.002)
+    // The average moves a quarter of the way towards each new flush.
+    pacer.committed([1], seconds: 0.006)
+    #expect(abs(pacer.flushSeconds - 0.003) < 1e-12)
+    for _ in 0..<100 { pacer.committed([1], seconds: 1) }
+    #expect(pacer.budgetSeconds == GroupCommitPacer.ceilingSeconds)
+  }
+}

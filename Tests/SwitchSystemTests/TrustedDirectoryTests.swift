@@ -1,0 +1,93 @@
+import Glibc
+import Testing
+
+@testable import SwitchSystem
+
+@Suite struct TrustedDirectoryTests {
+  let uid = getuid()
+
+  @Test func createsEveryMissingDirectory() throws {
+    try withTemporaryDirectory { base in
+      let nested = base + "/a/b/c"
+      try TrustedDirectory.create(nested, mode: 0o755, uid: uid)
+      var st = stat()
+      #expect(stat(nested, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR)
+    }
+  }
+
+  @Test func aPrivateDirectoryIsMadeMode0700WhateverTheUmask() throws {
+    try withTemporaryDirectory { base in
+      let runtime = base + "/switchd-\(uid)"
+      let old = umask(0)
+      defer { umask(old) }
+      try TrustedDirectory.create(runtime, mode: 0o755, uid: uid, privateDirectory: runtime)
+      #expect(mode(of: runtime) == 0o700)
+    }
+  }
+
+  @Test func anExistingPrivateDirectoryWithALooserModeIsRefused() {
+    withTemporaryDirectory { base in
+      let runtime = base + "/switchd-\(uid)"
+      mkdir(runtime, 0o700)
+      chmod(runtime, 0o755)
+      #expect(
+        throws: TrustedDirectory.Failure.untrusted(
+          path: runtime, reason: "its mode is 0755, not 0700")
+      ) {
+        try TrustedDirectory.create(runtime, mode: 0o755, uid: uid, privateDirectory: runtime)
+      }
+    }
+  }
+
+  @Test func aSymbolicLinkInPlaceOfThePrivateDirectoryIsRefused() {
+    withTemporaryDirectory { base in
+      let target = base + "/elsewhere"
+      mkdir(target, 0o700)
+      let runtime = base + "/switchd-\(uid)"
+      symlink(target, runtime)
+      #expect(
+        throws: TrustedDirectory.Failure.untrusted(path: runtime, reason: "it is a symbolic link")
+      ) {
+        try TrustedDirectory.create(
+          runtime + "/sub", mode: 0o755, uid: uid, privateDirectory: runtime)
+      }
+    }
+  }
+
+  @Test func aDirectoryOthersMayWriteIsRefusedUnlessSticky() throws {
+    try withTemporaryDirectory { base in
+      let shared = base + "/shared"
+      mkdir(shared, 0o755)
+      chmod(shared, 0o777)
+      #expect(throws: TrustedDirectory.Failure.self) {
+        try TrustedDirectory.create(shared + "/switchd", mode: 0o755, uid: uid)
+      }
+      chmod(shared, 0o1777)
+      try TrustedDirectory.create(shared + "/switchd", mode: 0o755, uid: uid)
+    }
+  }
+
+  @Test(
+    .enabled(if: getuid() == 0, "needs root to give a directory to another user (chown)"))
+  func aDirectoryAnotherUserCreatedFirstIsRefused() {
+    withTemporaryDirectory { base in
+      let nobody: uid_t = 65534
+      let runtime = base + "/switchd-\(uid)"
+      mkdir(runtime, 0o700)
+      #expect(chown(runtime, nobody, gid_t(nobody)) == 0)
+      #expect(
+        throws: TrustedDirectory.Failure.untrusted(
+          path: runtime, reason: "it is owned by uid 65534, not \(uid)")
+      ) {
+        try TrustedDirectory.create(runtime, mode: 0o755, uid: uid, privateDirectory: runtime)
+      }
+      // Not only the private one: any directory on the way.
+      let other = base + "/other"
+      mkdir(other, 0o755)
+      #expect(chown(other, nobody, gid_t(nobody)) == 0)
+      #expect(throws: TrustedDirectory.Failure.self) {
+        try TrustedDirectory.create(other + "/switchd", mode: 0o755, uid: uid)
+      }
+    }
+  }
+}
