@@ -281,12 +281,12 @@ struct CatalogBuilderTests {
     ("false", false), ("1", true), ("0", false), ("ON", true), ("Off", false),
     ("YES", true), ("No", false), ("True", true), ("FALSE", false),
   ])
-  func parseBoolAcceptsTheDocumentedWords(word: String, value: Bool) {
+  func booleanWordsAcceptTheDocumentedWords(word: String, value: Bool) {
     #expect(BooleanWord.parse(word) == value)
   }
 
   @Test(arguments: ["", "y", "n", "2", "-1", "enabled", "onn", " on", "on ", "t", "nope", "01"])
-  func parseBoolRejectsEverythingElse(word: String) {
+  func booleanWordsRejectEverythingElse(word: String) {
     #expect(BooleanWord.parse(word) == nil)
   }
 }
