@@ -99,8 +99,10 @@ version=$(dpkg-deb -f "$deb" Version)
 say "package: $(basename "$deb") ($(stat -c %s "$deb") bytes), Depends: $(dpkg-deb -f "$deb" Depends)"
 
 # --- lintian ---------------------------------------------------------------------
-lintian_out=$(lintian --info --fail-on error "$deb" 2>&1 | grep -v 'root privileges') ||
-  fail "lintian reported errors:
+lintian_rc=0
+lintian --info --fail-on error "$deb" >"$work/lintian.out" 2>&1 || lintian_rc=$?
+lintian_out=$(grep -v 'root privileges' "$work/lintian.out" || true)
+[ $lintian_rc -eq 0 ] || fail "lintian reported errors (exit $lintian_rc):
 $lintian_out"
 say "lintian: no errors; tags: $(grep -c '^[EWIP]:' <<<"$lintian_out" || true) (warnings: $(grep -c '^W:' <<<"$lintian_out" || true))"
 grep '^[EW]:' <<<"$lintian_out" || true
