@@ -7,7 +7,6 @@
 #   make check-units                       .ci/check-units.sh on the built switchd
 #   make man                               docs/man/*.scd -> $(MANBUILD) (needs scdoc)
 #   make install-man DESTDIR=... PREFIX=/usr   the built man pages
-#   make install-cockpit DESTDIR=... PREFIX=/usr   cockpit/ (if present) as a Cockpit page
 #   make deb                               dpkg-buildpackage -us -uc -b (see debian/)
 #
 # `install` builds only when the binaries are missing, so `make && sudo make
@@ -35,7 +34,6 @@ SYSUSERSDIR ?= $(LIBDIR)/sysusers.d
 TMPFILESDIR ?= $(LIBDIR)/tmpfiles.d
 BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 MANDIR ?= $(DATADIR)/man
-COCKPITDIR ?= $(DATADIR)/cockpit/switchd
 CONFDIR ?= $(SYSCONFDIR)/switchd
 
 INSTALL ?= install
@@ -57,8 +55,7 @@ MAN_SOURCES = $(wildcard docs/man/*.scd)
 MAN_PAGES = $(patsubst docs/man/%.scd,$(MANBUILD)/%,$(MAN_SOURCES))
 
 .PHONY: all build install install-bin install-units install-config install-data \
-	uninstall check-units man install-man uninstall-man install-cockpit uninstall-cockpit \
-	clean-man deb
+	uninstall check-units man install-man uninstall-man clean-man deb
 
 all: build
 
@@ -158,23 +155,6 @@ uninstall-man:
 	  name=$${src##*/}; name=$${name%.scd}; section=$${name##*.}; \
 	  rm -f $(DESTDIR)$(MANDIR)/man$$section/$$name; \
 	done
-
-# The Cockpit page: everything under cockpit/ (when the folder exists) goes to
-# $(COCKPITDIR), directories 0755 and files 0644. Without cockpit/ it does nothing.
-install-cockpit:
-	@set -e; if [ -d cockpit ]; then \
-	  cd cockpit; \
-	  find . -type d | while read -r d; do \
-	    $(INSTALL) -d -m 0755 "$(DESTDIR)$(COCKPITDIR)/$$d"; done; \
-	  find . -type f | while read -r f; do \
-	    echo "install cockpit/$${f#./} -> $(DESTDIR)$(COCKPITDIR)/$${f#./}"; \
-	    $(INSTALL) -m 0644 "$$f" "$(DESTDIR)$(COCKPITDIR)/$$f"; done; \
-	else \
-	  echo "no cockpit/: no Cockpit page to install"; \
-	fi
-
-uninstall-cockpit:
-	rm -rf $(DESTDIR)$(COCKPITDIR)
 
 # The Debian package (debian/), written to the parent directory as
 # dpkg-buildpackage does: ../switchd_VERSION_ARCH.deb.
