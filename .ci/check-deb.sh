@@ -217,6 +217,7 @@ rev=$(revision)
 in_root switchctl toggle wifi >/dev/null
 after=$(in_root switchctl get wifi)
 [ "$before" != "$after" ] || fail "toggle wifi left it $after"
+: >"$work/watch.out"
 chroot "$root" switchctl watch wifi --since "$rev" >"$work/watch.out" 2>&1 &
 watcher=$!
 pids+=("$watcher")
