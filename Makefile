@@ -5,6 +5,9 @@
 #   make install DESTDIR=/tmp/stage PREFIX=/usr
 #   sudo make uninstall PREFIX=/usr        keeps configuration you changed
 #   make check-units                       .ci/check-units.sh on the built switchd
+#   make man                               docs/man/*.scd -> $(MANBUILD) (needs scdoc)
+#   make install-man DESTDIR=... PREFIX=/usr   the built man pages
+#   make deb                               dpkg-buildpackage -us -uc -b (see debian/)
 #
 # `install` builds only when the binaries are missing, so `make && sudo make
 # install` does not rebuild as root. SKIP_BUILD=1 never builds (the binaries
@@ -22,12 +25,15 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 SYSCONFDIR ?= /etc
 BINDIR ?= $(PREFIX)/bin
+# The daemon is started by systemd or an administrator, not by users.
+SBINDIR ?= $(PREFIX)/sbin
 LIBDIR ?= $(PREFIX)/lib
 DATADIR ?= $(PREFIX)/share
 UNITDIR ?= $(LIBDIR)/systemd/system
 SYSUSERSDIR ?= $(LIBDIR)/sysusers.d
 TMPFILESDIR ?= $(LIBDIR)/tmpfiles.d
 BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+MANDIR ?= $(DATADIR)/man
 CONFDIR ?= $(SYSCONFDIR)/switchd
 
 INSTALL ?= install
@@ -38,11 +44,18 @@ UNITS = switchd.service switchd.socket
 CONFIG_FILES = $(patsubst Config/%,%,$(wildcard Config/switchd.conf Config/switches.d/*.conf Config/policy.d/*.conf))
 
 # The placeholders in systemd/*.service and *.socket (.ci/check-units.sh
-# substitutes the same two).
-SUBST = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'
+# substitutes the same three).
+SUBST = sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
+	-e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'
+
+# Man pages: docs/man/NAME.SECTION.scd, built with scdoc into $(MANBUILD).
+SCDOC ?= scdoc
+MANBUILD ?= $(SCRATCH_PATH)/man
+MAN_SOURCES = $(wildcard docs/man/*.scd)
+MAN_PAGES = $(patsubst docs/man/%.scd,$(MANBUILD)/%,$(MAN_SOURCES))
 
 .PHONY: all build install install-bin install-units install-config install-data \
-	uninstall check-units
+	uninstall check-units man install-man uninstall-man clean-man deb
 
 all: build
 
@@ -62,8 +75,8 @@ endif
 install: install-bin install-units install-config install-data
 
 install-bin: $(SWITCHD_BIN) $(SWITCHCTL_BIN)
-	$(INSTALL) -d -m 0755 $(DESTDIR)$(BINDIR)
-	$(INSTALL) -m 0755 $(SWITCHD_BIN) $(DESTDIR)$(BINDIR)/switchd
+	$(INSTALL) -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR)
+	$(INSTALL) -m 0755 $(SWITCHD_BIN) $(DESTDIR)$(SBINDIR)/switchd
 	$(INSTALL) -m 0755 $(SWITCHCTL_BIN) $(DESTDIR)$(BINDIR)/switchctl
 
 install-units:
@@ -99,7 +112,7 @@ install-data:
 # added; configuration directories go only when empty. Stop and disable the
 # units first: systemctl disable --now switchd.socket switchd.service
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/switchd $(DESTDIR)$(BINDIR)/switchctl
+	rm -f $(DESTDIR)$(SBINDIR)/switchd $(DESTDIR)$(BINDIR)/switchctl
 	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/switchd.conf $(DESTDIR)$(TMPFILESDIR)/switchd.conf
 	rm -f $(DESTDIR)$(BASHCOMPDIR)/switchctl
@@ -118,3 +131,32 @@ uninstall:
 
 check-units: $(SWITCHD_BIN)
 	.ci/check-units.sh $(SWITCHD_BIN)
+
+man: $(MAN_PAGES)
+
+$(MANBUILD)/%: docs/man/%.scd
+	@mkdir -p $(MANBUILD)
+	$(SCDOC) <$< >$@.tmp
+	mv -f $@.tmp $@
+
+clean-man:
+	rm -rf $(MANBUILD)
+
+# The section is the page's suffix: switchd.8 -> man8/switchd.8.
+install-man: man
+	@set -e; for page in $(MAN_PAGES); do \
+	  name=$${page##*/}; section=$${name##*.}; \
+	  echo "install $$page -> $(DESTDIR)$(MANDIR)/man$$section/$$name"; \
+	  $(INSTALL) -D -m 0644 $$page $(DESTDIR)$(MANDIR)/man$$section/$$name; \
+	done
+
+uninstall-man:
+	@set -e; for src in $(MAN_SOURCES); do \
+	  name=$${src##*/}; name=$${name%.scd}; section=$${name##*.}; \
+	  rm -f $(DESTDIR)$(MANDIR)/man$$section/$$name; \
+	done
+
+# The Debian package (debian/), written to the parent directory as
+# dpkg-buildpackage does: ../switchd_VERSION_ARCH.deb.
+deb:
+	dpkg-buildpackage -us -uc -b

@@ -10,6 +10,9 @@ let releaseSpeed: [SwiftSetting] = [
   .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))
 ]
 
+// The Swift standard library and runtime linked into the executable.
+let staticStdlib: [LinkerSetting] = [.unsafeFlags(["-static-stdlib"])]
+
 let package = Package(
   name: "switchd",
   products: [
@@ -34,12 +37,14 @@ let package = Package(
       name: "SwitchCtl", dependencies: ["SwitchCore", "SwitchProtocol", "SwitchSystem"]),
     // A fixed-seed generator for test data and benchmark load (not in any product).
     .target(name: "SeededRandom"),
-    .executableTarget(name: "switchd", dependencies: ["SwitchDaemon"]),
-    // Scripts call switchctl in loops: linking the Swift runtime statically
-    // halves its start-up time (SWIFT-NOTES.md, "CLI start-up").
+    // Both binaries link the Swift runtime statically: they then need only
+    // the C library and libsqlite3, so they run (and package) on a machine
+    // without the Swift toolchain, and switchctl, which scripts call in
+    // loops, starts in half the time (SWIFT-NOTES.md, "CLI start-up").
     .executableTarget(
-      name: "switchctl", dependencies: ["SwitchCtl"],
-      linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
+      name: "switchd", dependencies: ["SwitchDaemon"], linkerSettings: staticStdlib),
+    .executableTarget(
+      name: "switchctl", dependencies: ["SwitchCtl"], linkerSettings: staticStdlib),
     // The benchmark: `swift run -c release switchbench` (see README).
     .executableTarget(
       name: "switchbench",

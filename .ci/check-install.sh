@@ -7,13 +7,14 @@
 #
 # Build first: swift build -c release --scratch-path SCRATCH_PATH. This script
 # never builds (SKIP_BUILD=1). It checks:
-#   - the installed tree: binaries, units with @BINDIR@/@SYSCONFDIR@
-#     substituted, the shipped configuration under /etc/switchd,
+#   - the installed tree: switchctl in bin, switchd in sbin, units with
+#     @SBINDIR@/@BINDIR@/@SYSCONFDIR@ substituted, the shipped configuration under /etc/switchd,
 #     sysusers.d/tmpfiles.d, bash completion, and nothing else;
 #   - a reinstall keeps a configuration file the administrator changed (and one
 #     they added) and still refreshes the units;
 #   - uninstall removes everything install added, except those two files;
 #   - PREFIX=/usr/local puts the binaries and units there, /etc stays /etc.
+# (Man pages and the Cockpit page are separate targets: install-man, install-cockpit.)
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -88,18 +89,19 @@ expect_same() {
 # check_tree DESTDIR PREFIX: the tree install produced.
 check_tree() {
   local dest=$1 prefix=$2
-  local bindir=$dest$prefix/bin
+  local sbindir=$dest$prefix/sbin
   local unitdir=$dest$prefix/lib/systemd/system
   local confdir=$dest/etc/switchd
 
   # --- binaries: the built ones, executable, and they run ---
-  for tool in switchd switchctl; do
-    [[ -f $bindir/$tool ]] || fail "$prefix/bin/$tool was not installed"
-    expect_mode "$bindir/$tool" 755
-    expect_same "$scratch/release/$tool" "$bindir/$tool"
+  local tool
+  for tool in sbin/switchd bin/switchctl; do
+    [[ -f $dest$prefix/$tool ]] || fail "$prefix/$tool was not installed"
+    expect_mode "$dest$prefix/$tool" 755
+    expect_same "$scratch/release/${tool#*/}" "$dest$prefix/$tool"
   done
   local version
-  version=$("$bindir/switchd" --version) || fail "the installed switchd --version failed"
+  version=$("$sbindir/switchd" --version) || fail "the installed switchd --version failed"
   [[ $version == switchd\ * ]] || fail "the installed switchd --version printed '$version'"
 
   # --- units: placeholders substituted with the real paths ---
@@ -110,13 +112,14 @@ check_tree() {
       fail "$unit still has a placeholder after install"
     fi
     # Apart from the substitution, the shipped unit.
-    diff <(sed -e "s|@BINDIR@|$prefix/bin|g" -e 's|@SYSCONFDIR@|/etc|g' "$repo/systemd/$unit") \
+    diff <(sed -e "s|@SBINDIR@|$prefix/sbin|g" -e "s|@BINDIR@|$prefix/bin|g" \
+      -e 's|@SYSCONFDIR@|/etc|g' "$repo/systemd/$unit") \
       "$unitdir/$unit" >/dev/null || fail "$unit is not the shipped unit with the paths substituted"
   done
   local exec_start
   exec_start=$(sed -n 's/^ExecStart=//p' "$unitdir/switchd.service")
-  [[ $exec_start == "$prefix/bin/switchd --config /etc/switchd"* ]] ||
-    fail "ExecStart=$exec_start does not run $prefix/bin/switchd --config /etc/switchd"
+  [[ $exec_start == "$prefix/sbin/switchd --config /etc/switchd"* ]] ||
+    fail "ExecStart=$exec_start does not run $prefix/sbin/switchd --config /etc/switchd"
   [[ -x $dest${exec_start%% *} ]] || fail "ExecStart's ${exec_start%% *} is not installed"
   grep -qx 'ListenStream=/run/switchd/switchd.sock' "$unitdir/switchd.socket" ||
     fail "switchd.socket does not listen on /run/switchd/switchd.sock"
@@ -131,7 +134,7 @@ check_tree() {
     expect_same "$repo/Config/$f" "$confdir/$f"
   done < <(shipped_config)
   local check
-  check=$("$bindir/switchd" --check-config "$confdir" 2>&1) ||
+  check=$("$sbindir/switchd" --check-config "$confdir" 2>&1) ||
     fail "the installed configuration does not pass switchd --check-config:
 $check"
 
@@ -150,7 +153,7 @@ $check"
   local expected actual
   expected=$(
     {
-      printf '%s\n' "${prefix#/}/bin/switchd" "${prefix#/}/bin/switchctl" \
+      printf '%s\n' "${prefix#/}/sbin/switchd" "${prefix#/}/bin/switchctl" \
         "${prefix#/}/lib/systemd/system/switchd.service" \
         "${prefix#/}/lib/systemd/system/switchd.socket" \
         "${prefix#/}/lib/sysusers.d/switchd.conf" "${prefix#/}/lib/tmpfiles.d/switchd.conf" \

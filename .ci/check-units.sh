@@ -4,7 +4,7 @@
 #   .ci/check-units.sh [PATH-TO-BUILT-switchd]     (default .build/release/switchd)
 #
 # `systemd-analyze verify` fails when ExecStart's binary does not exist, so the
-# units are checked as copies with @BINDIR@/@SYSCONFDIR@ substituted, the way
+# units are checked as copies with @SBINDIR@/@BINDIR@/@SYSCONFDIR@ substituted, the way
 # `make install` does. Works without systemd as PID 1 (CI: Debian 12,
 # systemd 252 tools). Environment: MAX_EXPOSURE (default 1.5) is the highest
 # `systemd-analyze security` exposure that passes.
@@ -28,7 +28,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 # The same substitution as the Makefile's install-units.
 for unit in switchd.service switchd.socket; do
-  sed -e "s|@BINDIR@/switchd|$bin|g" \
+  sed -e "s|@SBINDIR@/switchd|$bin|g" \
+    -e "s|@SBINDIR@|$(dirname "$bin")|g" \
     -e "s|@BINDIR@|$(dirname "$bin")|g" \
     -e "s|@SYSCONFDIR@|/etc|g" \
     "$repo/systemd/$unit" >"$tmp/$unit"

@@ -1,0 +1,302 @@
+#!/usr/bin/env bash
+# Builds the Debian package from the committed tree and tests it on a machine
+# that has never seen Swift: a minimal Debian root (debootstrap minbase, no
+# python3 either, as python3 would bring libsqlite3 and hide a missing
+# Depends).
+#
+#   .ci/check-deb.sh            (as root; installs the tools it needs)
+#
+# In order: the man pages (groff -ww and man --warnings clean), the package
+# (dpkg-buildpackage -us -uc -b in a clone of HEAD), lintian (no errors),
+# then in the root: apt-get install ./switchd_*.deb, switchd started directly
+# with the shipped configuration (no systemd there), switchctl list, toggle,
+# watch, lock and reload; the Ansible role (contrib/ansible, run on this
+# machine against the root's paths); an upgrade over itself that keeps a
+# changed conffile; remove; purge; and what is left after each.
+#
+# Cached under $SWITCHD_CI_CACHE (default /var/cache/switchd-ci), outside the
+# clone: the root as a tarball keyed by the ISO week (a new one each week
+# picks up Debian's updates), and the build tree at a fixed path (SwiftPM's
+# build directory cannot be moved). SWITCHD_DEB=FILE tests that package
+# instead of building one.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cache=${SWITCHD_CI_CACHE:-/var/cache/switchd-ci}
+suite=bookworm
+export PATH="/opt/swift/usr/bin:$PATH"
+export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
+started=$SECONDS
+
+say() { printf 'check-deb: %s\n' "$*"; }
+fail() {
+  echo "check-deb: FAIL: $*" >&2
+  exit 1
+}
+elapsed() { say "$1 ($((SECONDS - started)) s so far)"; }
+
+# --- tools ---------------------------------------------------------------------
+need=()
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v dpkg-buildpackage >/dev/null || need+=(dpkg-dev)
+command -v dh >/dev/null || need+=(debhelper)
+command -v lintian >/dev/null || need+=(lintian)
+command -v scdoc >/dev/null || need+=(scdoc)
+command -v pkg-config >/dev/null || need+=(pkgconf)
+command -v groff >/dev/null || need+=(groff-base)
+command -v man >/dev/null || need+=(man-db)
+command -v ansible-playbook >/dev/null || need+=(ansible-core)
+command -v objdump >/dev/null || need+=(binutils)
+command -v git >/dev/null || need+=(git)
+[ -f /usr/include/sqlite3.h ] || need+=(libsqlite3-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  say "installing ${need[*]}"
+  apt-get update -qq
+  apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/check-deb.XXXXXX")
+root=$work/root
+pids=()
+mounted=()
+cleanup() {
+  local pid m
+  for pid in "${pids[@]}"; do
+    kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+  done
+  for m in "${mounted[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$cache"
+
+# --- the package ---------------------------------------------------------------
+if [ -n "${SWITCHD_DEB:-}" ]; then
+  deb=$(realpath "$SWITCHD_DEB")
+else
+  # A clone of HEAD at a fixed path: what a fresh clone builds, with SwiftPM's
+  # .build kept from the last run. dpkg-buildpackage writes to its parent.
+  build=$cache/build
+  src=$build/switchd
+  mkdir -p "$build"
+  [ -d "$src/.git" ] || git clone -q "$repo" "$src"
+  git -C "$src" fetch -q "$repo" HEAD
+  git -C "$src" checkout -q --force --detach FETCH_HEAD
+  git -C "$src" clean -q -fdx -e /.build
+  rm -f "$build"/switchd_*
+  say "dpkg-buildpackage -us -uc -b in a clone of $(git -C "$src" rev-parse --short HEAD)"
+  t0=$SECONDS
+  (cd "$src" && dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1 || {
+    tail -40 "$work/build.log" >&2
+    fail "dpkg-buildpackage failed"
+  }
+  say "package built in $((SECONDS - t0)) s"
+  deb=$(ls "$build"/switchd_*_*.deb)
+fi
+cp "$deb" "$work/"
+deb=$work/$(basename "$deb")
+version=$(dpkg-deb -f "$deb" Version)
+say "package: $(basename "$deb") ($(stat -c %s "$deb") bytes), Depends: $(dpkg-deb -f "$deb" Depends)"
+
+# --- lintian ---------------------------------------------------------------------
+lintian_rc=0
+lintian --display-info --fail-on error "$deb" >"$work/lintian.out" 2>&1 || lintian_rc=$?
+lintian_out=$(grep -v 'root privileges' "$work/lintian.out" || true)
+[ $lintian_rc -eq 0 ] || fail "lintian reported errors (exit $lintian_rc):
+$lintian_out"
+say "lintian: no errors; $(grep -c '^W:' <<<"$lintian_out" || true) warnings, $(grep -c '^I:' <<<"$lintian_out" || true) informational tags"
+grep '^W:' <<<"$lintian_out" || true
+
+# --- contents: static Swift runtime, man pages -------------------------------------
+x=$work/contents
+dpkg-deb -x "$deb" "$x"
+for bin in usr/sbin/switchd usr/bin/switchctl; do
+  [ -x "$x/$bin" ] || fail "the package has no /$bin"
+  if objdump -p "$x/$bin" | grep -E 'NEEDED +libswift'; then
+    fail "/$bin links the Swift runtime dynamically"
+  fi
+done
+for page in man8/switchd.8 man1/switchctl.1 man5/switchd.conf.5; do
+  f=$x/usr/share/man/$page.gz
+  [ -f "$f" ] || fail "the package has no /usr/share/man/$page.gz"
+  warnings=$( { zcat "$f" | groff -ww -z -man; } 2>&1; MANWIDTH=80 man --warnings -l "$f" 2>&1 >/dev/null)
+  [ -z "$warnings" ] || fail "$page has warnings:
+$warnings"
+done
+# The Cockpit page, when the tree has one (its tests are not installed).
+if [ -n "${src:-}" ] && [ -f "$src/cockpit/manifest.json" ]; then
+  for f in $(cd "$src/cockpit" && ls manifest.json *.html *.js *.css 2>/dev/null); do
+    [ -f "$x/usr/share/cockpit/switchd/$f" ] || fail "the package lacks the Cockpit page's $f"
+  done
+  say "the Cockpit page is in /usr/share/cockpit/switchd"
+fi
+say "binaries need no Swift library; man pages clean"
+
+# --- the root -------------------------------------------------------------------
+# The host's Debian mirror, if it names one; else debootstrap's default.
+mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
+tarball=$cache/$suite-minbase-$(date -u +%G-W%V).tar
+if [ ! -f "$tarball" ]; then
+  say "debootstrap --variant=minbase $suite (not cached: $tarball)"
+  t0=$SECONDS
+  fresh=$cache/debootstrap.tmp
+  rm -rf "$fresh"
+  debootstrap --variant=minbase "$suite" "$fresh" ${mirror:+"$mirror"} >"$work/debootstrap.log" 2>&1 || {
+    tail -20 "$work/debootstrap.log" >&2
+    fail "debootstrap failed"
+  }
+  tar -C "$fresh" --numeric-owner -cf "$tarball.tmp" .
+  mv "$tarball.tmp" "$tarball"
+  rm -rf "$fresh"
+  find "$cache" -maxdepth 1 -name "$suite-minbase-*.tar" ! -path "$tarball" -delete
+  say "root made and cached in $((SECONDS - t0)) s"
+fi
+mkdir "$root"
+tar -C "$root" --numeric-owner -xf "$tarball"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+[ -z "$(find "$root" -name 'libswift*' -print -quit)" ] || fail "the root has a Swift library"
+mount -t proc proc "$root/proc" && mounted+=("$root/proc")
+in_root() { chroot "$root" "$@"; }
+
+in_root sh -c '! command -v python3 >/dev/null' || fail "the root has python3"
+if in_root dpkg -s libsqlite3-0 >/dev/null 2>&1; then fail "the root already has libsqlite3-0"; fi
+elapsed "root ready"
+
+# --- install ----------------------------------------------------------------------
+in_root apt-get update -qq
+cp "$deb" "$root/tmp/"
+in_root apt-get install -y -qq "./tmp/$(basename "$deb")" >"$work/install.log" 2>&1 || {
+  cat "$work/install.log" >&2
+  fail "apt-get install ./$(basename "$deb") failed in the root"
+}
+in_root dpkg -s libsqlite3-0 >/dev/null 2>&1 || fail "installing the package did not bring libsqlite3-0"
+for bin in /usr/sbin/switchd /usr/bin/switchctl; do
+  libs=$(in_root ldd "$bin")
+  ! grep -q 'not found\|libswift' <<<"$libs" || fail "$bin in the root: $libs"
+done
+in_root getent passwd switchd >/dev/null || fail "no user switchd after install"
+in_root getent group switchd-admin >/dev/null || fail "no group switchd-admin after install"
+[ "$(in_root stat -c '%a %U' /var/lib/switchd)" = "700 switchd" ] ||
+  fail "/var/lib/switchd is not 0700 switchd: $(in_root stat -c '%a %U' /var/lib/switchd)"
+[ -L "$root/etc/systemd/system/sockets.target.wants/switchd.socket" ] ||
+  fail "switchd.socket was not enabled (no sockets.target.wants link)"
+in_root dpkg-query -W -f='${Conffiles}\n' switchd | grep -q ' /etc/switchd/switchd.conf ' ||
+  fail "/etc/switchd/switchd.conf is not a conffile"
+in_root switchd --check-config /etc/switchd >/dev/null || fail "the shipped configuration does not check"
+elapsed "installed"
+
+# --- work it --------------------------------------------------------------------
+sock=/run/switchd/switchd.sock
+start_daemon() {
+  chroot "$root" /usr/sbin/switchd --config /etc/switchd >>"$work/switchd.log" 2>&1 &
+  daemon=$!
+  pids+=("$daemon")
+  local deadline=$((SECONDS + 60))
+  until in_root switchctl status >/dev/null 2>&1; do
+    kill -0 "$daemon" 2>/dev/null || {
+      cat "$work/switchd.log" >&2
+      fail "switchd exited at start"
+    }
+    [ $SECONDS -lt $deadline ] || fail "switchd did not answer within 60 s"
+    sleep 0.1
+  done
+}
+stop_daemon() {
+  kill -TERM "$daemon"
+  wait "$daemon" || fail "switchd exited non-zero on SIGTERM"
+}
+revision() { in_root switchctl status | sed -n 's/^revision: *//p'; }
+
+start_daemon
+[ -S "$root$sock" ] || fail "no socket at $sock"
+list=$(in_root switchctl list)
+grep -q '^wifi' <<<"$list" && grep -q '^bluetooth' <<<"$list" || fail "switchctl list: $list"
+before=$(in_root switchctl get wifi)
+rev=$(revision)
+# A watcher that starts after the change still sees it (--since).
+in_root switchctl toggle wifi >/dev/null
+after=$(in_root switchctl get wifi)
+[ "$before" != "$after" ] || fail "toggle wifi left it $after"
+: >"$work/watch.out"
+chroot "$root" switchctl watch wifi --since "$rev" >"$work/watch.out" 2>&1 &
+watcher=$!
+pids+=("$watcher")
+deadline=$((SECONDS + 30))
+until grep -q wifi "$work/watch.out"; do
+  [ $SECONDS -lt $deadline ] || fail "switchctl watch printed no change: $(cat "$work/watch.out")"
+  sleep 0.1
+done
+kill -TERM "$watcher"
+wait "$watcher" || fail "switchctl watch did not exit 0 on SIGTERM"
+# lock as root; a human account then cannot change it (exit 3, read-only).
+in_root switchctl lock bluetooth --checked on --reason "Locked by CI" >/dev/null
+in_root useradd --uid 1500 --create-home alice
+set +e
+in_root setpriv --reuid=1500 --regid=1500 --clear-groups switchctl off bluetooth >/dev/null 2>&1
+status=$?
+set -e
+[ $status -eq 3 ] || fail "a user's 'switchctl off bluetooth' on a locked switch exited $status, not 3"
+in_root switchctl why bluetooth | grep -q "Locked by CI" || fail "switchctl why bluetooth does not give the reason"
+in_root switchctl reload >/dev/null || fail "switchctl reload failed"
+say "list, toggle, watch, lock, reload: ok"
+
+# --- the Ansible role -------------------------------------------------------------
+bash "$repo/.ci/check-ansible.sh" "$root" "$sock"
+elapsed "ansible role checked"
+
+# --- upgrade over itself, keeping a changed conffile -------------------------------
+conf=$root/etc/switchd/switchd.conf
+printf '# changed by the administrator\n' >>"$conf"
+changed=$(sha256sum <"$conf")
+# The same package as a newer version whose shipped switchd.conf changed too:
+# dpkg keeps the administrator's file and puts the new one beside it.
+up=$work/upgrade
+dpkg-deb -R "$deb" "$up"
+sed -i "s/^Version: .*/Version: $version+ci1/" "$up/DEBIAN/control"
+printf '# a comment added upstream\n' >>"$up/etc/switchd/switchd.conf"
+dpkg-deb -b "$up" "$root/tmp/switchd_$version+ci1.deb" >/dev/null
+in_root apt-get install -y -qq -o Dpkg::Options::=--force-confold \
+  "./tmp/switchd_$version+ci1.deb" >"$work/upgrade.log" 2>&1 || {
+  cat "$work/upgrade.log" >&2
+  fail "the upgrade failed"
+}
+[ "$(in_root dpkg-query -W -f='${Version}' switchd)" = "$version+ci1" ] || fail "not upgraded"
+[ "$(sha256sum <"$conf")" = "$changed" ] || fail "the upgrade replaced the changed switchd.conf"
+[ -f "$conf.dpkg-dist" ] || fail "the upgrade did not leave the new switchd.conf as .dpkg-dist"
+stop_daemon
+start_daemon
+[ "$(in_root switchctl get wifi)" = "$after" ] || fail "wifi's value did not survive the upgrade"
+in_root switchctl why bluetooth | grep -q "Locked by CI" || fail "the lock did not survive the upgrade"
+stop_daemon
+say "upgrade to $version+ci1: ok (changed conffile kept, values kept)"
+
+# --- remove, purge ------------------------------------------------------------------
+in_root apt-get remove -y -qq switchd >"$work/remove.log" 2>&1 || {
+  cat "$work/remove.log" >&2
+  fail "apt-get remove failed"
+}
+for gone in /usr/sbin/switchd /usr/bin/switchctl /lib/systemd/system/switchd.service \
+  /usr/share/man/man8/switchd.8.gz /usr/lib/sysusers.d/switchd.conf; do
+  [ ! -e "$root$gone" ] || fail "remove left $gone"
+done
+[ "$(sha256sum <"$conf")" = "$changed" ] || fail "remove did not keep the changed switchd.conf"
+[ -f "$root/var/lib/switchd/switches.db" ] || fail "remove did not keep the database"
+say "remove: ok (kept /etc/switchd and the database)"
+
+in_root apt-get purge -y -qq switchd >"$work/purge.log" 2>&1 || {
+  cat "$work/purge.log" >&2
+  fail "apt-get purge failed"
+}
+for gone in /etc/switchd /var/lib/switchd /run/switchd \
+  /etc/systemd/system/sockets.target.wants/switchd.socket; do
+  [ ! -e "$root$gone" ] && [ ! -L "$root$gone" ] || fail "purge left $gone"
+done
+! in_root getent passwd switchd >/dev/null || fail "purge left the user switchd"
+! in_root getent group switchd-admin >/dev/null || fail "purge left the group switchd-admin"
+if in_root dpkg -s switchd >/dev/null 2>&1; then fail "dpkg still knows switchd after purge"; fi
+left=$(grep -rl switchd "$root/etc" "$root/var/lib/systemd" 2>/dev/null | grep -v '^'"$root"'/etc/\(passwd\|group\|shadow\|gshadow\)-$' || true)
+[ -z "$left" ] || fail "purge left files that name switchd:
+$left"
+say "purge: ok (nothing left)"
+
+say "ok in $((SECONDS - started)) s"
