@@ -97,3 +97,51 @@ func runProcess(_ argv: [String], timeout: Double = 60) -> ProcessResult {
     status: status, stdout: (try? readWholeFile(base + ".out")) ?? "",
     stderr: (try? readWholeFile(base + ".err")) ?? "")
 }
+
+/// A POSIX thread that runs `body` and hands back its result at `join()`.
+///
+/// For blocking socket I/O in tests: Swift's cooperative pool is as wide as
+/// the machine has cores (two here), and a task that blocks in `recv` holds
+/// one of them, so a few blocked tasks can stall every other test.
+final class TestThread<Result: Sendable>: @unchecked Sendable {
+  // `result` is written by the thread before it ends and read after
+  // `pthread_join`, which orders the two.
+  private var result: Result?
+  private var thread = pthread_t()
+  private var joined = false
+
+  init(_ body: @escaping @Sendable () -> Result) {
+    thread = startJoinableThread { [self] in result = body() }
+  }
+
+  deinit {
+    if !joined { pthread_detach(thread) }
+  }
+
+  /// Waits for the thread to end; its result.
+  func join() -> Result {
+    if !joined {
+      pthread_join(thread, nil)
+      joined = true
+    }
+    return result!
+  }
+}
+
+/// Starts a joinable POSIX thread running `body`.
+private func startJoinableThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
+  final class Box: @unchecked Sendable {  // handed to exactly one thread, then released
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+  }
+  let context = Unmanaged.passRetained(Box(body)).toOpaque()
+  var thread = pthread_t()
+  let rc = pthread_create(
+    &thread, nil,
+    { raw in
+      Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+      return nil
+    }, context)
+  precondition(rc == 0, "pthread_create failed: \(rc)")
+  return thread
+}
