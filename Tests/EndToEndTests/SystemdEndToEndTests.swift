@@ -15,11 +15,7 @@ import Testing
   ) throws -> Child {
     var variables = environment
     variables["NOTIFY_SOCKET"] = notify.address
-    return try Child(
-      [
-        Products.path("switchd"), "--config", daemon.configDirectory, "--socket",
-        daemon.socketPath, "--database", daemon.databasePath,
-      ], environment: variables, logPath: daemon.logPath)
+    return try daemon.launch(environment: variables)
   }
 
   // MARK: Readiness and stopping
@@ -166,13 +162,9 @@ import Testing
     let activated = daemon.directory + "/activated.sock"
     let other = daemon.directory + "/other/switchd.sock"
     let notify = try NotifyListener(path: daemon.directory + "/notify.sock")
-    let child = try Child(
-      [
-        Self.activator, "-l", activated, "-E", "NOTIFY_SOCKET=\(notify.address)",
-        Products.path("switchd"), "--config", daemon.configDirectory,
-        "--socket", socketFlagIsActivatedPath ? activated : other,
-        "--database", daemon.databasePath,
-      ], environment: [:], logPath: daemon.logPath)
+    let child = try daemon.launch(
+      environment: [:], socket: socketFlagIsActivatedPath ? activated : other,
+      through: [Self.activator, "-l", activated, "-E", "NOTIFY_SOCKET=\(notify.address)"])
     let log = { daemon.log }
 
     let deadline = monotonicNow() + 20
