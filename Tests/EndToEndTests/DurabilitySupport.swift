@@ -10,7 +10,7 @@ import Testing
 enum Durability {
   /// A JSON-RPC line socket whose reads take a deadline and tell a closed peer
   /// (the daemon was killed) apart from a slow one. Unlike `RPCClient` it never
-  /// blocks past its deadline, so a task using it can yield between reads.
+  /// blocks past its deadline, so a storm thread notices a crash or a stall.
   final class LineSocket {
     enum Read {
       case line(String)
