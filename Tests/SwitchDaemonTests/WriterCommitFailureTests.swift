@@ -16,38 +16,50 @@ import Testing
 /// second connection, makes SQLite abort the insert into the change log, so
 /// `SwitchStore.commit` rolls back and throws as it would on a full disk.
 @Suite struct WriterCommitFailureTests {
+  fileprivate static let toggleWifi = WriterHarness.Write(
+    key: "wifi", operation: .toggle(ifRevision: nil))
+  fileprivate static let toggleBluetooth = WriterHarness.Write(
+    key: "bluetooth", operation: .toggle(ifRevision: nil))
+
   @Test func aFailedCommitChangesNothingAndTheNextOneWorks() throws {
     let harness = try WriterHarness()
-    defer { harness.stop() }
-    let before = harness.records()
+    let before = harness.initial.records
     #expect(before["wifi"]?.state.checked == true)
     #expect(before["bluetooth"]?.state.checked == false)
+    let steps = try harness.run([
+      .init(before: { try harness.failInserts(where: "1") }, writes: [Self.toggleWifi]),
+      // A group that fails is retried one by one; each fails here too.
+      .init(
+        writes: [
+          Self.toggleWifi,
+          .init(key: "bluetooth", operation: .set(checked: true, ifRevision: nil)),
+        ]),
+      .init(before: { try harness.stopFailing() }, writes: [Self.toggleWifi]),
+    ])
+    try #require(steps.count == 3)
 
-    try harness.failInserts(where: "1")
-    let alone = try harness.commit([("wifi", .toggle(ifRevision: nil))])
+    let alone = steps[0]
     #expect(alone.changes.isEmpty)
     #expect(alone.failures == [1])
-    #expect(harness.records() == before)
-    #expect(harness.revision() == 0)
+    #expect(alone.records == before)
+    #expect(alone.revision == 0)
+    #expect(alone.logged.isEmpty)
 
-    // A group that fails is retried one by one; each fails here too.
-    let group = try harness.commit([
-      ("wifi", .toggle(ifRevision: nil)), ("bluetooth", .set(checked: true, ifRevision: nil)),
-    ])
+    let group = steps[1]
     #expect(group.changes.isEmpty)
     #expect(group.failures == [1, 2])
-    #expect(harness.records() == before)
-    #expect(try harness.loggedRevisions().isEmpty)
+    #expect(group.records == before)
+    #expect(group.revision == 0)
+    #expect(group.logged.isEmpty)
 
-    try harness.stopFailing()
-    let next = try harness.commit([("wifi", .toggle(ifRevision: nil))])
+    let next = steps[2]
     #expect(next.failures.isEmpty)
     #expect(next.changes.map(\.revision) == [1])
     #expect(next.changes.first?.previous == before["wifi"]?.state)
-    #expect(next.records.first?.state.checked == false)
-    #expect(next.records.first?.revision == 1)
-    #expect(harness.records()["wifi"]?.revision == 1)
-    #expect(try harness.loggedRevisions() == [1])
+    #expect(next.answered.first?.state.checked == false)
+    #expect(next.answered.first?.revision == 1)
+    #expect(next.records["wifi"]?.revision == 1)
+    #expect(next.logged == [1])
   }
 
   /// One write whose commit fails among good ones: the group fails, the
@@ -55,57 +67,74 @@ import Testing
   /// get consecutive revisions and are answered in the order sent.
   @Test func oneFailingWriteInAGroupSinksOnlyItself() throws {
     let harness = try WriterHarness()
-    defer { harness.stop() }
-    try harness.failInserts(where: "NEW.key = 'bluetooth'")
-    let output = try harness.commit([
-      ("wifi", .toggle(ifRevision: nil)), ("bluetooth", .toggle(ifRevision: nil)),
-      ("wifi", .toggle(ifRevision: nil)),
+    let steps = try harness.run([
+      .init(
+        before: { try harness.failInserts(where: "NEW.key = 'bluetooth'") },
+        writes: [Self.toggleWifi, Self.toggleBluetooth, Self.toggleWifi]),
+      .init(before: { try harness.stopFailing() }, writes: [Self.toggleBluetooth]),
     ])
-    #expect(output.failures == [2])
-    #expect(output.changes.map(\.revision) == [1, 2])
-    #expect(output.changes.map(\.key) == ["wifi", "wifi"])
-    #expect(output.answeredSlots == [1, 2, 3])
-    #expect(harness.records()["bluetooth"]?.revision == 0)
-    #expect(harness.records()["wifi"]?.revision == 2)
-    #expect(try harness.loggedRevisions() == [1, 2])
+    try #require(steps.count == 2)
 
-    try harness.stopFailing()
-    let next = try harness.commit([("bluetooth", .toggle(ifRevision: nil))])
+    let mixed = steps[0]
+    #expect(mixed.failures == [2])
+    #expect(mixed.changes.map(\.revision) == [1, 2])
+    #expect(mixed.changes.map(\.key) == ["wifi", "wifi"])
+    #expect(mixed.answeredWrites == [1, 2, 3])
+    #expect(mixed.records["bluetooth"]?.revision == 0)
+    #expect(mixed.records["wifi"]?.revision == 2)
+    #expect(mixed.logged == [1, 2])
+
+    let next = steps[1]
     #expect(next.failures.isEmpty)
     #expect(next.changes.map(\.revision) == [3])
-    #expect(try harness.loggedRevisions() == [1, 2, 3])
+    #expect(next.logged == [1, 2, 3])
   }
 }
 
-/// A `Writer` on its own thread over a fresh database, fed jobs the way the
-/// event loop feeds it, plus a second SQLite connection to the same file
-/// that can make the writer's commits fail.
+/// A `Writer` over a fresh database, driven the way the event loop drives
+/// it (jobs in a queue, outputs to a callback), plus a second SQLite
+/// connection to the same file that can make its commits fail.
+///
+/// Everything runs on the test's thread: each output's callback records the
+/// step and queues the next one (or `.stop`), so the writer never crosses
+/// threads and needs no lock here.
 private final class WriterHarness {
-  let directory: String
-  let databasePath: String
-  private let writer: Writer
-  private let jobs = BlockingQueue<WriterJob>()
-  private let outputs = BlockingQueue<WriterOutput>()
-  private let saboteur: SQLiteConnection
-  private var nextSlot: UInt64 = 1
-  private var stopped = false
+  struct Write {
+    var key: String
+    var operation: SwitchCore.Operation
+  }
 
-  /// What one batch of writes came back as.
+  /// One batch of writes, committed as one group, after `before` ran.
+  struct Step {
+    var before: () throws -> Void = {}
+    var writes: [Write]
+  }
+
+  /// What a step came back as, and the state after it.
   struct Outcome {
     var changes: [Change]
-    /// The slots answered StorageFailure.
-    var failures: [UInt64]
-    /// Every slot answered, in the order of the answers.
-    var answeredSlots: [UInt64]
+    /// The writes (1 = the step's first) answered StorageFailure.
+    var failures: [Int] = []
+    /// Every write answered, in the order of the answers.
+    var answeredWrites: [Int] = []
     /// The switches as answered, for the writes that succeeded.
-    var records: [SwitchRecord]
+    var answered: [SwitchRecord] = []
+    /// The writer's copy and revision after the step.
+    var records: [String: SwitchRecord]
+    var revision: Int64
+    /// The revisions in the change log, as another reader of the file sees them.
+    var logged: [Int64]
   }
+
+  let directory: String
+  private let writer: Writer
+  let initial: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?)
+  private let saboteur: SQLiteConnection
 
   init() throws {
     var template = Array("/tmp/switchd-writer-test-XXXXXX".utf8CString)
     guard let made = mkdtemp(&template) else { throw HarnessError("mkdtemp failed") }
     directory = String(cString: made)
-    databasePath = directory + "/switches.db"
     let config = directory + "/config"
     mkdir(config, 0o755)
     mkdir(config + "/switches.d", 0o755)
@@ -116,23 +145,21 @@ private final class WriterHarness {
     guard let catalog = ConfigLoader.load(directory: config).catalog else {
       throw HarnessError("the test configuration does not load")
     }
-    let started = try Writer.start(
-      databasePath: databasePath, configDirectory: config, catalog: catalog, log: Log())
-    writer = started.0
+    let databasePath = directory + "/switches.db"
+    writer = try Writer.start(
+      databasePath: databasePath, configDirectory: config, catalog: catalog, log: Log()
+    ).0
+    initial = writer.snapshot
     saboteur = try SQLiteConnection(path: databasePath, flags: SQLITE_OPEN_READWRITE)
-    let (writer, jobs, outputs) = (writer, jobs, outputs)
-    startThread { writer.run(jobs: jobs) { outputs.push($0) } }
   }
 
   deinit {
-    stop()
     saboteur.close()
-    for name in [
+    let files = [
       "config/switchd.conf", "config/switches.d/10-test.conf", "switches.db", "switches.db-wal",
       "switches.db-shm",
-    ] {
-      unlink(directory + "/" + name)
-    }
+    ]
+    for name in files { unlink(directory + "/" + name) }
     rmdir(directory + "/config/switches.d")
     rmdir(directory + "/config")
     rmdir(directory)
@@ -149,74 +176,74 @@ private final class WriterHarness {
     try saboteur.execute("DROP TRIGGER injected_fault")
   }
 
-  /// The revisions in the change log, as another reader of the file sees them.
-  func loggedRevisions() throws -> [Int64] {
-    try saboteur.textRows("SELECT revision FROM changes ORDER BY revision").compactMap {
-      Int64($0)
+  /// Runs the writer through `steps`, then stops it (which closes the store:
+  /// a harness runs once). Returns what each step came back as.
+  func run(_ steps: [Step]) throws -> [Outcome] {
+    let jobs = BlockingQueue<WriterJob>()
+    let caller = Caller(actor: .peer(uid: 1000, gid: 1000, pid: 1), isAdmin: false, mayWrite: true)
+    var outcomes: [Outcome] = []
+    var failure: (any Error)?
+    var slot: UInt64 = 0
+    func submitNext() {
+      guard outcomes.count < steps.count, failure == nil else {
+        jobs.push(.stop)
+        return
+      }
+      let step = steps[outcomes.count]
+      do {
+        try step.before()
+      } catch {
+        failure = error
+        jobs.push(.stop)
+        return
+      }
+      jobs.push(
+        contentsOf: step.writes.map { write in
+          slot += 1
+          let ticket = Ticket(connection: 1, slot: slot, part: 0, id: .number(JSONNumber(1)))
+          return .write(ticket, key: write.key, write.operation, caller)
+        })
     }
+    submitNext()
+    writer.run(jobs: jobs) { output in
+      // Only a step's writes are answered (a prune or the stop is not).
+      guard !output.answers.isEmpty, failure == nil else { return }
+      do {
+        let first = slot - UInt64(steps[outcomes.count].writes.count)
+        outcomes.append(try outcome(of: output, firstSlot: first))
+      } catch {
+        failure = error
+      }
+      submitNext()
+    }
+    if let failure { throw failure }
+    return outcomes
   }
 
-  /// Sends `writes` as one batch (one group commit) and waits for the output.
-  func commit(_ writes: [(key: String, operation: SwitchCore.Operation)]) throws -> Outcome {
-    let caller = Caller(actor: .peer(uid: 1000, gid: 1000, pid: 1), isAdmin: false, mayWrite: true)
-    var batch: [WriterJob] = []
-    for write in writes {
-      let ticket = Ticket(connection: 1, slot: nextSlot, part: 0, id: .number(JSONNumber(1)))
-      nextSlot += 1
-      batch.append(.write(ticket, key: write.key, write.operation, caller))
-    }
-    let first = nextSlot - UInt64(writes.count)
-    jobs.push(contentsOf: batch)
-    let output = try nextOutput()
-    var outcome = Outcome(changes: output.changes, failures: [], answeredSlots: [], records: [])
+  private func outcome(of output: WriterOutput, firstSlot: UInt64) throws -> Outcome {
+    let snapshot = writer.snapshot
+    let logged = try saboteur.textRows("SELECT revision FROM changes ORDER BY revision")
+    var outcome = Outcome(
+      changes: output.changes, records: snapshot.records, revision: snapshot.revision,
+      logged: logged.compactMap { Int64($0) })
     for (ticket, answer) in output.answers {
-      outcome.answeredSlots.append(ticket.slot - first + 1)
+      let write = Int(ticket.slot - firstSlot)
+      outcome.answeredWrites.append(write)
       guard case .write(let result) = answer else { throw HarnessError("not a write answer") }
       switch result {
-      case .success(let written): outcome.records.append(written.record)
+      case .success(let written): outcome.answered.append(written.record)
       case .failure(let error):
         guard error.code == .storageFailure else { throw HarnessError("refused: \(error)") }
-        outcome.failures.append(ticket.slot - first + 1)
+        outcome.failures.append(write)
       }
     }
     return outcome
   }
-
-  /// The writer's own copy. Read between batches only: the writer thread is
-  /// then waiting for jobs, and the queues' locks order its writes before this.
-  func records() -> [String: SwitchRecord] { writer.snapshot.records }
-  func revision() -> Int64 { writer.snapshot.revision }
-
-  func stop() {
-    guard !stopped else { return }
-    stopped = true
-    jobs.push(.stop)
-    while let output = try? nextOutput(), !output.stopped {}
-  }
-
-  /// The writer's next output, polled with a generous deadline (a hung writer
-  /// fails the test instead of hanging it).
-  private func nextOutput() throws -> WriterOutput {
-    let deadline = monotonicSeconds() + 60
-    while monotonicSeconds() < deadline {
-      if pending.isEmpty { pending = outputs.drain() }
-      if !pending.isEmpty { return pending.removeFirst() }
-      usleep(1000)  // poll interval, not a wait for something to settle
-    }
-    throw HarnessError("the writer gave no output within 60 s")
-  }
-  private var pending: [WriterOutput] = []
 }
 
 private struct HarnessError: Error, CustomStringConvertible {
   var description: String
   init(_ description: String) { self.description = description }
-}
-
-private func monotonicSeconds() -> Double {
-  var ts = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &ts)
-  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
 private func writeText(_ path: String, _ text: String) throws {
