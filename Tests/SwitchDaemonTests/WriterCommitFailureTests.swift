@@ -133,7 +133,7 @@ private final class WriterHarness {
 
   init() throws {
     var template = Array("/tmp/switchd-writer-test-XXXXXX".utf8CString)
-    guard let made = mkdtemp(&template) else { throw HarnessError("mkdtemp failed") }
+    guard let made = mkdtemp(&template) else { throw WriterHarnessError("mkdtemp failed") }
     directory = String(cString: made)
     let config = directory + "/config"
     mkdir(config, 0o755)
@@ -143,7 +143,7 @@ private final class WriterHarness {
       config + "/switches.d/10-test.conf",
       "[wifi]\nLabel=Wi-Fi\nDefault=on\n\n[bluetooth]\nLabel=Bluetooth\nDefault=off\n")
     guard let catalog = ConfigLoader.load(directory: config).catalog else {
-      throw HarnessError("the test configuration does not load")
+      throw WriterHarnessError("the test configuration does not load")
     }
     let databasePath = directory + "/switches.db"
     writer = try Writer.start(
@@ -229,11 +229,11 @@ private final class WriterHarness {
     for (ticket, answer) in output.answers {
       let write = Int(ticket.slot - firstSlot)
       outcome.answeredWrites.append(write)
-      guard case .write(let result) = answer else { throw HarnessError("not a write answer") }
+      guard case .write(let result) = answer else { throw WriterHarnessError("not a write answer") }
       switch result {
       case .success(let written): outcome.answered.append(written.record)
       case .failure(let error):
-        guard error.code == .storageFailure else { throw HarnessError("refused: \(error)") }
+        guard error.code == .storageFailure else { throw WriterHarnessError("refused: \(error)") }
         outcome.failures.append(write)
       }
     }
@@ -241,17 +241,17 @@ private final class WriterHarness {
   }
 }
 
-private struct HarnessError: Error, CustomStringConvertible {
+private struct WriterHarnessError: Error, CustomStringConvertible {
   var description: String
   init(_ description: String) { self.description = description }
 }
 
 private func writeText(_ path: String, _ text: String) throws {
   let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-  guard fd >= 0 else { throw HarnessError("cannot write \(path)") }
+  guard fd >= 0 else { throw WriterHarnessError("cannot write \(path)") }
   defer { close(fd) }
   let bytes = Array(text.utf8)
   guard bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
-    throw HarnessError("cannot write \(path)")
+    throw WriterHarnessError("cannot write \(path)")
   }
 }
