@@ -6,77 +6,28 @@ import SwitchSystem
 
 /// The `switchd` command: flags, configuration, start-up, and the loop.
 public enum Daemon {
-  static let usage = """
-    Usage: switchd [--config DIR] [--socket PATH] [--database PATH]
-           switchd --check-config [DIR]
-
-    Keeps boolean settings with the rules of a UI switch, serves them over a
-    Unix-socket JSON-RPC 2.0 API, and tells watchers of every change.
-
-    Options:
-      --config DIR        configuration directory (default: /etc/switchd)
-      --socket PATH       socket to listen on (overrides Socket= in switchd.conf)
-      --database PATH     SQLite database (overrides Database= in switchd.conf)
-      --check-config [DIR]  check a configuration directory and exit (0 clean, 1 errors)
-      --version           print the version
-      --help              print this help
-
-    Without --socket or Socket=, root uses /run/switchd/switchd.sock and
-    /var/lib/switchd/switches.db; other users their XDG runtime and state
-    directories. Signals: SIGTERM/SIGINT stop gracefully, SIGHUP reloads.
-    """
-
-  struct Options {
-    var configDirectory = DefaultPaths.systemConfig
-    var socket: String?
-    var database: String?
-    var checkOnly = false
-  }
+  typealias Options = DaemonArguments.Options
 
   /// Runs switchd with `arguments` (without the program name); returns the exit status.
   public static func main(_ arguments: [String]) -> Int32 {
-    let log = Log()
-    var options = Options()
-    var rest = arguments[...]
-    while let flag = rest.popFirst() {
-      func value() -> String? {
-        if let v = rest.popFirst(), !v.hasPrefix("--") || v == "-" { return v }
-        return nil
-      }
-      switch flag {
-      case "--help", "-h":
-        print(usage)
-        return 0
-      case "--version":
-        print("switchd \(SwitchdVersion.current)")
-        return 0
-      case "--config":
-        guard let v = value() else { return usageError("--config needs a directory") }
-        options.configDirectory = v
-      case "--socket":
-        guard let v = value() else { return usageError("--socket needs a path") }
-        options.socket = v
-      case "--database":
-        guard let v = value() else { return usageError("--database needs a path") }
-        options.database = v
-      case "--check-config":
-        options.checkOnly = true
-        if let next = rest.first, !next.hasPrefix("--") {
-          options.configDirectory = next
-          rest = rest.dropFirst()
-        }
-      default:
-        if let eq = flag.firstIndex(of: "="), flag.hasPrefix("--") {
-          rest.insert(
-            contentsOf: [String(flag[..<eq]), String(flag[flag.index(after: eq)...])],
-            at: rest.startIndex)
-          continue
-        }
-        return usageError("unknown option \(flag)")
-      }
+    let command: DaemonArguments.Command
+    do {
+      command = try DaemonArguments.parse(arguments)
+    } catch {
+      return usageError(error.message)
     }
-    if options.checkOnly { return checkConfig(options.configDirectory) }
-    return serve(options, log: log)
+    switch command {
+    case .help:
+      print(DaemonArguments.usage)
+      return 0
+    case .version:
+      print("switchd \(SwitchdVersion.current)")
+      return 0
+    case .checkConfig(let directory):
+      return checkConfig(directory)
+    case .serve(let options):
+      return serve(options, log: Log())
+    }
   }
 
   private static func usageError(_ message: String) -> Int32 {

@@ -191,7 +191,8 @@ import Testing
 
   // MARK: 2. Users
 
-  @Test func usersCannotChangeHeldOrDisabledSwitchesNorAdminister() throws {
+  @Test(.needsRoot("a relay drops to another uid to be a plain user"))
+  func usersCannotChangeHeldOrDisabledSwitchesNorAdminister() throws {
     let daemon = try DaemonFixture(policies: ["50-corp.conf": Self.heldPolicy])
     let root = try daemon.client()
     #expect(try root.result("status")["revision"]?.int64Value == 4)
@@ -343,7 +344,8 @@ import Testing
 
   // MARK: 3. Administrators
 
-  @Test func administratorsOverrideHoldsButNotFixedValuesPolicyLiftsOrDisabled() throws {
+  @Test(.needsRoot("the test administers as root (AdminGroup is empty)"))
+  func administratorsOverrideHoldsButNotFixedValuesPolicyLiftsOrDisabled() throws {
     let daemon = try DaemonFixture(policies: ["50-corp.conf": Self.heldPolicy])
     let watcher = try daemon.client()
     _ = try watcher.result("watch")
@@ -443,7 +445,8 @@ import Testing
 
   // MARK: 4. Locking, unlocking, disabling, enabling
 
-  @Test func adminLockWithCheckedIsOneChangeAndEachStateChangeIsAnEvent() throws {
+  @Test(.needsRoot("the test administers as root, and a relay drops to another uid"))
+  func adminLockWithCheckedIsOneChangeAndEachStateChangeIsAnEvent() throws {
     let daemon = try DaemonFixture()
     let watcher = try daemon.client()
     _ = try watcher.result("watch")

@@ -19,7 +19,8 @@ import Testing
 
   // MARK: 5. Groups
 
-  @Test func writersGroupLimitsWhoMaySetByRealGroups() throws {
+  @Test(.needsRoot("it creates groups (groupadd) and relays as other uids and gids"))
+  func writersGroupLimitsWhoMaySetByRealGroups() throws {
     let writers = try switchdTestGroup("switchd-test-writers")
     let daemon = try DaemonFixture(
       policies: ["50-corp.conf": "[bluetooth]\nReadOnly=yes\nReason=Held.\n"],
@@ -76,7 +77,8 @@ import Testing
     }
   }
 
-  @Test func adminGroupMembersAdministerUntilAReloadDropsTheGroup() throws {
+  @Test(.needsRoot("it creates groups (groupadd) and relays as other uids and gids"))
+  func adminGroupMembersAdministerUntilAReloadDropsTheGroup() throws {
     let admins = try switchdTestGroup("switchd-test-admins")
     let daemon = try DaemonFixture(
       policies: [
@@ -169,7 +171,8 @@ import Testing
 
   // MARK: 6. Reload and SIGHUP
 
-  @Test func reloadAppliesRefusesAndLiftsPoliciesWithOneEventPerChange() throws {
+  @Test(.needsRoot("reload is an administrator method; the test administers as root"))
+  func reloadAppliesRefusesAndLiftsPoliciesWithOneEventPerChange() throws {
     let daemon = try DaemonFixture()
     let watcher = try daemon.client()
     _ = try watcher.result("watch")
@@ -314,7 +317,8 @@ import Testing
 
   // MARK: 7. History
 
-  @Test func historyCarriesActorsAndCausesAcrossRestartsAndPages() throws {
+  @Test(.needsRoot("a relay drops to another uid, and the test administers as root"))
+  func historyCarriesActorsAndCausesAcrossRestartsAndPages() throws {
     let daemon = try DaemonFixture()
     let relay = try UserRelay(daemon)
     do {
@@ -378,7 +382,8 @@ import Testing
 
   // MARK: 8. The schema under a running daemon
 
-  @Test func schemaChangesOnReloadAddRemoveAndBringBackStoredValues() throws {
+  @Test(.needsRoot("reload is an administrator method; the test administers as root"))
+  func schemaChangesOnReloadAddRemoveAndBringBackStoredValues() throws {
     let daemon = try DaemonFixture()
     let admin = try daemon.client()
     _ = try admin.result("set", #"{"key":"wifi","checked":false}"#)
@@ -455,7 +460,8 @@ import Testing
 
   // MARK: 9. switchctl
 
-  @Test func switchctlExitCodesSayReadOnlyDisabledAndPermissionDenied() throws {
+  @Test(.needsRoot("switchctl runs as nobody through setpriv, and as root to administer"))
+  func switchctlExitCodesSayReadOnlyDisabledAndPermissionDenied() throws {
     let bluetoothReason = "Bluetooth is turned off by your organisation"
     let marketingReason = "Marketing email is not offered on managed devices"
     let daemon = try DaemonFixture(

@@ -17,7 +17,8 @@ final class UserRelay {
   let gid: UInt32
   let path: String
   private let outputPath: String
-  private(set) var pid: pid_t = 0
+  private let process: Child
+  var pid: pid_t { process.pid }
 
   init(
     _ daemon: DaemonFixture, uid: UInt32 = 65534, gid: UInt32 = 65534, groups: [UInt32] = []
@@ -34,24 +35,12 @@ final class UserRelay {
         "-c", Self.script, path, daemon.socketPath, "\(uid)", "\(gid)",
         groups.map(String.init).joined(separator: ","),
       ]
-    pid = try spawn(argv, stdoutPath: outputPath, stderrPath: outputPath)
-    let deadline = monotonicNow() + 20
-    while monotonicNow() < deadline {
-      if output.contains("ready") { return }
-      var status: Int32 = 0
-      if waitpid(pid, &status, WNOHANG) == pid {
-        pid = 0
-        throw FixtureError("the relay exited at start: \(output)")
-      }
-      usleep(5000)
+    process = try Child(argv, logPath: outputPath)
+    let ready = pollUntil(seconds: DaemonFixture.startSeconds) {
+      output.contains("ready") || process.hasExited
     }
-    throw FixtureError("the relay did not start within 20 s: \(output)")
-  }
-
-  deinit {
-    if pid > 0 {
-      kill(pid, SIGKILL)
-      _ = waitForExit(pid, seconds: 5)
+    guard ready && !process.hasExited else {
+      throw FixtureError("the relay did not start: \(output)")
     }
   }
 

@@ -215,22 +215,26 @@ import Testing
     #expect(status["revision"]?.int64Value == 2)
   }
 
-  @Test func concurrentTogglesKeepParityAndEmitOneEventEach() async throws {
+  @Test func concurrentTogglesKeepParityAndEmitOneEventEach() throws {
     let daemon = try DaemonFixture()
     let watcher = try daemon.client()
     _ = try watcher.result("watch", #"{"keys":["wifi"]}"#)
     let clients = 8
     let perClient = 40
-    try await withThrowingTaskGroup(of: Void.self) { group in
-      let socket = daemon.socketPath
-      for _ in 0..<clients {
-        group.addTask {
+    let socket = daemon.socketPath
+    // Threads, not tasks: the clients block in recv (see TestThread).
+    let threads = (0..<clients).map { _ in
+      TestThread { () -> String? in
+        do {
           let client = try RPCClient(socketPath: socket)
           for _ in 0..<perClient { _ = try client.result("toggle", #"{"key":"wifi"}"#) }
+          return nil
+        } catch {
+          return "\(error)"
         }
       }
-      try await group.waitForAll()
     }
+    for failure in threads.compactMap({ $0.join() }) { Issue.record("a client failed: \(failure)") }
     let total = clients * perClient
     var revisions: [Int64] = []
     for _ in 0..<total { revisions.append(try watcher.nextEvent()["revision"]?.int64Value ?? -1) }

@@ -15,7 +15,7 @@ import Testing
   /// every event seen before a crash must be in the log (so none was sent for
   /// an uncommitted change), a resumed watch must replay the log exactly, and
   /// SQLite must find the file sound.
-  @Test func everyAcknowledgedWriteSurvivesRepeatedSIGKILLMidStorm() async throws {
+  @Test func everyAcknowledgedWriteSurvivesRepeatedSIGKILLMidStorm() throws {
     let daemon = try DaemonFixture(switches: DurabilityStorm.switches)
     var acks: [[DurabilityStorm.Ack]] = []  // per client and round, in the order answered
     var seen: [JSONValue] = []  // the watcher's events over all rounds, as received
@@ -29,35 +29,25 @@ import Testing
       // replay repeats some, which must match), after the storm has begun
       // (so the replay and live events meet under load).
       let since = round == 1 ? nil : max(0, Int64(seen.count) - Int64.random(in: 0...20))
-      let results = await withTaskGroup(of: DurabilityStorm.Result.self) { group in
-        func startWatcher() async {
-          group.addTask {
-            .watcher(await DurabilityStorm.watch(socketPath, since: since, progress))
-          }
-          let watchBy = monotonicNow() + 20
-          while !progress.watching.load(ordering: .acquiring) && monotonicNow() < watchBy {
-            try? await Task.sleep(for: .milliseconds(2))
-          }
-        }
-        if since == nil { await startWatcher() }
-        for _ in 0..<DurabilityStorm.clients {
-          group.addTask { .client(await DurabilityStorm.write(socketPath, progress)) }
-        }
-        let crashBy = monotonicNow() + 30
-        if since != nil {
-          while progress.acks.load(ordering: .relaxed) < 20 && monotonicNow() < crashBy {
-            try? await Task.sleep(for: .milliseconds(1))
-          }
-          await startWatcher()
-        }
-        while progress.acks.load(ordering: .relaxed) < target && monotonicNow() < crashBy {
-          try? await Task.sleep(for: .milliseconds(1))
-        }
-        daemon.crash()
-        var results: [DurabilityStorm.Result] = []
-        for await result in group { results.append(result) }
-        return results
+      // Each client and the watcher on a thread of its own: their socket I/O
+      // blocks, and must not hold the threads of Swift's cooperative pool.
+      var threads: [TestThread<DurabilityStorm.Result>] = []
+      func startWatcher() {
+        threads.append(
+          TestThread { .watcher(DurabilityStorm.watch(socketPath, since: since, progress)) })
+        _ = pollUntil(seconds: 30) { progress.watching.load(ordering: .acquiring) }
       }
+      if since == nil { startWatcher() }
+      for _ in 0..<DurabilityStorm.clients {
+        threads.append(TestThread { .client(DurabilityStorm.write(socketPath, progress)) })
+      }
+      if since != nil {
+        _ = pollUntil(seconds: 60) { progress.acks.load(ordering: .relaxed) >= 20 }
+        startWatcher()
+      }
+      _ = pollUntil(seconds: 60) { progress.acks.load(ordering: .relaxed) >= target }
+      daemon.crash()
+      let results = threads.map { $0.join() }
       #expect(progress.acks.load(ordering: .relaxed) >= target, "round \(round): storm too slow")
       for result in results {
         switch result {
@@ -293,12 +283,11 @@ import Testing
       try client.send(raw: text)
       for _ in 1...100 { #expect(try client.readJSON()["result"]?["changed"]?.boolValue == true) }
     }
-    // Pruning runs off the write path: allow it a moment to catch up.
-    var log = try Durability.fullHistory(client)
-    let deadline = monotonicNow() + 5
-    while log.count > 75 && monotonicNow() < deadline {
-      usleep(20_000)
+    // Pruning runs off the write path: poll until it has caught up.
+    var log: [JSONValue] = []
+    _ = try pollUntil(seconds: 30) {
       log = try Durability.fullHistory(client)
+      return log.count <= 75
     }
     #expect((50...75).contains(log.count), "the log holds \(log.count) rows")
     let oldest = log.first?["revision"]?.int64Value ?? 0
@@ -326,11 +315,10 @@ import Testing
   }
 }
 
-/// The crash storm's clients and watcher, each on its own connection in its
-/// own task. Sockets are blocking only up to a deadline and every task
-/// yields between round trips, so the eight clients interleave even on a
-/// two-thread cooperative pool; each pipelines a window of 1–6 writes per
-/// round trip, so the daemon always has groups of writes in flight.
+/// The crash storm's clients and watcher, each on its own connection and
+/// its own thread (`TestThread`, not a task: they block in `poll`). Each
+/// client pipelines a window of 1–6 writes per round trip, so the daemon
+/// always has groups of writes in flight.
 enum DurabilityStorm {
   static let clients = 8
   static let keys = ["storm.a", "storm.b", "storm.c", "storm.d", "storm.e", "storm.f"]
@@ -374,7 +362,7 @@ enum DurabilityStorm {
 
   /// Writes random toggles and sets until the daemon goes away; a write
   /// whose answer did not arrive counts as unacknowledged.
-  static func write(_ socketPath: String, _ progress: Progress) async -> ClientReport {
+  static func write(_ socketPath: String, _ progress: Progress) -> ClientReport {
     var report = ClientReport()
     guard let socket = try? Durability.LineSocket(socketPath: socketPath) else {
       report.problems.append("a storm client could not connect")
@@ -426,7 +414,6 @@ enum DurabilityStorm {
           return report
         }
       }
-      await Task.yield()
     }
     report.problems.append("a storm client's connection outlived its deadline")
     return report
@@ -434,9 +421,7 @@ enum DurabilityStorm {
 
   /// Watches every switch (from `since` when given) and records each event
   /// until the daemon goes away.
-  static func watch(_ socketPath: String, since: Int64?, _ progress: Progress) async
-    -> WatcherReport
-  {
+  static func watch(_ socketPath: String, since: Int64?, _ progress: Progress) -> WatcherReport {
     var report = WatcherReport()
     defer { progress.watching.store(true, ordering: .releasing) }
     guard let socket = try? Durability.LineSocket(socketPath: socketPath) else {
@@ -449,9 +434,8 @@ enum DurabilityStorm {
       return report
     }
     let deadline = monotonicNow() + 90
-    var sinceYield = 0
     while monotonicNow() < deadline {
-      switch socket.readLine(timeout: 0.02) {
+      switch socket.readLine(timeout: 1) {
       case .line(let line):
         guard let message = try? JSONParser.parse(line, maxDepth: 64) else {
           report.problems.append("unparsable line \(line)")
@@ -465,13 +449,8 @@ enum DurabilityStorm {
         } else {
           report.problems.append("unexpected line \(line)")
         }
-        sinceYield += 1
-        if sinceYield >= 64 {
-          sinceYield = 0
-          await Task.yield()
-        }
       case .timedOut:
-        await Task.yield()
+        continue
       case .closed:
         return report
       }

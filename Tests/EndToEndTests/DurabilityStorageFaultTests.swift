@@ -323,7 +323,7 @@ import Testing
   /// logged this time.
   static func startRefused(_ daemon: DaemonFixture) throws -> (Durability.StartOutcome, String) {
     let earlier = daemon.log.utf8.count
-    let outcome = try Durability.startExpectingRefusal(daemon)
+    let outcome = try daemon.startExpectingRefusal()
     return (outcome, String(decoding: daemon.log.utf8.dropFirst(earlier), as: UTF8.self))
   }
 }

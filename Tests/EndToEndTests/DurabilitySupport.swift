@@ -6,12 +6,11 @@ import Testing
 /// DurabilityStorageFaultTests), in one namespace so that they cannot clash
 /// with other suites' helpers: a line socket with deadlines that reports a
 /// dead peer instead of throwing, the whole change log, SQLite checks through
-/// python3, filesystems for real storage faults, and a start that is expected
-/// to be refused.
+/// python3, and filesystems for real storage faults.
 enum Durability {
   /// A JSON-RPC line socket whose reads take a deadline and tell a closed peer
   /// (the daemon was killed) apart from a slow one. Unlike `RPCClient` it never
-  /// blocks past its deadline, so a task using it can yield between reads.
+  /// blocks past its deadline, so a storm thread notices a crash or a stall.
   final class LineSocket {
     enum Read {
       case line(String)
@@ -216,37 +215,11 @@ enum Durability {
 
   // MARK: Starts that must be refused
 
-  enum StartOutcome: Equatable {
-    /// switchd exited by itself with this status (128+n for signal n).
-    case exited(Int32)
-    /// switchd accepted a connection: it started (and was killed).
-    case served
-  }
+  typealias StartOutcome = DaemonFixture.StartOutcome
 
-  /// Starts switchd on the fixture's files the way `DaemonFixture.start` does,
-  /// but expecting it to refuse: returns how it ended.
+  /// `daemon.startExpectingRefusal()`, under the name it had here first.
   static func startExpectingRefusal(_ daemon: DaemonFixture) throws -> StartOutcome {
-    let pid = try spawn(
-      [
-        Products.path("switchd"), "--config", daemon.configDirectory, "--socket",
-        daemon.socketPath, "--database", daemon.databasePath,
-      ], stdoutPath: daemon.logPath, stderrPath: daemon.logPath, append: true)
-    let deadline = monotonicNow() + 20
-    while monotonicNow() < deadline {
-      var status: Int32 = 0
-      if waitpid(pid, &status, WNOHANG) == pid {
-        if status & 0x7f == 0 { return .exited((status >> 8) & 0xff) }
-        return .exited(128 + (status & 0x7f))
-      }
-      if let client = try? RPCClient(socketPath: daemon.socketPath) {
-        client.close()
-        break
-      }
-      usleep(5000)
-    }
-    kill(pid, SIGKILL)
-    _ = waitForExit(pid, seconds: 10)
-    return .served
+    try daemon.startExpectingRefusal()
   }
 
   /// Replaces a file's content with `bytes`.

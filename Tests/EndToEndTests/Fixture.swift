@@ -4,14 +4,24 @@ import Testing
 
 /// A real `switchd` in its own temp directory: config, socket and database
 /// passed by flag; readiness waited for by connecting, never by sleeping;
-/// stopped with SIGTERM, then SIGKILL after a deadline.
+/// stopped with SIGTERM, then SIGKILL after a deadline. The one way every
+/// end-to-end test starts a daemon: plainly (`start`), as a service manager
+/// would (`launch` with an environment, or through a wrapper such as
+/// systemd-socket-activate), or expecting a refusal (`startExpectingRefusal`).
 final class DaemonFixture {
   let directory: String
   let configDirectory: String
   let socketPath: String
   let databasePath: String
   let logPath: String
-  private(set) var pid: pid_t = 0
+  /// The running daemon (or its wrapper), if one was started and not stopped.
+  private(set) var process: Child?
+  /// Its pid, 0 when none runs.
+  var pid: pid_t { process?.pid ?? 0 }
+
+  /// Generous for a loaded two-core machine under a sanitizer.
+  static let startSeconds = 60.0
+  static let stopSeconds = 30.0
 
   /// The shipped example schema, for tests that need a few switches.
   static let standardSwitches = """
@@ -77,48 +87,99 @@ final class DaemonFixture {
 
   /// Starts switchd and waits until its socket accepts.
   func start(extraArguments: [String] = []) throws {
-    let arguments =
-      [
-        Products.path("switchd"), "--config", configDirectory, "--socket", socketPath,
+    try launch(extraArguments: extraArguments)
+    try waitUntilServing()
+  }
+
+  /// Starts switchd on this fixture's files without waiting for it.
+  /// - Parameters:
+  ///   - environment: exactly these variables (and a PATH), as a service
+  ///     manager sets them; nil inherits the test runner's.
+  ///   - socket: `--socket` (default: the fixture's).
+  ///   - wrapper: a command that execs switchd (`systemd-socket-activate …`).
+  /// - Returns: the process, also kept as `process` (and stopped with the fixture).
+  @discardableResult
+  func launch(
+    environment: [String: String]? = nil, socket: String? = nil, through wrapper: [String] = [],
+    extraArguments: [String] = []
+  ) throws -> Child {
+    precondition(process == nil || process!.hasExited, "switchd is already running")
+    let argv =
+      wrapper + [
+        Products.path("switchd"), "--config", configDirectory, "--socket", socket ?? socketPath,
         "--database", databasePath,
       ] + extraArguments
-    pid = try spawn(arguments, stdoutPath: logPath, stderrPath: logPath, append: true)
-    let deadline = monotonicNow() + 20
+    let child = try Child(argv, environment: environment, logPath: logPath)
+    process = child
+    return child
+  }
+
+  /// Polls with connect until the socket accepts; throws when switchd exits
+  /// first or the deadline passes.
+  func waitUntilServing() throws {
+    guard let child = process else { throw FixtureError("switchd was not started") }
+    let deadline = monotonicNow() + Self.startSeconds
     while monotonicNow() < deadline {
       if let client = try? RPCClient(socketPath: socketPath) {
         client.close()
         return
       }
-      var status: Int32 = 0
-      if waitpid(pid, &status, WNOHANG) == pid {
-        pid = 0
-        throw FixtureError("switchd exited at start: \(log)")
+      if child.hasExited {
+        throw FixtureError("switchd exited (\(child.exitStatus ?? -1)) at start: \(log)")
       }
-      usleep(5000)
+      usleep(5000)  // poll interval
     }
-    throw FixtureError("switchd did not accept connections within 20 s: \(log)")
+    throw FixtureError("switchd did not accept connections within \(Self.startSeconds) s: \(log)")
   }
 
-  /// SIGTERM, wait up to 10 s, then SIGKILL. Returns the exit status.
+  enum StartOutcome: Equatable {
+    /// switchd exited by itself with this status (128+n for signal n).
+    case exited(Int32)
+    /// switchd accepted a connection: it started (and was killed).
+    case served
+  }
+
+  /// Starts switchd on the fixture's files, expecting it to refuse: returns
+  /// how it ended, its exit or its socket accepting, whichever comes first.
+  /// While this fixture's daemon runs, pass another `socket` (the one it
+  /// would serve), and the running daemon is left alone.
+  func startExpectingRefusal(socket: String? = nil) throws -> StartOutcome {
+    let path = socket ?? socketPath
+    let argv = [
+      Products.path("switchd"), "--config", configDirectory, "--socket", path,
+      "--database", databasePath,
+    ]
+    let child = try Child(argv, logPath: logPath)
+    let deadline = monotonicNow() + Self.startSeconds
+    while monotonicNow() < deadline {
+      if child.hasExited { return .exited(child.exitStatus ?? -1) }
+      if let client = try? RPCClient(socketPath: path) {
+        client.close()
+        break
+      }
+      usleep(5000)  // poll interval
+    }
+    child.signal(SIGKILL)
+    child.wait(seconds: Self.stopSeconds)
+    return .served
+  }
+
+  /// SIGTERM, then SIGKILL after a deadline. Returns the exit status.
   @discardableResult
   func stop() -> Int32? {
-    guard pid > 0 else { return nil }
-    kill(pid, SIGTERM)
-    let status = waitForExit(pid, seconds: 10)
-    pid = 0
-    return status
+    defer { process = nil }
+    return process?.stop(seconds: Self.stopSeconds)
   }
 
   /// SIGKILL: a crash at an arbitrary moment.
   func crash() {
-    guard pid > 0 else { return }
-    kill(pid, SIGKILL)
-    _ = waitForExit(pid, seconds: 10)
-    pid = 0
+    process?.signal(SIGKILL)
+    process?.wait(seconds: Self.stopSeconds)
+    process = nil
   }
 
   func signal(_ signal: Int32) {
-    if pid > 0 { kill(pid, signal) }
+    process?.signal(signal)
   }
 
   var log: String { (try? readWholeFile(logPath)) ?? "" }
@@ -132,6 +193,14 @@ final class DaemonFixture {
       argv = ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"] + argv
     }
     return runProcess(argv)
+  }
+}
+
+extension Trait where Self == ConditionTrait {
+  /// Runs the test only as root, and says why it needs to: as a normal user it
+  /// is skipped with that reason, not failed.
+  static func needsRoot(_ why: String) -> Self {
+    .enabled(if: geteuid() == 0, Comment(rawValue: "needs root: " + why))
   }
 }
 

@@ -63,7 +63,7 @@ import Testing
     // Nothing changed but what was answered as a change (and any write that
     // a mutation turned into a notification, which is carried out unanswered).
     #expect(revision >= Int64(changed) && revision <= Int64(changed + oracle.unansweredWrites))
-    try expectServedPromptly(daemon)
+    try expectServed(daemon)
     #expect(daemon.stop() == 0)
   }
 
@@ -97,7 +97,7 @@ import Testing
     let error = try client.error("get", #"{"key":\#(nested)}"#)
     #expect(error["data"]?["name"]?.stringValue == "InvalidParams")
     #expect(try client.result("get", #"{"key":"wifi"}"#)["revision"]?.int64Value == 0)
-    try expectServedPromptly(daemon)
+    try expectServed(daemon)
     #expect(daemon.stop() == 0)
   }
 
@@ -195,17 +195,19 @@ import Testing
     // A line split across two writes is still one line.
     let split = try daemon.client()
     try split.send(raw: #"{"jsonrpc":"2.0","id":8,"method":"get","#)
+    // Not a wait for anything: a pause that makes two reads of the halves
+    // likely. If the daemon reads them at once the test still holds.
     usleep(100_000)
     try split.send(raw: #""params":{"key":"wifi"}}"# + "\n")
     #expect(try split.readJSON()["result"]?["key"]?.stringValue == "wifi")
 
     let observer = try daemon.client()
-    let settled = try waitUntil(seconds: 5) {
+    let settled = try waitUntil(seconds: 20) {
       try observer.result("status")["connections"]?.int64Value == 2
     }
     #expect(settled, "the half-line connections are all closed")
     #expect(try observer.result("get", #"{"key":"wifi"}"#)["revision"]?.int64Value == 0)
-    try expectServedPromptly(daemon)
+    try expectServed(daemon)
     #expect(daemon.stop() == 0)
   }
 
@@ -235,7 +237,7 @@ import Testing
     }
     #expect(next == count + 1)
     #expect(inOrder, "responses come back in request order, each a result")
-    try expectServedPromptly(daemon)
+    try expectServed(daemon)
     #expect(daemon.stop() == 0)
   }
 
@@ -259,27 +261,23 @@ import Testing
     // The daemon stopped reading at its high-water mark: most of the flood
     // is still in this process.
     #expect(sent < stream.count, "the daemon paused reading a client that never reads")
-    try expectServedPromptly(daemon)
-    let rss = residentKilobytes(daemon.pid)
-    #expect(rss < 100_000, "switchd's VmRSS is \(rss) kB while a client never reads")
-    // Others can write, and their writes are answered promptly too.
+    try expectServed(daemon)
+    // Others can write, and their writes are answered too.
     let other = try daemon.client()
-    let (toggled, seconds) = try timed { try other.result("toggle", #"{"key":"wifi"}"#) }
-    #expect(toggled["changed"]?.boolValue == true)
-    #expect(seconds < 1)
+    #expect(try other.result("toggle", #"{"key":"wifi"}"#)["changed"]?.boolValue == true)
     flooder = nil  // closes its socket
-    let released = try waitUntil(seconds: 5) {
+    let released = try waitUntil(seconds: 20) {
       try other.result("status")["connections"]?.int64Value == 1
     }
     #expect(released)
-    #expect(residentKilobytes(daemon.pid) < 100_000)
     #expect(daemon.stop() == 0)
   }
 
   /// A client that pipelines writes and never reads: the writes are
   /// submitted as their lines are framed, so their answers arrive after the
   /// high-water check that guards reading. What is queued for such a client
-  /// must still stay near MaxQueuedBytes (PROTOCOL.md, Limits).
+  /// must still stay near MaxQueuedBytes (PROTOCOL.md, Limits): counted here
+  /// as the writes the daemon carries out for it, each answer ~2.5 kB.
   @Test func neverReadingWritersCannotQueueAnswersPastTheirBound() throws {
     // Answers of ~2.5 kB: the switch object carries its description.
     let switches =
@@ -288,7 +286,6 @@ import Testing
     let daemon = try DaemonFixture(switches: switches)
     let observer = try daemon.client()
     _ = try observer.result("status")
-    let before = residentKilobytes(daemon.pid)
     let line = #"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"big"}}"#
     let stream = Array(String(repeating: line + "\n", count: 20_000).utf8)
     var flooders: [RPCClient] = []
@@ -297,26 +294,21 @@ import Testing
       _ = sendUntilBlocked(fd: client.fd, stream, stallSeconds: 0.3)
       flooders.append(client)
     }
-    // Until the writer has committed all it was given; others are served meanwhile.
-    var last: Int64 = -1
-    var slowest = 0.0
-    let settled = try waitUntil(seconds: 30) {
-      usleep(200_000)
-      let (status, seconds) = try timed { try observer.result("status") }
-      slowest = max(slowest, seconds)
-      let revision = status["revision"]?.int64Value ?? -1
-      defer { last = revision }
-      return revision == last
-    }
-    #expect(settled)
-    #expect(slowest < 1, "status took \(slowest) s during the write flood")
-    let growth = residentKilobytes(daemon.pid) - before
-    // Per connection: MaxFrameBytes of input (1 MiB), the high-water mark
-    // of answers (MaxQueuedBytes/2) and allocator slack; about 2.5 MB was
-    // measured with in-flight writes bounded, 18 MB without.
-    #expect(growth < 2 * 4_000, "switchd grew by \(growth) kB for 2 never-reading writers")
+    // Others are served meanwhile.
+    try expectServed(daemon)
+    // Once the flooders are gone (the daemon has seen both close), only
+    // writes already handed to the writer may still commit.
     flooders.removeAll()
-    try expectServedPromptly(daemon)
+    let closed = try waitUntil(seconds: 20) {
+      try observer.result("status")["connections"]?.int64Value == 1
+    }
+    #expect(closed)
+    let committed = try observer.result("status")["revision"]?.int64Value ?? -1
+    // Per connection: the high-water mark of answers (256 kB, ~100 answers),
+    // what the socket buffers hold (~100 more) and the writes in flight (64).
+    // Measured 250-520 for both; with writes in flight unbounded, ~20,000
+    // (all of them). A count, not a time or a size: it does not flake.
+    #expect(committed < 2_000, "\(committed) writes carried out for 2 never-reading writers")
     #expect(daemon.stop() == 0)
   }
 
@@ -331,22 +323,19 @@ import Testing
     }
     let daemon = try DaemonFixture(switches: switches)
     _ = try daemon.client().result("status")
-    let before = residentKilobytes(daemon.pid)
     // 500 `list`s of ~130 kB each, in one line of 21 kB: 65 MB of answer.
     let one = #"{"jsonrpc":"2.0","id":1,"method":"list"}"#
     let batch = "[" + Array(repeating: one, count: 500).joined(separator: ",") + "]\n"
     var client: RPCClient? = try daemon.client()
     _ = sendUntilBlocked(fd: client!.fd, Array(batch.utf8), stallSeconds: 0.2)
-    usleep(50_000)
-    let (status, seconds) = try timed {
-      try RPCClient(socketPath: daemon.socketPath, receiveTimeout: 60).result("status")
-    }
-    #expect(status["connections"] != nil)
-    #expect(seconds < 1, "a new client waited \(seconds) s behind one batch line")
-    let growth = residentKilobytes(daemon.pid) - before
-    #expect(growth < 32_000, "switchd grew by \(growth) kB for one batch line of 21 kB")
+    // The batch's answer has begun (its first bytes are waiting unread), so
+    // the daemon is in the middle of it when a new client comes.
+    var started = pollfd(fd: client!.fd, events: Int16(POLLIN), revents: 0)
+    #expect(poll(&started, 1, 30_000) == 1, "the batch's answer never began")
+    let status = try RPCClient(socketPath: daemon.socketPath).result("status")
+    #expect(status["connections"]?.int64Value == 2)
     client = nil  // closes its socket
-    try expectServedPromptly(daemon)
+    try expectServed(daemon)
     #expect(daemon.stop() == 0)
   }
 
@@ -358,18 +347,13 @@ import Testing
     var idle: [RPCClient] = []
     for _ in 0..<2_000 { idle.append(try daemon.client()) }
     let observer = try daemon.client()
-    var slowest = 0.0
-    let counted = try waitUntil(seconds: 10) {
-      let (status, seconds) = try timed { try observer.result("status") }
-      slowest = max(slowest, seconds)
-      return status["connections"]?.int64Value == 2_001
+    let counted = try waitUntil(seconds: 20) {
+      try observer.result("status")["connections"]?.int64Value == 2_001
     }
     #expect(counted, "status.connections counts the idle connections")
-    #expect(slowest < 1, "status took \(slowest) s with 2,000 idle connections")
-    try expectServedPromptly(daemon)
-    #expect(residentKilobytes(daemon.pid) < 100_000)
+    try expectServed(daemon)
     idle.removeAll()  // RPCClient's deinit closes each socket
-    let released = try waitUntil(seconds: 10) {
+    let released = try waitUntil(seconds: 20) {
       try observer.result("status")["connections"]?.int64Value == 1
     }
     #expect(released)
@@ -380,7 +364,7 @@ import Testing
     let daemon = try DaemonFixture(daemonConf: "[Daemon]\nAdminGroup=\nMaxConnections=50\n")
     let first = try daemon.client()
     // The fixture's readiness probe may not be closed yet: wait for it.
-    let alone = try waitUntil(seconds: 5) {
+    let alone = try waitUntil(seconds: 20) {
       try first.result("status")["connections"]?.int64Value == 1
     }
     #expect(alone)
@@ -399,7 +383,7 @@ import Testing
     #expect(try first.result("status")["connections"]?.int64Value == 50)
     // A freed place is taken again.
     _ = clients.removeLast()  // released: its deinit closes the socket
-    let again = try waitUntil(seconds: 5) {
+    let again = try waitUntil(seconds: 20) {
       let client = try daemon.client()
       return (try? client.call("status"))?["result"] != nil
     }
@@ -435,7 +419,7 @@ import Testing
     // A tiny receive buffer, set before connect, and it never reads.
     let slow = try RawSocket(path: daemon.socketPath, receiveBuffer: 1024)
     try slow.send(Array(#"{"jsonrpc":"2.0","id":1,"method":"watch"}"#.utf8) + [10])
-    #expect(try parseLine(try slow.readLine(seconds: 5))["result"]?["watch"] != nil)
+    #expect(try parseLine(try slow.readLine(seconds: 20))["result"]?["watch"] != nil)
     let good = try daemon.client()
     _ = try good.result("watch")
     let goodReader = LineReader(fd: good.fd)
@@ -450,7 +434,6 @@ import Testing
     let writer = try daemon.client()
     let writes = 5_000
     let perRound = 100
-    var slowestRound = 0.0
     for round in 0..<(writes / perRound) {
       var text = ""
       for k in 0..<perRound {
@@ -459,41 +442,31 @@ import Testing
         text += #"{"jsonrpc":"2.0","id":\#(id),"method":"toggle","params":{"key":"\#(key)"}}"#
         text += "\n"
       }
-      let start = monotonicNow()
       try writer.send(raw: text)
       for _ in 0..<perRound {
         let response = try writer.readJSON()
         #expect(response["result"]?["changed"]?.boolValue == true)
       }
-      slowestRound = max(slowestRound, monotonicNow() - start)
       for line in goodReader.available() { try collect(line) }
     }
-    #expect(slowestRound < 1, "100 pipelined writes took \(slowestRound) s")
     while events.count < writes, let line = goodReader.next(seconds: 10) { try collect(line) }
     #expect(events == Array(1...Int64(writes)), "the watcher that reads gets every event in order")
 
     // The slow watcher was dropped: only the good watch is left.
     let observer = try daemon.client()
-    let dropped = try waitUntil(seconds: 5) {
+    let dropped = try waitUntil(seconds: 20) {
       try observer.result("status")["watches"]?.int64Value == 1
     }
     #expect(dropped, "a watcher past MaxQueuedBytes is disconnected")
     // What reached it is an in-order prefix, then end of stream.
     var seen: [Int64] = []
-    var ended = false
-    let deadline = monotonicNow() + 10
-    while monotonicNow() < deadline {
-      guard let line = slow.nextLine(seconds: 5) else {
-        ended = true
-        break
-      }
+    while let line = slow.nextLine(seconds: 20) {
       seen.append(try parseLine(line)["params"]?["revision"]?.int64Value ?? -1)
     }
-    #expect(ended, "the slow watcher reads end of stream")
+    #expect(slow.ended, "the slow watcher reads end of stream (not a 20 s silence)")
     #expect(seen.count < writes)
     #expect(seen == (0..<seen.count).map { Int64($0) + 1 }, "an in-order prefix")
-    try expectServedPromptly(daemon)
-    #expect(residentKilobytes(daemon.pid) < 100_000)
+    try expectServed(daemon)
     #expect(daemon.stop() == 0)
   }
 }
@@ -663,22 +636,13 @@ private func parseLine(_ line: [UInt8]?) throws -> JSONValue {
 
 // MARK: - Service checks
 
-/// A new client is answered within a second, for a read and for `status`.
-private func expectServedPromptly(
+/// A new client is answered, for a read (within the client's generous
+/// receive timeout: how fast is switchbench's business, not a test's).
+private func expectServed(
   _ daemon: DaemonFixture, sourceLocation: Testing.SourceLocation = #_sourceLocation
 ) throws {
-  let (get, seconds) = try timed {
-    let client = try RPCClient(socketPath: daemon.socketPath, receiveTimeout: 5)
-    return try client.result("get", #"{"key":"wifi"}"#)
-  }
+  let get = try daemon.client().result("get", #"{"key":"wifi"}"#)
   #expect(get["key"]?.stringValue == "wifi", sourceLocation: sourceLocation)
-  #expect(seconds < 1, "a new client waited \(seconds) s", sourceLocation: sourceLocation)
-}
-
-private func timed<T>(_ body: () throws -> T) rethrows -> (T, Double) {
-  let start = monotonicNow()
-  let value = try body()
-  return (value, monotonicNow() - start)
 }
 
 /// Polls `condition` every 20 ms until it holds or `seconds` pass.
@@ -689,19 +653,6 @@ private func waitUntil(seconds: Double, _ condition: () throws -> Bool) rethrows
     if monotonicNow() > deadline { return false }
     usleep(20_000)
   }
-}
-
-/// VmRSS of a process in kB (0 when it cannot be read).
-/// The daemon's resident memory, in kB. Under a sanitizer (`.ci/run` sets
-/// SWITCHD_TEST_SANITIZER) shadow memory and quarantine make RSS say nothing
-/// about our bounds, so it reads as 0 there and the plain run checks them.
-private func residentKilobytes(_ pid: pid_t) -> Int {
-  if getenv("SWITCHD_TEST_SANITIZER") != nil { return 0 }
-  guard let status = try? readWholeFile("/proc/\(pid)/status") else { return 0 }
-  for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-    return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-  }
-  return 0
 }
 
 /// Raises this process's soft RLIMIT_NOFILE (the daemon it spawns inherits it).
@@ -870,4 +821,7 @@ private final class RawSocket {
 
   /// The next line, or nil at end of stream (or after `seconds`).
   func nextLine(seconds: Double) -> [UInt8]? { reader.next(seconds: seconds) }
+
+  /// Whether the daemon ended the stream (closed or reset the connection).
+  var ended: Bool { reader.ended }
 }

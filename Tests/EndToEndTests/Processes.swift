@@ -8,8 +8,11 @@ struct ProcessResult {
 }
 
 /// Starts a process with stdout/stderr sent to files; returns its pid.
+/// `environment` nil: the test runner's own; otherwise exactly those
+/// variables and a PATH (what a service manager gives a service).
 func spawn(
-  _ argv: [String], stdoutPath: String, stderrPath: String, append: Bool = false
+  _ argv: [String], stdoutPath: String, stderrPath: String, append: Bool = false,
+  environment: [String: String]? = nil
 ) throws -> pid_t {
   var actions = posix_spawn_file_actions_t()
   posix_spawn_file_actions_init(&actions)
@@ -24,10 +27,79 @@ func spawn(
   }
   var pid: pid_t = 0
   let cArgs = argv.map { strdup($0) } + [nil]
-  defer { for p in cArgs { free(p) } }
-  let rc = withDefaultSignals { posix_spawn(&pid, argv[0], &actions, &$0, cArgs, environ) }
+  let variables = environment.map { chosen in
+    ["PATH=/usr/local/bin:/usr/bin:/bin"]
+      + chosen.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+  }
+  let cEnv = variables.map { $0.map { strdup($0) } + [nil] }
+  defer { for p in cArgs + (cEnv ?? []) { free(p) } }
+  let rc = withDefaultSignals { attributes in
+    if let cEnv { return posix_spawn(&pid, argv[0], &actions, &attributes, cArgs, cEnv) }
+    return posix_spawn(&pid, argv[0], &actions, &attributes, cArgs, environ)
+  }
   guard rc == 0 else { throw FixtureError("posix_spawn \(argv[0]) failed: \(rc)") }
   return pid
+}
+
+/// A process the test started, stdout and stderr appended to `logPath`.
+/// Killed and reaped on deinit if still running, so a failed test leaves
+/// nothing behind.
+final class Child {
+  let pid: pid_t
+  private(set) var exitStatus: Int32?
+
+  init(_ argv: [String], environment: [String: String]? = nil, logPath: String) throws {
+    pid = try spawn(
+      argv, stdoutPath: logPath, stderrPath: logPath, append: true, environment: environment)
+  }
+
+  deinit {
+    if exitStatus == nil {
+      kill(pid, SIGKILL)
+      _ = wait(seconds: 30)
+    }
+  }
+
+  /// Reaps the process if it has exited.
+  var hasExited: Bool {
+    if exitStatus != nil { return true }
+    var status: Int32 = 0
+    guard waitpid(pid, &status, WNOHANG) == pid else { return false }
+    exitStatus = decodeWaitStatus(status)
+    return true
+  }
+
+  func signal(_ signal: Int32) {
+    if exitStatus == nil { kill(pid, signal) }
+  }
+
+  /// Waits for the exit (SIGKILL after `seconds`); the exit status, or 128+signal.
+  @discardableResult
+  func wait(seconds: Double) -> Int32? {
+    if let exitStatus { return exitStatus }
+    exitStatus = waitForExit(pid, seconds: seconds)
+    return exitStatus
+  }
+
+  /// SIGTERM, then SIGKILL if it has not exited after `seconds`.
+  @discardableResult
+  func stop(seconds: Double = 30) -> Int32? {
+    signal(SIGTERM)
+    return wait(seconds: seconds)
+  }
+
+  /// The process state letter from /proc/PID/stat (R, S, T, ...).
+  var state: Character? {
+    guard let stat = try? readWholeFile("/proc/\(pid)/stat"),
+      let end = stat.lastIndex(of: ")")
+    else { return nil }
+    return stat[end...].dropFirst().first { $0 != " " }
+  }
+}
+
+/// A `waitpid` status as an exit status, or 128+signal.
+func decodeWaitStatus(_ status: Int32) -> Int32 {
+  status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
 }
 
 /// Spawn attributes that start a child with no signal blocked and each at its default: the
@@ -61,10 +133,9 @@ func waitForExit(_ pid: pid_t, seconds: Double) -> Int32? {
       waitpid(pid, &status, 0)
       break
     }
-    usleep(2000)
+    usleep(2000)  // poll interval
   }
-  if status & 0x7f == 0 { return (status >> 8) & 0xff }
-  return 128 + (status & 0x7f)
+  return decodeWaitStatus(status)
 }
 
 private let outputCounter = SerialCounter()
@@ -94,4 +165,52 @@ func runProcess(_ argv: [String], timeout: Double = 60) -> ProcessResult {
   return ProcessResult(
     status: status, stdout: (try? readWholeFile(base + ".out")) ?? "",
     stderr: (try? readWholeFile(base + ".err")) ?? "")
+}
+
+/// A POSIX thread that runs `body` and hands back its result at `join()`.
+///
+/// For blocking socket I/O in tests: Swift's cooperative pool is as wide as
+/// the machine has cores (two here), and a task that blocks in `recv` holds
+/// one of them, so a few blocked tasks can stall every other test.
+final class TestThread<Result: Sendable>: @unchecked Sendable {
+  // `result` is written by the thread before it ends and read after
+  // `pthread_join`, which orders the two.
+  private var result: Result?
+  private var thread = pthread_t()
+  private var joined = false
+
+  init(_ body: @escaping @Sendable () -> Result) {
+    thread = startJoinableThread { [self] in result = body() }
+  }
+
+  deinit {
+    if !joined { pthread_detach(thread) }
+  }
+
+  /// Waits for the thread to end; its result.
+  func join() -> Result {
+    if !joined {
+      pthread_join(thread, nil)
+      joined = true
+    }
+    return result!
+  }
+}
+
+/// Starts a joinable POSIX thread running `body`.
+private func startJoinableThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
+  final class Box: @unchecked Sendable {  // handed to exactly one thread, then released
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+  }
+  let context = Unmanaged.passRetained(Box(body)).toOpaque()
+  var thread = pthread_t()
+  let rc = pthread_create(
+    &thread, nil,
+    { raw in
+      Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+      return nil
+    }, context)
+  precondition(rc == 0, "pthread_create failed: \(rc)")
+  return thread
 }

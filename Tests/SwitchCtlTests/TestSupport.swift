@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import Testing
 
 @testable import SwitchCtl
 
@@ -328,5 +329,13 @@ final class TestDaemon {
   func call(_ method: SwitchProtocol.Method, _ params: [JSONMember]) throws -> JSONValue {
     let client = try DaemonClient.connect(to: socket, receiveTimeout: 30)
     return try client.call(method, params).get()
+  }
+}
+
+extension Trait where Self == ConditionTrait {
+  /// Runs the test only as root, and says why it needs to: as a normal user it
+  /// is skipped with that reason, not failed.
+  static func needsRoot(_ why: String) -> Self {
+    .enabled(if: geteuid() == 0, Comment(rawValue: "needs root: " + why))
   }
 }
