@@ -203,6 +203,9 @@ def test_disabled_leaves_the_focus_order_says_why_and_wins(page, daemon):
     control.click(force=True)
     round_trip(page, "Bluetooth")
     assert daemon.get("bluetooth")["revision"] == before["revision"]
+    # Ignored by the page itself: no call, so no refusal to show.
+    row = page.locator("li.row", has=control)
+    expect(row.get_by_role("alert", include_hidden=True)).to_have_text("")
     for command in (["enable", "bluetooth"], ["unlock", "bluetooth"]):
         assert daemon.ctl(*command).returncode == 0
     expect(control).not_to_have_attribute("aria-disabled", "true")
