@@ -28,11 +28,15 @@ public struct SwitchDefinition: Equatable, Sendable {
   public var defaultChecked: Bool
   public var checkedIcon: String
   public var uncheckedIcon: String
+  /// The heading a settings page draws it under (`Group=`; "" when absent).
+  public var group: String
+  /// Its place in the schema: files in lexical order, sections in file order.
+  public var order: Int
   public var source: SourceLocation
 
   public init(
     key: String, label: String?, description: String = "", defaultChecked: Bool,
-    checkedIcon: String = "", uncheckedIcon: String = "",
+    checkedIcon: String = "", uncheckedIcon: String = "", group: String = "", order: Int = 0,
     source: SourceLocation = SourceLocation(file: "", line: 0)
   ) {
     self.key = key
@@ -41,6 +45,8 @@ public struct SwitchDefinition: Equatable, Sendable {
     self.defaultChecked = defaultChecked
     self.checkedIcon = checkedIcon
     self.uncheckedIcon = uncheckedIcon
+    self.group = group
+    self.order = order
     self.source = source
   }
 }

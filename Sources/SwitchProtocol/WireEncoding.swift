@@ -143,7 +143,7 @@ public struct SwitchTemplate: Sendable {
   /// `{"key":…,"label":…,"description":…,"checked":`
   let head: [UInt8]
   let defaultChecked: Bool
-  /// `,"checkedIcon":…,"uncheckedIcon":…,"policySource":`
+  /// `,"checkedIcon":…,"uncheckedIcon":…,"group":…,"order":…,"policySource":`
   let icons: [UInt8]
 
   public init(_ definition: SwitchDefinition) {
@@ -162,6 +162,10 @@ public struct SwitchTemplate: Sendable {
     w.string(definition.checkedIcon)
     w.raw(",\"uncheckedIcon\":")
     w.string(definition.uncheckedIcon)
+    w.raw(",\"group\":")
+    w.string(definition.group)
+    w.raw(",\"order\":")
+    w.int(Int64(definition.order))
     w.raw(",\"policySource\":")
     icons = w.bytes
   }

@@ -133,7 +133,8 @@ import Testing
 
   static let definition = SwitchDefinition(
     key: "wifi", label: "Wi-Fi", description: "Connect to wireless networks.",
-    defaultChecked: false, checkedIcon: "wifi", uncheckedIcon: "wifi_off")
+    defaultChecked: false, checkedIcon: "wifi", uncheckedIcon: "wifi_off", group: "Connectivity",
+    order: 3)
 
   @Test func switchObjectGolden() {
     let record = SwitchRecord(
@@ -150,7 +151,8 @@ import Testing
         == #"{"key":"wifi","label":"Wi-Fi","description":"Connect to wireless networks.","#
         + #""checked":true,"defaultChecked":false,"readOnly":true,"readOnlyReason":"Held.","#
         + #""heldBy":"policy","disabled":false,"disabledReason":null,"disabledBy":null,"#
-        + #""checkedIcon":"wifi","uncheckedIcon":"wifi_off","policySource":"50-corp.conf:2","#
+        + #""checkedIcon":"wifi","uncheckedIcon":"wifi_off","group":"Connectivity","order":3,"#
+        + #""policySource":"50-corp.conf:2","#
         + #""revision":42,"changedAt":"2026-11-30T03:40:00.123Z"}"#)
   }
 
