@@ -76,7 +76,19 @@ extension Server {
       w.raw("}")
       ResponseEncoding.endResult(&w)
     case .write(.failure(let error)), .reload(.failure(let error)):
-      ResponseEncoding.writeError(&w, id: id, error)
+      ResponseEncoding.writeError(&w, id: id, withCurrentSwitch(error))
     }
+  }
+
+  /// A Conflict carries the switch as it is now (`data.switch`), so that a
+  /// page redraws it without another `get`; other errors pass unchanged.
+  private func withCurrentSwitch(_ error: RPCError) -> RPCError {
+    guard error.code == .conflict,
+      case .string(let key)? = error.data.first(where: { $0.name == "key" })?.value,
+      let bytes = encodedSwitch(key), let value = try? JSONParser.parse(bytes, maxDepth: 4)
+    else { return error }
+    var withSwitch = error
+    withSwitch.data.append(JSONMember("switch", value))
+    return withSwitch
   }
 }
