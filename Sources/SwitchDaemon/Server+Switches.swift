@@ -96,29 +96,39 @@ extension Server {
       policySource: Rules.policySource(state: record.state, rule: catalog.policies[key]))
   }
 
-  /// Writes the Switch object of a declared `key`.
-  func writeSwitch(_ w: inout JSONWriter, key: String) {
-    if let bytes = encodedSwitch(key) { w.raw(bytes) }
+  /// Whether `caller` may change `key`'s value now (`writable`).
+  func isWritable(_ key: String, for caller: Caller) -> Bool {
+    guard let record = records[key] else { return false }
+    return Rules.writable(state: record.state, policy: catalog.policies[key], caller: caller)
   }
 
-  /// Writes a JSON array of the Switch objects at `positions`.
-  func writeSwitches<Positions: Sequence<Int>>(_ w: inout JSONWriter, _ positions: Positions) {
+  /// Writes the Switch object of a declared `key` as `caller` sees it.
+  func writeSwitch(_ w: inout JSONWriter, key: String, for caller: Caller) {
+    guard let bytes = encodedSwitch(key) else { return }
+    WireEncoding.writeSwitch(&w, encoded: bytes, writable: isWritable(key, for: caller))
+  }
+
+  /// Writes a JSON array of the Switch objects at `positions` as `caller` sees them.
+  func writeSwitches<Positions: Sequence<Int>>(
+    _ w: inout JSONWriter, _ positions: Positions, for caller: Caller
+  ) {
     w.raw("[")
     var first = true
     for position in positions {
       guard let bytes = encodedSwitch(at: position) else { continue }
       if !first { w.raw(",") }
       first = false
-      w.raw(bytes)
+      let key = catalog.sortedKeys[position]
+      WireEncoding.writeSwitch(&w, encoded: bytes, writable: isWritable(key, for: caller))
     }
     w.raw("]")
   }
 
-  func writeList(_ w: inout JSONWriter, prefix: String?) {
+  func writeList(_ w: inout JSONWriter, prefix: String?, for caller: Caller) {
     w.raw("{\"revision\":")
     w.int(revision)
     w.raw(",\"switches\":")
-    writeSwitches(&w, positions(withPrefix: prefix))
+    writeSwitches(&w, positions(withPrefix: prefix), for: caller)
     w.raw("}")
   }
 

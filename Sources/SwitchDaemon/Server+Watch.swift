@@ -34,6 +34,7 @@ extension Server {
     let id = hub.add(connection: connection.id, patterns: patterns, replayFrom: replayFrom)
     connection.watchIDs.append(id)
     let current = revision
+    let caller = connection.peer.caller(groupIDs: groups)
     answer(pending, on: connection) { w in
       w.raw("{\"watch\":")
       w.string(id)
@@ -41,7 +42,7 @@ extension Server {
       w.int(current)
       if since == nil {
         w.raw(",\"switches\":")
-        writeSwitches(&w, positions(matching: patterns))
+        writeSwitches(&w, positions(matching: patterns), for: caller)
       }
       w.raw("}")
     }

@@ -20,11 +20,14 @@ extension Server {
         connection.writesInFlight -= 1
         resumed[connection.id] = connection
         guard ticket.slot != 0 else { continue }
-        if connection.writeDirectly(slot: ticket.slot, { write(&$0, answer, id: ticket.id) }) {
+        let caller = connection.peer.caller(groupIDs: groups)
+        if connection.writeDirectly(
+          slot: ticket.slot, { write(&$0, answer, id: ticket.id, for: caller) })
+        {
           continue
         }
         var w = JSONWriter(capacity: 512)
-        write(&w, answer, id: ticket.id)
+        write(&w, answer, id: ticket.id, for: caller)
         connection.fill(slot: ticket.slot, part: ticket.part, with: w.bytes)
       }
       for connection in resumed.values { pump(connection) }
@@ -50,7 +53,9 @@ extension Server {
       + "revision \(revision)"
   }
 
-  private func write(_ w: inout JSONWriter, _ answer: WriterOutput.Answer, id: RequestID) {
+  private func write(
+    _ w: inout JSONWriter, _ answer: WriterOutput.Answer, id: RequestID, for caller: Caller
+  ) {
     switch answer {
     case .write(.success(let outcome)):
       ResponseEncoding.beginResult(&w, id: id)
@@ -59,11 +64,15 @@ extension Server {
       w.raw(",\"switch\":")
       if records[outcome.record.key] == outcome.record {
         // The switch is as this write left it: the cached encoding serves.
-        writeSwitch(&w, key: outcome.record.key)
+        writeSwitch(&w, key: outcome.record.key, for: caller)
       } else {
+        var object = JSONWriter(capacity: 512)
         WireEncoding.writeSwitch(
-          &w, definition: outcome.definition, record: outcome.record,
+          &object, definition: outcome.definition, record: outcome.record,
           policySource: outcome.policySource)
+        let writable = Rules.writable(
+          state: outcome.record.state, policy: catalog.policies[outcome.record.key], caller: caller)
+        WireEncoding.writeSwitch(&w, encoded: object.bytes, writable: writable)
       }
       w.raw("}")
       ResponseEncoding.endResult(&w)
@@ -76,17 +85,19 @@ extension Server {
       w.raw("}")
       ResponseEncoding.endResult(&w)
     case .write(.failure(let error)), .reload(.failure(let error)):
-      ResponseEncoding.writeError(&w, id: id, withCurrentSwitch(error))
+      ResponseEncoding.writeError(&w, id: id, withCurrentSwitch(error, for: caller))
     }
   }
 
   /// A Conflict carries the switch as it is now (`data.switch`), so that a
   /// page redraws it without another `get`; other errors pass unchanged.
-  private func withCurrentSwitch(_ error: RPCError) -> RPCError {
+  private func withCurrentSwitch(_ error: RPCError, for caller: Caller) -> RPCError {
     guard error.code == .conflict,
-      case .string(let key)? = error.data.first(where: { $0.name == "key" })?.value,
-      let bytes = encodedSwitch(key), let value = try? JSONParser.parse(bytes, maxDepth: 4)
+      case .string(let key)? = error.data.first(where: { $0.name == "key" })?.value
     else { return error }
+    var object = JSONWriter(capacity: 512)
+    writeSwitch(&object, key: key, for: caller)
+    guard let value = try? JSONParser.parse(object.bytes, maxDepth: 4) else { return error }
     var withSwitch = error
     withSwitch.data.append(JSONMember("switch", value))
     return withSwitch

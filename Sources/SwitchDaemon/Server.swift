@@ -480,9 +480,12 @@ final class Server {
         fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
         return
       }
-      answer(pending, on: connection) { w in w.raw(bytes) }
+      let writable = isWritable(key, for: caller)
+      answer(pending, on: connection) { w in
+        WireEncoding.writeSwitch(&w, encoded: bytes, writable: writable)
+      }
     case .list(let prefix):
-      answer(pending, on: connection) { w in writeList(&w, prefix: prefix) }
+      answer(pending, on: connection) { w in writeList(&w, prefix: prefix, for: caller) }
     case .write(let key, let operation):
       submit(.write(ticket(pending, connection), key: key, operation, caller), for: connection)
     case .reload:

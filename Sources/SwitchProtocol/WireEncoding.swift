@@ -39,6 +39,13 @@ public enum WireEncoding {
     w.raw("}")
   }
 
+  /// A Switch object `writeSwitch` encoded (for anyone, so it can be kept),
+  /// with the caller's `writable` added as its last member.
+  public static func writeSwitch(_ w: inout JSONWriter, encoded: [UInt8], writable: Bool) {
+    w.bytes.append(contentsOf: encoded.dropLast())  // all but the closing brace
+    w.raw(writable ? ",\"writable\":true}" : ",\"writable\":false}")
+  }
+
   /// A State object.
   public static func writeState(_ w: inout JSONWriter, _ s: SwitchState) {
     w.raw("{\"checked\":")

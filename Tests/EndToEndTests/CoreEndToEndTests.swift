@@ -13,7 +13,7 @@ import Testing
       names == [
         "key", "label", "description", "checked", "defaultChecked", "readOnly", "readOnlyReason",
         "heldBy", "disabled", "disabledReason", "disabledBy", "checkedIcon", "uncheckedIcon",
-        "policySource", "revision", "changedAt",
+        "group", "order", "policySource", "revision", "changedAt", "writable",
       ])
     #expect(wifi["label"]?.stringValue == "Wi-Fi")
     #expect(wifi["checked"]?.boolValue == true)

@@ -156,6 +156,20 @@ import Testing
         + #""revision":42,"changedAt":"2026-11-30T03:40:00.123Z"}"#)
   }
 
+  @Test func writableIsTheCallersAndComesLast() {
+    var object = JSONWriter()
+    WireEncoding.writeSwitch(
+      &object, definition: Self.definition,
+      record: SwitchRecord(key: "wifi", state: SwitchState(checked: false)), policySource: nil)
+    for writable in [true, false] {
+      var w = JSONWriter()
+      WireEncoding.writeSwitch(&w, encoded: object.bytes, writable: writable)
+      let withoutBrace = String(decoding: object.bytes.dropLast(), as: UTF8.self)
+      #expect(
+        String(decoding: w.bytes, as: UTF8.self) == withoutBrace + #","writable":\#(writable)}"#)
+    }
+  }
+
   @Test func neverChangedSwitchHasRevisionZeroAndNoTime() {
     var w = JSONWriter()
     WireEncoding.writeSwitch(
