@@ -117,6 +117,22 @@ extension Server {
     }
   }
 
+  /// After a reload: `schemaChanged` to every watch that matches a switch it
+  /// added, removed or redeclared, naming those keys. Not State: no revision.
+  func announce(_ changes: SchemaChanges) {
+    var touched: [UInt64: Connection] = [:]
+    for watch in hub.watches.values {
+      guard let part = changes.filtered(watch.matches), let connection = connections[watch.connection]
+      else { continue }
+      var w = JSONWriter(capacity: 0)
+      swap(&w.bytes, &connection.out)
+      WireEncoding.writeSchemaChangedEvent(&w, watch: watch.id, part)
+      swap(&w.bytes, &connection.out)
+      touched[connection.id] = connection
+    }
+    for connection in touched.values { flush(connection) }
+  }
+
   private func appendEvent(_ change: Change, watch: String, to connection: Connection) {
     var members = JSONWriter(capacity: 512)
     WireEncoding.writeChangeMembers(&members, change)

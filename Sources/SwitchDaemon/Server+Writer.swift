@@ -11,7 +11,11 @@ extension Server {
     var counter: UInt64 = 0
     _ = read(wakeFD, &counter, 8)
     for output in outputs.drain() {
-      if let update = output.catalog { adopt(update) }
+      var schemaChanges: SchemaChanges?
+      if let update = output.catalog {
+        schemaChanges = SchemaChanges(from: catalog, to: update.catalog)
+        adopt(update)
+      }
       if output.oldestRetained != nil { oldestRetained = output.oldestRetained }
       publish(output.changes)
       var resumed: [UInt64: Connection] = [:]
@@ -31,6 +35,7 @@ extension Server {
         connection.fill(slot: ticket.slot, part: ticket.part, with: w.bytes)
       }
       for connection in resumed.values { pump(connection) }
+      if let schemaChanges, !schemaChanges.isEmpty { announce(schemaChanges) }
       if output.reloaded {
         notifier.send("READY=1")
         notifier.send(statusLine)

@@ -170,6 +170,18 @@ import Testing
     }
   }
 
+  @Test func schemaChangedGolden() {
+    var changes = SchemaChanges(from: Catalog(switches: []), to: Catalog(switches: []))
+    changes.added = ["bluetooth"]
+    changes.updated = ["wifi", "email.marketing"]
+    var w = JSONWriter()
+    WireEncoding.writeSchemaChangedEvent(&w, watch: "w1", changes)
+    #expect(
+      String(decoding: w.bytes, as: UTF8.self)
+        == #"{"jsonrpc":"2.0","method":"schemaChanged","params":{"watch":"w1","#
+        + #""added":["bluetooth"],"removed":[],"updated":["wifi","email.marketing"]}}"# + "\n")
+  }
+
   @Test func neverChangedSwitchHasRevisionZeroAndNoTime() {
     var w = JSONWriter()
     WireEncoding.writeSwitch(
