@@ -122,7 +122,8 @@ extension Server {
   func announce(_ changes: SchemaChanges) {
     var touched: [UInt64: Connection] = [:]
     for watch in hub.watches.values {
-      guard let part = changes.filtered(watch.matches), let connection = connections[watch.connection]
+      guard let part = changes.filtered(watch.matches),
+        let connection = connections[watch.connection]
       else { continue }
       var w = JSONWriter(capacity: 0)
       swap(&w.bytes, &connection.out)
