@@ -46,7 +46,7 @@ node --test cockpit/test/
 
 echo "browser tests (pytest, Playwright $PLAYWRIGHT_VERSION, $(chromium --version 2>/dev/null || echo chromium))"
 set +e
-"$VENV/bin/python" -m pytest -p no:cacheprovider -q cockpit/test
+PYTHONDONTWRITEBYTECODE=1 "$VENV/bin/python" -m pytest -p no:cacheprovider -q cockpit/test
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

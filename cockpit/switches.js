@@ -38,7 +38,7 @@ function describeClose(options) {
     if (problem === "access-denied")
         return `This account may not open switchd's socket ${socketPath}.`;
     if (!problem)
-        return "switchd closed the connection.";
+        return "switchd closed the connection (it stopped or restarted).";
     return `The connection to switchd failed (${cockpit.message(options)}).`;
 }
 

@@ -1,9 +1,14 @@
 """pytest fixtures for the browser tests (see harness.py)."""
 
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
 from harness import launch_browser
+
+
+# Generous for a loaded 2-core CI machine: an expectation polls until it
+# holds, so a fast run is not slowed down.
+expect.set_options(timeout=20_000)
 
 
 @pytest.fixture(scope="session")
