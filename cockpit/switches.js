@@ -234,7 +234,8 @@ function makeRow(key) {
     row.admin = element("div", { class: "admin" });
     row.panel.append(row.history, row.admin);
     const tools = element("div", { class: "row-tools" });
-    tools.append(row.whyButton);
+    row.quick = element("span", { class: "admin-quick" });
+    tools.append(row.whyButton, row.quick);
 
     row.node.append(main, tools, row.panel);
 
@@ -243,6 +244,11 @@ function makeRow(key) {
     // keydown, so that keydown is cancelled.
     row.button.addEventListener("keydown", event => {
         if (event.key === "Enter")
+            event.preventDefault();
+    });
+    // Disabled is out of reach (SWT-2): not even a click focuses it.
+    row.button.addEventListener("mousedown", event => {
+        if (row.switch && row.switch.disabled)
             event.preventDefault();
     });
     row.button.addEventListener("click", event => {
@@ -383,8 +389,7 @@ async function refused(row, error) {
 
 // ---------------------------------------------------------------- why
 
-function toggleWhy(row) {
-    const open = row.panel.hidden;
+function toggleWhy(row, open = row.panel.hidden) {
     row.panel.hidden = !open;
     row.whyButton.setAttribute("aria-expanded", open ? "true" : "false");
     if (open)
@@ -471,6 +476,8 @@ async function loadHistory(row) {
 /**
  * Lock/unlock (a reason and a fixed value) and disable/enable (a reason),
  * for administrators only; nobody else gets them in the page at all.
+ * Unlock and Enable act at once from the row; Lock… and Disable… open the
+ * "why" panel at their form, which asks for the reason (and fixed value).
  */
 function drawAdminControls(row) {
     const s = row.switch;
@@ -478,6 +485,7 @@ function drawAdminControls(row) {
         return;
     if (page.administrator !== true) {
         row.admin.replaceChildren();
+        row.quick.replaceChildren();
         row.adminDrawn = null;
         return;
     }
@@ -496,11 +504,6 @@ function drawAdminControls(row) {
         element("label", { for: lockReason.id }, "Reason for the lock"), lockReason,
         element("label", { for: lockValue.id }, "Hold it"), lockValue,
         element("button", { type: "submit" }, s.readOnly ? "Lock again" : "Lock"));
-    if (s.readOnly && s.heldBy === "admin") {
-        const unlock = element("button", { type: "button", class: "secondary" }, "Unlock");
-        unlock.addEventListener("click", () => adminCall(row, "unlock", { key: s.key }));
-        lock.append(unlock);
-    }
     lock.addEventListener("submit", event => {
         event.preventDefault();
         const params = { key: s.key };
@@ -512,15 +515,9 @@ function drawAdminControls(row) {
     });
 
     const disable = element("form", { class: "admin-form", "aria-label": `Disable ${name}` });
-    if (s.disabled && s.disabledBy !== "dependency") {
-        const enable = element("button", { type: "submit" }, "Enable");
-        disable.append(enable);
-        disable.addEventListener("submit", event => {
-            event.preventDefault();
-            adminCall(row, "enable", { key: s.key });
-        });
-    } else {
-        const disableReason = element("input", { type: "text", id: newId("disable-reason"), autocomplete: "off" });
+    let disableReason = null;
+    if (!s.disabled) {
+        disableReason = element("input", { type: "text", id: newId("disable-reason"), autocomplete: "off" });
         disable.append(element("label", { for: disableReason.id }, "Reason for disabling"), disableReason,
                        element("button", { type: "submit" }, "Disable"));
         disable.addEventListener("submit", event => {
@@ -531,7 +528,31 @@ function drawAdminControls(row) {
             adminCall(row, "disable", params);
         });
     }
-    row.admin.replaceChildren(element("h3", {}, "Administrator"), lock, disable);
+    row.admin.replaceChildren(element("h3", {}, "Administrator"), lock, ...(disableReason ? [disable] : []));
+
+    const quick = [];
+    const opener = (text, field) => {
+        const button = element("button", { type: "button", class: "quick" }, text);
+        button.addEventListener("click", () => {
+            toggleWhy(row, true);
+            field.focus();
+        });
+        return button;
+    };
+    const direct = (text, method) => {
+        const button = element("button", { type: "button", class: "quick" }, text);
+        button.addEventListener("click", () => adminCall(row, method, { key: s.key }));
+        return button;
+    };
+    if (s.readOnly && s.heldBy === "admin")
+        quick.push(direct("Unlock", "unlock"));
+    else if (!s.readOnly && !s.disabled)
+        quick.push(opener("Lock…", lockReason));
+    if (s.disabled && s.disabledBy === "admin")
+        quick.push(direct("Enable", "enable"));
+    else if (disableReason)
+        quick.push(opener("Disable…", disableReason));
+    row.quick.replaceChildren(...quick);
 }
 
 async function adminCall(row, method, params) {

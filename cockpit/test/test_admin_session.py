@@ -199,8 +199,8 @@ def test_disabled_leaves_the_focus_order_says_why_and_wins(page, daemon):
     expect(control).not_to_have_attribute("aria-readonly", "true")  # disabled wins
     expect(control).to_have_accessible_description(re.compile("Not on this desk."))
     expect(control).not_to_have_accessible_description(re.compile("Held for the test."))
-    # Tab from the row above goes past the switch to its "why" button.
-    page.get_by_role("button", name="Why? History of Wi-Fi", exact=True).focus()
+    # Tab from the last control of the row above goes past the switch to its "why" button.
+    page.locator("li.row", has=switch(page, "Wi-Fi")).get_by_role("button").last.focus()
     page.keyboard.press("Tab")
     expect(page.get_by_role("button", name="Why? History of Bluetooth", exact=True)).to_be_focused()
     before = daemon.get("bluetooth")
@@ -241,8 +241,10 @@ def test_a_conflict_redraws_the_switch_from_the_daemon(page, daemon, relay):
 
 
 def test_an_administrator_locks_and_disables_from_the_page(page, daemon):
-    page.get_by_role("button", name="Why? History of Wi-Fi", exact=True).click()
+    row = page.locator("li.row", has=switch(page, "Wi-Fi"))
+    row.get_by_role("button", name="Lock…", exact=True).click()
     panel = page.get_by_role("region", name="Why: Wi-Fi", exact=True)
+    expect(panel.get_by_label("Reason for the lock")).to_be_focused()
     panel.get_by_label("Reason for the lock").fill("Kept on for the demo.")
     panel.get_by_label("Hold it").select_option("on")
     panel.get_by_role("button", name="Lock", exact=True).click()
@@ -251,14 +253,16 @@ def test_an_administrator_locks_and_disables_from_the_page(page, daemon):
     assert held["heldBy"] == "admin"
     expect(switch(page, "Wi-Fi")).to_have_attribute("aria-readonly", "true")
     expect(panel.get_by_text(re.compile("Held read-only by an administrator"))).to_be_visible()
-    panel.get_by_role("button", name="Unlock", exact=True).click()
+    row.get_by_role("button", name="Unlock", exact=True).click()
     wait_daemon(page, daemon, "wifi", "unlocked", lambda s: not s["readOnly"])
+    row.get_by_role("button", name="Disable…", exact=True).click()
+    expect(panel.get_by_label("Reason for disabling")).to_be_focused()
     panel.get_by_label("Reason for disabling").fill("No radios today.")
     panel.get_by_role("button", name="Disable", exact=True).click()
     held = wait_daemon(page, daemon, "wifi", "disabled", lambda s: s["disabled"])
     assert held["disabledReason"] == "No radios today."
     expect(switch(page, "Wi-Fi")).to_have_attribute("aria-disabled", "true")
-    panel.get_by_role("button", name="Enable", exact=True).click()
+    row.get_by_role("button", name="Enable", exact=True).click()
     wait_daemon(page, daemon, "wifi", "enabled", lambda s: not s["disabled"])
     expect(switch(page, "Wi-Fi")).not_to_have_attribute("aria-disabled", "true")
     expect(panel.get_by_role("listitem").first).to_contain_text("enable")
