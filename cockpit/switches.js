@@ -284,8 +284,11 @@ function reasonText(s) {
 function drawRow(row, s) {
     row.switch = s;
     row.label.textContent = s.label || s.key;
-    row.description.textContent = s.description || "";
-    row.description.hidden = !s.description;
+    // A user-scope switch (Scope=user) holds a value per person: say so.
+    const description = [s.description || "", s.scope === "user" ? "Your own setting." : ""]
+        .filter(Boolean).join(" ");
+    row.description.textContent = description;
+    row.description.hidden = !description;
     row.panel.setAttribute("aria-label", `Why: ${s.label || s.key}`);
     row.whyButton.setAttribute("aria-label", `Why? History of ${s.label || s.key}`);
 
@@ -298,7 +301,7 @@ function drawRow(row, s) {
     const b = row.button;
     b.setAttribute("aria-checked", s.checked ? "true" : "false");
     const described = [];
-    if (s.description)
+    if (description)
         described.push(row.description.id);
     if (reason)
         described.push(row.reason.id);
