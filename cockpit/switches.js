@@ -204,7 +204,7 @@ function draw(table) {
 // ---------------------------------------------------------------- a row
 
 function makeRow(key) {
-    const row = { key, switch: null, busy: false, alert: "" };
+    const row = { key, switch: null, busy: false, pending: null, alert: "" };
     const base = newId("switch");
     row.node = element("li", { class: "row", "data-key": key });
 
@@ -299,7 +299,11 @@ function drawRow(row, s) {
     row.alertNode.hidden = row.alert === "";
 
     const b = row.button;
-    b.setAttribute("aria-checked", s.checked ? "true" : "false");
+    // While a click's `set` is on its way the switch shows where it goes
+    // (as the seeds' web switch flips before it fires change); the answer, or
+    // the refusal, then draws what the daemon holds.
+    const shown = row.pending !== null ? row.pending : s.checked;
+    b.setAttribute("aria-checked", shown ? "true" : "false");
     const described = [];
     if (description)
         described.push(row.description.id);
@@ -328,7 +332,7 @@ function drawRow(row, s) {
 
     // The glyph is decoration (SWT-14): hidden from assistive technology,
     // and drawn only when the icon set has it (SWT-17).
-    const iconName = s.checked ? s.checkedIcon : s.uncheckedIcon;
+    const iconName = shown ? s.checkedIcon : s.uncheckedIcon;
     const glyph = window.SwitchdIcons ? window.SwitchdIcons.svg(iconName) : null;
     row.icon.replaceChildren(...(glyph ? [glyph] : []));
     row.node.classList.toggle("has-icon", glyph !== null);
@@ -358,13 +362,16 @@ async function activate(row) {
     if (!s || row.busy || !page.connected || !canSwitch(s))
         return; // read-only, disabled or offline: activation changes nothing
     row.busy = true;
+    row.pending = !s.checked;
     showAlert(row, "");
     try {
         const answer = await watch.call("set", { key: s.key, checked: !s.checked, ifRevision: s.revision || 0 });
         row.busy = false;
+        row.pending = null;
         watch.takeSwitch(answer.switch);
     } catch (e) {
         row.busy = false;
+        row.pending = null;
         await refused(row, e);
     }
     drawRow(row, watch.table.switches.get(row.key) || row.switch);

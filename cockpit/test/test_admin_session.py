@@ -223,10 +223,14 @@ def test_a_conflict_redraws_the_switch_from_the_daemon(page, daemon, relay):
     drawn = daemon.get("email.marketing")
     relay.holding = True
     try:
+        # Switched off and on again elsewhere: the same value, a newer revision.
+        assert daemon.ctl("toggle", "email.marketing").returncode == 0
         assert daemon.ctl("toggle", "email.marketing").returncode == 0
         moved = daemon.get("email.marketing")
-        # The page still draws the old state; a click asks for what is
-        # already there, with the old revision: Conflict, nothing changes.
+        assert moved["checked"] == drawn["checked"] and moved["revision"] > drawn["revision"]
+        # The page still draws the old revision; its click (the switch moves
+        # at once) is refused as a Conflict, and the switch goes back to
+        # what the daemon holds, which nothing overwrote.
         expect(control).to_have_attribute("aria-checked", "true" if drawn["checked"] else "false")
         control.click()
         row = page.locator("li.row", has=control)
@@ -238,6 +242,16 @@ def test_a_conflict_redraws_the_switch_from_the_daemon(page, daemon, relay):
     # The held event arrives late and is not applied twice.
     round_trip(page, "Marketing emails")
     expect_drawn_as_daemon(page, daemon, "email.marketing", "Marketing emails")
+
+
+def test_playwrights_check_and_uncheck_work_on_the_switch(page, daemon):
+    control = switch(page, "Airplane mode")
+    control.check()
+    wait_daemon(page, daemon, "airplane-mode", "on", lambda s: s["checked"])
+    expect(control).to_be_checked()
+    control.uncheck()
+    wait_daemon(page, daemon, "airplane-mode", "off", lambda s: not s["checked"])
+    expect(control).not_to_be_checked()
 
 
 def test_an_administrator_locks_and_disables_from_the_page(page, daemon):
