@@ -98,6 +98,13 @@ function fakeDaemon() {
         transport.send = (text) => {
             const request = JSON.parse(text);
             let result;
+            if (request.method === "watch" && "since" in request.params && daemon.compacted) {
+                daemon.watchCalls.push(request.params);
+                const error = { code: -32009, message: "Changes after revision 3 are no longer retained.",
+                                data: { name: "HistoryCompacted", oldest: 9 } };
+                queueMicrotask(() => connection.receive(JSON.stringify({ jsonrpc: "2.0", id: request.id, error }) + "\n"));
+                return;
+            }
             if (request.method === "watch") {
                 daemon.watchCalls.push(request.params);
                 result = "since" in request.params ? { watch: "w1", revision: daemon.revision }
@@ -163,5 +170,26 @@ test("schemaChanged re-reads the list: removed switches go, relabelled ones chan
     await new Promise(r => setTimeout(r, 0));
     assert.deepEqual([...watch.table.switches.keys()], ["bluetooth"]);
     assert.deepEqual(reasons, ["snapshot", "schema"]);
+    watch.stop();
+});
+
+test("a resume the daemon can no longer replay starts over from a snapshot", async () => {
+    const daemon = fakeDaemon();
+    let pendingRetry = null;
+    const watch = new ResumableWatch({
+        connect: daemon.connect, onChange: () => {}, schedule: (fn) => { pendingRetry = fn; return 1; },
+    });
+    watch.start();
+    await new Promise(r => setTimeout(r, 0));
+    daemon.notify("changed", change(3, false));
+    daemon.drop();
+    daemon.compacted = true;
+    daemon.revision = 12;
+    daemon.switches = [wifi({ revision: 11, checked: true, label: "Wireless" })];
+    pendingRetry();
+    await new Promise(r => setTimeout(r, 0));
+    assert.deepEqual(daemon.watchCalls, [{}, { since: 3 }, {}]);
+    assert.equal(watch.table.switches.get("wifi").checked, true);
+    assert.equal(watch.table.revision, 12);
     watch.stop();
 });
