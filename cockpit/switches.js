@@ -143,6 +143,20 @@ function newId(prefix) {
     return `${prefix}-${idCounter}`;
 }
 
+/**
+ * Puts `nodes` into `parent` in this order, moving only those out of place:
+ * a moved node loses the keyboard focus it holds, so nothing moves needlessly.
+ */
+function placeInOrder(parent, nodes) {
+    let previous = null;
+    for (const node of nodes) {
+        const expected = previous ? previous.nextSibling : parent.firstChild;
+        if (node !== expected)
+            parent.insertBefore(node, expected);
+        previous = node;
+    }
+}
+
 /** Draws the whole table: sections and rows in schema order, updated in place. */
 function draw(table) {
     const switches = [...table.switches.values()].sort(schemaOrder);
@@ -183,18 +197,19 @@ function draw(table) {
             section = { node, list };
             page.sections.set(title, section);
         }
-        sectionsNode.append(section.node); // (re)placed in order
+        const rows = [];
         for (const s of switches.filter(one => sectionTitle(one) === title)) {
             let row = page.rows.get(s.key);
             if (!row) {
                 row = makeRow(s.key);
                 page.rows.set(s.key, row);
             }
-            if (row.node.parentNode !== section.list || section.list.lastElementChild !== row.node)
-                section.list.append(row.node);
+            rows.push(row.node);
             drawRow(row, s);
         }
+        placeInOrder(section.list, rows);
     }
+    placeInOrder(sectionsNode, titles.map(title => page.sections.get(title).node));
     if (switches.length === 0)
         sectionsNode.setAttribute("data-empty", "true");
     else

@@ -163,14 +163,21 @@ def test_space_switches_it_and_enter_does_not(page, daemon):
     entries = daemon.call("history", {"key": "notifications.chat"})["entries"]
     assert [e["revision"] for e in entries if e["revision"] > before["revision"]] == [after["revision"]]
     expect_drawn_as_daemon(page, daemon, "notifications.chat", "Chat notifications")
+    # The keyboard user is where they were, and can go on: Space again.
+    expect(control).to_be_focused()
+    page.keyboard.press("Space")
+    wait_daemon(page, daemon, "notifications.chat", "flipped back", lambda s: s["checked"] == before["checked"])
+    expect(control).to_be_focused()
 
 
 def test_a_change_made_elsewhere_appears(page, daemon):
     before = daemon.get("airplane-mode")
+    switch(page, "Wi-Fi").focus()
     result = daemon.ctl("toggle", "airplane-mode")
     assert result.returncode == 0, result.stderr
     expect(switch(page, "Airplane mode")).to_have_attribute(
         "aria-checked", "false" if before["checked"] else "true")
+    expect(switch(page, "Wi-Fi")).to_be_focused()  # a redraw does not take the focus
 
 
 def test_read_only_stays_focusable_says_why_and_ignores_activation(page, daemon):
