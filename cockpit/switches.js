@@ -527,7 +527,7 @@ function drawAdminControls(row) {
                      element("option", { value: "off" }, "off"));
     lock.append(
         element("label", { for: lockReason.id }, "Reason for the lock"), lockReason,
-        element("label", { for: lockValue.id }, "Hold it"), lockValue,
+        element("label", { for: lockValue.id }, "Fixed value"), lockValue,
         element("button", { type: "submit" }, s.readOnly ? "Lock again" : "Lock"));
     lock.addEventListener("submit", event => {
         event.preventDefault();

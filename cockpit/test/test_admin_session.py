@@ -267,7 +267,7 @@ def test_an_administrator_locks_and_disables_from_the_page(page, daemon):
     panel = page.get_by_role("region", name="Why: Wi-Fi", exact=True)
     expect(panel.get_by_label("Reason for the lock")).to_be_focused()
     panel.get_by_label("Reason for the lock").fill("Kept on for the demo.")
-    panel.get_by_label("Hold it").select_option("on")
+    panel.get_by_label("Fixed value").select_option("on")
     panel.get_by_role("button", name="Lock", exact=True).click()
     held = wait_daemon(page, daemon, "wifi", "locked", lambda s: s["readOnly"])
     assert held["checked"] is True and held["readOnlyReason"] == "Kept on for the demo."
