@@ -129,6 +129,22 @@ uninstall:
 	-@rmdir $(DESTDIR)$(CONFDIR) 2>/dev/null || true
 	@if [ -d $(DESTDIR)$(CONFDIR) ]; then echo "keep  $(DESTDIR)$(CONFDIR) (not empty)"; fi
 
+# The Cockpit "Switches" page (cockpit/ without its tests), where Cockpit
+# looks for packages: $(DATADIR)/cockpit/switchd/.
+COCKPITDIR ?= $(DATADIR)/cockpit/switchd
+COCKPIT_FILES = $(wildcard cockpit/manifest.json cockpit/*.html cockpit/*.js cockpit/*.css)
+.PHONY: install-cockpit uninstall-cockpit
+install: install-cockpit
+uninstall: uninstall-cockpit
+
+install-cockpit:
+	$(INSTALL) -d -m 0755 $(DESTDIR)$(COCKPITDIR)
+	$(INSTALL) -m 0644 $(COCKPIT_FILES) $(DESTDIR)$(COCKPITDIR)/
+
+uninstall-cockpit:
+	rm -f $(addprefix $(DESTDIR)$(COCKPITDIR)/,$(notdir $(COCKPIT_FILES)))
+	-@rmdir $(DESTDIR)$(COCKPITDIR) 2>/dev/null || true
+
 check-units: $(SWITCHD_BIN)
 	.ci/check-units.sh $(SWITCHD_BIN)
 

@@ -159,6 +159,8 @@ $check"
         "${prefix#/}/lib/sysusers.d/switchd.conf" "${prefix#/}/lib/tmpfiles.d/switchd.conf" \
         "${prefix#/}/share/bash-completion/completions/switchctl"
       shipped_config | sed 's|^|etc/switchd/|'
+      (cd "$repo/cockpit" && printf '%s\n' manifest.json *.html *.js *.css) |
+        sed "s|^|${prefix#/}/share/cockpit/switchd/|"
     } | LC_ALL=C sort
   )
   actual=$(files_in "$dest")

@@ -28,11 +28,15 @@ public struct SwitchDefinition: Equatable, Sendable {
   public var defaultChecked: Bool
   public var checkedIcon: String
   public var uncheckedIcon: String
+  /// The heading a settings page draws it under (`Group=`; "" when absent).
+  public var group: String
+  /// Its place in the schema: files in lexical order, sections in file order.
+  public var order: Int
   public var source: SourceLocation
 
   public init(
     key: String, label: String?, description: String = "", defaultChecked: Bool,
-    checkedIcon: String = "", uncheckedIcon: String = "",
+    checkedIcon: String = "", uncheckedIcon: String = "", group: String = "", order: Int = 0,
     source: SourceLocation = SourceLocation(file: "", line: 0)
   ) {
     self.key = key
@@ -41,6 +45,8 @@ public struct SwitchDefinition: Equatable, Sendable {
     self.defaultChecked = defaultChecked
     self.checkedIcon = checkedIcon
     self.uncheckedIcon = uncheckedIcon
+    self.group = group
+    self.order = order
     self.source = source
   }
 }
@@ -163,4 +169,35 @@ public struct Catalog: Sendable {
 
   /// The number of policy sections in force for declared switches.
   public var policyCount: Int { policies.keys.filter { switches[$0] != nil }.count }
+}
+
+/// What a reload changed in the schema, for `schemaChanged` (PROTOCOL.md
+/// "Schema changes"): switches added, removed, and those whose declaration
+/// says something else (label, description, icons, default, group, order…).
+/// Where a switch is declared (file and line) is not what it says.
+public struct SchemaChanges: Equatable, Sendable {
+  public var added: [String]
+  public var removed: [String]
+  public var updated: [String]
+
+  public init(from old: Catalog, to new: Catalog) {
+    added = new.sortedKeys.filter { old.switches[$0] == nil }
+    removed = old.sortedKeys.filter { new.switches[$0] == nil }
+    updated = new.sortedKeys.filter { key in
+      guard var before = old.switches[key], let after = new.switches[key] else { return false }
+      before.source = after.source
+      return before != after
+    }
+  }
+
+  public var isEmpty: Bool { added.isEmpty && removed.isEmpty && updated.isEmpty }
+
+  /// The part a watch whose patterns match `matches` is told of (nil: nothing).
+  public func filtered(_ matches: (String) -> Bool) -> SchemaChanges? {
+    var part = self
+    part.added = added.filter(matches)
+    part.removed = removed.filter(matches)
+    part.updated = updated.filter(matches)
+    return part.isEmpty ? nil : part
+  }
 }

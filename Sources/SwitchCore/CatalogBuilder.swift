@@ -311,7 +311,7 @@ public enum CatalogBuilder {
   // MARK: - switches.d
 
   private static let switchNames = [
-    "Label", "Description", "Default", "CheckedIcon", "UncheckedIcon",
+    "Label", "Description", "Default", "CheckedIcon", "UncheckedIcon", "Group",
   ]
 
   /// Reads the schema file by file, remembering where each key was first declared.
@@ -342,7 +342,10 @@ public enum CatalogBuilder {
           continue
         }
         firstDeclared[key] = header
-        if let definition { definitions.append(definition) }
+        if var definition {
+          definition.order = definitions.count
+          definitions.append(definition)
+        }
       }
     }
   }
@@ -365,6 +368,7 @@ public enum CatalogBuilder {
       case "Description": definition.description = entry.value
       case "CheckedIcon": definition.checkedIcon = entry.value
       case "UncheckedIcon": definition.uncheckedIcon = entry.value
+      case "Group": definition.group = entry.value
       case "Default":
         if let value = BooleanWord.parse(entry.value) {
           definition.defaultChecked = value

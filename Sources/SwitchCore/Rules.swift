@@ -128,6 +128,12 @@ public enum Rules {
     return nil
   }
 
+  /// `writable`: whether `caller` may change the value of a switch in `state`
+  /// now (it may write, and the switch is neither disabled nor read-only for it).
+  public static func writable(state: SwitchState, policy: PolicyRule?, caller: Caller) -> Bool {
+    caller.mayWrite && valueRefusal(key: "", state: state, policy: policy, caller: caller) == nil
+  }
+
   static func conflict(key: String, ifRevision: Int64?, record: SwitchRecord) -> Refusal? {
     guard let ifRevision, ifRevision != record.revision else { return nil }
     return .conflict(key: key, expected: ifRevision, current: record.revision)

@@ -96,10 +96,30 @@ extension Server {
       policySource: Rules.policySource(state: record.state, rule: catalog.policies[key]))
   }
 
-  /// Writes a JSON array of the Switch objects at `positions`, each encoded
-  /// once until it changes.
-  func writeSwitches<Positions: Sequence<Int>>(_ w: inout JSONWriter, _ positions: Positions) {
-    ResultEncoding.writeSwitchArray(&w, positions.lazy.compactMap { self.encodedSwitch(at: $0) })
+  /// Whether `caller` may change `key`'s value now (`writable`).
+  func isWritable(_ key: String, for caller: Caller) -> Bool {
+    guard let record = records[key] else { return false }
+    return Rules.writable(state: record.state, policy: catalog.policies[key], caller: caller)
+  }
+
+  /// Writes the Switch object of a declared `key` as `caller` sees it.
+  func writeSwitch(_ w: inout JSONWriter, key: String, for caller: Caller) {
+    guard let bytes = encodedSwitch(key) else { return }
+    WireEncoding.writeSwitch(&w, encoded: bytes, writable: isWritable(key, for: caller))
+  }
+
+  /// Writes a JSON array of the Switch objects at `positions` as `caller`
+  /// sees them, each encoded once until it changes.
+  func writeSwitches<Positions: Sequence<Int>>(
+    _ w: inout JSONWriter, _ positions: Positions, for caller: Caller
+  ) {
+    ResultEncoding.writeSwitchArray(
+      &w,
+      positions.lazy.compactMap { position in
+        self.encodedSwitch(at: position).map {
+          (encoded: $0, writable: self.isWritable(self.catalog.sortedKeys[position], for: caller))
+        }
+      })
   }
 
   /// The positions of the declared keys with `prefix`: a search to the

@@ -36,10 +36,11 @@ extension Server {
     let id = hub.add(connection: connection.id, patterns: patterns, replayFrom: replayFrom)
     connection.watchIDs.append(id)
     let current = revision
+    let caller = connection.peer.caller(groupIDs: groups)
     answer(pending, on: connection) { w in
       if since == nil {
         ResultEncoding.writeWatch(&w, watch: id, revision: current) {
-          writeSwitches(&$0, positions(matching: patterns))
+          writeSwitches(&$0, positions(matching: patterns), for: caller)
         }
       } else {
         ResultEncoding.writeReplayingWatch(&w, watch: id, revision: current)
@@ -114,6 +115,23 @@ extension Server {
         flush(connection)
       }
     }
+  }
+
+  /// After a reload: `schemaChanged` to every watch that matches a switch it
+  /// added, removed or redeclared, naming those keys. Not State: no revision.
+  func announce(_ changes: SchemaChanges) {
+    var touched: [UInt64: Connection] = [:]
+    for watch in hub.watches.values {
+      guard let part = changes.filtered(watch.matches),
+        let connection = connections[watch.connection]
+      else { continue }
+      var w = JSONWriter(capacity: 0)
+      swap(&w.bytes, &connection.out)
+      WireEncoding.writeSchemaChangedEvent(&w, watch: watch.id, part)
+      swap(&w.bytes, &connection.out)
+      touched[connection.id] = connection
+    }
+    for connection in touched.values { flush(connection) }
   }
 
   private func appendEvent(_ change: Change, watch: String, to connection: Connection) {

@@ -11,7 +11,11 @@ extension Server {
     var counter: UInt64 = 0
     _ = read(wakeFD, &counter, 8)
     for output in outputs.drain() {
-      if let update = output.catalog { adopt(update) }
+      var schemaChanges: SchemaChanges?
+      if let update = output.catalog {
+        schemaChanges = SchemaChanges(from: catalog, to: update.catalog)
+        adopt(update)
+      }
       if output.oldestRetained != nil { oldestRetained = output.oldestRetained }
       publish(output.changes)
       var resumed: [UInt64: Connection] = [:]
@@ -20,14 +24,18 @@ extension Server {
         connection.writesInFlight -= 1
         resumed[connection.id] = connection
         guard ticket.slot != 0 else { continue }
-        if connection.writeDirectly(slot: ticket.slot, { write(&$0, answer, id: ticket.id) }) {
+        let caller = connection.peer.caller(groupIDs: groups)
+        if connection.writeDirectly(
+          slot: ticket.slot, { write(&$0, answer, id: ticket.id, for: caller) })
+        {
           continue
         }
         var w = JSONWriter(capacity: 512)
-        write(&w, answer, id: ticket.id)
+        write(&w, answer, id: ticket.id, for: caller)
         connection.fill(slot: ticket.slot, part: ticket.part, with: w.bytes)
       }
       for connection in resumed.values { pump(connection) }
+      if let schemaChanges, !schemaChanges.isEmpty { announce(schemaChanges) }
       if let reload = output.reload {
         lastReload = reload
         notifier.send("READY=1")
@@ -51,31 +59,54 @@ extension Server {
       + "revision \(revision)"
   }
 
-  private func write(_ w: inout JSONWriter, _ answer: WriterOutput.Answer, id: RequestID) {
+  private func write(
+    _ w: inout JSONWriter, _ answer: WriterOutput.Answer, id: RequestID, for caller: Caller
+  ) {
     switch answer {
     case .write(.success(let outcome)):
       ResponseEncoding.beginResult(&w, id: id)
-      ResultEncoding.writeWrite(&w, changed: outcome.changed) { writeSwitch(&$0, outcome) }
+      ResultEncoding.writeWrite(&w, changed: outcome.changed) {
+        writeSwitch(&$0, outcome, for: caller)
+      }
       ResponseEncoding.endResult(&w)
     case .reload(.success(let summary)):
       ResponseEncoding.beginResult(&w, id: id)
       ResultEncoding.writeReload(&w, summary)
       ResponseEncoding.endResult(&w)
     case .write(.failure(let error)), .reload(.failure(let error)):
-      ResponseEncoding.writeError(&w, id: id, error)
+      ResponseEncoding.writeError(&w, id: id, withCurrentSwitch(error, for: caller))
     }
   }
 
-  /// Writes the Switch object a write answers with: the cached encoding when
-  /// the switch is still as this write left it, else encoded from the outcome.
-  private func writeSwitch(_ w: inout JSONWriter, _ outcome: WriteOutcome) {
-    if records[outcome.record.key] == outcome.record, let cached = encodedSwitch(outcome.record.key)
-    {
-      w.raw(cached)
+  /// Writes the Switch object a write answers with, as `caller` sees it:
+  /// the cached encoding when the switch is still as this write left it,
+  /// else encoded from the outcome.
+  private func writeSwitch(_ w: inout JSONWriter, _ outcome: WriteOutcome, for caller: Caller) {
+    let key = outcome.record.key
+    if records[key] == outcome.record, encodedSwitch(key) != nil {
+      writeSwitch(&w, key: key, for: caller)
       return
     }
+    var object = JSONWriter(capacity: 512)
     WireEncoding.writeSwitch(
-      &w, definition: outcome.definition, record: outcome.record,
+      &object, definition: outcome.definition, record: outcome.record,
       policySource: outcome.policySource)
+    let writable = Rules.writable(
+      state: outcome.record.state, policy: catalog.policies[key], caller: caller)
+    WireEncoding.writeSwitch(&w, encoded: object.bytes, writable: writable)
+  }
+
+  /// A Conflict carries the switch as it is now (`data.switch`), so that a
+  /// page redraws it without another `get`; other errors pass unchanged.
+  private func withCurrentSwitch(_ error: RPCError, for caller: Caller) -> RPCError {
+    guard error.code == .conflict,
+      case .string(let key)? = error.data.first(where: { $0.name == "key" })?.value
+    else { return error }
+    var object = JSONWriter(capacity: 512)
+    writeSwitch(&object, key: key, for: caller)
+    guard let value = try? JSONParser.parse(object.bytes, maxDepth: 4) else { return error }
+    var withSwitch = error
+    withSwitch.data.append(JSONMember("switch", value))
+    return withSwitch
   }
 }

@@ -481,11 +481,14 @@ final class Server {
         fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
         return
       }
-      answer(pending, on: connection) { w in w.raw(bytes) }
+      let writable = isWritable(key, for: caller)
+      answer(pending, on: connection) { w in
+        WireEncoding.writeSwitch(&w, encoded: bytes, writable: writable)
+      }
     case .list(let prefix):
       answer(pending, on: connection) { w in
         ResultEncoding.writeList(&w, revision: revision) {
-          writeSwitches(&$0, positions(withPrefix: prefix))
+          writeSwitches(&$0, positions(withPrefix: prefix), for: caller)
         }
       }
     case .write(let key, let operation):

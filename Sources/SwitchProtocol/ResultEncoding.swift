@@ -50,9 +50,10 @@ public enum ResultEncoding {
     w.raw("}")
   }
 
-  /// A JSON array of already encoded objects: `[a,b,…]`.
+  /// A JSON array of Switch objects, each encoded for anyone and given the
+  /// caller's `writable` here: `[a,b,…]`.
   @inlinable
-  public static func writeSwitchArray<Items: Sequence<[UInt8]>>(
+  public static func writeSwitchArray<Items: Sequence<(encoded: [UInt8], writable: Bool)>>(
     _ w: inout JSONWriter, _ items: Items
   ) {
     w.raw("[")
@@ -60,7 +61,7 @@ public enum ResultEncoding {
     for item in items {
       if !first { w.raw(",") }
       first = false
-      w.raw(item)
+      WireEncoding.writeSwitch(&w, encoded: item.encoded, writable: item.writable)
     }
     w.raw("]")
   }

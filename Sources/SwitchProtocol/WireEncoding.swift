@@ -39,6 +39,13 @@ public enum WireEncoding {
     w.raw("}")
   }
 
+  /// A Switch object `writeSwitch` encoded (for anyone, so it can be kept),
+  /// with the caller's `writable` added as its last member.
+  public static func writeSwitch(_ w: inout JSONWriter, encoded: [UInt8], writable: Bool) {
+    w.bytes.append(contentsOf: encoded.dropLast())  // all but the closing brace
+    w.raw(writable ? ",\"writable\":true}" : ",\"writable\":false}")
+  }
+
   /// A State object.
   public static func writeState(_ w: inout JSONWriter, _ s: SwitchState) {
     w.raw("{\"checked\":")
@@ -130,6 +137,30 @@ public enum WireEncoding {
     w.raw("}}\n")
   }
 
+  /// A whole `schemaChanged` notification line (with its newline) for one watch.
+  public static func writeSchemaChangedEvent(
+    _ w: inout JSONWriter, watch: String, _ changes: SchemaChanges
+  ) {
+    w.raw("{\"jsonrpc\":\"2.0\",\"method\":\"schemaChanged\",\"params\":{\"watch\":")
+    w.string(watch)
+    w.raw(",\"added\":")
+    writeKeys(&w, changes.added)
+    w.raw(",\"removed\":")
+    writeKeys(&w, changes.removed)
+    w.raw(",\"updated\":")
+    writeKeys(&w, changes.updated)
+    w.raw("}}\n")
+  }
+
+  private static func writeKeys(_ w: inout JSONWriter, _ keys: [String]) {
+    w.raw("[")
+    for (i, key) in keys.enumerated() {
+      if i > 0 { w.raw(",") }
+      w.string(key)
+    }
+    w.raw("]")
+  }
+
   static func writeTime(_ w: inout JSONWriter, _ ms: Int64) {
     w.raw("\"")
     Timestamp.append(milliseconds: ms, to: &w.bytes)
@@ -143,7 +174,7 @@ public struct SwitchTemplate: Sendable {
   /// `{"key":…,"label":…,"description":…,"checked":`
   let head: [UInt8]
   let defaultChecked: Bool
-  /// `,"checkedIcon":…,"uncheckedIcon":…,"policySource":`
+  /// `,"checkedIcon":…,"uncheckedIcon":…,"group":…,"order":…,"policySource":`
   let icons: [UInt8]
 
   public init(_ definition: SwitchDefinition) {
@@ -162,6 +193,10 @@ public struct SwitchTemplate: Sendable {
     w.string(definition.checkedIcon)
     w.raw(",\"uncheckedIcon\":")
     w.string(definition.uncheckedIcon)
+    w.raw(",\"group\":")
+    w.string(definition.group)
+    w.raw(",\"order\":")
+    w.int(Int64(definition.order))
     w.raw(",\"policySource\":")
     icons = w.bytes
   }

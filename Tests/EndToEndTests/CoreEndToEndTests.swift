@@ -13,7 +13,7 @@ import Testing
       names == [
         "key", "label", "description", "checked", "defaultChecked", "readOnly", "readOnlyReason",
         "heldBy", "disabled", "disabledReason", "disabledBy", "checkedIcon", "uncheckedIcon",
-        "policySource", "revision", "changedAt",
+        "group", "order", "policySource", "revision", "changedAt", "writable",
       ])
     #expect(wifi["label"]?.stringValue == "Wi-Fi")
     #expect(wifi["checked"]?.boolValue == true)
@@ -114,6 +114,13 @@ import Testing
     let conflict = try client.error("toggle", #"{"key":"wifi","ifRevision":3}"#)
     #expect(conflict["data"]?["revision"]?.int64Value == 0)
     #expect(conflict["data"]?["key"]?.stringValue == "wifi")
+    // The switch as it is now, for a page to redraw without another get.
+    #expect(conflict["data"]?["switch"]?["key"]?.stringValue == "wifi")
+    #expect(conflict["data"]?["switch"]?["revision"]?.int64Value == 0)
+    _ = try client.result("set", #"{"key":"wifi","checked":false}"#)
+    let stale = try client.error("set", #"{"key":"wifi","checked":true,"ifRevision":0}"#)
+    #expect(stale["data"]?["switch"]?["checked"]?.boolValue == false)
+    #expect(stale["data"]?["switch"]?["revision"]?.int64Value == 1)
   }
 
   @Test func ifRevisionMatchingTheSwitchSucceeds() throws {

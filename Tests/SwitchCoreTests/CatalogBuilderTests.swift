@@ -196,12 +196,13 @@ struct CatalogBuilderTests {
       catalog.switches["email.marketing"]
         == SwitchDefinition(
           key: "email.marketing", label: "Marketing emails",
-          description: "Receive emails about new products.", defaultChecked: true,
+          description: "Receive emails about new products.", defaultChecked: true, order: 1,
           source: at(base, 8)))
     #expect(
       catalog.switches["bluetooth"]
         == SwitchDefinition(
-          key: "bluetooth", label: "Bluetooth", defaultChecked: false, source: at(base, 13)))
+          key: "bluetooth", label: "Bluetooth", defaultChecked: false, order: 2,
+          source: at(base, 13)))
     #expect(
       catalog.policies["bluetooth"]
         == PolicyRule(
@@ -237,7 +238,7 @@ struct CatalogBuilderTests {
         "switchd.conf:2: MaxConnections=0 is out of range: it must be a whole number from 1 to "
           + "1000000",
         "switches.d/10-base.conf:3: unknown name Colour in [wifi]: allowed are Label, "
-          + "Description, Default, CheckedIcon, UncheckedIcon",
+          + "Description, Default, CheckedIcon, UncheckedIcon, Group",
         "policy.d/50-corp.conf:2: ReadOnly=maybe is not a boolean: use on/off, yes/no, "
           + "true/false or 1/0",
       ])
@@ -356,6 +357,21 @@ struct SchemaTests {
     #expect(wifi.uncheckedIcon == "")
   }
 
+  @Test func groupAndOrderComeFromTheSchema() throws {
+    let later = "switches.d/20-more.conf"
+    let result = build(switches: [
+      (base, "[wifi]\nLabel=Wi-Fi\nGroup=Connectivity\n[airplane-mode]\nLabel=Airplane mode"),
+      (later, "[bluetooth]\nLabel=Bluetooth\nGroup=Connectivity"),
+    ])
+    let catalog = try #require(result.catalog)
+    // Files in the order given (lexical), sections in file order; not by key.
+    #expect(catalog.switches["wifi"]?.order == 0)
+    #expect(catalog.switches["airplane-mode"]?.order == 1)
+    #expect(catalog.switches["bluetooth"]?.order == 2)
+    #expect(catalog.switches["wifi"]?.group == "Connectivity")
+    #expect(catalog.switches["airplane-mode"]?.group == "")
+  }
+
   @Test(arguments: [("on", true), ("off", false), ("YES", true), ("0", false)])
   func defaultTakesABoolean(word: String, value: Bool) throws {
     let result = build(switches: [(base, "[wifi]\nLabel=Wi-Fi\nDefault=\(word)")])
@@ -385,7 +401,7 @@ struct SchemaTests {
     (
       "[wifi]\nLabel=Wi-Fi\nlabel=x", 3,
       "unknown name label in [wifi]: allowed are Label, Description, Default, CheckedIcon, "
-        + "UncheckedIcon"
+        + "UncheckedIcon, Group"
     ),
     (
       "[Wi-Fi]\nLabel=Wi-Fi", 1,

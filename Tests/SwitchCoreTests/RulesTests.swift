@@ -384,4 +384,21 @@ import Testing
     #expect((try? KeyPattern.parse("no*pe*").get()) == nil)
     #expect((try? KeyPattern.parse("Bad").get()) == nil)
   }
+
+  /// `writable` says exactly whether this caller's `set` of the other value would be taken.
+  @Test(arguments: Kind.allCases)
+  func writableAgreesWithWhatASetWouldDo(kind: Kind) {
+    let (state, rule) = Self.state(kind)
+    for caller in [Self.user, Self.reader, Self.admin] {
+      let decision = Rules.decide(
+        .set(checked: !state.checked, ifRevision: nil), key: "wifi", definition: Self.definition,
+        record: SwitchRecord(key: "wifi", state: state, revision: 1), policy: rule, caller: caller)
+      let taken: Bool
+      switch decision {
+      case .success: taken = true
+      case .failure: taken = false
+      }
+      #expect(Rules.writable(state: state, policy: rule, caller: caller) == taken, "\(kind)")
+    }
+  }
 }

@@ -185,7 +185,8 @@ import Testing
 
   static let definition = SwitchDefinition(
     key: "wifi", label: "Wi-Fi", description: "Connect to wireless networks.",
-    defaultChecked: false, checkedIcon: "wifi", uncheckedIcon: "wifi_off")
+    defaultChecked: false, checkedIcon: "wifi", uncheckedIcon: "wifi_off", group: "Connectivity",
+    order: 3)
 
   @Test func switchObjectGolden() {
     let record = SwitchRecord(
@@ -202,8 +203,35 @@ import Testing
         == #"{"key":"wifi","label":"Wi-Fi","description":"Connect to wireless networks.","#
         + #""checked":true,"defaultChecked":false,"readOnly":true,"readOnlyReason":"Held.","#
         + #""heldBy":"policy","disabled":false,"disabledReason":null,"disabledBy":null,"#
-        + #""checkedIcon":"wifi","uncheckedIcon":"wifi_off","policySource":"50-corp.conf:2","#
+        + #""checkedIcon":"wifi","uncheckedIcon":"wifi_off","group":"Connectivity","order":3,"#
+        + #""policySource":"50-corp.conf:2","#
         + #""revision":42,"changedAt":"2026-11-30T03:40:00.123Z"}"#)
+  }
+
+  @Test func writableIsTheCallersAndComesLast() {
+    var object = JSONWriter()
+    WireEncoding.writeSwitch(
+      &object, definition: Self.definition,
+      record: SwitchRecord(key: "wifi", state: SwitchState(checked: false)), policySource: nil)
+    for writable in [true, false] {
+      var w = JSONWriter()
+      WireEncoding.writeSwitch(&w, encoded: object.bytes, writable: writable)
+      let withoutBrace = String(decoding: object.bytes.dropLast(), as: UTF8.self)
+      #expect(
+        String(decoding: w.bytes, as: UTF8.self) == withoutBrace + #","writable":\#(writable)}"#)
+    }
+  }
+
+  @Test func schemaChangedGolden() {
+    var changes = SchemaChanges(from: Catalog(switches: []), to: Catalog(switches: []))
+    changes.added = ["bluetooth"]
+    changes.updated = ["wifi", "email.marketing"]
+    var w = JSONWriter()
+    WireEncoding.writeSchemaChangedEvent(&w, watch: "w1", changes)
+    #expect(
+      String(decoding: w.bytes, as: UTF8.self)
+        == #"{"jsonrpc":"2.0","method":"schemaChanged","params":{"watch":"w1","#
+        + #""added":["bluetooth"],"removed":[],"updated":["wifi","email.marketing"]}}"# + "\n")
   }
 
   @Test func neverChangedSwitchHasRevisionZeroAndNoTime() {

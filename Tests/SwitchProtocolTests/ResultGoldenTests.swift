@@ -12,8 +12,8 @@ import Testing
     return String(decoding: w.bytes, as: UTF8.self)
   }
 
-  static let one = Array(#"{"key":"a"}"#.utf8)
-  static let two = Array(#"{"key":"b"}"#.utf8)
+  static let one = (encoded: Array(#"{"key":"a"}"#.utf8), writable: true)
+  static let two = (encoded: Array(#"{"key":"b"}"#.utf8), writable: false)
 
   @Test func listGolden() {
     #expect(
@@ -22,11 +22,12 @@ import Testing
           ResultEncoding.writeSwitchArray(&$0, [Self.one, Self.two])
         }
       }
-        == #"{"revision":42,"switches":[{"key":"a"},{"key":"b"}]}"#)
+        == #"{"revision":42,"switches":[{"key":"a","writable":true},{"key":"b","writable":false}]}"#
+    )
     #expect(
       Self.text {
         ResultEncoding.writeList(&$0, revision: 0) {
-          ResultEncoding.writeSwitchArray(&$0, [[UInt8]]())
+          ResultEncoding.writeSwitchArray(&$0, [(encoded: [UInt8], writable: Bool)]())
         }
       }
         == #"{"revision":0,"switches":[]}"#)
@@ -39,7 +40,7 @@ import Testing
           ResultEncoding.writeSwitchArray(&$0, [Self.one])
         }
       }
-        == #"{"watch":"w1","revision":7,"switches":[{"key":"a"}]}"#)
+        == #"{"watch":"w1","revision":7,"switches":[{"key":"a","writable":true}]}"#)
     // With `since`, the snapshot is left out.
     #expect(
       Self.text { ResultEncoding.writeReplayingWatch(&$0, watch: "w2", revision: 7) }
@@ -48,10 +49,10 @@ import Testing
 
   @Test func writeGolden() {
     #expect(
-      Self.text { ResultEncoding.writeWrite(&$0, changed: true) { $0.raw(Self.one) } }
+      Self.text { ResultEncoding.writeWrite(&$0, changed: true) { $0.raw(Self.one.encoded) } }
         == #"{"changed":true,"switch":{"key":"a"}}"#)
     #expect(
-      Self.text { ResultEncoding.writeWrite(&$0, changed: false) { $0.raw(Self.one) } }
+      Self.text { ResultEncoding.writeWrite(&$0, changed: false) { $0.raw(Self.one.encoded) } }
         == #"{"changed":false,"switch":{"key":"a"}}"#)
   }
 

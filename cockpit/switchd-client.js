@@ -1,0 +1,393 @@
+/*
+ * switchd-client.js: the switchd protocol (PROTOCOL.md) for a page or a
+ * script, over any transport that carries bytes both ways.
+ *
+ *   LineFramer      text in (chunks cut anywhere), whole lines out
+ *   RpcConnection   JSON-RPC 2.0 over one transport: requests answered by
+ *                   id, notifications handed on
+ *   ResumableWatch  a watch that survives the transport closing: it opens a
+ *                   new one, resumes with `since` from the last revision it
+ *                   saw, and merges by each switch's revision, so a change
+ *                   is never missed nor applied twice
+ *
+ * A transport is `{send(text), close()}` made by the caller's `connect()`;
+ * the caller feeds what arrives to `connection.receive(text)` and tells
+ * `connection.closed(problem)` when it ends. Cockpit's stream channel, a
+ * Node socket or a WebSocket bridge all fit. No dependencies, no build step:
+ * loaded as a plain script it defines `window.SwitchdClient`; under Node
+ * `require()` returns the same object.
+ */
+(function (root, factory) {
+    const api = factory();
+    if (typeof module === "object" && module.exports)
+        module.exports = api;
+    else
+        root.SwitchdClient = api;
+}(typeof self !== "undefined" ? self : this, function () {
+    "use strict";
+
+    /** Splits a stream of text into lines; a line may arrive in many chunks. */
+    class LineFramer {
+        constructor() {
+            this.pending = "";
+        }
+
+        /** Returns the whole lines `chunk` completes (blank lines dropped). */
+        push(chunk) {
+            this.pending += chunk;
+            const parts = this.pending.split("\n");
+            this.pending = parts.pop();
+            return parts.filter(line => line.trim() !== "");
+        }
+    }
+
+    /** A JSON-RPC error answer, or a transport that closed under a call. */
+    class RpcError extends Error {
+        constructor(code, message, data) {
+            super(message);
+            this.code = code;
+            this.data = data || {};
+            /** `data.name` (`Conflict`, `ReadOnly`…), or `Disconnected`. */
+            this.name = this.data.name || "RpcError";
+        }
+    }
+
+    /** One JSON-RPC conversation over one transport. */
+    class RpcConnection {
+        /**
+         * `transport.send(text)` writes; `onNotification(method, params)`
+         * receives what the daemon sends unasked (`changed`, `schemaChanged`).
+         */
+        constructor(transport, onNotification) {
+            this.transport = transport;
+            this.onNotification = onNotification || function () {};
+            this.framer = new LineFramer();
+            this.nextId = 1;
+            this.pending = new Map();
+            this.isClosed = false;
+        }
+
+        /** Sends a request; resolves with its result, rejects with RpcError. */
+        call(method, params) {
+            if (this.isClosed)
+                return Promise.reject(new RpcError(0, "The connection to switchd is closed.",
+                                                   { name: "Disconnected" }));
+            const id = this.nextId++;
+            const request = { jsonrpc: "2.0", id, method, params: params || {} };
+            return new Promise((resolve, reject) => {
+                this.pending.set(id, { resolve, reject });
+                this.transport.send(JSON.stringify(request) + "\n");
+            });
+        }
+
+        /** Feeds bytes that arrived (as text). */
+        receive(chunk) {
+            for (const line of this.framer.push(chunk)) {
+                let message;
+                try {
+                    message = JSON.parse(line);
+                } catch (e) {
+                    continue; // not ours to repair; the daemon never sends it
+                }
+                for (const one of Array.isArray(message) ? message : [message])
+                    this.dispatch(one);
+            }
+        }
+
+        dispatch(message) {
+            if (message.method !== undefined && message.id === undefined) {
+                this.onNotification(message.method, message.params || {});
+                return;
+            }
+            const waiter = this.pending.get(message.id);
+            if (!waiter)
+                return;
+            this.pending.delete(message.id);
+            if (message.error) {
+                const e = message.error;
+                waiter.reject(new RpcError(e.code, e.message, e.data));
+            } else {
+                waiter.resolve(message.result);
+            }
+        }
+
+        /** The transport ended: every call still waiting fails. */
+        closed(problem) {
+            if (this.isClosed)
+                return;
+            this.isClosed = true;
+            const error = new RpcError(0, problem || "The connection to switchd closed.",
+                                       { name: "Disconnected" });
+            for (const waiter of this.pending.values())
+                waiter.reject(error);
+            this.pending.clear();
+        }
+
+        close() {
+            if (!this.isClosed)
+                this.transport.close();
+            this.closed();
+        }
+    }
+
+    const STATE_FIELDS = ["checked", "readOnly", "readOnlyReason", "heldBy", "disabled",
+        "disabledReason", "disabledBy", "invalid", "invalidReason"];
+
+    /**
+     * Notes on `s` whether this caller may write it at all (`mayWrite`):
+     * `writable: false` on a switch that is neither held nor disabled says
+     * the caller may not write (not a Writer); `writable` absent (an older
+     * daemon) leaves it to trying.
+     */
+    function noteWritable(s) {
+        if (s.writable === true)
+            s.mayWrite = true;
+        else if (s.writable === false && !s.disabled && !s.readOnly)
+            s.mayWrite = false;
+        if (s.writable === undefined)
+            s.writable = !s.disabled && !s.readOnly && s.mayWrite !== false;
+        return s;
+    }
+
+    /**
+     * The switches as the daemon last told them, by key. Every update says
+     * the revision it is of; an older or equal one than what is held is
+     * dropped, so a snapshot, a replay, a `list` and a write's answer can
+     * arrive in any order and still leave the newest state.
+     */
+    class SwitchTable {
+        constructor() {
+            this.switches = new Map();
+            /** The highest revision of any change seen: `since` for a resume. */
+            this.revision = 0;
+        }
+
+        /** Replaces everything with a snapshot (`watch` or `list` result). */
+        reset(switches, revision) {
+            this.switches = new Map();
+            for (const s of switches)
+                this.switches.set(s.key, noteWritable({ ...s }));
+            this.revision = Math.max(revision || 0, ...switches.map(s => s.revision || 0));
+        }
+
+        /**
+         * Takes whole Switch objects (a write's answer, `data.switch` of a
+         * Conflict, a `list`): schema members always, State only when newer.
+         * Returns true if anything changed.
+         */
+        mergeSwitch(incoming) {
+            const held = this.switches.get(incoming.key);
+            if (!held) {
+                this.switches.set(incoming.key, noteWritable({ ...incoming }));
+                return true;
+            }
+            const before = JSON.stringify(held);
+            const newer = (incoming.revision || 0) >= (held.revision || 0);
+            for (const [name, value] of Object.entries(incoming)) {
+                const isState = STATE_FIELDS.includes(name) || name === "revision" ||
+                    name === "changedAt" || name === "effective" || name === "writable";
+                if (!isState || newer)
+                    held[name] = value;
+            }
+            noteWritable(held);
+            return JSON.stringify(held) !== before;
+        }
+
+        /** Applies a `changed` event; false if it was seen already or unknown. */
+        applyEvent(event) {
+            this.revision = Math.max(this.revision, event.revision);
+            const held = this.switches.get(event.key);
+            if (!held || (held.revision || 0) >= event.revision)
+                return false;
+            for (const name of STATE_FIELDS) {
+                if (event.state && name in event.state)
+                    held[name] = event.state[name];
+            }
+            held.effective = held.checked && !held.disabled;
+            held.revision = event.revision;
+            held.changedAt = event.time;
+            // An event does not carry `writable`: a hold or a disable that
+            // comes or goes changes it, the caller's right to write does not.
+            held.writable = !held.disabled && !held.readOnly && held.mayWrite !== false;
+            return true;
+        }
+
+        /** Keeps only `keys` (a `list` after a schema change). */
+        retain(keys) {
+            const keep = new Set(keys);
+            for (const key of [...this.switches.keys()]) {
+                if (!keep.has(key))
+                    this.switches.delete(key);
+            }
+        }
+    }
+
+    /**
+     * A watch of every switch (or `keys`) that outlives its connections.
+     *
+     * options.connect(onNotification, onClosed) → Promise<RpcConnection>
+     *   opens a transport; the caller calls `onClosed(problem)` when that
+     *   transport ends (and rejects if it cannot be opened).
+     * options.onChange(table, why) after every update ("snapshot", "event",
+     *   "schema", "write").
+     * options.onStatus("connected" | "disconnected", problem) on each turn.
+     * options.retryDelays: milliseconds between reconnection tries.
+     */
+    class ResumableWatch {
+        constructor(options) {
+            this.options = options;
+            this.keys = options.keys;
+            this.table = new SwitchTable();
+            this.connection = null;
+            this.watchId = null;
+            this.hasSnapshot = false;
+            this.stopped = false;
+            this.attempt = 0;
+            this.timer = null;
+            this.schedule = options.schedule || ((fn, ms) => setTimeout(fn, ms));
+        }
+
+        start() {
+            this.open();
+        }
+
+        stop() {
+            this.stopped = true;
+            if (this.timer !== null)
+                clearTimeout(this.timer);
+            if (this.connection)
+                this.connection.close();
+        }
+
+        /** Calls a method on the current connection (fails while disconnected). */
+        call(method, params) {
+            if (!this.connection || this.connection.isClosed)
+                return Promise.reject(new RpcError(0, "switchd is not connected.",
+                                                   { name: "Disconnected" }));
+            return this.connection.call(method, params);
+        }
+
+        async open() {
+            let connection = null;
+            try {
+                connection = await this.options.connect(
+                    (method, params) => this.notified(connection, method, params),
+                    problem => this.lost(connection, problem));
+            } catch (problem) {
+                this.lost(null, problem && problem.message ? problem.message : String(problem));
+                return;
+            }
+            if (this.stopped) {
+                connection.close();
+                return;
+            }
+            this.connection = connection;
+            try {
+                const params = this.keys ? { keys: this.keys } : {};
+                if (this.hasSnapshot) {
+                    // Resume: the replay from `since` comes as events, and a
+                    // `list` brings what the schema may have changed meanwhile.
+                    params.since = this.table.revision;
+                    let answer;
+                    try {
+                        answer = await connection.call("watch", params);
+                    } catch (e) {
+                        if (e.name !== "HistoryCompacted" && e.name !== "InvalidParams")
+                            throw e;
+                        // Too far behind (or the daemon's store is younger
+                        // than what we saw): start over from a snapshot.
+                        delete params.since;
+                        answer = await connection.call("watch", params);
+                        this.table.reset(answer.switches, answer.revision);
+                    }
+                    this.watchId = answer.watch;
+                    await this.refreshSchema();
+                } else {
+                    const answer = await connection.call("watch", params);
+                    this.watchId = answer.watch;
+                    this.table.reset(answer.switches, answer.revision);
+                    this.hasSnapshot = true;
+                }
+            } catch (e) {
+                if (!connection.isClosed)
+                    connection.close();
+                this.lost(connection, e.message);
+                return;
+            }
+            this.attempt = 0;
+            this.report("connected");
+            this.options.onChange(this.table, "snapshot");
+        }
+
+        /** Re-reads the schema with `list` and merges it by revision. */
+        async refreshSchema() {
+            const listed = await this.connection.call("list", {});
+            const matching = listed.switches.filter(s => this.matches(s.key));
+            for (const s of matching)
+                this.table.mergeSwitch(s);
+            this.table.retain(matching.map(s => s.key));
+        }
+
+        matches(key) {
+            if (!this.keys)
+                return true;
+            return this.keys.some(p => p.endsWith("*") ? key.startsWith(p.slice(0, -1)) : key === p);
+        }
+
+        notified(connection, method, params) {
+            if (connection !== this.connection || (this.watchId !== null && params.watch !== this.watchId))
+                return;
+            if (method === "changed") {
+                if (this.table.applyEvent(params))
+                    this.options.onChange(this.table, "event", params.key);
+            } else if (method === "schemaChanged") {
+                this.refreshSchema()
+                    .then(() => this.options.onChange(this.table, "schema"))
+                    .catch(() => {}); // a closed connection resumes and re-reads anyway
+            }
+        }
+
+        /** Takes a whole Switch from a write's answer or a Conflict's data. */
+        takeSwitch(s) {
+            if (s && this.table.mergeSwitch(s))
+                this.options.onChange(this.table, "write", s.key);
+        }
+
+        /**
+         * `connection` ended (or, null, could not be opened): try again
+         * later. Once per connection, however many paths report it.
+         */
+        lost(connection, problem) {
+            if (connection) {
+                if (connection.lostReported)
+                    return;
+                connection.lostReported = true;
+                connection.closed(problem);
+                if (connection !== this.connection && this.connection !== null)
+                    return;
+            }
+            this.connection = null;
+            this.watchId = null;
+            if (this.stopped)
+                return;
+            this.report("disconnected", problem);
+            const delays = this.options.retryDelays || [250, 500, 1000, 2000];
+            const delay = delays[Math.min(this.attempt, delays.length - 1)];
+            this.attempt += 1;
+            if (this.timer !== null)
+                clearTimeout(this.timer);
+            this.timer = this.schedule(() => {
+                this.timer = null;
+                if (!this.stopped)
+                    this.open();
+            }, delay);
+        }
+
+        report(status, problem) {
+            if (this.options.onStatus)
+                this.options.onStatus(status, problem);
+        }
+    }
+
+    return { LineFramer, RpcConnection, RpcError, SwitchTable, ResumableWatch };
+}));

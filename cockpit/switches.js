@@ -1,0 +1,596 @@
+/*
+ * The "Switches" page: draws switchd's switches as a settings page and
+ * keeps it live. The protocol is switchd-client.js; this file is the page:
+ * the Cockpit transport, sections and rows, the switch's behaviour (the
+ * seeds' SWT-1/2/25), the "why" panel and the administrator's controls.
+ *
+ * The page shows only what the daemon holds: a click sends `set` with the
+ * revision drawn, and the row is redrawn from the answer (or, refused, from
+ * the switch the error carries), never from what was clicked.
+ */
+"use strict";
+
+const { ResumableWatch, RpcConnection } = window.SwitchdClient;
+
+const DEFAULT_SOCKET = "/run/switchd/switchd.sock";
+const socketPath = new URLSearchParams(window.location.search).get("socket") || DEFAULT_SOCKET;
+
+const sectionsNode = document.getElementById("sections");
+const connectionNode = document.getElementById("connection");
+
+/** What the page knows beyond the switches. */
+const page = {
+    connected: false,
+    everConnected: false,
+    /** true, false, or null while not yet known. */
+    administrator: null,
+    rows: new Map(), // key → row view
+    sections: new Map(), // section title → {node, list}
+};
+
+// ---------------------------------------------------------------- transport
+
+/** Why a Cockpit channel to the socket closed, as a sentence. */
+function describeClose(options) {
+    const problem = options && options.problem;
+    if (problem === "not-found")
+        return `switchd is not running: there is no socket at ${socketPath}.`;
+    if (problem === "access-denied")
+        return `This account may not open switchd's socket ${socketPath}.`;
+    if (!problem)
+        return "switchd closed the connection (it stopped or restarted).";
+    return `The connection to switchd failed (${cockpit.message(options)}).`;
+}
+
+/** Opens switchd's socket through the Cockpit bridge: one stream channel. */
+function connectThroughCockpit(onNotification, onClosed) {
+    const channel = cockpit.channel({ payload: "stream", unix: socketPath, superuser: "try" });
+    const connection = new RpcConnection({
+        send: text => channel.send(text),
+        close: () => channel.close(),
+    }, onNotification);
+    channel.addEventListener("message", (event, data) => connection.receive(data));
+    channel.addEventListener("close", (event, options) => onClosed(describeClose(options)));
+    return Promise.resolve(connection);
+}
+
+const watch = new ResumableWatch({
+    connect: connectThroughCockpit,
+    onChange: table => draw(table),
+    onStatus: connectionChanged,
+    retryDelays: [200, 400, 800, 1000],
+});
+
+function connectionChanged(status, problem) {
+    page.connected = status === "connected";
+    document.body.classList.toggle("offline", !page.connected);
+    if (page.connected) {
+        page.everConnected = true;
+        connectionNode.textContent = "";
+        learnWhoIAm();
+    } else if (page.everConnected) {
+        connectionNode.textContent = `${problem} The page reconnects by itself; what it shows may be out of date.`;
+    } else {
+        connectionNode.textContent = `${problem} The page keeps trying.`;
+    }
+    sectionsNode.setAttribute("aria-busy", page.connected ? "false" : "true");
+}
+
+/**
+ * Asks the daemon whether this caller administers it: `status` says so in
+ * `caller`; a daemon without it is asked by a `disable` without a key, which
+ * an administrator gets `InvalidParams` for and anyone else
+ * `PermissionDenied` (the method's check comes first), changing nothing.
+ */
+async function learnWhoIAm() {
+    let administrator = null;
+    try {
+        const status = await watch.call("status", {});
+        if (status.caller && typeof status.caller.administrator === "boolean") {
+            administrator = status.caller.administrator;
+        } else {
+            try {
+                await watch.call("disable", {});
+                administrator = true;
+            } catch (e) {
+                administrator = e.name === "InvalidParams";
+            }
+        }
+    } catch (e) {
+        return; // disconnected meanwhile: asked again on the next connection
+    }
+    if (administrator !== page.administrator) {
+        page.administrator = administrator;
+        for (const row of page.rows.values())
+            drawAdminControls(row);
+    }
+}
+
+// ---------------------------------------------------------------- layout
+
+/** The section a switch is drawn under: its Group=, else its key's first segment. */
+function sectionTitle(s) {
+    if (s.group)
+        return s.group;
+    const dot = s.key.indexOf(".");
+    if (dot < 0)
+        return "";
+    const first = s.key.slice(0, dot).replace(/-/g, " ");
+    return first.charAt(0).toUpperCase() + first.slice(1);
+}
+
+/** Schema order (`order`; by key where a daemon does not send it). */
+function schemaOrder(a, b) {
+    const oa = typeof a.order === "number" ? a.order : Infinity;
+    const ob = typeof b.order === "number" ? b.order : Infinity;
+    if (oa !== ob)
+        return oa - ob;
+    return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+}
+
+function element(tag, attributes, text) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes || {}))
+        node.setAttribute(name, value);
+    if (text !== undefined)
+        node.textContent = text;
+    return node;
+}
+
+let idCounter = 0;
+function newId(prefix) {
+    idCounter += 1;
+    return `${prefix}-${idCounter}`;
+}
+
+/**
+ * Puts `nodes` into `parent` in this order, moving only those out of place:
+ * a moved node loses the keyboard focus it holds, so nothing moves needlessly.
+ */
+function placeInOrder(parent, nodes) {
+    let previous = null;
+    for (const node of nodes) {
+        const expected = previous ? previous.nextSibling : parent.firstChild;
+        if (node !== expected)
+            parent.insertBefore(node, expected);
+        previous = node;
+    }
+}
+
+/** Draws the whole table: sections and rows in schema order, updated in place. */
+function draw(table) {
+    const switches = [...table.switches.values()].sort(schemaOrder);
+    // The untitled section (keys without a dot or group) comes first.
+    const titles = [];
+    if (switches.some(s => sectionTitle(s) === ""))
+        titles.push("");
+    for (const s of switches) {
+        const title = sectionTitle(s);
+        if (!titles.includes(title))
+            titles.push(title);
+    }
+    for (const [title, section] of page.sections) {
+        if (!titles.includes(title)) {
+            section.node.remove();
+            page.sections.delete(title);
+        }
+    }
+    for (const [key, row] of page.rows) {
+        if (!table.switches.has(key)) {
+            row.node.remove();
+            page.rows.delete(key);
+        }
+    }
+    for (const title of titles) {
+        let section = page.sections.get(title);
+        if (!section) {
+            const node = element("section", { class: "section" });
+            if (title !== "") {
+                const headingId = newId("section");
+                node.setAttribute("aria-labelledby", headingId);
+                node.append(element("h2", { id: headingId }, title));
+            } else {
+                node.setAttribute("aria-label", "General");
+            }
+            const list = element("ul", { class: "rows", role: "list" });
+            node.append(list);
+            section = { node, list };
+            page.sections.set(title, section);
+        }
+        const rows = [];
+        for (const s of switches.filter(one => sectionTitle(one) === title)) {
+            let row = page.rows.get(s.key);
+            if (!row) {
+                row = makeRow(s.key);
+                page.rows.set(s.key, row);
+            }
+            rows.push(row.node);
+            drawRow(row, s);
+        }
+        placeInOrder(section.list, rows);
+    }
+    placeInOrder(sectionsNode, titles.map(title => page.sections.get(title).node));
+    if (switches.length === 0)
+        sectionsNode.setAttribute("data-empty", "true");
+    else
+        sectionsNode.removeAttribute("data-empty");
+}
+
+// ---------------------------------------------------------------- a row
+
+function makeRow(key) {
+    const row = { key, switch: null, busy: false, pending: null, alert: "" };
+    const base = newId("switch");
+    row.node = element("li", { class: "row", "data-key": key });
+
+    const main = element("div", { class: "row-main" });
+    const text = element("div", { class: "row-text" });
+    row.button = element("button", { id: `${base}-control`, type: "button", role: "switch", class: "switch" });
+    row.label = element("label", { id: `${base}-label`, class: "label", for: row.button.id });
+    row.description = element("p", { id: `${base}-description`, class: "description" });
+    row.reason = element("p", { id: `${base}-reason`, class: "reason" });
+    row.alertNode = element("p", { id: `${base}-alert`, class: "alert", role: "alert" });
+    text.append(row.label, row.description, row.reason, row.alertNode);
+
+    row.button.setAttribute("aria-labelledby", row.label.id);
+    const track = element("span", { class: "track", "aria-hidden": "true" });
+    const handle = element("span", { class: "handle" });
+    row.icon = element("span", { class: "icon" });
+    handle.append(row.icon);
+    track.append(handle);
+    row.button.append(track);
+    main.append(text, row.button);
+
+    row.whyButton = element("button", { type: "button", class: "why", "aria-expanded": "false" }, "Why?");
+    row.panel = element("div", { id: `${base}-panel`, class: "panel", role: "region" });
+    row.panel.hidden = true;
+    row.whyButton.setAttribute("aria-controls", row.panel.id);
+    row.history = element("div", { class: "history" });
+    row.admin = element("div", { class: "admin" });
+    row.panel.append(row.history, row.admin);
+    const tools = element("div", { class: "row-tools" });
+    row.quick = element("span", { class: "admin-quick" });
+    tools.append(row.whyButton, row.quick);
+
+    row.node.append(main, tools, row.panel);
+
+    // SWT-1: a click, a click on the label and Space switch it; Enter does not
+    // (on the web Enter submits a form). A button turns Enter into a click on
+    // keydown, so that keydown is cancelled.
+    row.button.addEventListener("keydown", event => {
+        if (event.key === "Enter")
+            event.preventDefault();
+    });
+    // Disabled is out of reach (SWT-2): not even a click focuses it.
+    row.button.addEventListener("mousedown", event => {
+        if (row.switch && row.switch.disabled)
+            event.preventDefault();
+    });
+    row.button.addEventListener("click", event => {
+        event.preventDefault();
+        activate(row);
+    });
+    row.whyButton.addEventListener("click", () => toggleWhy(row));
+    return row;
+}
+
+/** Whether a person may switch it here: not disabled, not held, allowed to write. */
+function canSwitch(s) {
+    return !s.disabled && !s.readOnly && s.writable !== false;
+}
+
+/** The reason shown next to a switch (disabled wins: SWT-25, rule 5). */
+function reasonText(s) {
+    const lines = [];
+    if (s.disabled) {
+        const by = { policy: "by policy", admin: "by an administrator", dependency: "" }[s.disabledBy] || "";
+        lines.push(s.disabledReason ? `Disabled: ${s.disabledReason}` : `Disabled ${by}.`.replace(" .", "."));
+    } else if (s.readOnly) {
+        const by = { policy: "by policy", admin: "by an administrator" }[s.heldBy] || "";
+        lines.push(s.readOnlyReason ? `Read-only: ${s.readOnlyReason}` : `Read-only, held ${by}.`.replace(" .", "."));
+    } else if (s.writable === false) {
+        lines.push("Read-only for you: this account may not change it.");
+    }
+    if (s.invalid)
+        lines.push(`Not applied: ${s.invalidReason || "the system did not take this value"}`);
+    return lines.join(" ");
+}
+
+function drawRow(row, s) {
+    row.switch = s;
+    row.label.textContent = s.label || s.key;
+    // A user-scope switch (Scope=user) holds a value per person: say so.
+    const description = [s.description || "", s.scope === "user" ? "Your own setting." : ""]
+        .filter(Boolean).join(" ");
+    row.description.textContent = description;
+    row.description.hidden = !description;
+    row.panel.setAttribute("aria-label", `Why: ${s.label || s.key}`);
+    row.whyButton.setAttribute("aria-label", `Why? History of ${s.label || s.key}`);
+
+    const reason = reasonText(s);
+    row.reason.textContent = reason;
+    row.reason.hidden = reason === "";
+    row.alertNode.textContent = row.alert;
+    row.alertNode.hidden = row.alert === "";
+
+    const b = row.button;
+    // While a click's `set` is on its way the switch shows where it goes
+    // (as the seeds' web switch flips before it fires change); the answer, or
+    // the refusal, then draws what the daemon holds.
+    const shown = row.pending !== null ? row.pending : s.checked;
+    b.setAttribute("aria-checked", shown ? "true" : "false");
+    const described = [];
+    if (description)
+        described.push(row.description.id);
+    if (reason)
+        described.push(row.reason.id);
+    if (row.alert)
+        described.push(row.alertNode.id);
+    if (described.length)
+        b.setAttribute("aria-describedby", described.join(" "));
+    else
+        b.removeAttribute("aria-describedby");
+
+    // Disabled: announced, out of the focus order (SWT-2), and it wins over
+    // read-only. Read-only: focusable, announced, not switchable (SWT-25).
+    setFlag(b, "aria-disabled", s.disabled);
+    setFlag(b, "aria-readonly", !s.disabled && (s.readOnly || s.writable === false));
+    setFlag(b, "aria-invalid", s.invalid);
+    setFlag(b, "aria-busy", row.busy);
+    if (s.disabled)
+        b.setAttribute("tabindex", "-1");
+    else
+        b.removeAttribute("tabindex");
+    row.node.classList.toggle("is-disabled", !!s.disabled);
+    row.node.classList.toggle("is-readonly", !s.disabled && !canSwitch(s));
+    row.node.classList.toggle("is-invalid", !!s.invalid);
+
+    // The glyph is decoration (SWT-14): hidden from assistive technology,
+    // and drawn only when the icon set has it (SWT-17).
+    const iconName = shown ? s.checkedIcon : s.uncheckedIcon;
+    const glyph = window.SwitchdIcons ? window.SwitchdIcons.svg(iconName) : null;
+    row.icon.replaceChildren(...(glyph ? [glyph] : []));
+    row.node.classList.toggle("has-icon", glyph !== null);
+
+    drawAdminControls(row);
+    if (!row.panel.hidden)
+        loadHistory(row);
+}
+
+function setFlag(node, name, on) {
+    if (on)
+        node.setAttribute(name, "true");
+    else
+        node.removeAttribute(name);
+}
+
+function showAlert(row, text) {
+    row.alert = text;
+    if (row.switch)
+        drawRow(row, row.switch);
+}
+
+// ---------------------------------------------------------------- switching
+
+async function activate(row) {
+    const s = row.switch;
+    if (!s || row.busy || !page.connected || !canSwitch(s))
+        return; // read-only, disabled or offline: activation changes nothing
+    row.busy = true;
+    row.pending = !s.checked;
+    showAlert(row, "");
+    try {
+        const answer = await watch.call("set", { key: s.key, checked: !s.checked, ifRevision: s.revision || 0 });
+        row.busy = false;
+        row.pending = null;
+        watch.takeSwitch(answer.switch);
+    } catch (e) {
+        row.busy = false;
+        row.pending = null;
+        await refused(row, e);
+    }
+    drawRow(row, watch.table.switches.get(row.key) || row.switch);
+}
+
+/**
+ * A refused or failed call: the daemon's sentence next to the switch, and the
+ * switch redrawn as the daemon holds it (from the error's `data.switch`, or
+ * a `get` where the daemon sends none).
+ */
+async function refused(row, error) {
+    row.alert = error.message;
+    if (error.data && error.data.switch) {
+        watch.takeSwitch(error.data.switch);
+        return;
+    }
+    if (error.name === "Disconnected")
+        return;
+    try {
+        watch.takeSwitch(await watch.call("get", { key: row.key }));
+    } catch (e) {
+        // the switch went away or the daemon did: the watch redraws
+    }
+}
+
+// ---------------------------------------------------------------- why
+
+function toggleWhy(row, open = row.panel.hidden) {
+    row.panel.hidden = !open;
+    row.whyButton.setAttribute("aria-expanded", open ? "true" : "false");
+    if (open)
+        loadHistory(row);
+}
+
+function formatTime(iso) {
+    if (!iso)
+        return "";
+    const at = new Date(iso);
+    return isNaN(at) ? iso : at.toLocaleString();
+}
+
+function actorText(actor) {
+    if (!actor)
+        return "";
+    if (actor.source === "policy")
+        return "a policy file";
+    if (actor.uid === null || actor.uid === undefined)
+        return actor.source || "someone else";
+    return actor.uid === 0 ? "root (uid 0)" : `uid ${actor.uid}`;
+}
+
+function stateText(state) {
+    const parts = [state.checked ? "on" : "off"];
+    if (state.disabled)
+        parts.push("disabled" + (state.disabledReason ? ` (${state.disabledReason})` : ""));
+    else if (state.readOnly)
+        parts.push("read-only" + (state.readOnlyReason ? ` (${state.readOnlyReason})` : ""));
+    if (state.invalid)
+        parts.push("not applied" + (state.invalidReason ? ` (${state.invalidReason})` : ""));
+    return parts.join(", ");
+}
+
+let historySerial = 0;
+
+/** Fills the "why" panel: who holds the switch, since when, the last changes. */
+async function loadHistory(row) {
+    const serial = ++historySerial;
+    row.loadingHistory = serial;
+    let entries;
+    try {
+        entries = (await watch.call("history", { key: row.key, limit: 10 })).entries;
+    } catch (e) {
+        if (row.loadingHistory === serial)
+            row.history.replaceChildren(element("p", { class: "muted" }, `The history could not be read: ${e.message}`));
+        return;
+    }
+    if (row.loadingHistory !== serial)
+        return;
+    const s = row.switch;
+    const nodes = [];
+    const summary = [`It is ${s.checked ? "on" : "off"}`];
+    summary.push(s.defaultChecked ? "(default: on)." : "(default: off).");
+    nodes.push(element("p", {}, summary.join(" ")));
+    const holding = s.disabled ? "disabled" : s.readOnly ? "readOnly" : null;
+    if (holding) {
+        const by = holding === "disabled" ? s.disabledBy : s.heldBy;
+        const since = entries.find(entry => entry.fields.includes(holding));
+        let text = holding === "disabled" ? "Disabled" : "Held read-only";
+        text += { policy: " by a policy", admin: " by an administrator", dependency: " by another switch" }[by] || "";
+        if (s.policySource)
+            text += ` (${s.policySource})`;
+        if (since)
+            text += ` since ${formatTime(since.time)}, by ${actorText(since.actor)}`;
+        nodes.push(element("p", {}, text + "."));
+    }
+    if (entries.length === 0) {
+        nodes.push(element("p", { class: "muted" }, "It has never changed."));
+    } else {
+        const list = element("ol", { class: "entries", "aria-label": "Last changes, newest first" });
+        for (const entry of entries) {
+            const by = actorText(entry.actor);
+            list.append(element("li", {},
+                `${formatTime(entry.time)}: ${entry.cause}${by ? " by " + by : ""} → ${stateText(entry.state)}`));
+        }
+        nodes.push(list);
+    }
+    row.history.replaceChildren(...nodes);
+}
+
+// ---------------------------------------------------------------- administrators
+
+/**
+ * Lock/unlock (a reason and a fixed value) and disable/enable (a reason),
+ * for administrators only; nobody else gets them in the page at all.
+ * Unlock and Enable act at once from the row; Lock… and Disable… open the
+ * "why" panel at their form, which asks for the reason (and fixed value).
+ */
+function drawAdminControls(row) {
+    const s = row.switch;
+    if (!s)
+        return;
+    if (page.administrator !== true) {
+        row.admin.replaceChildren();
+        row.quick.replaceChildren();
+        row.adminDrawn = null;
+        return;
+    }
+    const shape = `${s.readOnly}/${s.disabled}/${s.heldBy}/${s.disabledBy}`;
+    if (row.adminDrawn === shape)
+        return; // keep what the administrator is typing
+    row.adminDrawn = shape;
+    const name = s.label || s.key;
+
+    const lock = element("form", { class: "admin-form", "aria-label": `Lock ${name}` });
+    const lockReason = element("input", { type: "text", id: newId("lock-reason"), autocomplete: "off" });
+    const lockValue = element("select", { id: newId("lock-value") });
+    lockValue.append(element("option", { value: "" }, "as it is"), element("option", { value: "on" }, "on"),
+                     element("option", { value: "off" }, "off"));
+    lock.append(
+        element("label", { for: lockReason.id }, "Reason for the lock"), lockReason,
+        element("label", { for: lockValue.id }, "Fixed value"), lockValue,
+        element("button", { type: "submit" }, s.readOnly ? "Lock again" : "Lock"));
+    lock.addEventListener("submit", event => {
+        event.preventDefault();
+        const params = { key: s.key };
+        if (lockReason.value.trim())
+            params.reason = lockReason.value.trim();
+        if (lockValue.value)
+            params.checked = lockValue.value === "on";
+        adminCall(row, "lock", params);
+    });
+
+    const disable = element("form", { class: "admin-form", "aria-label": `Disable ${name}` });
+    let disableReason = null;
+    if (!s.disabled) {
+        disableReason = element("input", { type: "text", id: newId("disable-reason"), autocomplete: "off" });
+        disable.append(element("label", { for: disableReason.id }, "Reason for disabling"), disableReason,
+                       element("button", { type: "submit" }, "Disable"));
+        disable.addEventListener("submit", event => {
+            event.preventDefault();
+            const params = { key: s.key };
+            if (disableReason.value.trim())
+                params.reason = disableReason.value.trim();
+            adminCall(row, "disable", params);
+        });
+    }
+    row.admin.replaceChildren(element("h3", {}, "Administrator"), lock, ...(disableReason ? [disable] : []));
+
+    const quick = [];
+    const opener = (text, field) => {
+        const button = element("button", { type: "button", class: "quick" }, text);
+        button.addEventListener("click", () => {
+            toggleWhy(row, true);
+            field.focus();
+        });
+        return button;
+    };
+    const direct = (text, method) => {
+        const button = element("button", { type: "button", class: "quick" }, text);
+        button.addEventListener("click", () => adminCall(row, method, { key: s.key }));
+        return button;
+    };
+    if (s.readOnly && s.heldBy === "admin")
+        quick.push(direct("Unlock", "unlock"));
+    else if (!s.readOnly && !s.disabled)
+        quick.push(opener("Lock…", lockReason));
+    if (s.disabled && s.disabledBy === "admin")
+        quick.push(direct("Enable", "enable"));
+    else if (disableReason)
+        quick.push(opener("Disable…", disableReason));
+    row.quick.replaceChildren(...quick);
+}
+
+async function adminCall(row, method, params) {
+    showAlert(row, "");
+    try {
+        const answer = await watch.call(method, params);
+        watch.takeSwitch(answer.switch);
+    } catch (e) {
+        await refused(row, e);
+        drawRow(row, watch.table.switches.get(row.key) || row.switch);
+    }
+}
+
+// ---------------------------------------------------------------- start
+
+watch.start();

@@ -1,0 +1,195 @@
+// Unit tests of switchd-client.js with Node's own runner: node --test cockpit/test/
+"use strict";
+const test = require("node:test");
+const assert = require("node:assert/strict");
+const { LineFramer, RpcConnection, SwitchTable, ResumableWatch } = require("../switchd-client.js");
+
+function fakeTransport() {
+    return { sent: [], closedByUs: false, send(text) { this.sent.push(text); }, close() { this.closedByUs = true; } };
+}
+
+const wifi = (over) => ({ key: "wifi", label: "Wi-Fi", checked: false, readOnly: false, disabled: false,
+                          revision: 0, writable: true, ...over });
+const change = (revision, checked, key = "wifi") => ({
+    watch: "w1", revision, key, time: "2026-12-01T00:00:00.000Z", cause: "set", fields: ["checked"],
+    state: { checked, readOnly: false, readOnlyReason: null, heldBy: null,
+             disabled: false, disabledReason: null, disabledBy: null },
+});
+
+test("a line cut into chunks anywhere comes out whole, blank lines dropped", () => {
+    const framer = new LineFramer();
+    assert.deepEqual(framer.push('{"a":'), []);
+    assert.deepEqual(framer.push('1}\n\n{"b"'), ['{"a":1}']);
+    assert.deepEqual(framer.push(':2}\n{"c":3}\n'), ['{"b":2}', '{"c":3}']);
+});
+
+test("answers are matched to their calls by id, in any order", async () => {
+    const t = fakeTransport();
+    const c = new RpcConnection(t);
+    const first = c.call("get", { key: "a" });
+    const second = c.call("get", { key: "b" });
+    const ids = t.sent.map(line => JSON.parse(line).id);
+    assert.equal(new Set(ids).size, 2);
+    assert.ok(t.sent.every(line => line.endsWith("\n")));
+    c.receive(JSON.stringify({ jsonrpc: "2.0", id: ids[1], result: "B" }) + "\n");
+    c.receive(JSON.stringify({ jsonrpc: "2.0", id: ids[0], result: "A" }) + "\n");
+    assert.equal(await first, "A");
+    assert.equal(await second, "B");
+});
+
+test("an error answer rejects with the daemon's name, sentence and data", async () => {
+    const t = fakeTransport();
+    const c = new RpcConnection(t);
+    const call = c.call("set", { key: "wifi", checked: true });
+    const id = JSON.parse(t.sent[0]).id;
+    c.receive(JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32002, message: "wifi is read-only: held.",
+                                                              data: { name: "ReadOnly", reason: "held" } } }) + "\n");
+    await assert.rejects(call, e => e.name === "ReadOnly" && e.code === -32002 &&
+                         e.message === "wifi is read-only: held." && e.data.reason === "held");
+});
+
+test("notifications go to the handler; a closed transport fails what waits", async () => {
+    const seen = [];
+    const c = new RpcConnection(fakeTransport(), (method, params) => seen.push([method, params.revision]));
+    const call = c.call("status");
+    c.receive('{"jsonrpc":"2.0","method":"changed","params":{"revision":7}}\n');
+    assert.deepEqual(seen, [["changed", 7]]);
+    c.closed("gone");
+    await assert.rejects(call, e => e.name === "Disconnected");
+    await assert.rejects(c.call("status"), e => e.name === "Disconnected");
+});
+
+test("the table keeps the newest state whatever order updates come in", () => {
+    const table = new SwitchTable();
+    table.reset([wifi({ revision: 3 })], 5);
+    assert.equal(table.revision, 5);
+    assert.equal(table.applyEvent(change(6, true)), true);
+    assert.equal(table.applyEvent(change(6, true)), false, "seen twice");
+    // A write's answer of an older revision brings no stale state…
+    table.mergeSwitch(wifi({ revision: 4, checked: false, label: "Wireless" }));
+    assert.equal(table.switches.get("wifi").checked, true);
+    // …but its schema members still count.
+    assert.equal(table.switches.get("wifi").label, "Wireless");
+    table.mergeSwitch(wifi({ revision: 8, checked: false }));
+    assert.equal(table.switches.get("wifi").checked, false);
+    assert.equal(table.applyEvent(change(7, true)), false, "older than the merged write");
+    assert.equal(table.revision, 7, "since follows events only");
+});
+
+test("a switch that is neither held nor disabled but not writable stays so after events", () => {
+    const table = new SwitchTable();
+    table.reset([wifi({ writable: false })], 1);
+    table.applyEvent(change(2, true));
+    assert.equal(table.switches.get("wifi").writable, false);
+    const free = new SwitchTable();
+    free.reset([wifi({ writable: true })], 1);
+    free.applyEvent({ ...change(2, false), state: { ...change(2, false).state, readOnly: true } });
+    assert.equal(free.switches.get("wifi").writable, false);
+    free.applyEvent(change(3, false));
+    assert.equal(free.switches.get("wifi").writable, true);
+});
+
+// A daemon in memory: answers watch/list, and can drop the connection.
+function fakeDaemon() {
+    const daemon = { revision: 2, switches: [wifi({ revision: 2, checked: true })], connections: [], watchCalls: [] };
+    daemon.connect = (onNotification, onClosed) => {
+        const transport = fakeTransport();
+        const connection = new RpcConnection(transport, onNotification);
+        transport.send = (text) => {
+            const request = JSON.parse(text);
+            let result;
+            if (request.method === "watch" && "since" in request.params && daemon.compacted) {
+                daemon.watchCalls.push(request.params);
+                const error = { code: -32009, message: "Changes after revision 3 are no longer retained.",
+                                data: { name: "HistoryCompacted", oldest: 9 } };
+                queueMicrotask(() => connection.receive(JSON.stringify({ jsonrpc: "2.0", id: request.id, error }) + "\n"));
+                return;
+            }
+            if (request.method === "watch") {
+                daemon.watchCalls.push(request.params);
+                result = "since" in request.params ? { watch: "w1", revision: daemon.revision }
+                    : { watch: "w1", revision: daemon.revision, switches: daemon.switches };
+            } else if (request.method === "list") {
+                result = { revision: daemon.revision, switches: daemon.switches };
+            }
+            queueMicrotask(() => connection.receive(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }) + "\n"));
+        };
+        daemon.drop = () => { connection.closed("daemon stopped"); onClosed("daemon stopped"); };
+        daemon.notify = (method, params) => connection.receive(JSON.stringify({ jsonrpc: "2.0", method, params }) + "\n");
+        daemon.connections.push(connection);
+        return Promise.resolve(connection);
+    };
+    return daemon;
+}
+
+test("a watch draws the snapshot, resumes with since after a drop and re-reads the schema", async () => {
+    const daemon = fakeDaemon();
+    const statuses = [];
+    let pendingRetry = null;
+    const watch = new ResumableWatch({
+        connect: daemon.connect,
+        onChange: () => {},
+        onStatus: (s) => statuses.push(s),
+        schedule: (fn) => { pendingRetry = fn; return 1; },
+    });
+    watch.start();
+    await new Promise(r => setTimeout(r, 0));
+    assert.deepEqual(statuses, ["connected"]);
+    assert.equal(watch.table.switches.get("wifi").checked, true);
+    daemon.notify("changed", change(3, false));
+    assert.equal(watch.table.revision, 3);
+    daemon.drop();
+    assert.deepEqual(statuses, ["connected", "disconnected"]);
+    // Meanwhile: wifi relabelled (a schema change) and a new switch added.
+    daemon.revision = 4;
+    daemon.switches = [wifi({ revision: 3, checked: false, label: "Wireless" }),
+                       wifi({ key: "bluetooth", label: "Bluetooth", revision: 4, checked: true })];
+    pendingRetry();
+    await new Promise(r => setTimeout(r, 0));
+    assert.deepEqual(daemon.watchCalls, [{}, { since: 3 }]);
+    assert.deepEqual(statuses, ["connected", "disconnected", "connected"]);
+    // The replay of 4 (bluetooth) arrives after the list: seen once only.
+    daemon.notify("changed", change(4, true, "bluetooth"));
+    assert.equal(watch.table.switches.get("wifi").label, "Wireless");
+    assert.equal(watch.table.switches.get("bluetooth").checked, true);
+    assert.equal(watch.table.revision, 4);
+    // Events of the old connection's watch are no longer taken.
+    daemon.connections[0].receive(JSON.stringify({ jsonrpc: "2.0", method: "changed", params: change(9, true) }) + "\n");
+    assert.equal(watch.table.switches.get("wifi").checked, false);
+    watch.stop();
+});
+
+test("schemaChanged re-reads the list: removed switches go, relabelled ones change", async () => {
+    const daemon = fakeDaemon();
+    const reasons = [];
+    const watch = new ResumableWatch({ connect: daemon.connect, onChange: (t, why) => reasons.push(why) });
+    watch.start();
+    await new Promise(r => setTimeout(r, 0));
+    daemon.switches = [wifi({ key: "bluetooth", label: "Bluetooth" })];
+    daemon.notify("schemaChanged", { watch: "w1", added: ["bluetooth"], removed: ["wifi"], updated: [] });
+    await new Promise(r => setTimeout(r, 0));
+    assert.deepEqual([...watch.table.switches.keys()], ["bluetooth"]);
+    assert.deepEqual(reasons, ["snapshot", "schema"]);
+    watch.stop();
+});
+
+test("a resume the daemon can no longer replay starts over from a snapshot", async () => {
+    const daemon = fakeDaemon();
+    let pendingRetry = null;
+    const watch = new ResumableWatch({
+        connect: daemon.connect, onChange: () => {}, schedule: (fn) => { pendingRetry = fn; return 1; },
+    });
+    watch.start();
+    await new Promise(r => setTimeout(r, 0));
+    daemon.notify("changed", change(3, false));
+    daemon.drop();
+    daemon.compacted = true;
+    daemon.revision = 12;
+    daemon.switches = [wifi({ revision: 11, checked: true, label: "Wireless" })];
+    pendingRetry();
+    await new Promise(r => setTimeout(r, 0));
+    assert.deepEqual(daemon.watchCalls, [{}, { since: 3 }, {}]);
+    assert.equal(watch.table.switches.get("wifi").checked, true);
+    assert.equal(watch.table.revision, 12);
+    watch.stop();
+});

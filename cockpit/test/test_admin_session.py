@@ -1,0 +1,357 @@
+"""The page in a root (administrator's) Cockpit session, driven by role and
+name as a mouse and a keyboard user would, with the daemon's state checked
+over its own socket after every step."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from harness import Cockpit, Daemon, wait_until
+
+# A policy that fixes a value, so that even root is refused something.
+POLICY = """[notifications.mail]
+ReadOnly=yes
+Checked=off
+Reason=Mail notifications are off on this machine.
+"""
+
+
+class Relay:
+    """Carries the page's Cockpit WebSocket, and can hold back the daemon's
+    `changed` events for a while: the page then draws a stale switch, as
+    when a change elsewhere races a click."""
+
+    def __init__(self):
+        self.holding = False
+        self.held = []
+        self.sent = []
+        self.route = None
+
+    def handle(self, route):
+        server = route.connect_to_server()
+        self.route = route
+
+        def to_server(message):
+            self.sent.append(message if isinstance(message, str) else message.decode("utf-8", "replace"))
+            server.send(message)
+
+        def to_page(message):
+            text = message if isinstance(message, str) else message.decode("utf-8", "replace")
+            if self.holding and '"method":"changed"' in text:
+                self.held.append(message)
+            else:
+                route.send(message)
+
+        route.on_message(to_server)
+        server.on_message(to_page)
+
+    def release(self):
+        self.holding = False
+        held, self.held = self.held, []
+        for message in held:
+            self.route.send(message)
+
+    def watch_requests(self):
+        return [line for line in self.sent if '"method":"watch"' in line]
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    d = Daemon(policies={"50-test.conf": POLICY}).start()
+    yield d
+    d.cleanup()
+
+
+@pytest.fixture(scope="module")
+def cockpit():
+    c = Cockpit().start()
+    yield c
+    c.stop()
+
+
+@pytest.fixture(scope="module")
+def relay():
+    return Relay()
+
+
+@pytest.fixture(scope="module")
+def page(browser, cockpit, daemon, relay):
+    context = browser.new_context()
+    context.route_web_socket(re.compile(r".*/cockpit/socket$"), relay.handle)
+    page = context.new_page()
+    page.goto(cockpit.url(daemon.socket))
+    expect(page.get_by_role("switch", name="Wi-Fi")).to_be_visible(timeout=30000)
+    yield page
+    context.close()
+
+
+def switch(page, label):
+    return page.get_by_role("switch", name=label, exact=True)
+
+
+def wait_daemon(page, daemon, key, what, check):
+    """Polls the daemon until `check(switch)`, keeping the page's events flowing."""
+    def current():
+        s = daemon.get(key)
+        return s if check(s) else None
+    return wait_until(f"{key}: {what}", current, pause=page.wait_for_timeout)
+
+
+def round_trip(page, label):
+    """Opens and closes the row's "why" panel: its `history` call is answered
+    after every request the page sent before it (answers come in order)."""
+    why = page.get_by_role("button", name=f"Why? History of {label}", exact=True)
+    why.click()
+    panel = page.get_by_role("region", name=f"Why: {label}", exact=True)
+    expect(panel.get_by_text(re.compile(r"^It is (on|off)"))).to_be_visible()
+    why.click()
+    expect(panel).to_be_hidden()
+
+
+def expect_drawn_as_daemon(page, daemon, key, label):
+    held = daemon.get(key)
+    expect(switch(page, label)).to_have_attribute("aria-checked", "true" if held["checked"] else "false")
+    return held
+
+
+def test_first_draw_matches_the_daemon(page, daemon):
+    listed = daemon.call("list")["switches"]
+    assert len(listed) == 6
+    for s in listed:
+        control = switch(page, s["label"])
+        expect(control).to_have_attribute("aria-checked", "true" if s["checked"] else "false")
+        if s["description"]:
+            expect(control).to_have_accessible_description(re.compile(re.escape(s["description"])))
+    # Sections in schema order (the shipped Config names its groups), rows
+    # in schema order inside them.
+    expect(page.get_by_role("heading", level=2)).to_have_text(["Connectivity", "Notifications", "Email"])
+    by_order = sorted(listed, key=lambda s: s["order"])
+    expect(page.get_by_role("switch")).to_have_count(len(by_order))
+    for index, s in enumerate(by_order):
+        expect(page.get_by_role("switch").nth(index)).to_have_accessible_name(s["label"])
+    connectivity = page.get_by_role("region", name="Connectivity")
+    expect(connectivity.get_by_role("switch")).to_have_count(3)
+
+
+def test_a_click_switches_it_at_once(page, daemon):
+    before = daemon.get("wifi")
+    switch(page, "Wi-Fi").click()
+    after = wait_daemon(page, daemon, "wifi", "flipped", lambda s: s["checked"] != before["checked"])
+    assert after["revision"] > before["revision"]
+    expect_drawn_as_daemon(page, daemon, "wifi", "Wi-Fi")
+
+
+def test_a_click_on_the_label_switches_it(page, daemon):
+    before = daemon.get("bluetooth")
+    page.locator("label", has_text=re.compile("^Bluetooth$")).click()
+    wait_daemon(page, daemon, "bluetooth", "flipped", lambda s: s["checked"] != before["checked"])
+    expect_drawn_as_daemon(page, daemon, "bluetooth", "Bluetooth")
+
+
+def test_space_switches_it_and_enter_does_not(page, daemon):
+    control = switch(page, "Chat notifications")
+    before = daemon.get("notifications.chat")
+    control.focus()
+    page.keyboard.press("Enter")
+    round_trip(page, "Chat notifications")
+    assert daemon.get("notifications.chat")["revision"] == before["revision"], "Enter switched it"
+    control.focus()
+    page.keyboard.press("Space")
+    after = wait_daemon(page, daemon, "notifications.chat", "flipped by Space",
+                        lambda s: s["checked"] != before["checked"])
+    entries = daemon.call("history", {"key": "notifications.chat"})["entries"]
+    assert [e["revision"] for e in entries if e["revision"] > before["revision"]] == [after["revision"]]
+    expect_drawn_as_daemon(page, daemon, "notifications.chat", "Chat notifications")
+    # The keyboard user is where they were, and can go on: Space again.
+    expect(control).to_be_focused()
+    page.keyboard.press("Space")
+    wait_daemon(page, daemon, "notifications.chat", "flipped back", lambda s: s["checked"] == before["checked"])
+    expect(control).to_be_focused()
+
+
+def test_a_change_made_elsewhere_appears(page, daemon):
+    before = daemon.get("airplane-mode")
+    switch(page, "Wi-Fi").focus()
+    result = daemon.ctl("toggle", "airplane-mode")
+    assert result.returncode == 0, result.stderr
+    expect(switch(page, "Airplane mode")).to_have_attribute(
+        "aria-checked", "false" if before["checked"] else "true")
+    expect(switch(page, "Wi-Fi")).to_be_focused()  # a redraw does not take the focus
+
+
+def test_read_only_stays_focusable_says_why_and_ignores_activation(page, daemon):
+    result = daemon.ctl("lock", "bluetooth", "--reason", "Held for the test.")
+    assert result.returncode == 0, result.stderr
+    control = switch(page, "Bluetooth")
+    expect(control).to_have_attribute("aria-readonly", "true")
+    expect(control).to_have_accessible_description(re.compile("Held for the test."))
+    expect(page.get_by_text("Held for the test.")).to_be_visible()
+    before = daemon.get("bluetooth")
+    control.focus()
+    expect(control).to_be_focused()
+    page.keyboard.press("Space")
+    control.click()
+    page.locator("label", has_text=re.compile("^Bluetooth$")).click()
+    round_trip(page, "Bluetooth")
+    assert daemon.get("bluetooth")["revision"] == before["revision"]
+    expect_drawn_as_daemon(page, daemon, "bluetooth", "Bluetooth")
+
+
+def test_disabled_leaves_the_focus_order_says_why_and_wins(page, daemon):
+    result = daemon.ctl("disable", "bluetooth", "--reason", "Not on this desk.")
+    assert result.returncode == 0, result.stderr
+    control = switch(page, "Bluetooth")
+    expect(control).to_have_attribute("aria-disabled", "true")
+    expect(control).not_to_have_attribute("aria-readonly", "true")  # disabled wins
+    expect(control).to_have_accessible_description(re.compile("Not on this desk."))
+    expect(control).not_to_have_accessible_description(re.compile("Held for the test."))
+    # Tab from the last control of the row above goes past the switch to its "why" button.
+    page.locator("li.row", has=switch(page, "Wi-Fi")).get_by_role("button").last.focus()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name="Why? History of Bluetooth", exact=True)).to_be_focused()
+    before = daemon.get("bluetooth")
+    control.click(force=True)
+    round_trip(page, "Bluetooth")
+    assert daemon.get("bluetooth")["revision"] == before["revision"]
+    # Ignored by the page itself: no call, so no refusal to show.
+    row = page.locator("li.row", has=control)
+    expect(row.get_by_role("alert", include_hidden=True)).to_have_text("")
+    for command in (["enable", "bluetooth"], ["unlock", "bluetooth"]):
+        assert daemon.ctl(*command).returncode == 0
+    expect(control).not_to_have_attribute("aria-disabled", "true")
+    expect(control).not_to_have_attribute("aria-readonly", "true")
+
+
+def test_a_conflict_redraws_the_switch_from_the_daemon(page, daemon, relay):
+    control = switch(page, "Mail notifications")
+    # notifications.mail is held by policy; use email.marketing instead.
+    control = switch(page, "Marketing emails")
+    drawn = daemon.get("email.marketing")
+    relay.holding = True
+    try:
+        # Switched off and on again elsewhere: the same value, a newer revision.
+        assert daemon.ctl("toggle", "email.marketing").returncode == 0
+        assert daemon.ctl("toggle", "email.marketing").returncode == 0
+        moved = daemon.get("email.marketing")
+        assert moved["checked"] == drawn["checked"] and moved["revision"] > drawn["revision"]
+        # The page still draws the old revision; its click (the switch moves
+        # at once) is refused as a Conflict, and the switch goes back to
+        # what the daemon holds, which nothing overwrote.
+        expect(control).to_have_attribute("aria-checked", "true" if drawn["checked"] else "false")
+        control.click()
+        row = page.locator("li.row", has=control)
+        expect(row.get_by_role("alert")).to_contain_text("revision")
+        expect(control).to_have_attribute("aria-checked", "true" if moved["checked"] else "false")
+        assert daemon.get("email.marketing")["revision"] == moved["revision"]
+    finally:
+        relay.release()
+    # The held event arrives late and is not applied twice.
+    round_trip(page, "Marketing emails")
+    expect_drawn_as_daemon(page, daemon, "email.marketing", "Marketing emails")
+
+
+def test_playwrights_check_and_uncheck_work_on_the_switch(page, daemon):
+    control = switch(page, "Airplane mode")
+    control.check()
+    wait_daemon(page, daemon, "airplane-mode", "on", lambda s: s["checked"])
+    expect(control).to_be_checked()
+    control.uncheck()
+    wait_daemon(page, daemon, "airplane-mode", "off", lambda s: not s["checked"])
+    expect(control).not_to_be_checked()
+
+
+def test_an_administrator_locks_and_disables_from_the_page(page, daemon):
+    row = page.locator("li.row", has=switch(page, "Wi-Fi"))
+    row.get_by_role("button", name="Lock…", exact=True).click()
+    panel = page.get_by_role("region", name="Why: Wi-Fi", exact=True)
+    expect(panel.get_by_label("Reason for the lock")).to_be_focused()
+    panel.get_by_label("Reason for the lock").fill("Kept on for the demo.")
+    panel.get_by_label("Fixed value").select_option("on")
+    panel.get_by_role("button", name="Lock", exact=True).click()
+    held = wait_daemon(page, daemon, "wifi", "locked", lambda s: s["readOnly"])
+    assert held["checked"] is True and held["readOnlyReason"] == "Kept on for the demo."
+    assert held["heldBy"] == "admin"
+    expect(switch(page, "Wi-Fi")).to_have_attribute("aria-readonly", "true")
+    expect(panel.get_by_text(re.compile("Held read-only by an administrator"))).to_be_visible()
+    row.get_by_role("button", name="Unlock", exact=True).click()
+    wait_daemon(page, daemon, "wifi", "unlocked", lambda s: not s["readOnly"])
+    row.get_by_role("button", name="Disable…", exact=True).click()
+    expect(panel.get_by_label("Reason for disabling")).to_be_focused()
+    panel.get_by_label("Reason for disabling").fill("No radios today.")
+    panel.get_by_role("button", name="Disable", exact=True).click()
+    held = wait_daemon(page, daemon, "wifi", "disabled", lambda s: s["disabled"])
+    assert held["disabledReason"] == "No radios today."
+    expect(switch(page, "Wi-Fi")).to_have_attribute("aria-disabled", "true")
+    row.get_by_role("button", name="Enable", exact=True).click()
+    wait_daemon(page, daemon, "wifi", "enabled", lambda s: not s["disabled"])
+    expect(switch(page, "Wi-Fi")).not_to_have_attribute("aria-disabled", "true")
+    expect(panel.get_by_role("listitem").first).to_contain_text("enable")
+
+
+def test_a_refusal_shows_the_daemons_sentence_near_the_switch(page, daemon):
+    control = switch(page, "Mail notifications")
+    expect(control).to_have_attribute("aria-readonly", "true")
+    expect(page.get_by_text("Mail notifications are off on this machine.")).to_be_visible()
+    page.get_by_role("button", name="Why? History of Mail notifications", exact=True).click()
+    panel = page.get_by_role("region", name="Why: Mail notifications", exact=True)
+    panel.get_by_role("button", name="Lock again", exact=True).click()
+    try:
+        daemon.call("lock", {"key": "notifications.mail"})
+        raise AssertionError("the daemon let root lock a policy-held switch")
+    except Exception as refusal:  # noqa: BLE001 - the daemon's own sentence
+        sentence = str(refusal)
+    row = page.locator("li.row", has=control)
+    expect(row.get_by_role("alert")).to_have_text(sentence)
+    expect(control).to_have_accessible_description(re.compile(re.escape(sentence)))
+    expect_drawn_as_daemon(page, daemon, "notifications.mail", "Mail notifications")
+
+
+def test_a_missing_socket_is_a_clear_message(browser, cockpit, daemon):
+    context = browser.new_context()
+    try:
+        other = context.new_page()
+        other.goto(cockpit.url(str(daemon.directory / "no-such.sock")))
+        expect(other.get_by_role("status")).to_contain_text("no socket at")
+    finally:
+        context.close()
+
+
+def test_a_reload_that_changes_the_schema_redraws_the_page(page, daemon):
+    notifications = daemon.config / "switches.d" / "20-notifications.conf"
+    text = notifications.read_text()
+    text = text.replace("Label=Chat notifications", "Label=Chat messages")
+    text = text[:text.index("[notifications.mail]")]  # removed
+    notifications.write_text(text)
+    (daemon.config / "switches.d" / "40-news.conf").write_text(
+        "[email.news]\nLabel=Newsletter\nGroup=Email\nDescription=A letter a month.\nDefault=off\n")
+    result = daemon.ctl("reload")
+    assert result.returncode == 0, result.stderr
+    expect(switch(page, "Chat messages")).to_be_visible()
+    expect(switch(page, "Chat notifications")).to_have_count(0)
+    expect(switch(page, "Mail notifications")).to_have_count(0)
+    email = page.get_by_role("region", name="Email")
+    expect(email.get_by_role("switch")).to_have_count(2)
+    expect(email.get_by_role("switch").nth(1)).to_have_accessible_name("Newsletter")
+    expect(switch(page, "Newsletter")).to_have_attribute("aria-checked", "false")
+
+
+def test_a_restart_greys_the_page_and_it_resumes_with_since(page, daemon, relay):
+    drawn = switch(page, "Wi-Fi")
+    watches_before = len(relay.watch_requests())
+    daemon.stop()
+    expect(page.get_by_role("status")).to_contain_text("reconnects by itself")
+    expect(page.locator("body.offline")).to_have_count(1)
+    expect(drawn).to_be_visible()  # what was drawn stays
+    daemon.start()
+    # A change right after the restart: by replay or live, drawn once.
+    before = daemon.get("wifi")
+    assert daemon.ctl("toggle", "wifi").returncode == 0
+    expect(page.locator("body.offline")).to_have_count(0)
+    expect(page.get_by_role("status")).to_be_hidden()
+    expect(drawn).to_have_attribute("aria-checked", "false" if before["checked"] else "true")
+    resumed = relay.watch_requests()[watches_before:]
+    assert resumed and all('"since":' in line for line in resumed), resumed
+    # …and the page works on the new connection.
+    drawn.click()
+    wait_daemon(page, daemon, "wifi", "flipped back", lambda s: s["checked"] == before["checked"])

@@ -1,0 +1,75 @@
+"""The page in a non-administrator's Cockpit session: cockpit-ws and its
+bridge run as an ordinary human account, so switchd sees that uid."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from harness import Cockpit, Daemon, ensure_user, wait_until
+
+USER = "switchd-cockpit-test"
+
+
+@pytest.fixture(scope="module")
+def account():
+    return ensure_user(USER)
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    d = Daemon().start()
+    yield d
+    d.cleanup()
+
+
+@pytest.fixture(scope="module")
+def page(browser, account, daemon):
+    cockpit = Cockpit(user=USER).start()
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(cockpit.url(daemon.socket))
+    expect(page.get_by_role("switch", name="Wi-Fi")).to_be_visible(timeout=30000)
+    yield page
+    context.close()
+    cockpit.stop()
+
+
+def test_the_daemon_sees_the_user_not_root(page, daemon, account):
+    before = daemon.get("bluetooth")
+    page.get_by_role("switch", name="Bluetooth", exact=True).click()
+    wait_until("bluetooth flipped", lambda: daemon.get("bluetooth")["checked"] != before["checked"],
+               pause=page.wait_for_timeout)
+    newest = daemon.call("history", {"key": "bluetooth", "limit": 1})["entries"][0]
+    assert newest["actor"]["uid"] == account.pw_uid
+    expect(page.get_by_role("switch", name="Bluetooth", exact=True)).to_have_attribute(
+        "aria-checked", "false" if before["checked"] else "true")
+
+
+def test_no_administrator_controls(page, daemon):
+    for s in daemon.call("list")["switches"]:
+        page.get_by_role("button", name=f"Why? History of {s['label']}", exact=True).click()
+        panel = page.get_by_role("region", name=f"Why: {s['label']}", exact=True)
+        expect(panel.get_by_text(re.compile(r"^It is (on|off)"))).to_be_visible()
+    for name in ("Lock", "Lock…", "Lock again", "Unlock", "Disable", "Disable…", "Enable"):
+        expect(page.get_by_role("button", name=name, exact=True)).to_have_count(0)
+    expect(page.get_by_label("Reason for the lock")).to_have_count(0)
+    expect(page.get_by_role("heading", name="Administrator")).to_have_count(0)
+
+
+def test_a_switch_an_administrator_holds_is_read_only_here_too(page, daemon):
+    assert daemon.ctl("lock", "wifi", "--reason", "Managed by IT.").returncode == 0
+    control = page.get_by_role("switch", name="Wi-Fi", exact=True)
+    expect(control).to_have_attribute("aria-readonly", "true")
+    expect(control).to_have_accessible_description(re.compile("Managed by IT."))
+    before = daemon.get("wifi")
+    control.click()
+    page.keyboard.press("Space")
+    # The panel's history call is answered after anything sent before it.
+    why = page.get_by_role("button", name="Why? History of Wi-Fi", exact=True)
+    if why.get_attribute("aria-expanded") == "true":
+        why.click()
+    why.click()
+    expect(page.get_by_role("region", name="Why: Wi-Fi", exact=True)
+           .get_by_text(re.compile("Held read-only by an administrator"))).to_be_visible()
+    assert daemon.get("wifi")["revision"] == before["revision"]
