@@ -1,5 +1,5 @@
 /*
- * switchd-client.js: the switchd protocol (PROTOCOL.md) for a page or a
+ * switchd-client.js: the switchd protocol (docs/protocol.md) for a page or a
  * script, over any transport that carries bytes both ways.
  *
  *   LineFramer      text in (chunks cut anywhere), whole lines out

@@ -64,7 +64,7 @@ _switchctl() {
         socket=${word#--socket=}
         continue
         ;;
-      --since | --limit | --reason | --checked)
+      --since | --limit | --before | --reason | --checked | --if-revision)
         ((i++))
         continue
         ;;
@@ -90,7 +90,7 @@ _switchctl() {
       COMPREPLY=($(compgen -W 'on off' -- "$cur"))
       return 0
       ;;
-    --since | --limit | --reason)
+    --since | --limit | --before | --reason | --if-revision)
       return 0 # a number or free text: nothing to offer
       ;;
   esac
@@ -106,10 +106,15 @@ _switchctl() {
 
   local options='' keys=no
   case $command in
-    list | get | is-on | on | off | toggle | reset | unlock | enable | why)
+    list | get | is-on | reset | unlock | enable | why)
+      ((npos == 0)) && keys=yes
+      ;;
+    on | off | toggle)
+      options='--if-revision'
       ((npos == 0)) && keys=yes
       ;;
     set)
+      options='--if-revision'
       if ((npos == 0)); then
         keys=yes
       elif ((npos == 1)); then
@@ -122,7 +127,7 @@ _switchctl() {
       keys=yes # any number of patterns
       ;;
     history)
-      options='--limit'
+      options='--limit --before'
       ((npos == 0)) && keys=yes
       ;;
     lock)

@@ -217,7 +217,7 @@
     }
   }
 
-  /// PROTOCOL.md's key grammar, written again as an independent oracle:
+  /// docs/protocol.md's key grammar, written again as an independent oracle:
   /// `^[a-z][a-z0-9]*([.-][a-z0-9]+)*$`, at most 128 bytes.
   private func isSwitchKey(_ key: String) -> Bool {
     let bytes = Array(key.utf8)

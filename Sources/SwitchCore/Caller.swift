@@ -22,7 +22,7 @@ public struct Caller: Equatable, Sendable {
     }
   }
 
-  /// The rights of a peer, from the table "Who may do what" in SEMANTICS.md.
+  /// The rights of a peer, from the table "Who may do what" in docs/semantics.md.
   /// - Parameters:
   ///   - groups: the peer's primary and supplementary groups (SO_PEERGROUPS).
   ///   - adminGroup: gid of `AdminGroup`, nil when unset or missing (root only).

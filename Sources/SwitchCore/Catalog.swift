@@ -171,7 +171,7 @@ public struct Catalog: Sendable {
   public var policyCount: Int { policies.keys.filter { switches[$0] != nil }.count }
 }
 
-/// What a reload changed in the schema, for `schemaChanged` (PROTOCOL.md
+/// What a reload changed in the schema, for `schemaChanged` (docs/protocol.md
 /// "Schema changes"): switches added, removed, and those whose declaration
 /// says something else (label, description, icons, default, group, order…).
 /// Where a switch is declared (file and line) is not what it says.

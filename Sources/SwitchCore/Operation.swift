@@ -38,8 +38,8 @@ public enum Operation: Equatable, Sendable {
   public var privilege: Privilege { cause.privilege }
 }
 
-/// What a caller must be to ask for something (PROTOCOL.md "Methods",
-/// column "who"; SEMANTICS.md "Who may do what"). The one table of it: the
+/// What a caller must be to ask for something (docs/protocol.md "Methods",
+/// column "who"; docs/semantics.md "Who may do what"). The one table of it: the
 /// protocol's methods take theirs from here.
 public enum Privilege: Sendable, Equatable {
   /// Reads, watches, history, status.

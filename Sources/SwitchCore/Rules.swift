@@ -1,6 +1,6 @@
-/// The switch rules of SEMANTICS.md as plain functions over values.
+/// The switch rules of docs/semantics.md as plain functions over values.
 ///
-/// Order of checks (PROTOCOL.md): PermissionDenied for the method →
+/// Order of checks (docs/protocol.md): PermissionDenied for the method →
 /// InvalidParams → UnknownSwitch → PermissionDenied for writing → Disabled →
 /// ReadOnly → Conflict; only then is a no-op detected.
 public enum Rules {

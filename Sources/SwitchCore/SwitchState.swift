@@ -80,7 +80,7 @@ public struct SwitchRecord: Equatable, Sendable {
 }
 
 /// The words a person may write for a boolean, in a config file or on
-/// switchctl's command line (SEMANTICS.md): one list for both.
+/// switchctl's command line (docs/semantics.md): one list for both.
 public enum BooleanWord {
   /// on/off, yes/no, true/false, 1/0, in any case; nil for anything else.
   public static func parse(_ word: String) -> Bool? {

@@ -1,7 +1,7 @@
 import Glibc
 import SwitchProtocol
 
-/// switchctl's exit status (PROTOCOL.md, "switchctl"). A struct, not an enum,
+/// switchctl's exit status (docs/protocol.md, "switchctl"). A struct, not an enum,
 /// because `is-on` reuses 1 for "off" and an enum cannot name one value twice.
 public struct ExitCode: RawRepresentable, Equatable, Sendable {
   public var rawValue: Int32

@@ -17,7 +17,7 @@ enum Output {
   }
 
   /// The notes for a Switch or a State that is disabled or read-only, in the
-  /// order a person must read them: disabled wins (SEMANTICS.md rule 5), so
+  /// order a person must read them: disabled wins (docs/semantics.md rule 5), so
   /// it comes first. E.g. `disabled by admin: Gone.`.
   static func notes(_ state: JSONValue) -> [String] {
     var notes: [String] = []

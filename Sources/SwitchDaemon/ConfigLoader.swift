@@ -2,7 +2,7 @@ import Glibc
 import SwitchCore
 import SwitchSystem
 
-/// Reads a configuration directory (CONFIG.md) from disk and builds a
+/// Reads a configuration directory (docs/configuration.md) from disk and builds a
 /// `Catalog` with SwitchCore's `CatalogBuilder`. The only config I/O there is.
 public enum ConfigLoader {
   /// The result of loading: a catalog, or every error (file:line: message).

@@ -1,6 +1,6 @@
 import SwitchCore
 
-/// The methods of the API (PROTOCOL.md, "Methods").
+/// The methods of the API (docs/protocol.md, "Methods").
 public enum Method: String, CaseIterable, Sendable {
   case get, list, set, toggle, reset, watch, unwatch, history
   case lock, unlock, disable, enable, reload, status

@@ -1,6 +1,6 @@
 import SwitchCore
 
-/// Writes the result objects of PROTOCOL.md ("Methods", column "result"),
+/// Writes the result objects of docs/protocol.md ("Methods", column "result"),
 /// each in one place. Switch objects are the daemon's to write (it keeps them
 /// encoded until they change): a result takes a closure that writes them
 /// where they go (`writeSwitchArray` for an array).

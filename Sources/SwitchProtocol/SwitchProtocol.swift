@@ -1,4 +1,4 @@
-// SwitchProtocol: the wire contract, defined once (PROTOCOL.md).
+// SwitchProtocol: the wire contract, defined once (docs/protocol.md).
 //
 // Bytes in, bytes out: JSON values (`JSONValue`, our own strict parser and
 // writer), NDJSON framing (`LineFramer`), JSON-RPC 2.0 envelopes

@@ -1,6 +1,6 @@
 import SwitchCore
 
-/// Writes the objects of PROTOCOL.md ("Objects", "Events") straight into a
+/// Writes the objects of docs/protocol.md ("Objects", "Events") straight into a
 /// `JSONWriter`: no intermediate trees on the hot path.
 public enum WireEncoding {
   /// A Switch object.

@@ -1,4 +1,4 @@
-/// Member names of the wire objects of PROTOCOL.md (params, results,
+/// Member names of the wire objects of docs/protocol.md (params, results,
 /// Switch, State, Actor, events, entries), so that clients read and build
 /// them by these names instead of spelling them again. The encoders in
 /// `WireEncoding` write the same names.

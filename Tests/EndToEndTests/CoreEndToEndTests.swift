@@ -2,7 +2,7 @@ import Glibc
 import SwitchProtocol
 import Testing
 
-/// The core of PROTOCOL.md against the real binaries: methods, events,
+/// The core of docs/protocol.md against the real binaries: methods, events,
 /// errors, framing, restart.
 @Suite struct CoreEndToEndTests {
   @Test func getReturnsTheSwitchObjectInWireOrder() throws {

@@ -276,7 +276,7 @@ import Testing
   /// A client that pipelines writes and never reads: the writes are
   /// submitted as their lines are framed, so their answers arrive after the
   /// high-water check that guards reading. What is queued for such a client
-  /// must still stay near MaxQueuedBytes (PROTOCOL.md, Limits): counted here
+  /// must still stay near MaxQueuedBytes (docs/protocol.md, Limits): counted here
   /// as the writes the daemon carries out for it, each answer ~2.5 kB.
   @Test func neverReadingWritersCannotQueueAnswersPastTheirBound() throws {
     // Answers of ~2.5 kB: the switch object carries its description.

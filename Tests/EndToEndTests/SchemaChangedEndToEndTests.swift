@@ -1,7 +1,7 @@
 import SwitchProtocol
 import Testing
 
-/// PROTOCOL.md "Schema changes": after a reload that adds, removes or
+/// docs/protocol.md "Schema changes": after a reload that adds, removes or
 /// redeclares switches, each watch that matches one of them is told once,
 /// with the keys it matches; a reload that changes nothing says nothing.
 @Suite struct SchemaChangedEndToEndTests {

@@ -2,7 +2,7 @@ import Testing
 
 @testable import SwitchCore
 
-/// The rules of SEMANTICS.md, table-driven: every operation against every
+/// The rules of docs/semantics.md, table-driven: every operation against every
 /// kind of switch (free, admin-held, policy-held, policy-fixed, disabled by
 /// admin or policy, both) for a user, a non-writer and an administrator.
 @Suite struct RulesTests {

@@ -4,7 +4,7 @@ import Testing
 
 @testable import SwitchCtl
 
-/// Every error code maps to the exit status PROTOCOL.md gives it, and every
+/// Every error code maps to the exit status docs/protocol.md gives it, and every
 /// failure prints one `switchctl: ` sentence.
 @Suite struct ExitCodeTests {
   static let statuses: [(RPCErrorCode, Int32)] = [

@@ -3,7 +3,7 @@ import Testing
 
 @testable import SwitchProtocol
 
-/// Golden bytes of every result object (PROTOCOL.md "Methods", column
+/// Golden bytes of every result object (docs/protocol.md "Methods", column
 /// "result"), written by `ResultEncoding` as the daemon writes them.
 @Suite struct ResultGoldenTests {
   static func text(_ write: (inout JSONWriter) -> Void) -> String {
