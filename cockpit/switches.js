@@ -479,7 +479,7 @@ async function loadHistory(row) {
         if (s.policySource)
             text += ` (${s.policySource})`;
         if (since)
-            text += ` since ${formatTime(since.time)}, by ${actorText(since.actor)}`;
+            text += ` since ${formatTime(since.time)}` + (by === "policy" ? "" : `, by ${actorText(since.actor)}`);
         nodes.push(element("p", {}, text + "."));
     }
     if (entries.length === 0) {
@@ -488,8 +488,8 @@ async function loadHistory(row) {
         const list = element("ol", { class: "entries", "aria-label": "Last changes, newest first" });
         for (const entry of entries) {
             const by = actorText(entry.actor);
-            list.append(element("li", {},
-                `${formatTime(entry.time)}: ${entry.cause}${by ? " by " + by : ""} → ${stateText(entry.state)}`));
+            const what = entry.cause === "policy" ? by : `${entry.cause}${by ? " by " + by : ""}`;
+            list.append(element("li", {}, `${formatTime(entry.time)}: ${what} → ${stateText(entry.state)}`));
         }
         nodes.push(list);
     }
