@@ -28,6 +28,16 @@ public struct JSONWriter {
     bytes.append(UInt8(ascii: "\""))
   }
 
+  /// Appends a JSON array of strings.
+  public mutating func strings(_ items: [String]) {
+    raw("[")
+    for (i, item) in items.enumerated() {
+      if i > 0 { raw(",") }
+      string(item)
+    }
+    raw("]")
+  }
+
   /// Appends `s` quoted and escaped, or `null`.
   public mutating func stringOrNull(_ s: String?) {
     if let s {

@@ -73,7 +73,7 @@ public enum ResultEncoding {
     w.raw(",\"policies\":")
     w.int(Int64(summary.policies))
     w.raw(",\"restartRequired\":")
-    writeStrings(&w, summary.restartRequired)
+    w.strings(summary.restartRequired)
     w.raw("}")
   }
 
@@ -121,7 +121,7 @@ public enum ResultEncoding {
       w.raw(",\"result\":")
       w.string(reload.result.wireName)
       w.raw(",\"errors\":")
-      writeStrings(&w, reload.errors)
+      w.strings(reload.errors)
       w.raw("}")
     } else {
       w.null()
@@ -135,15 +135,6 @@ public enum ResultEncoding {
     w.raw(",\"writesSystemSwitches\":")
     w.bool(status.caller.writesSystemSwitches)
     w.raw("}}")
-  }
-
-  private static func writeStrings(_ w: inout JSONWriter, _ items: [String]) {
-    w.raw("[")
-    for (i, item) in items.enumerated() {
-      if i > 0 { w.raw(",") }
-      w.string(item)
-    }
-    w.raw("]")
   }
 }
 

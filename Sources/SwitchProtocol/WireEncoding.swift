@@ -144,21 +144,12 @@ public enum WireEncoding {
     w.raw("{\"jsonrpc\":\"2.0\",\"method\":\"schemaChanged\",\"params\":{\"watch\":")
     w.string(watch)
     w.raw(",\"added\":")
-    writeKeys(&w, changes.added)
+    w.strings(changes.added)
     w.raw(",\"removed\":")
-    writeKeys(&w, changes.removed)
+    w.strings(changes.removed)
     w.raw(",\"updated\":")
-    writeKeys(&w, changes.updated)
+    w.strings(changes.updated)
     w.raw("}}\n")
-  }
-
-  private static func writeKeys(_ w: inout JSONWriter, _ keys: [String]) {
-    w.raw("[")
-    for (i, key) in keys.enumerated() {
-      if i > 0 { w.raw(",") }
-      w.string(key)
-    }
-    w.raw("]")
   }
 
   static func writeTime(_ w: inout JSONWriter, _ ms: Int64) {
