@@ -49,8 +49,9 @@ extension Server {
 
   /// Sends the next pages of every replaying watch of a connection, while
   /// its queue has room. A replay reads the log up to the loop's revision;
-  /// when it reaches it, the watch goes live.
-  func continueReplays(_ connection: Connection) {
+  /// when it reaches it, the watch goes live. True when it sent anything.
+  func continueReplays(_ connection: Connection) -> Bool {
+    var progressed = false
     for id in connection.watchIDs {
       guard let watch = hub.watches[id], var cursor = watch.replayCursor else { continue }
       while connection.unsentCount <= limits.highWater {
@@ -59,14 +60,15 @@ extension Server {
           page = try readerChanges(after: cursor, limit: 256)
         } catch {
           closeConnection(connection, why: "the change log could not be read for a watch")
-          return
+          return true
         }
         if let first = page.first, first.revision != cursor + 1 {
           // Pruned underneath the replay: the client resumes with `since`
           // and is told HistoryCompacted.
           closeConnection(connection, why: "a replaying watch fell behind the retained history")
-          return
+          return true
         }
+        progressed = true
         for change in page where watch.matches(change.key) {
           appendEvent(change, watch: id, to: connection)
         }
@@ -77,8 +79,14 @@ extension Server {
         }
         watch.replayCursor = cursor
       }
-      if connection.isClosed { return }
+      if connection.isClosed { return true }
     }
+    return progressed
+  }
+
+  /// Whether a watch of the connection is still replaying `since`.
+  func isReplaying(_ connection: Connection) -> Bool {
+    connection.watchIDs.contains { hub.watches[$0]?.replayCursor != nil }
   }
 
   /// Publishes committed changes, in revision order, to every live watch
@@ -111,7 +119,7 @@ extension Server {
       {
         closeConnection(connection, why: "a watcher fell behind by more than MaxQueuedBytes")
       } else {
-        flush(connection)
+        pump(connection)
       }
     }
   }

@@ -108,27 +108,37 @@ final class Server {
   /// Serves until SIGTERM or SIGINT, then finishes the writes received,
   /// answers them, and returns.
   func run() {
-    var events = [UInt32](repeating: 0, count: 256)
-    var tokens = [UInt64](repeating: 0, count: 256)
     if let interval = notifier.watchdogInterval { nextWatchdog = monotonicSeconds() + interval }
-    while !(writerStopped && stopping) {
-      let n = shim_epoll_wait(epoll, &events, &tokens, 256, loopTimeoutMilliseconds())
-      if n < 0 && errno != EINTR {
-        log.error("epoll_wait failed: \(SystemError.last("epoll_wait"))")
-        break
-      }
-      for i in 0..<max(0, Int(n)) {
-        switch tokens[i] {
-        case Self.listenerToken: acceptConnections()
-        case Self.wakeToken: drainWriterOutputs()
-        case Self.signalToken: handleSignals()
-        default: connectionEvent(tokens[i], events[i])
-        }
-      }
-      handOverWrites()
-      tick()
-    }
+    while !finished { turn(timeoutMilliseconds: loopTimeoutMilliseconds()) }
     finishShutdown()
+  }
+
+  /// Whether the loop is done: stopping and the writer has ended, or epoll failed.
+  var finished: Bool { (writerStopped && stopping) || epollFailed }
+  private var epollFailed = false
+
+  private var events = [UInt32](repeating: 0, count: 256)
+  private var tokens = [UInt64](repeating: 0, count: 256)
+
+  /// One turn of the loop: waits for events (at most `timeoutMilliseconds`)
+  /// and serves them. Tests drive the loop with it from their own thread.
+  func turn(timeoutMilliseconds: Int32) {
+    let n = shim_epoll_wait(epoll, &events, &tokens, 256, timeoutMilliseconds)
+    if n < 0 && errno != EINTR {
+      log.error("epoll_wait failed: \(SystemError.last("epoll_wait"))")
+      epollFailed = true
+      return
+    }
+    for i in 0..<max(0, Int(n)) {
+      switch tokens[i] {
+      case Self.listenerToken: acceptConnections()
+      case Self.wakeToken: drainWriterOutputs()
+      case Self.signalToken: handleSignals()
+      default: connectionEvent(tokens[i], events[i])
+      }
+    }
+    handOverWrites()
+    tick()
   }
 
   private func loopTimeoutMilliseconds() -> Int32 {
@@ -298,8 +308,30 @@ final class Server {
     }
   }
 
-  /// Runs what can run, sends what is queued, and sets what to wait for.
+  /// Serves a connection until nothing more can happen now: runs what can
+  /// run, takes frames while the unsent output is under the high-water
+  /// mark, continues replays, and sends. A send that drains the output goes
+  /// round again, because what it held back (frames already read, a paused
+  /// replay) has no event of its own to resume it: the peer may only be
+  /// reading. Then sets what to wait for.
   func pump(_ connection: Connection) {
+    while !connection.isClosed {
+      var progressed = runRequests(connection)
+      progressed = continueReplays(connection) || progressed
+      let wasFull = connection.unsentCount > limits.highWater
+      guard !connection.isClosed, sendQueued(connection) else { return }
+      // Above the mark, EPOLLOUT brings us back once the peer reads. Under
+      // it, go round again if this round did something or the send made room.
+      if connection.unsentCount > limits.highWater || !(progressed || wasFull) { break }
+    }
+    guard !connection.isClosed else { return }
+    settle(connection)
+  }
+
+  /// Runs pending requests in order and frames new ones while the output
+  /// has room; true when it ran or framed anything.
+  private func runRequests(_ connection: Connection) -> Bool {
+    var progressed = false
     while !connection.isClosed {
       if let next = connection.nextPending {
         // Reads wait for the writes before them (read your writes); writes
@@ -311,33 +343,38 @@ final class Server {
         if connection.writesInFlight >= Self.maxWritesInFlight { break }
         _ = connection.popPending()
         execute(next, on: connection)
+        progressed = true
         continue
       }
       // Once the writer was told to stop, nothing new is started.
       if connection.unsentCount > limits.highWater || stopSentToWriter { break }
       guard let frame = connection.framer.next() else { break }
       accept(frame, on: connection)
+      progressed = true
     }
-    guard !connection.isClosed else { return }
-    continueReplays(connection)
-    flush(connection)
+    return progressed
   }
 
-  /// Sends what is queued and updates the epoll interest; closes a
-  /// connection that is done or whose peer is gone.
-  func flush(_ connection: Connection) {
-    guard !connection.isClosed else { return }
-    if connection.unsentCount > 0 {
-      if connection.sendQueued() == .failed {
-        closeConnection(connection, why: nil)
-        return
-      }
-      connection.compactOut()
+  /// Sends what is queued; false (and the connection closed) when the peer is gone.
+  private func sendQueued(_ connection: Connection) -> Bool {
+    guard connection.unsentCount > 0 else { return true }
+    if connection.sendQueued() == .failed {
+      closeConnection(connection, why: nil)
+      return false
     }
+    connection.compactOut()
+    return true
+  }
+
+  /// After a pump: closes a half-closed connection that has nothing left to
+  /// answer or replay, otherwise updates the epoll interest.
+  private func settle(_ connection: Connection) {
     let idle =
       !connection.hasPending && connection.writesInFlight == 0 && connection.slots.isEmpty
-      && connection.unsentCount == 0
-    if connection.inputClosed && idle && connection.framer.next() == nil {
+      && connection.unsentCount == 0 && !isReplaying(connection)
+    // A pump ends with an empty framer unless something else holds it back,
+    // which `idle` rules out (or the daemon is stopping, and drops it).
+    if connection.inputClosed && idle {
       closeConnection(connection, why: nil)
       return
     }
