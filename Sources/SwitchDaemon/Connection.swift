@@ -9,7 +9,8 @@ import SwitchProtocol
 /// response slot, and slots are written out strictly in order, so pipelined
 /// requests are answered in order however long a write takes. Requests run
 /// in order too: a read that follows a write still in flight waits for it,
-/// so a client always reads its own writes.
+/// so a client always reads its own writes, and every request waits for a
+/// log read (`history`) still in flight.
 final class Connection {
   let id: UInt64
   let fd: Int32
@@ -21,6 +22,8 @@ final class Connection {
   var pendingHead = 0
   /// Writes handed to the writer and not yet answered.
   var writesInFlight = 0
+  /// `history` reads handed to the log reader and not yet answered.
+  var readsInFlight = 0
   /// Response slots, oldest first.
   var slots: [Slot] = []
   var nextSlot: UInt64 = 1

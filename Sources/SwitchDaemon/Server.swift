@@ -6,8 +6,10 @@ import SwitchStore
 
 /// The event loop: one thread, epoll, non-blocking sockets. It owns the
 /// connections, the watches and the loop's copy of every switch, answers
-/// reads from memory, hands writes to the writer thread, and publishes
-/// committed changes. It never waits for the disk: the writer does.
+/// reads from memory, hands writes to the writer thread and reads of the
+/// change log (`history`, `watch since`) to the log reader thread, and
+/// publishes committed changes. It never touches SQLite, so it never waits
+/// for the disk.
 final class Server {
   struct Limits {
     var maxFrameBytes: Int
@@ -42,7 +44,8 @@ final class Server {
   private let signalFD: Int32
   private var listener: Listener?
   private let databasePath: String
-  let reader: SwitchStore
+  let readerJobs = BlockingQueue<ReaderJob>()
+  let readerOutputs = BlockingQueue<ReaderOutput>()
   let jobs: BlockingQueue<WriterJob>
   let outputs: BlockingQueue<WriterOutput>
   let notifier: Notifier
@@ -65,6 +68,9 @@ final class Server {
 
   var stopping = false
   var writerStopped = false
+  var readerStopped = false
+  /// Once the reader is told to stop, no request or replay page is started.
+  private(set) var stopSentToReader = false
   private var stopSentToWriter = false
   private var stopDeadline = 0.0
   private var acceptPausedUntil = 0.0
@@ -91,12 +97,19 @@ final class Server {
     self.log = log
     self.limits = Limits(catalog.settings)
     self.encodings = SwitchEncodings(sortedKeys: catalog.sortedKeys)
-    self.reader = try SwitchStore(path: databasePath, mode: .readOnly)
     epoll = shim_epoll_create()
     guard epoll >= 0 else { throw SystemError.last("epoll_create1") }
     register(listener.fd, token: Self.listenerToken, events: UInt32(SHIM_EPOLLIN))
     register(wakeFD, token: Self.wakeToken, events: UInt32(SHIM_EPOLLIN))
     if signalFD >= 0 { register(signalFD, token: Self.signalToken, events: UInt32(SHIM_EPOLLIN)) }
+    // The reader wakes the loop through the writer's eventfd: one wake-up
+    // drains both threads' outputs.
+    let readerOutputs = self.readerOutputs
+    try LogReader.start(databasePath: databasePath, jobs: readerJobs) { output in
+      readerOutputs.push(output)
+      var one: UInt64 = 1
+      _ = write(wakeFD, &one, 8)
+    }
   }
 
   private func register(_ fd: Int32, token: UInt64, events: UInt32) {
@@ -132,7 +145,9 @@ final class Server {
     for i in 0..<max(0, Int(n)) {
       switch tokens[i] {
       case Self.listenerToken: acceptConnections()
-      case Self.wakeToken: drainWriterOutputs()
+      case Self.wakeToken:
+        drainWriterOutputs()
+        drainReaderOutputs()
       case Self.signalToken: handleSignals()
       default: connectionEvent(tokens[i], events[i])
       }
@@ -163,15 +178,20 @@ final class Server {
       _ = shim_epoll_ctl(
         epoll, Int32(SHIM_EPOLL_MOD), listener.fd, UInt32(SHIM_EPOLLIN), Self.listenerToken)
     }
-    if stopping && !stopSentToWriter {
-      let busy = connections.values.contains { $0.writesInFlight > 0 || $0.hasPending }
-      if !busy || now >= stopDeadline {
-        // The read-only connection closes first, so that the writer's close
-        // is the last one and SQLite checkpoints and removes the WAL.
-        reader.close()
-        jobs.push(.stop)
-        stopSentToWriter = true
+    if stopping && !stopSentToReader {
+      let busy = connections.values.contains {
+        $0.writesInFlight > 0 || $0.readsInFlight > 0 || $0.hasPending
       }
+      if !busy || now >= stopDeadline {
+        readerJobs.push(.stop)
+        stopSentToReader = true
+      }
+    }
+    // The read-only connection closes first, so that the writer's close is
+    // the last one and SQLite checkpoints and removes the WAL.
+    if stopSentToReader && readerStopped && !stopSentToWriter {
+      jobs.push(.stop)
+      stopSentToWriter = true
     }
   }
 
@@ -336,18 +356,20 @@ final class Server {
       if let next = connection.nextPending {
         // Reads wait for the writes before them (read your writes); writes
         // wait once a connection has many in flight, so a client that
-        // never reads cannot queue answers without bound.
+        // never reads cannot queue answers without bound. Everything waits
+        // for a log read in flight, for the same reason.
         if connection.writesInFlight > 0 && Method(rawValue: next.request.method)?.isWrite != true {
           break
         }
+        if connection.readsInFlight > 0 { break }
         if connection.writesInFlight >= Self.maxWritesInFlight { break }
         _ = connection.popPending()
         execute(next, on: connection)
         progressed = true
         continue
       }
-      // Once the writer was told to stop, nothing new is started.
-      if connection.unsentCount > limits.highWater || stopSentToWriter { break }
+      // Once the threads are told to stop, nothing new is started.
+      if connection.unsentCount > limits.highWater || stopSentToReader { break }
       guard let frame = connection.framer.next() else { break }
       accept(frame, on: connection)
       progressed = true
@@ -370,8 +392,8 @@ final class Server {
   /// answer or replay, otherwise updates the epoll interest.
   private func settle(_ connection: Connection) {
     let idle =
-      !connection.hasPending && connection.writesInFlight == 0 && connection.slots.isEmpty
-      && connection.unsentCount == 0 && !isReplaying(connection)
+      !connection.hasPending && connection.writesInFlight == 0 && connection.readsInFlight == 0
+      && connection.slots.isEmpty && connection.unsentCount == 0 && !isReplaying(connection)
     // A pump ends with an empty framer unless something else holds it back,
     // which `idle` rules out (or the daemon is stopping, and drops it).
     if connection.inputClosed && idle {
@@ -458,6 +480,14 @@ final class Server {
     _ pending: PendingRequest, on connection: Connection, _ write: (inout JSONWriter) -> Void
   ) {
     guard let (slot, part) = pending.answer, let id = pending.request.id else { return }
+    answer(Ticket(connection: connection.id, slot: slot, part: part, id: id), on: connection, write)
+  }
+
+  /// Answers a request run earlier, whose answer a thread produced.
+  func answer(
+    _ ticket: Ticket, on connection: Connection, _ write: (inout JSONWriter) -> Void
+  ) {
+    let (slot, part, id) = (ticket.slot, ticket.part, ticket.id)
     func body(_ w: inout JSONWriter) {
       ResponseEncoding.beginResult(&w, id: id)
       write(&w)
@@ -472,6 +502,10 @@ final class Server {
   func fail(_ pending: PendingRequest, on connection: Connection, _ error: RPCError) {
     guard let (slot, part) = pending.answer, let id = pending.request.id else { return }
     connection.fill(slot: slot, part: part, with: errorBytes(id: id, error))
+  }
+
+  func fail(_ ticket: Ticket, on connection: Connection, _ error: RPCError) {
+    connection.fill(slot: ticket.slot, part: ticket.part, with: errorBytes(id: ticket.id, error))
   }
 
   private func errorBytes(id: RequestID, _ error: RPCError) -> [UInt8] {
@@ -549,7 +583,7 @@ final class Server {
     return "only root may"
   }
 
-  private func ticket(_ pending: PendingRequest, _ connection: Connection) -> Ticket {
+  func ticket(_ pending: PendingRequest, _ connection: Connection) -> Ticket {
     Ticket(
       connection: connection.id, slot: pending.answer?.slot ?? 0, part: pending.answer?.part ?? 0,
       id: pending.request.id ?? .null)
@@ -591,39 +625,62 @@ final class Server {
 
   var listenerPath = ""
 
-  /// Log rows after `cursor` up to the loop's revision: what a replaying
-  /// watch has not seen yet.
-  func readerChanges(after cursor: Int64, limit: Int) throws -> [Change] {
-    try reader.changes(after: cursor, upTo: revision, limit: limit)
-  }
-
   func markWriterStopped() { writerStopped = true }
 
+  /// `history`: checked here, read by the log reader thread, answered
+  /// when its page comes back (`drainReaderOutputs`).
   private func history(
     _ pending: PendingRequest, on connection: Connection, key: String?, limit: Int, before: Int64?
   ) {
-    do {
-      if let key, catalog.switches[key] == nil, records[key] == nil {
-        fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
-        return
-      }
-      // Capped at the loop's revision, as `watch since` is: the log may
-      // already hold changes the writer committed that are not yet published,
-      // and history never shows a change before its event went out.
-      // The key's newest change is its record's revision: no lookup in the log.
-      let entries = try reader.history(
-        key: key, before: min(before ?? .max, revision &+ 1), limit: limit,
-        newest: key.map { records[$0]?.revision ?? 0 })
-      answer(pending, on: connection) { w in
-        w.raw("{\"entries\":[")
-        for (i, change) in entries.enumerated() {
-          if i > 0 { w.raw(",") }
-          WireEncoding.writeEntry(&w, change)
+    if let key, catalog.switches[key] == nil, records[key] == nil {
+      fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
+      return
+    }
+    guard pending.answer != nil else { return }  // a notification: nothing to read
+    if stopSentToReader {
+      fail(pending, on: connection, .overloaded("switchd is stopping"))
+      return
+    }
+    // Capped at the loop's revision, as `watch since` is: the log may
+    // already hold changes the writer committed that are not yet published,
+    // and history never shows a change before its event went out.
+    // The key's newest change is its record's revision: no lookup in the log.
+    connection.readsInFlight += 1
+    readerJobs.push(
+      .history(
+        ticket(pending, connection), key: key, before: min(before ?? .max, revision &+ 1),
+        limit: limit, newest: key.map { records[$0]?.revision ?? 0 }))
+  }
+
+  /// Takes what the log reader thread read: answers `history`, sends
+  /// replay pages, and resumes the connections that waited.
+  func drainReaderOutputs() {
+    for output in readerOutputs.drain() {
+      switch output {
+      case .history(let ticket, let result):
+        guard let connection = connections[ticket.connection] else { continue }
+        connection.readsInFlight -= 1
+        switch result {
+        case .success(let entries):
+          answer(ticket, on: connection) { w in
+            w.raw("{\"entries\":[")
+            for (i, change) in entries.enumerated() {
+              if i > 0 { w.raw(",") }
+              WireEncoding.writeEntry(&w, change)
+            }
+            w.raw("]}")
+          }
+        case .failure(let error):
+          fail(ticket, on: connection, .storageFailure("reading the change log failed: \(error)"))
         }
-        w.raw("]}")
+        pump(connection)
+      case .replay(let id, let watch, let after, let result):
+        guard let connection = connections[id] else { continue }
+        continueReplay(watch, on: connection, after: after, result)
+        if !connection.isClosed { pump(connection) }
+      case .stopped:
+        readerStopped = true
       }
-    } catch {
-      fail(pending, on: connection, .storageFailure("reading the change log failed: \(error)"))
     }
   }
 }
