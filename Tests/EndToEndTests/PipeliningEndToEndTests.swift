@@ -141,29 +141,35 @@ final class PipeliningClient {
 
   /// Reads until `done` says so, the daemon closes, or 30 s pass.
   func read(until done: (Received) -> Bool) -> Received {
-    var received = Received()
-    var buffer: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65_536)
     let deadline = monotonicNow() + 30
     while !done(received) && !received.ended {
       let left = Int32((deadline - monotonicNow()) * 1000)
       guard left > 0 else { break }
-      var poll = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-      if Glibc.poll(&poll, 1, left) <= 0 { continue }
-      let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-      if n < 0 && errno == EINTR { continue }
-      if n <= 0 {
-        received.ended = true
-        break
-      }
-      buffer += chunk[0..<n]
-      var start = 0
-      while let newline = buffer[start...].firstIndex(of: 10) {
-        received.take(buffer[start..<newline])
-        start = newline + 1
-      }
-      buffer.removeSubrange(0..<start)
+      readSome(waitingUpTo: left)
     }
     return received
+  }
+
+  private var received = Received()
+  private var buffer: [UInt8] = []
+  private var chunk = [UInt8](repeating: 0, count: 65_536)
+
+  /// Reads what has arrived, waiting up to `milliseconds` for the first byte.
+  func readSome(waitingUpTo milliseconds: Int32) {
+    var poll = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    if Glibc.poll(&poll, 1, milliseconds) <= 0 { return }
+    let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+    if n < 0 && errno == EINTR { return }
+    if n <= 0 {
+      received.ended = true
+      return
+    }
+    buffer += chunk[0..<n]
+    var start = 0
+    while let newline = buffer[start...].firstIndex(of: 10) {
+      received.take(buffer[start..<newline])
+      start = newline + 1
+    }
+    buffer.removeSubrange(0..<start)
   }
 }
