@@ -1,0 +1,149 @@
+import Glibc
+import Synchronization
+
+/// Isolation: `get` latency on a switchd whose log holds `bigLogRows`
+/// changes, with a second client connected and idle, and while that client
+/// pages through the whole log (`history`, limit 1000, `before` paging).
+/// Log reads run on the log reader thread, so the loop keeps answering
+/// `get` from memory: p99 within 2x of the idle value (issue 11).
+extension Bench {
+  func measureHistoryIsolation() throws {
+    let rows = options.bigLogRows
+    let config = "\(directory)/conf-history"
+    try Configs.write(config, total: 1000)
+    progress("history isolation: starting switchd with 1,000 switches")
+    let daemon = try startDaemon("history", config: config)
+    defer { stopDaemon(daemon) }
+    progress("history isolation: \(count(rows)) toggles into the log")
+    _ = try preload(daemon, rows: rows, total: 1000)
+
+    let pager = try HistoryPager(socket: daemon.socket)
+    defer { pager.stop() }
+    let getScript = ClientScript(
+      requests: [Bench.getRequest], newlines: 1, check: .jsonRPC)
+    var pagingSeconds = 0.0
+    func window(paging: Bool) -> Contender {
+      return { warmup, seconds in
+        pager.set(paging: paging)
+        let started = nowSeconds()
+        let result = try runClosedLoop(
+          path: daemon.socket, scripts: [getScript], warmup: warmup, seconds: seconds)
+        if paging { pagingSeconds += nowSeconds() - started }
+        return result
+      }
+    }
+    progress("history isolation: get with the other client idle, then paging \(count(rows))")
+    let results = try interleave([window(paging: false), window(paging: true)])
+    pager.set(paging: false)
+    let idle = results[0][0]
+    let busy = results[1][0]
+    let errors = idle.errors + busy.errors + pager.errors
+    let note = errors > 0 ? "\(errors) errors" : ""
+    let paging = "while a client pages \(count(rows)) history entries (limit 1000)"
+    add(
+      Row(
+        section: "history", measure: "get p99 \(paging)", unit: .microseconds,
+        value: busy.p99, reference: idle.p99, referenceName: "get p99, other client idle",
+        target: .ratioAtMost(2), note: note))
+    add(
+      Row(
+        section: "history", measure: "get p50 \(paging)", unit: .microseconds,
+        value: busy.p50, reference: idle.p50, referenceName: "get p50, other client idle"))
+    add(
+      Row(
+        section: "history", measure: "history entries paged per second meanwhile",
+        unit: .perSecond, value: Double(pager.entries) / max(1e-9, pagingSeconds),
+        note: "\(count(pager.entries)) entries, \(pager.laps) passes over the whole log"))
+  }
+}
+
+/// The other client: while told to, pages through the whole log, newest
+/// first, 1,000 entries a page, and starts over at the end.
+final class HistoryPager: Sendable {
+  private let paging = Atomic<Bool>(false)
+  /// Set while a page is asked and not yet read: an idle window waits it out.
+  private let inPage = Atomic<Bool>(false)
+  private let stopping = Atomic<Bool>(false)
+  private let pagedEntries = Atomic<Int>(0)
+  private let passes = Atomic<Int>(0)
+  private let failures = Atomic<Int>(0)
+  private let thread: Mutex<pthread_t?> = Mutex(nil)
+
+  var entries: Int { pagedEntries.load(ordering: .relaxed) }
+  var laps: Int { passes.load(ordering: .relaxed) }
+  var errors: Int { failures.load(ordering: .relaxed) }
+
+  init(socket: String) throws {
+    let fd = connectUnix(socket)
+    if fd < 0 { throw BenchError.errno("connect \(socket)") }
+    let started = startJoinableThread { [self] in
+      run(fd)
+      close(fd)
+    }
+    thread.withLock { $0 = started }
+  }
+
+  /// Starts or stops paging; stopping waits for the page in flight.
+  func set(paging on: Bool) {
+    paging.store(on, ordering: .sequentiallyConsistent)
+    if !on {
+      while inPage.load(ordering: .sequentiallyConsistent) { usleep(100) }
+    }
+  }
+
+  func stop() {
+    stopping.store(true, ordering: .sequentiallyConsistent)
+    if let started = thread.withLock({ $0.take() }) { pthread_join(started, nil) }
+  }
+
+  private func run(_ fd: Int32) {
+    var before: Int64?
+    while !stopping.load(ordering: .sequentiallyConsistent) {
+      inPage.store(paging.load(ordering: .sequentiallyConsistent), ordering: .sequentiallyConsistent)
+      guard inPage.load(ordering: .sequentiallyConsistent) else {
+        usleep(500)
+        continue
+      }
+      defer { inPage.store(false, ordering: .sequentiallyConsistent) }
+      let params = before.map { "{\"limit\":1000,\"before\":\($0)}" } ?? "{\"limit\":1000}"
+      guard sendAll(fd, rpc("history", params)),
+        let page = readLines(fd, lines: 1, deadline: nowNanoseconds() + 60_000_000_000),
+        !page.isEmpty, page.count < 64 || !String(decoding: page.prefix(64), as: UTF8.self)
+          .contains("\"error\"")
+      else {
+        failures.add(1, ordering: .relaxed)
+        usleep(10_000)
+        continue
+      }
+      let found = Self.revisions(in: page)
+      pagedEntries.add(found.count, ordering: .relaxed)
+      if let oldest = found.last {
+        before = oldest
+      } else {
+        before = nil
+        passes.add(1, ordering: .relaxed)
+      }
+    }
+  }
+
+  /// The entries' revisions, in page order (newest first).
+  private static func revisions(in page: [UInt8]) -> [Int64] {
+    let marker = Array("\"revision\":".utf8)
+    var found: [Int64] = []
+    var i = 0
+    while i + marker.count <= page.count {
+      if page[i] == marker[0] && Array(page[i..<(i + marker.count)]) == marker {
+        i += marker.count
+        var value: Int64 = 0
+        while i < page.count, (48...57).contains(page[i]) {
+          value = value * 10 + Int64(page[i] - 48)
+          i += 1
+        }
+        found.append(value)
+      } else {
+        i += 1
+      }
+    }
+    return found
+  }
+}
