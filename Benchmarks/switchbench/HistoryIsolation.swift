@@ -99,17 +99,19 @@ final class HistoryPager: Sendable {
   private func run(_ fd: Int32) {
     var before: Int64?
     while !stopping.load(ordering: .sequentiallyConsistent) {
-      inPage.store(paging.load(ordering: .sequentiallyConsistent), ordering: .sequentiallyConsistent)
-      guard inPage.load(ordering: .sequentiallyConsistent) else {
+      // inPage first, then paging: `set(paging: false)` stores paging, then
+      // waits for inPage, so no page starts after it returns.
+      inPage.store(true, ordering: .sequentiallyConsistent)
+      defer { inPage.store(false, ordering: .sequentiallyConsistent) }
+      guard paging.load(ordering: .sequentiallyConsistent) else {
+        inPage.store(false, ordering: .sequentiallyConsistent)
         usleep(500)
         continue
       }
-      defer { inPage.store(false, ordering: .sequentiallyConsistent) }
       let params = before.map { "{\"limit\":1000,\"before\":\($0)}" } ?? "{\"limit\":1000}"
       guard sendAll(fd, rpc("history", params)),
         let page = readLines(fd, lines: 1, deadline: nowNanoseconds() + 60_000_000_000),
-        !page.isEmpty, page.count < 64 || !String(decoding: page.prefix(64), as: UTF8.self)
-          .contains("\"error\"")
+        !String(decoding: page.prefix(64), as: UTF8.self).contains("\"error\"")
       else {
         failures.add(1, ordering: .relaxed)
         usleep(10_000)

@@ -36,7 +36,8 @@ import Testing
       let client = try PipeliningClient(daemon.socketPath)
       try client.write(Self.gets(1...count))
       let answered = client.read { $0.ids.count >= count }
-      #expect(answered.ids.elementsEqual(1...count), "round \(round): \(answered.summary)")
+      let inOrder = answered.ids.elementsEqual(1...count)
+      #expect(inOrder, "round \(round): \(answered.summary)")
       guard answered.ids.count == count else { return }
     }
   }
@@ -50,8 +51,10 @@ import Testing
       try client.write(Self.gets(1...count))
       shutdown(client.fd, Int32(SHUT_WR))
       let answered = client.read { $0.ended }
-      #expect(answered.ended, "round \(round): \(answered.summary)")
-      #expect(answered.ids.elementsEqual(1...count), "round \(round): \(answered.summary)")
+      let ended = answered.ended
+      #expect(ended, "round \(round): \(answered.summary)")
+      let inOrder = answered.ids.elementsEqual(1...count)
+      #expect(inOrder, "round \(round): \(answered.summary)")
       guard answered.ended else { return }
     }
   }
@@ -79,9 +82,10 @@ import Testing
       let watch = #"{"jsonrpc":"2.0","id":0,"method":"watch","params":{"since":0}}"# + "\n"
       try client.write(Array(watch.utf8) + Self.gets(1...count))
       let answered = client.read { $0.ids.count >= count + 1 && $0.revisions.count >= toggles }
-      #expect(answered.ids.elementsEqual(0...count), "round \(round): \(answered.summary)")
-      #expect(
-        answered.revisions.elementsEqual(1...Int64(toggles)), "round \(round): \(answered.summary)")
+      let inOrder = answered.ids.elementsEqual(0...count)
+      #expect(inOrder, "round \(round): \(answered.summary)")
+      let everyEventOnce = answered.revisions.elementsEqual(1...Int64(toggles))
+      #expect(everyEventOnce, "round \(round): \(answered.summary)")
       guard answered.revisions.count == toggles else { return }
     }
   }

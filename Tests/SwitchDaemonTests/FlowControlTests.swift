@@ -63,7 +63,8 @@ import Testing
       (try? JSONParser.parse($0, maxDepth: 64))?["params"]?["revision"]?.int64Value
     }
     #expect(revisions.count == toggles, "events received")
-    #expect(revisions.elementsEqual(1...Int64(toggles)), "events in revision order, once each")
+    let everyEventOnce = revisions.elementsEqual(1...Int64(toggles))
+    #expect(everyEventOnce, "events in revision order, once each")
   }
 }
 
