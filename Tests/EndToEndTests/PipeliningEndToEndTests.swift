@@ -21,12 +21,14 @@ import Testing
         .joined().utf8)
   }
 
-  /// 1,000 to 5,000 requests, a different count each round.
-  static func count(round: Int) -> Int { 1000 + (round * 1_237) % 4001 }
+  /// 1,000 to 3,000 requests (the range of the issue's report), a
+  /// different count each round.
+  static func count(round: Int) -> Int { 1000 + (round * 1_237) % 2001 }
 
-  /// The default mark races with the client's reads: many rounds. The
-  /// small one stalls today's code nearly every round: a few.
-  static let marks = [(defaultMark, 20), (smallMark, 5)]
+  /// The default mark races with the client's reads: more rounds. The
+  /// small one stalled the old code nearly every round: a few. (Kept small
+  /// enough for the suite under TSan.)
+  static let marks = [(defaultMark, 10), (smallMark, 3)]
 
   @Test(arguments: marks)
   func pipelinedGetsAreAllAnsweredInOrder(daemonConf: String, rounds: Int) throws {
@@ -45,7 +47,7 @@ import Testing
   @Test(arguments: marks)
   func aHalfClosedClientGetsEveryAnswerThenEndOfStream(daemonConf: String, rounds: Int) throws {
     let daemon = try DaemonFixture(daemonConf: daemonConf)
-    for round in 0..<rounds {
+    for round in 0..<(rounds + 1) / 2 {
       let count = Self.count(round: round)
       let client = try PipeliningClient(daemon.socketPath)
       try client.write(Self.gets(1...count))
@@ -65,7 +67,7 @@ import Testing
   @Test(arguments: marks)
   func aSinceReplayAndTheRequestsBehindItAllArrive(daemonConf: String, rounds: Int) throws {
     let daemon = try DaemonFixture(daemonConf: daemonConf)
-    let toggles = 2000
+    let toggles = 1000
     let writer = try PipeliningClient(daemon.socketPath)
     try writer.write(
       Array(
@@ -76,7 +78,7 @@ import Testing
     let allWritten = written.ids.elementsEqual(1...toggles)
     try #require(allWritten, "toggles: \(written.summary)")
 
-    for round in 0..<rounds / 2 {
+    for round in 0..<(rounds + 2) / 3 {
       let count = Self.count(round: round)
       let client = try PipeliningClient(daemon.socketPath)
       let watch = #"{"jsonrpc":"2.0","id":0,"method":"watch","params":{"since":0}}"# + "\n"
