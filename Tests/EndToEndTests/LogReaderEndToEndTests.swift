@@ -69,4 +69,19 @@ import Testing
       #expect(answered.ids.count == racing, "round \(round): \(answered.summary)")
     }
   }
+
+  /// The reader's read-only connection closes before the writer's, so the
+  /// writer's close is SQLite's last: it checkpoints and removes the WAL
+  /// (with the reader still open, the WAL stays).
+  @Test func aStopAfterLogReadsLeavesNoWriteAheadLog() throws {
+    let daemon = try DaemonFixture()
+    let client = try daemon.client()
+    _ = try client.result("toggle", #"{"key":"wifi"}"#)
+    _ = try client.result("history", #"{"limit":10}"#)
+    _ = try client.result("watch", #"{"since":0}"#)
+    _ = try client.nextEvent()
+    #expect(access(daemon.databasePath + "-wal", F_OK) == 0, "the WAL exists while serving")
+    #expect(daemon.stop() == 0)
+    #expect(access(daemon.databasePath + "-wal", F_OK) != 0, "the WAL is gone after the stop")
+  }
 }
