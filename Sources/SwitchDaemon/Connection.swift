@@ -160,16 +160,20 @@ final class Connection {
   enum SendResult {
     case drained
     case wouldBlock
+    /// `budget` bytes went out and more are queued.
+    case budgetSpent
     case failed
   }
 
-  /// Sends as much of the queue as the socket takes now.
-  func sendQueued() -> SendResult {
+  /// Sends as much of the queue as the socket takes now, up to `budget` bytes.
+  func sendQueued(budget: Int = .max) -> SendResult {
+    var sent = 0
     while outStart < out.count {
+      if sent >= budget { return .budgetSpent }
       let n = out.withUnsafeBytes { raw in
         retryingEINTR {
           Glibc.send(
-            fd, raw.baseAddress! + outStart, out.count - outStart,
+            fd, raw.baseAddress! + outStart, min(out.count - outStart, budget - sent),
             Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
         }
       }
@@ -178,6 +182,7 @@ final class Connection {
         return .failed
       }
       outStart += n
+      sent += n
     }
     out.removeAll(keepingCapacity: out.capacity <= 1 << 20)
     outStart = 0

@@ -339,10 +339,14 @@ final class Server {
       var progressed = runRequests(connection)
       progressed = continueReplays(connection) || progressed
       let wasFull = connection.unsentCount > limits.highWater
-      guard !connection.isClosed, sendQueued(connection) else { return }
-      // Above the mark, EPOLLOUT brings us back once the peer reads. Under
-      // it, go round again if this round did something or the send made room.
-      if connection.unsentCount > limits.highWater || !(progressed || wasFull) { break }
+      guard !connection.isClosed else { return }
+      let sent = sendQueued(connection)
+      if sent == .failed { return }
+      // Above the mark, or with the send budget spent, EPOLLOUT brings us
+      // back (once the peer reads, or next turn). Under it, go round again
+      // if this round did something or the send made room.
+      if sent == .budgetSpent || connection.unsentCount > limits.highWater { break }
+      if !(progressed || wasFull) { break }
     }
     guard !connection.isClosed else { return }
     settle(connection)
@@ -377,15 +381,22 @@ final class Server {
     return progressed
   }
 
-  /// Sends what is queued; false (and the connection closed) when the peer is gone.
-  private func sendQueued(_ connection: Connection) -> Bool {
-    guard connection.unsentCount > 0 else { return true }
-    if connection.sendQueued() == .failed {
+  /// Bytes one pump sends at most: a client reading a big answer (a
+  /// history page, a replay) does not hold the loop for all of it while
+  /// other clients wait; the rest goes next turn.
+  static let sendBudget = 64 << 10
+
+  /// Sends what is queued, up to the budget; closes the connection when the
+  /// peer is gone (`.failed`).
+  private func sendQueued(_ connection: Connection) -> Connection.SendResult {
+    guard connection.unsentCount > 0 else { return .drained }
+    let result = connection.sendQueued(budget: Self.sendBudget)
+    if result == .failed {
       closeConnection(connection, why: nil)
-      return false
+      return .failed
     }
     connection.compactOut()
-    return true
+    return result
   }
 
   /// After a pump: closes a half-closed connection that has nothing left to
@@ -661,15 +672,8 @@ final class Server {
         guard let connection = connections[ticket.connection] else { continue }
         connection.readsInFlight -= 1
         switch result {
-        case .success(let entries):
-          answer(ticket, on: connection) { w in
-            w.raw("{\"entries\":[")
-            for (i, change) in entries.enumerated() {
-              if i > 0 { w.raw(",") }
-              WireEncoding.writeEntry(&w, change)
-            }
-            w.raw("]}")
-          }
+        case .success(let result):
+          answer(ticket, on: connection) { w in w.raw(result) }
         case .failure(let error):
           fail(ticket, on: connection, .storageFailure("reading the change log failed: \(error)"))
         }
