@@ -1,4 +1,3 @@
-import Glibc
 import SwitchCore
 import SwitchProtocol
 import SwitchStore
@@ -29,9 +28,6 @@ enum ReaderOutput: Sendable {
 /// so a big log or a slow disk delays only the client that asked, never
 /// the loop. It opens and owns the read-only SQLite connection.
 enum LogReader {
-  /// Linux's SCHED_IDLE (<sched.h> defines it only with _GNU_SOURCE).
-  static let schedIdle: Int32 = 5
-
   /// Starts the thread; returns once its connection is open, or throws
   /// why it could not open it.
   static func start(
@@ -40,11 +36,6 @@ enum LogReader {
   ) throws(StoreError) {
     let opened = BlockingQueue<Result<Void, StoreError>>()
     startThread {
-      // Log reads are background work: the loop, which answers everyone,
-      // preempts this thread whenever it wakes (SCHED_IDLE; on Linux the
-      // policy is per thread, and pid 0 is the calling thread).
-      var param = sched_param(sched_priority: 0)
-      _ = sched_setscheduler(0, LogReader.schedIdle, &param)
       let store: SwitchStore
       switch Result(catching: { () throws(StoreError) in
         try SwitchStore(path: databasePath, mode: .readOnly)
