@@ -5,7 +5,10 @@ import Synchronization
 /// changes, with a second client connected and idle, and while that client
 /// pages through the whole log (`history`, limit 1000, `before` paging).
 /// Log reads run on the log reader thread, so the loop keeps answering
-/// `get` from memory: p99 within 2x of the idle value (issue 11).
+/// `get` from memory: p99 within 2x of the idle value (issue 11). On two
+/// cores that other work keeps busy, the reader and the loop can end up
+/// sharing one, and the figure then shows the scheduler's time slice
+/// (about a millisecond) rather than the loop waiting for the disk.
 extension Bench {
   func measureHistoryIsolation() throws {
     let rows = options.bigLogRows
