@@ -122,7 +122,7 @@ extension Bench {
 
   /// Toggles `rows` switches (20 of them `wifi`) in JSON-RPC batches of
   /// 500, one batch in flight; returns toggles per second.
-  private func preload(_ daemon: DaemonProcess, rows: Int, total: Int) throws -> Double {
+  func preload(_ daemon: DaemonProcess, rows: Int, total: Int) throws -> Double {
     let fd = connectUnix(daemon.socket)
     if fd < 0 { throw BenchError.errno("connect") }
     defer { close(fd) }

@@ -31,7 +31,7 @@ struct Options {
   /// Sections to run (nil: all).
   var only: Set<String>?
 
-  static let sections = ["get", "toggle", "mixed", "ctl", "fanout", "growth"]
+  static let sections = ["get", "toggle", "mixed", "ctl", "fanout", "growth", "history"]
 
   static let usage = """
     Usage: switchbench [--quick | --full] [--seconds S] [--json] [options]
@@ -47,7 +47,8 @@ struct Options {
       --watchers N        fan-out watchers (default 1000)
       --rounds N          fan-out changes (default 500)
       --spawns N          process runs per CLI figure (default 200)
-      --big N             switches and log rows on the large side of cost growth (default 100000)
+      --big N             switches and log rows on the large side of cost growth, and the
+                          log rows history isolation pages through (default 100000)
       --flush-delays LIST durable toggle with these ms added to every fsync (default 0,1,4)
       --only LIST         comma list of: \(sections.joined(separator: ","))
       --no-peers          skip Redis and gsettings

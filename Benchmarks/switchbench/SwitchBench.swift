@@ -118,6 +118,7 @@ struct SwitchBench {
       try bench.measureWatchers()
     }
     if options.runs("growth") { try bench.measureGrowth() }
+    if options.runs("history") { try bench.measureHistoryIsolation() }
   }
 
   /// How long ago `path` was written ("3 min"), to catch a stale binary.

@@ -10,7 +10,8 @@ import SwitchSystem
 /// response slot, and slots are written out strictly in order, so pipelined
 /// requests are answered in order however long a write takes. Requests run
 /// in order too: a read that follows a write still in flight waits for it,
-/// so a client always reads its own writes.
+/// so a client always reads its own writes, and every request waits for a
+/// log read (`history`) still in flight.
 final class Connection {
   let id: UInt64
   let fd: Int32
@@ -22,6 +23,8 @@ final class Connection {
   var pendingHead = 0
   /// Writes handed to the writer and not yet answered.
   var writesInFlight = 0
+  /// `history` reads handed to the log reader and not yet answered.
+  var readsInFlight = 0
   /// Response slots, oldest first.
   var slots: [Slot] = []
   var nextSlot: UInt64 = 1
@@ -158,16 +161,20 @@ final class Connection {
   enum SendResult {
     case drained
     case wouldBlock
+    /// `budget` bytes went out and more are queued.
+    case budgetSpent
     case failed
   }
 
-  /// Sends as much of the queue as the socket takes now.
-  func sendQueued() -> SendResult {
+  /// Sends as much of the queue as the socket takes now, up to `budget` bytes.
+  func sendQueued(budget: Int = .max) -> SendResult {
+    var sent = 0
     while outStart < out.count {
+      if sent >= budget { return .budgetSpent }
       let n = out.withUnsafeBytes { raw in
         retryingEINTR {
           Glibc.send(
-            fd, raw.baseAddress! + outStart, out.count - outStart,
+            fd, raw.baseAddress! + outStart, min(out.count - outStart, budget - sent),
             Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
         }
       }
@@ -176,6 +183,7 @@ final class Connection {
         return .failed
       }
       outStart += n
+      sent += n
     }
     out.removeAll(keepingCapacity: out.capacity <= 1 << 20)
     outStart = 0

@@ -1,5 +1,6 @@
 import SwitchCore
 import SwitchProtocol
+import SwitchStore
 
 extension Server {
   /// `watch`: registers the watch and answers with the snapshot as of the
@@ -48,38 +49,59 @@ extension Server {
     }
   }
 
-  /// Sends the next pages of every replaying watch of a connection, while
-  /// its queue has room. A replay reads the log up to the loop's revision;
-  /// when it reaches it, the watch goes live.
-  func continueReplays(_ connection: Connection) {
+  /// Asks the log reader for the next page of every replaying watch of a
+  /// connection whose queue has room (one page in flight per watch); true
+  /// when it asked for any. Each page ends at the loop's revision as it is
+  /// when asked; the replay goes on until it reaches the loop's revision as
+  /// it is when the page arrives (`continueReplay`).
+  func continueReplays(_ connection: Connection) -> Bool {
+    guard !stopSentToReader, connection.unsentCount <= limits.highWater else { return false }
+    var asked = false
     for id in connection.watchIDs {
-      guard let watch = hub.watches[id], var cursor = watch.replayCursor else { continue }
-      while connection.unsentCount <= limits.highWater {
-        let page: [Change]
-        do {
-          page = try readerChanges(after: cursor, limit: 256)
-        } catch {
-          closeConnection(connection, why: "the change log could not be read for a watch")
-          return
-        }
-        if let first = page.first, first.revision != cursor + 1 {
-          // Pruned underneath the replay: the client resumes with `since`
-          // and is told HistoryCompacted.
-          closeConnection(connection, why: "a replaying watch fell behind the retained history")
-          return
-        }
-        for change in page where watch.matches(change.key) {
-          appendEvent(change, watch: id, to: connection)
-        }
-        cursor = page.last?.revision ?? cursor
-        if page.count < 256 || cursor >= revision {
-          watch.replayCursor = nil
-          break
-        }
-        watch.replayCursor = cursor
-      }
-      if connection.isClosed { return }
+      guard let watch = hub.watches[id], let cursor = watch.replayCursor, !watch.replayReading
+      else { continue }
+      watch.replayReading = true
+      readerJobs.push(
+        .replay(
+          connection: connection.id, watch: id, after: cursor, upTo: revision,
+          limit: Self.replayPage))
+      asked = true
     }
+    return asked
+  }
+
+  static let replayPage = 256
+
+  /// Sends a replay page the log reader read. While a page was being read
+  /// the watch got no live events (it was replaying), so it goes live only
+  /// when its cursor reaches the loop's revision now: until then it asks
+  /// for more. Nothing is missed, nothing is sent twice.
+  func continueReplay(
+    _ id: String, on connection: Connection, after: Int64, _ result: Result<[Change], StoreError>
+  ) {
+    // An unwatched watch's page is dropped.
+    guard let watch = hub.watches[id], watch.replayCursor == after else { return }
+    watch.replayReading = false
+    guard case .success(let page) = result else {
+      closeConnection(connection, why: "the change log could not be read for a watch")
+      return
+    }
+    if page.first.map({ $0.revision != after + 1 }) ?? (after < revision) {
+      // Pruned underneath the replay: the client resumes with `since`
+      // and is told HistoryCompacted.
+      closeConnection(connection, why: "a replaying watch fell behind the retained history")
+      return
+    }
+    for change in page where watch.matches(change.key) {
+      appendEvent(change, watch: id, to: connection)
+    }
+    let cursor = page.last?.revision ?? after
+    watch.replayCursor = cursor >= revision ? nil : cursor
+  }
+
+  /// Whether a watch of the connection is still replaying `since`.
+  func isReplaying(_ connection: Connection) -> Bool {
+    connection.watchIDs.contains { hub.watches[$0]?.replayCursor != nil }
   }
 
   /// Publishes committed changes, in revision order, to every live watch
@@ -112,7 +134,7 @@ extension Server {
       {
         closeConnection(connection, why: "a watcher fell behind by more than MaxQueuedBytes")
       } else {
-        flush(connection)
+        pump(connection)
       }
     }
   }
@@ -131,7 +153,7 @@ extension Server {
       swap(&w.bytes, &connection.out)
       touched[connection.id] = connection
     }
-    for connection in touched.values { flush(connection) }
+    for connection in touched.values { pump(connection) }
   }
 
   private func appendEvent(_ change: Change, watch: String, to connection: Connection) {

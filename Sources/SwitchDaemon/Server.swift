@@ -7,8 +7,10 @@ import SwitchSystem
 
 /// The event loop: one thread, epoll, non-blocking sockets. It owns the
 /// connections, the watches and the loop's copy of every switch, answers
-/// reads from memory, hands writes to the writer thread, and publishes
-/// committed changes. It never waits for the disk: the writer does.
+/// reads from memory, hands writes to the writer thread and reads of the
+/// change log (`history`, `watch since`) to the log reader thread, and
+/// publishes committed changes. It never touches SQLite, so it never waits
+/// for the disk.
 final class Server {
   struct Limits {
     var maxFrameBytes: Int
@@ -43,7 +45,8 @@ final class Server {
   private let signalFD: Int32
   private var listener: Listener?
   private let databasePath: String
-  let reader: SwitchStore
+  let readerJobs = BlockingQueue<ReaderJob>()
+  let readerOutputs = BlockingQueue<ReaderOutput>()
   let jobs: BlockingQueue<WriterJob>
   let outputs: BlockingQueue<WriterOutput>
   let notifier: Notifier
@@ -66,6 +69,9 @@ final class Server {
 
   var stopping = false
   var writerStopped = false
+  var readerStopped = false
+  /// Once the reader is told to stop, no request or replay page is started.
+  private(set) var stopSentToReader = false
   private var stopSentToWriter = false
   private var stopDeadline = 0.0
   private var acceptPausedUntil = 0.0
@@ -92,12 +98,19 @@ final class Server {
     self.log = log
     self.limits = Limits(catalog.settings)
     self.encodings = SwitchEncodings(sortedKeys: catalog.sortedKeys)
-    self.reader = try SwitchStore(path: databasePath, mode: .readOnly)
     epoll = shim_epoll_create()
     guard epoll >= 0 else { throw SystemError.last("epoll_create1") }
     register(listener.fd, token: Self.listenerToken, events: UInt32(SHIM_EPOLLIN))
     register(wakeFD, token: Self.wakeToken, events: UInt32(SHIM_EPOLLIN))
     if signalFD >= 0 { register(signalFD, token: Self.signalToken, events: UInt32(SHIM_EPOLLIN)) }
+    // The reader wakes the loop through the writer's eventfd: one wake-up
+    // drains both threads' outputs.
+    let readerOutputs = self.readerOutputs
+    try LogReader.start(databasePath: databasePath, jobs: readerJobs) { output in
+      readerOutputs.push(output)
+      var one: UInt64 = 1
+      _ = write(wakeFD, &one, 8)
+    }
   }
 
   private func register(_ fd: Int32, token: UInt64, events: UInt32) {
@@ -109,27 +122,39 @@ final class Server {
   /// Serves until SIGTERM or SIGINT, then finishes the writes received,
   /// answers them, and returns.
   func run() {
-    var events = [UInt32](repeating: 0, count: 256)
-    var tokens = [UInt64](repeating: 0, count: 256)
     if let interval = notifier.watchdogInterval { nextWatchdog = monotonicSeconds() + interval }
-    while !(writerStopped && stopping) {
-      let n = shim_epoll_wait(epoll, &events, &tokens, 256, loopTimeoutMilliseconds())
-      if n < 0 && errno != EINTR {
-        log.error("epoll_wait failed: \(SystemError.last("epoll_wait"))")
-        break
-      }
-      for i in 0..<max(0, Int(n)) {
-        switch tokens[i] {
-        case Self.listenerToken: acceptConnections()
-        case Self.wakeToken: drainWriterOutputs()
-        case Self.signalToken: handleSignals()
-        default: connectionEvent(tokens[i], events[i])
-        }
-      }
-      handOverWrites()
-      tick()
-    }
+    while !finished { turn(timeoutMilliseconds: loopTimeoutMilliseconds()) }
     finishShutdown()
+  }
+
+  /// Whether the loop is done: stopping and the writer has ended, or epoll failed.
+  var finished: Bool { (writerStopped && stopping) || epollFailed }
+  private var epollFailed = false
+
+  private var events = [UInt32](repeating: 0, count: 256)
+  private var tokens = [UInt64](repeating: 0, count: 256)
+
+  /// One turn of the loop: waits for events (at most `timeoutMilliseconds`)
+  /// and serves them. Tests drive the loop with it from their own thread.
+  func turn(timeoutMilliseconds: Int32) {
+    let n = shim_epoll_wait(epoll, &events, &tokens, 256, timeoutMilliseconds)
+    if n < 0 && errno != EINTR {
+      log.error("epoll_wait failed: \(SystemError.last("epoll_wait"))")
+      epollFailed = true
+      return
+    }
+    for i in 0..<max(0, Int(n)) {
+      switch tokens[i] {
+      case Self.listenerToken: acceptConnections()
+      case Self.wakeToken:
+        drainWriterOutputs()
+        drainReaderOutputs()
+      case Self.signalToken: handleSignals()
+      default: connectionEvent(tokens[i], events[i])
+      }
+    }
+    handOverWrites()
+    tick()
   }
 
   private func loopTimeoutMilliseconds() -> Int32 {
@@ -154,15 +179,20 @@ final class Server {
       _ = shim_epoll_ctl(
         epoll, Int32(SHIM_EPOLL_MOD), listener.fd, UInt32(SHIM_EPOLLIN), Self.listenerToken)
     }
-    if stopping && !stopSentToWriter {
-      let busy = connections.values.contains { $0.writesInFlight > 0 || $0.hasPending }
-      if !busy || now >= stopDeadline {
-        // The read-only connection closes first, so that the writer's close
-        // is the last one and SQLite checkpoints and removes the WAL.
-        reader.close()
-        jobs.push(.stop)
-        stopSentToWriter = true
+    if stopping && !stopSentToReader {
+      let busy = connections.values.contains {
+        $0.writesInFlight > 0 || $0.readsInFlight > 0 || $0.hasPending
       }
+      if !busy || now >= stopDeadline {
+        readerJobs.push(.stop)
+        stopSentToReader = true
+      }
+    }
+    // The read-only connection closes first, so that the writer's close is
+    // the last one and SQLite checkpoints and removes the WAL.
+    if stopSentToReader && readerStopped && !stopSentToWriter {
+      jobs.push(.stop)
+      stopSentToWriter = true
     }
   }
 
@@ -299,46 +329,86 @@ final class Server {
     }
   }
 
-  /// Runs what can run, sends what is queued, and sets what to wait for.
+  /// Serves a connection until nothing more can happen now: runs what can
+  /// run, takes frames while the unsent output is under the high-water
+  /// mark, continues replays, and sends. A send that drains the output goes
+  /// round again, because what it held back (frames already read, a paused
+  /// replay) has no event of its own to resume it: the peer may only be
+  /// reading. Then sets what to wait for.
   func pump(_ connection: Connection) {
+    while !connection.isClosed {
+      var progressed = runRequests(connection)
+      progressed = continueReplays(connection) || progressed
+      let wasFull = connection.unsentCount > limits.highWater
+      guard !connection.isClosed else { return }
+      let sent = sendQueued(connection)
+      if sent == .failed { return }
+      // Above the mark, or with the send budget spent, EPOLLOUT brings us
+      // back (once the peer reads, or next turn). Under it, go round again
+      // if this round did something or the send made room.
+      if sent == .budgetSpent || connection.unsentCount > limits.highWater { break }
+      if !(progressed || wasFull) { break }
+    }
+    guard !connection.isClosed else { return }
+    settle(connection)
+  }
+
+  /// Runs pending requests in order and frames new ones while the output
+  /// has room; true when it ran or framed anything.
+  private func runRequests(_ connection: Connection) -> Bool {
+    var progressed = false
     while !connection.isClosed {
       if let next = connection.nextPending {
         // Reads wait for the writes before them (read your writes); writes
         // wait once a connection has many in flight, so a client that
-        // never reads cannot queue answers without bound.
+        // never reads cannot queue answers without bound. Everything waits
+        // for a log read in flight, for the same reason.
         if connection.writesInFlight > 0 && Method(rawValue: next.request.method)?.isWrite != true {
           break
         }
+        if connection.readsInFlight > 0 { break }
         if connection.writesInFlight >= Self.maxWritesInFlight { break }
         _ = connection.popPending()
         execute(next, on: connection)
+        progressed = true
         continue
       }
-      // Once the writer was told to stop, nothing new is started.
-      if connection.unsentCount > limits.highWater || stopSentToWriter { break }
+      // Once the threads are told to stop, nothing new is started.
+      if connection.unsentCount > limits.highWater || stopSentToReader { break }
       guard let frame = connection.framer.next() else { break }
       accept(frame, on: connection)
+      progressed = true
     }
-    guard !connection.isClosed else { return }
-    continueReplays(connection)
-    flush(connection)
+    return progressed
   }
 
-  /// Sends what is queued and updates the epoll interest; closes a
-  /// connection that is done or whose peer is gone.
-  func flush(_ connection: Connection) {
-    guard !connection.isClosed else { return }
-    if connection.unsentCount > 0 {
-      if connection.sendQueued() == .failed {
-        closeConnection(connection, why: nil)
-        return
-      }
-      connection.compactOut()
+  /// Bytes one pump sends at most: a client reading a big answer (a
+  /// history page, a replay) does not hold the loop for all of it while
+  /// other clients wait; the rest goes next turn.
+  static let sendBudget = 64 << 10
+
+  /// Sends what is queued, up to the budget; closes the connection when the
+  /// peer is gone (`.failed`).
+  private func sendQueued(_ connection: Connection) -> Connection.SendResult {
+    guard connection.unsentCount > 0 else { return .drained }
+    let result = connection.sendQueued(budget: Self.sendBudget)
+    if result == .failed {
+      closeConnection(connection, why: nil)
+      return .failed
     }
+    connection.compactOut()
+    return result
+  }
+
+  /// After a pump: closes a half-closed connection that has nothing left to
+  /// answer or replay, otherwise updates the epoll interest.
+  private func settle(_ connection: Connection) {
     let idle =
-      !connection.hasPending && connection.writesInFlight == 0 && connection.slots.isEmpty
-      && connection.unsentCount == 0
-    if connection.inputClosed && idle && connection.framer.next() == nil {
+      !connection.hasPending && connection.writesInFlight == 0 && connection.readsInFlight == 0
+      && connection.slots.isEmpty && connection.unsentCount == 0 && !isReplaying(connection)
+    // A pump ends with an empty framer unless something else holds it back,
+    // which `idle` rules out (or the daemon is stopping, and drops it).
+    if connection.inputClosed && idle {
       closeConnection(connection, why: nil)
       return
     }
@@ -422,6 +492,14 @@ final class Server {
     _ pending: PendingRequest, on connection: Connection, _ write: (inout JSONWriter) -> Void
   ) {
     guard let (slot, part) = pending.answer, let id = pending.request.id else { return }
+    answer(Ticket(connection: connection.id, slot: slot, part: part, id: id), on: connection, write)
+  }
+
+  /// Answers a request run earlier, whose answer a thread produced.
+  func answer(
+    _ ticket: Ticket, on connection: Connection, _ write: (inout JSONWriter) -> Void
+  ) {
+    let (slot, part, id) = (ticket.slot, ticket.part, ticket.id)
     func body(_ w: inout JSONWriter) {
       ResponseEncoding.beginResult(&w, id: id)
       write(&w)
@@ -436,6 +514,10 @@ final class Server {
   func fail(_ pending: PendingRequest, on connection: Connection, _ error: RPCError) {
     guard let (slot, part) = pending.answer, let id = pending.request.id else { return }
     connection.fill(slot: slot, part: part, with: errorBytes(id: id, error))
+  }
+
+  func fail(_ ticket: Ticket, on connection: Connection, _ error: RPCError) {
+    connection.fill(slot: ticket.slot, part: ticket.part, with: errorBytes(id: ticket.id, error))
   }
 
   private func errorBytes(id: RequestID, _ error: RPCError) -> [UInt8] {
@@ -523,7 +605,7 @@ final class Server {
     return "only root may"
   }
 
-  private func ticket(_ pending: PendingRequest, _ connection: Connection) -> Ticket {
+  func ticket(_ pending: PendingRequest, _ connection: Connection) -> Ticket {
     Ticket(
       connection: connection.id, slot: pending.answer?.slot ?? 0, part: pending.answer?.part ?? 0,
       id: pending.request.id ?? .null)
@@ -559,32 +641,55 @@ final class Server {
   /// The last reload (by `reload` or SIGHUP) and how it ended, for `status`.
   var lastReload: ReloadRecord?
 
-  /// Log rows after `cursor` up to the loop's revision: what a replaying
-  /// watch has not seen yet.
-  func readerChanges(after cursor: Int64, limit: Int) throws -> [Change] {
-    try reader.changes(after: cursor, upTo: revision, limit: limit)
-  }
-
   func markWriterStopped() { writerStopped = true }
 
+  /// `history`: checked here, read by the log reader thread, answered
+  /// when its page comes back (`drainReaderOutputs`).
   private func history(
     _ pending: PendingRequest, on connection: Connection, key: String?, limit: Int, before: Int64?
   ) {
-    do {
-      if let key, catalog.switches[key] == nil, records[key] == nil {
-        fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
-        return
+    if let key, catalog.switches[key] == nil, records[key] == nil {
+      fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
+      return
+    }
+    guard pending.answer != nil else { return }  // a notification: nothing to read
+    if stopSentToReader {
+      fail(pending, on: connection, .overloaded("switchd is stopping"))
+      return
+    }
+    // Capped at the loop's revision, as `watch since` is: the log may
+    // already hold changes the writer committed that are not yet published,
+    // and history never shows a change before its event went out.
+    // The key's newest change is its record's revision: no lookup in the log.
+    connection.readsInFlight += 1
+    readerJobs.push(
+      .history(
+        ticket(pending, connection), key: key, before: min(before ?? .max, revision &+ 1),
+        limit: limit, newest: key.map { records[$0]?.revision ?? 0 }))
+  }
+
+  /// Takes what the log reader thread read: answers `history`, sends
+  /// replay pages, and resumes the connections that waited.
+  func drainReaderOutputs() {
+    for output in readerOutputs.drain() {
+      switch output {
+      case .history(let ticket, let result):
+        guard let connection = connections[ticket.connection] else { continue }
+        connection.readsInFlight -= 1
+        switch result {
+        case .success(let result):
+          answer(ticket, on: connection) { w in w.raw(result) }
+        case .failure(let error):
+          fail(ticket, on: connection, .storageFailure("reading the change log failed: \(error)"))
+        }
+        pump(connection)
+      case .replay(let id, let watch, let after, let result):
+        guard let connection = connections[id] else { continue }
+        continueReplay(watch, on: connection, after: after, result)
+        if !connection.isClosed { pump(connection) }
+      case .stopped:
+        readerStopped = true
       }
-      // Capped at the loop's revision, as `watch since` is: the log may
-      // already hold changes the writer committed that are not yet published,
-      // and history never shows a change before its event went out.
-      // The key's newest change is its record's revision: no lookup in the log.
-      let entries = try reader.history(
-        key: key, before: min(before ?? .max, revision &+ 1), limit: limit,
-        newest: key.map { records[$0]?.revision ?? 0 })
-      answer(pending, on: connection) { w in ResultEncoding.writeHistory(&w, entries: entries) }
-    } catch {
-      fail(pending, on: connection, .storageFailure("reading the change log failed: \(error)"))
     }
   }
 }

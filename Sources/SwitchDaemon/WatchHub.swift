@@ -8,6 +8,8 @@ final class Watch {
   /// While replaying `since`, the last revision sent; live events wait
   /// until the replay reaches the present.
   var replayCursor: Int64?
+  /// The next replay page is being read by the log reader.
+  var replayReading = false
   /// The last `matching` call that found this watch: a watch that matches
   /// through several patterns is still visited once.
   fileprivate var stamp: UInt64 = 0

@@ -1,0 +1,89 @@
+import SwitchCore
+import SwitchProtocol
+import SwitchStore
+
+/// What the event loop asks of the log reader thread. Every bound is
+/// decided by the loop before it asks: the reader never sees the loop's
+/// revision, so it can never read past what was published.
+enum ReaderJob: Sendable {
+  /// A `history` page, `before` already capped at the loop's revision + 1.
+  case history(Ticket, key: String?, before: Int64, limit: Int, newest: Int64?)
+  /// The next page of a `since` replay: log rows after `after`, up to `upTo`.
+  case replay(connection: UInt64, watch: String, after: Int64, upTo: Int64, limit: Int)
+  /// Close the read-only connection and end the thread.
+  case stop
+}
+
+/// What the log reader thread hands back, in the order it was asked.
+enum ReaderOutput: Sendable {
+  /// The page's result object, encoded here: a page of 1,000 entries is
+  /// too much JSON to write on the loop between two other clients' requests.
+  case history(Ticket, Result<[UInt8], StoreError>)
+  case replay(connection: UInt64, watch: String, after: Int64, Result<[Change], StoreError>)
+  /// The thread closed its connection and ended.
+  case stopped
+}
+
+/// The thread that reads the change log for `history` and `watch since`,
+/// so a big log or a slow disk delays only the client that asked, never
+/// the loop. It opens and owns the read-only SQLite connection.
+enum LogReader {
+  /// Starts the thread; returns once its connection is open, or throws
+  /// why it could not open it.
+  static func start(
+    databasePath: String, jobs: BlockingQueue<ReaderJob>,
+    deliver: @escaping @Sendable (ReaderOutput) -> Void
+  ) throws(StoreError) {
+    let opened = BlockingQueue<Result<Void, StoreError>>()
+    startThread {
+      let store: SwitchStore
+      switch Result(catching: { () throws(StoreError) in
+        try SwitchStore(path: databasePath, mode: .readOnly)
+      }) {
+      case .success(let opening):
+        store = opening
+        opened.push(.success(()))
+      case .failure(let error):
+        opened.push(.failure(error))
+        return
+      }
+      serve(store, jobs: jobs, deliver: deliver)
+    }
+    try opened.takeAll()[0].get()
+  }
+
+  private static func serve(
+    _ store: SwitchStore, jobs: BlockingQueue<ReaderJob>,
+    deliver: (ReaderOutput) -> Void
+  ) {
+    while true {
+      for job in jobs.takeAll() {
+        switch job {
+        case .history(let ticket, let key, let before, let limit, let newest):
+          let page = Result { () throws(StoreError) in
+            try store.history(key: key, before: before, limit: limit, newest: newest)
+          }
+          deliver(.history(ticket, page.map(encodeHistory)))
+        case .replay(let connection, let watch, let after, let upTo, let limit):
+          deliver(
+            .replay(
+              connection: connection, watch: watch, after: after,
+              Result { () throws(StoreError) in
+                try store.changes(after: after, upTo: upTo, limit: limit)
+              }))
+        case .stop:
+          store.close()
+          deliver(.stopped)
+          return
+        }
+      }
+    }
+  }
+
+  /// `history`'s result object.
+  private static func encodeHistory(_ entries: [Change]) -> [UInt8] {
+    var w = JSONWriter(capacity: 64 + entries.count * 160)
+    ResultEncoding.writeHistory(&w, entries: entries)
+    return w.bytes
+  }
+}

@@ -1,0 +1,72 @@
+import CShim
+import Glibc
+import SwitchCore
+import SwitchSystem
+import Testing
+
+@testable import SwitchDaemon
+
+/// A whole `Server` in this process, on a temp socket and database, with its
+/// writer thread: the test's thread turns the loop (`Server.turn`) and is
+/// the client too, so it decides exactly when the peer reads.
+final class LoopHarness {
+  let directory: String
+  let socketPath: String
+  let server: Server
+
+  init(daemonConf: String) throws {
+    var template = Array("/tmp/switchd-loop-XXXXXX".utf8CString)
+    guard let made = mkdtemp(&template) else { throw HarnessError("mkdtemp failed") }
+    directory = String(cString: made)
+    socketPath = directory + "/switchd.sock"
+    let config = directory + "/config"
+    mkdir(config, 0o755)
+    mkdir(config + "/switches.d", 0o755)
+    try Self.write(config + "/switchd.conf", daemonConf)
+    try Self.write(
+      config + "/switches.d/10-test.conf", "[wifi]\nLabel=Wi-Fi\nDefault=on\n")
+    let loaded = ConfigLoader.load(directory: config)
+    guard let catalog = loaded.catalog else { throw HarnessError("config: \(loaded.errors)") }
+    let log = Log(level: catalog.settings.logLevel)
+    let jobs = BlockingQueue<WriterJob>()
+    let outputs = BlockingQueue<WriterOutput>()
+    let wakeFD = shim_eventfd()
+    let started = try Writer.startThread(
+      databasePath: directory + "/switches.db", configDirectory: config, catalog: catalog,
+      log: log, jobs: jobs, outputs: outputs, wakeFD: wakeFD)
+    let listener = try Listener.bind(path: socketPath, mode: 0o600)
+    server = try Server(
+      listener: listener, databasePath: directory + "/switches.db", catalog: catalog,
+      groups: started.output.catalog?.groups ?? GroupIDs.resolve(catalog.settings, log: log),
+      writerSnapshot: started.snapshot, jobs: jobs, outputs: outputs, wakeFD: wakeFD,
+      signalFD: -1, notifier: Notifier(environment: [:]), log: log)
+  }
+
+  /// Stops the loop as SIGTERM would and waits for the writer to end.
+  func stop() {
+    server.beginShutdown("the test ended")
+    server.run()
+    _ = Glibc.system("rm -rf '\(directory)'")
+  }
+
+  /// A non-blocking client connection, accepted by turning the loop.
+  func connect() throws -> Int32 {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+    let address = try UnixSocketAddress(socketPath)
+    let rc = address.withSockaddr { Glibc.connect(fd, $0, $1) }
+    guard rc == 0 else { throw HarnessError("connect failed: errno \(errno)") }
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    return fd
+  }
+
+  private static func write(_ path: String, _ text: String) throws {
+    guard let file = fopen(path, "w") else { throw HarnessError("cannot write \(path)") }
+    fputs(text, file)
+    fclose(file)
+  }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
+}
