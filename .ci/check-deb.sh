@@ -176,8 +176,8 @@ for bin in /usr/sbin/switchd /usr/bin/switchctl; do
 done
 in_root getent passwd switchd >/dev/null || fail "no user switchd after install"
 in_root getent group switchd-admin >/dev/null || fail "no group switchd-admin after install"
-[ "$(in_root stat -c '%a %U' /var/lib/switchd)" = "700 switchd" ] ||
-  fail "/var/lib/switchd is not 0700 switchd: $(in_root stat -c '%a %U' /var/lib/switchd)"
+[ ! -e "$root/var/lib/switchd" ] ||
+  fail "the package made /var/lib/switchd (StateDirectory= or switchd itself makes it)"
 [ -L "$root/etc/systemd/system/sockets.target.wants/switchd.socket" ] ||
   fail "switchd.socket was not enabled (no sockets.target.wants link)"
 in_root dpkg-query -W -f='${Conffiles}\n' switchd | grep -q ' /etc/switchd/switchd.conf ' ||
@@ -209,6 +209,8 @@ revision() { in_root switchctl status | sed -n 's/^revision: *//p'; }
 
 start_daemon
 [ -S "$root$sock" ] || fail "no socket at $sock"
+[ "$(in_root stat -c '%a %U' /var/lib/switchd)" = "700 root" ] ||
+  fail "/var/lib/switchd is not 0700 root: $(in_root stat -c '%a %U' /var/lib/switchd)"
 list=$(in_root switchctl list)
 grep -q '^wifi' <<<"$list" && grep -q '^bluetooth' <<<"$list" || fail "switchctl list: $list"
 before=$(in_root switchctl get wifi)
