@@ -167,7 +167,7 @@ public enum Daemon {
     do {
       server = try Server(
         listener: listener, databasePath: databasePath, catalog: catalog,
-        groups: started.output.catalog?.groups ?? GroupIDs.resolve(catalog.settings, log: log),
+        groups: started.groups,
         writerSnapshot: started.snapshot, jobs: jobs, outputs: outputs, wakeFD: wakeFD,
         signalFD: signalFD, notifier: notifier, log: log)
     } catch {

@@ -34,10 +34,10 @@ final class Writer {
 
   /// Opens the database, loads every switch, and applies `catalog`: rows for
   /// new switches, policy changes with `cause: policy`.
-  /// - Returns: the writer and the changes and update the start made.
+  /// - Returns: the writer and the groups of the configuration it applied.
   static func start(
     databasePath: String, configDirectory: String, catalog: Catalog, log: Log
-  ) throws -> (Writer, WriterOutput) {
+  ) throws -> (Writer, GroupIDs) {
     let store = try SwitchStore(path: databasePath)
     var records: [String: SwitchRecord] = [:]
     for record in try store.loadSwitches() { records[record.key] = record }
@@ -49,7 +49,7 @@ final class Writer {
       revision: try store.currentRevision(), oldestRetained: try store.oldestRetainedRevision(),
       checkpointed: try store.checkpointRevision(), log: log)
     let applied = try writer.apply(catalog)
-    return (writer, applied)
+    return (writer, applied.update.groups)
   }
 
   private init(
@@ -220,7 +220,10 @@ final class Writer {
     }
     let restartRequired = Rules.settingsNeedingRestart(from: startSettings, to: next.settings)
     do {
-      var output = try apply(next)
+      let applied = try apply(next)
+      var output = WriterOutput(
+        catalog: applied.update, changes: applied.changes, answers: [],
+        oldestRetained: oldestRetained)
       let summary = ReloadSummary(
         switches: next.switches.count, policies: next.policyCount,
         restartRequired: restartRequired)
@@ -256,7 +259,7 @@ final class Writer {
   /// default, and applies the policies as changes (one revision per switch
   /// whose State changes). On failure the old configuration stays in force;
   /// rows already inserted for new switches hold only their defaults.
-  private func apply(_ next: Catalog) throws -> WriterOutput {
+  private func apply(_ next: Catalog) throws -> (update: CatalogUpdate, changes: [Change]) {
     let time = wallClockMilliseconds()
     var newRecords: [SwitchRecord] = []
     var working = records
@@ -290,8 +293,7 @@ final class Writer {
     if oldestRetained == nil, let first = changes.first { oldestRetained = first.revision }
     let update = CatalogUpdate(
       catalog: next, groups: GroupIDs.resolve(next.settings, log: log), newRecords: newRecords)
-    return WriterOutput(
-      catalog: update, changes: changes, answers: [], oldestRetained: oldestRetained)
+    return (update, changes)
   }
 
   // MARK: Checkpoints and retention

@@ -6,7 +6,8 @@ extension Writer {
   /// What the writer's thread hands back once the database is open.
   struct Started: Sendable {
     var snapshot: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?)
-    var output: WriterOutput
+    /// The administrator and writer groups of the configuration applied.
+    var groups: GroupIDs
   }
 
   /// Starts the writer's thread, which opens the database and then serves
@@ -23,11 +24,11 @@ extension Writer {
     SwitchDaemon.startThread {
       let writer: Writer
       do {
-        let (opened, output) = try Writer.start(
+        let (opened, groups) = try Writer.start(
           databasePath: databasePath, configDirectory: configDirectory, catalog: catalog,
           log: log)
         writer = opened
-        started.push(.success(Started(snapshot: writer.snapshot, output: output)))
+        started.push(.success(Started(snapshot: writer.snapshot, groups: groups)))
       } catch {
         started.push(.failure(error))
         return
