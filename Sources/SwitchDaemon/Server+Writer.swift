@@ -24,7 +24,7 @@ extension Server {
         connection.writesInFlight -= 1
         resumed[connection.id] = connection
         guard ticket.slot != 0 else { continue }
-        let caller = connection.peer.caller(groupIDs: groups)
+        let caller = connection.caller
         if connection.writeDirectly(
           slot: ticket.slot, { write(&$0, answer, id: ticket.id, for: caller) })
         {
@@ -47,7 +47,8 @@ extension Server {
 
   private func adopt(_ update: CatalogUpdate) {
     catalog = update.catalog
-    groups = update.groups
+    access = update.access
+    for connection in connections.values { connection.caller = connection.peer.caller(access) }
     limits = Limits(update.catalog.settings)
     log.setLevel(update.catalog.settings.logLevel)
     for record in update.newRecords { records[record.key] = record }

@@ -15,6 +15,7 @@ final class Server {
   struct Limits {
     var maxFrameBytes: Int
     var maxConnections: Int
+    var maxConnectionsPerUser: Int
     var maxQueuedBytes: Int
     var maxWatchesPerConnection: Int
     var maxNestingDepth: Int
@@ -23,6 +24,7 @@ final class Server {
     init(_ settings: DaemonSettings) {
       maxFrameBytes = settings.maxFrameBytes
       maxConnections = settings.maxConnections
+      maxConnectionsPerUser = settings.maxConnectionsPerUser
       maxQueuedBytes = settings.maxQueuedBytes
       maxWatchesPerConnection = settings.maxWatchesPerConnection
       maxNestingDepth = settings.maxNestingDepth
@@ -53,6 +55,8 @@ final class Server {
   private let startedAt = monotonicSeconds()
 
   var connections: [UInt64: Connection] = [:]
+  /// Open connections by peer uid, for `MaxConnectionsPerUser`.
+  private var connectionsPerUID: [UInt32: Int] = [:]
   /// Writes submitted during this turn of the loop, not yet handed over.
   private var writesThisTurn: [WriterJob] = []
   var hub = WatchHub()
@@ -62,7 +66,8 @@ final class Server {
 
   // The loop's copy of the switches: what committed, as of `revision`.
   var catalog: Catalog
-  var groups: GroupIDs
+  /// Who administers and who writes: every connection's `caller` follows from it.
+  var access: AccessRules
   var records: [String: SwitchRecord]
   var revision: Int64
   var oldestRetained: Int64?
@@ -78,7 +83,7 @@ final class Server {
   private var nextWatchdog = 0.0
 
   init(
-    listener: Listener, databasePath: String, catalog: Catalog, groups: GroupIDs,
+    listener: Listener, databasePath: String, catalog: Catalog, access: AccessRules,
     writerSnapshot: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?),
     jobs: BlockingQueue<WriterJob>, outputs: BlockingQueue<WriterOutput>, wakeFD: Int32,
     signalFD: Int32, notifier: Notifier, log: Log
@@ -86,7 +91,7 @@ final class Server {
     self.listener = listener
     self.databasePath = databasePath
     self.catalog = catalog
-    self.groups = groups
+    self.access = access
     self.records = writerSnapshot.records
     self.revision = writerSnapshot.revision
     self.oldestRetained = writerSnapshot.oldest
@@ -266,9 +271,24 @@ final class Server {
         close(fd)
         continue
       }
+      let caller = peer.caller(access)
+      let held = connectionsPerUID[peer.uid, default: 0]
+      if held >= limits.maxConnectionsPerUser && !caller.isAdmin {
+        refuse(
+          fd,
+          .overloaded(
+            "too many connections for uid \(peer.uid) "
+              + "(MaxConnectionsPerUser=\(limits.maxConnectionsPerUser))"))
+        log.rateLimited(
+          .warning, cause: "max-connections-per-user",
+          "refused a connection of uid \(peer.uid): MaxConnectionsPerUser reached")
+        continue
+      }
+      connectionsPerUID[peer.uid] = held + 1
       let id = nextConnectionID
       nextConnectionID += 1
-      let connection = Connection(id: id, fd: fd, peer: peer, maxFrameBytes: limits.maxFrameBytes)
+      let connection = Connection(
+        id: id, fd: fd, peer: peer, caller: caller, maxFrameBytes: limits.maxFrameBytes)
       connections[id] = connection
       connection.interest = UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP)
       register(fd, token: id, events: connection.interest)
@@ -427,6 +447,12 @@ final class Server {
   func closeConnection(_ connection: Connection, why: String?) {
     guard connections.removeValue(forKey: connection.id) != nil else { return }
     connection.isClosed = true
+    let uid = connection.peer.uid
+    if let held = connectionsPerUID[uid], held > 1 {
+      connectionsPerUID[uid] = held - 1
+    } else {
+      connectionsPerUID[uid] = nil
+    }
     if let why {
       log.rateLimited(
         .notice, cause: why, "closed a connection (pid \(connection.peer.pid)): \(why)")
@@ -544,7 +570,7 @@ final class Server {
       fail(pending, on: connection, .methodNotFound(request.method))
       return
     }
-    let caller = connection.peer.caller(groupIDs: groups)
+    let caller = connection.caller
     guard Rules.mayCall(method.privilege, caller: caller) else {
       fail(
         pending, on: connection, .permissionDenied(method: method, requirement: adminRequirement))
@@ -599,10 +625,12 @@ final class Server {
   }
 
   private var adminRequirement: String {
-    if let name = catalog.settings.adminGroup, !name.isEmpty, groups.admin != nil {
-      return "only root and members of the group \(name) may"
+    var who = "root"
+    if access.daemonUID != 0 { who += ", uid \(access.daemonUID) (switchd's own)" }
+    if let name = catalog.settings.adminGroup, !name.isEmpty, access.adminGroup != nil {
+      who += " and members of the group \(name)"
     }
-    return "only root may"
+    return "only \(who) may"
   }
 
   func ticket(_ pending: PendingRequest, _ connection: Connection) -> Ticket {
@@ -665,7 +693,7 @@ final class Server {
     readerJobs.push(
       .history(
         ticket(pending, connection), key: key, before: min(before ?? .max, revision &+ 1),
-        limit: limit, newest: key.map { records[$0]?.revision ?? 0 }))
+        limit: limit, newest: key.map { records[$0]?.revision ?? 0 }, viewer: connection.caller))
   }
 
   /// Takes what the log reader thread read: answers `history`, sends
