@@ -57,6 +57,11 @@ final class Server {
   var connections: [UInt64: Connection] = [:]
   /// Open connections by peer uid, for `MaxConnectionsPerUser`.
   private var connectionsPerUID: [UInt32: Int] = [:]
+  /// Writes at the writer by peer uid: one user cannot fill every group.
+  var writesPerUser = WritesPerUser(limit: Server.maxWritesInFlightPerUser)
+  /// Closed connections whose writes are still at the writer: their uid's
+  /// share is given back as they are answered.
+  var orphanedWrites: [UInt64: (uid: UInt32, count: Int)] = [:]
   /// Writes submitted during this turn of the loop, not yet handed over.
   private var writesThisTurn: [WriterJob] = []
   var hub = WatchHub()
@@ -321,6 +326,9 @@ final class Server {
   private static let readChunk = 65_536
   /// Writes one connection may have at the writer at once.
   static let maxWritesInFlight = 64
+  /// Writes one non-administrator uid may have at the writer at once, over
+  /// all its connections: what one group commit carries of it at most.
+  static let maxWritesInFlightPerUser = 256
   /// A batch stops being served once its answer has this many bytes; the
   /// rest of its requests are answered `Overloaded`.
   static let maxBatchAnswerBytes = 4 << 20
@@ -383,11 +391,16 @@ final class Server {
         // wait once a connection has many in flight, so a client that
         // never reads cannot queue answers without bound. Everything waits
         // for a log read in flight, for the same reason.
-        if connection.writesInFlight > 0 && Method(rawValue: next.request.method)?.isWrite != true {
-          break
-        }
+        let isWrite = Method(rawValue: next.request.method)?.isWrite == true
+        if connection.writesInFlight > 0 && !isWrite { break }
         if connection.readsInFlight > 0 { break }
         if connection.writesInFlight >= Self.maxWritesInFlight { break }
+        // Administrators are exempt, as from MaxConnectionsPerUser.
+        if isWrite && !connection.caller.isAdmin
+          && !writesPerUser.mayHandOver(uid: connection.peer.uid, connection: connection.id)
+        {
+          break
+        }
         _ = connection.popPending()
         execute(next, on: connection)
         progressed = true
@@ -448,6 +461,9 @@ final class Server {
     guard connections.removeValue(forKey: connection.id) != nil else { return }
     connection.isClosed = true
     let uid = connection.peer.uid
+    if connection.writesInFlight > 0 {
+      orphanedWrites[connection.id] = (uid, connection.writesInFlight)
+    }
     if let held = connectionsPerUID[uid], held > 1 {
       connectionsPerUID[uid] = held - 1
     } else {
@@ -644,6 +660,7 @@ final class Server {
   /// ready in the same turn share one transaction and one sync.
   private func submit(_ job: WriterJob, for connection: Connection) {
     connection.writesInFlight += 1
+    writesPerUser.handedOver(uid: connection.peer.uid)
     writesThisTurn.append(job)
   }
 
