@@ -20,6 +20,8 @@ struct ClientScript: Sendable {
   /// Answers per request sent: above 1 when a "request" is several
   /// pipelined lines written at once (its latency is then the batch's).
   var answersPerSend = 1
+  /// Connect as this uid (root only); nil: as the benchmark runs.
+  var uid: UInt32?
 }
 
 /// What a set of closed-loop clients did inside the measured window.
@@ -78,8 +80,8 @@ func runClosedLoop(
   path: String, scripts: [ClientScript], warmup: Double, seconds: Double
 ) throws -> [LoadResult] {
   var fds: [Int32] = []
-  for _ in scripts {
-    let fd = connectUnix(path)
+  for script in scripts {
+    let fd = script.uid.map { connectUnix(path, asUID: $0) } ?? connectUnix(path)
     if fd < 0 {
       for open in fds { close(open) }
       throw BenchError.errno("connect \(path)")

@@ -31,7 +31,9 @@ struct Options {
   /// Sections to run (nil: all).
   var only: Set<String>?
 
-  static let sections = ["get", "toggle", "mixed", "ctl", "fanout", "growth", "history"]
+  static let sections = [
+    "get", "toggle", "mixed", "ctl", "fanout", "growth", "history", "fairness",
+  ]
 
   static let usage = """
     Usage: switchbench [--quick | --full] [--seconds S] [--json] [options]

@@ -119,6 +119,7 @@ struct SwitchBench {
     }
     if options.runs("growth") { try bench.measureGrowth() }
     if options.runs("history") { try bench.measureHistoryIsolation() }
+    if options.runs("fairness") { try bench.measureWriteFairness() }
   }
 
   /// How long ago `path` was written ("3 min"), to catch a stale binary.

@@ -37,6 +37,24 @@ struct BenchError: Error, CustomStringConvertible {
 // MARK: Unix sockets
 
 /// Connects a blocking stream socket to `path`; -1 with errno on failure.
+/// Connects to `path` as `uid` (gid the same number): the daemon's
+/// SO_PEERCRED then says `uid`. Root only. It switches the effective ids of
+/// the whole process for the moment of `connect`, so call it before any
+/// client thread starts, as `runClosedLoop` does.
+func connectUnix(_ path: String, asUID uid: UInt32) -> Int32 {
+  guard setegid(uid) == 0 else { return -1 }
+  guard seteuid(uid) == 0 else {
+    _ = setegid(0)
+    return -1
+  }
+  let fd = connectUnix(path)
+  let saved = errno
+  _ = seteuid(0)
+  _ = setegid(0)
+  errno = saved
+  return fd
+}
+
 func connectUnix(_ path: String) -> Int32 {
   guard let address = try? UnixSocketAddress(path) else {
     errno = ENAMETOOLONG

@@ -2,15 +2,21 @@
 /// SO_PEERCRED (never from the request) and the rights that follow from it.
 public struct Caller: Equatable, Sendable {
   public var actor: Actor
-  /// uid 0, or a member of the configured admin group.
+  /// uid 0, the daemon's own uid, or a member of the configured admin group.
   public var isAdmin: Bool
-  /// May set, toggle and reset (see `WritersGroup`).
+  /// May set, toggle and reset system switches (see `Caller.peer`).
   public var mayWrite: Bool
+  /// Who may write, as a refusal of a caller that may not says it.
+  public var writeRequirement: String
 
-  public init(actor: Actor, isAdmin: Bool, mayWrite: Bool) {
+  public init(
+    actor: Actor, isAdmin: Bool, mayWrite: Bool,
+    writeRequirement: String = WritersGroup.membersRequirement
+  ) {
     self.actor = actor
     self.isAdmin = isAdmin
     self.mayWrite = mayWrite
+    self.writeRequirement = writeRequirement
   }
 
   /// Whether this caller has `privilege`.
@@ -22,41 +28,88 @@ public struct Caller: Equatable, Sendable {
     }
   }
 
-  /// The rights of a peer, from the table "Who may do what" in docs/semantics.md.
+  /// Whether this caller may see who made a change (uid, gid, pid):
+  /// administrators see every actor, a peer its own changes (same uid),
+  /// nobody else another user's. A policy has no ids to hide.
+  public func seesActor(_ actor: Actor) -> Bool {
+    guard case .peer(let uid, _, _) = actor, !isAdmin else { return true }
+    guard case .peer(let viewer, _, _) = self.actor else { return false }
+    return uid == viewer
+  }
+
+  /// The rights of a peer: the one place the table "Who may do what" of
+  /// docs/semantics.md is decided. `status` (`caller`), `writable` and the
+  /// refusal of a write all follow from what this returns.
   /// - Parameters:
   ///   - groups: the peer's primary and supplementary groups (SO_PEERGROUPS).
-  ///   - adminGroup: gid of `AdminGroup`, nil when unset or missing (root only).
-  ///   - writers: who the `Writers` setting lets write.
+  ///   - access: who administers and who writes on this machine.
   public static func peer(
-    uid: UInt32, gid: UInt32, pid: Int32, groups: [UInt32], adminGroup: UInt32?,
-    writers: WritersGroup
+    uid: UInt32, gid: UInt32, pid: Int32, groups: [UInt32], access: AccessRules
   ) -> Caller {
     func isMember(_ group: UInt32) -> Bool { gid == group || groups.contains(group) }
-    let isAdmin = uid == 0 || adminGroup.map(isMember) == true
+    let isAdmin = uid == 0 || uid == access.daemonUID || access.adminGroup.map(isMember) == true
     let mayWrite: Bool
-    switch writers {
-    case .everyone: mayWrite = true
-    case .members(let group): mayWrite = isAdmin || isMember(group)
-    case .missing: mayWrite = isAdmin
+    let requirement: String
+    switch access.writers {
+    case .humanAccounts:
+      mayWrite = isAdmin || access.humanUIDs.contains(uid)
+      requirement =
+        "only human accounts (uid \(access.humanUIDs.lowerBound)–\(access.humanUIDs.upperBound))"
+        + " and administrators may change system switches"
+    case .members(let group):
+      mayWrite = isAdmin || isMember(group)
+      requirement = WritersGroup.membersRequirement
+    case .missing:
+      mayWrite = isAdmin
+      requirement = WritersGroup.membersRequirement
     }
-    return Caller(actor: .peer(uid: uid, gid: gid, pid: pid), isAdmin: isAdmin, mayWrite: mayWrite)
+    return Caller(
+      actor: .peer(uid: uid, gid: gid, pid: pid), isAdmin: isAdmin, mayWrite: mayWrite,
+      writeRequirement: requirement)
   }
 }
 
-/// Who may set, toggle and reset, from the `Writers` setting. Administrators
-/// always may.
+/// Everything besides the peer itself that decides its rights, resolved
+/// by the daemon at start and at reload from `switchd.conf`, the group
+/// database and `/etc/login.defs`.
+public struct AccessRules: Equatable, Sendable {
+  /// The uid the daemon runs as: it administers its own daemon (a user's
+  /// own switchd is that user's).
+  public var daemonUID: UInt32
+  /// gid of `AdminGroup`, nil when unset or missing (root and the daemon's uid only).
+  public var adminGroup: UInt32?
+  public var writers: WritersGroup
+  /// Human accounts: `UID_MIN`…`UID_MAX` of login.defs (`LoginDefs`).
+  public var humanUIDs: ClosedRange<UInt32>
+
+  public init(
+    daemonUID: UInt32, adminGroup: UInt32? = nil, writers: WritersGroup = .humanAccounts,
+    humanUIDs: ClosedRange<UInt32> = LoginDefs.defaultHumanUIDs
+  ) {
+    self.daemonUID = daemonUID
+    self.adminGroup = adminGroup
+    self.writers = writers
+    self.humanUIDs = humanUIDs
+  }
+}
+
+/// Who may set, toggle and reset system switches, from the `Writers`
+/// setting. Administrators always may.
 public enum WritersGroup: Equatable, Sendable {
-  /// No `Writers` group is configured: everyone writes.
-  case everyone
+  /// No `Writers` group is configured: human accounts write, system accounts do not.
+  case humanAccounts
   /// Members of this gid write.
   case members(UInt32)
   /// `Writers` names a group that does not exist. It was set to restrict, so
   /// nobody but administrators writes: a typo must not open writes to all.
   case missing(name: String)
 
+  /// The refusal's sentence when a `Writers` group is configured.
+  public static let membersRequirement = "only members of the Writers group may change switches"
+
   /// `name` is the setting (nil or empty: unset); `lookUp` finds its gid.
   public static func resolve(_ name: String?, lookUp: (String) -> UInt32?) -> WritersGroup {
-    guard let name, !name.isEmpty else { return .everyone }
+    guard let name, !name.isEmpty else { return .humanAccounts }
     guard let gid = lookUp(name) else { return .missing(name: name) }
     return .members(gid)
   }

@@ -91,6 +91,8 @@ public struct DaemonSettings: Equatable, Sendable {
   public var socketMode: UInt32 = 0o666
   public var maxFrameBytes = 1_048_576
   public var maxConnections = 4096
+  /// Connections one uid may hold at once; administrators are exempt.
+  public var maxConnectionsPerUser = 256
   public var maxQueuedBytes = 1_048_576
   public var maxWatchesPerConnection = 64
   public var maxHistoryPage = 1000

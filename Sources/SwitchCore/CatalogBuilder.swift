@@ -170,7 +170,8 @@ public enum CatalogBuilder {
 
   private static let daemonNames = [
     "Socket", "Database", "AdminGroup", "Writers", "SocketMode", "MaxFrameBytes",
-    "MaxConnections", "MaxQueuedBytes", "MaxWatchesPerConnection", "MaxHistoryPage",
+    "MaxConnections", "MaxConnectionsPerUser", "MaxQueuedBytes", "MaxWatchesPerConnection",
+    "MaxHistoryPage",
     "MaxNestingDepth", "HistoryRetention", "LogLevel",
   ]
 
@@ -269,6 +270,7 @@ public enum CatalogBuilder {
     switch name {
     case "MaxFrameBytes": return (1024...64 * 1024 * 1024, \.maxFrameBytes)
     case "MaxConnections": return (1...1_000_000, \.maxConnections)
+    case "MaxConnectionsPerUser": return (1...65_536, \.maxConnectionsPerUser)
     case "MaxQueuedBytes": return (4096...1024 * 1024 * 1024, \.maxQueuedBytes)
     case "MaxWatchesPerConnection": return (1...10_000, \.maxWatchesPerConnection)
     case "MaxHistoryPage": return (1...1000, \.maxHistoryPage)

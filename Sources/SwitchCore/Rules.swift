@@ -41,7 +41,7 @@ public enum Rules {
         return .failure(
           .permissionDenied(
             key: key, action: "change",
-            requirement: "only members of the Writers group may change switches"))
+            requirement: caller.writeRequirement))
       }
       if let refusal = valueRefusal(key: key, state: state, policy: policy, caller: caller) {
         return .failure(refusal)

@@ -80,39 +80,36 @@ public enum ConfigLoader {
   }
 }
 
-/// Group ids of the configured admin and writers groups.
-public struct GroupIDs: Equatable, Sendable {
-  public var admin: UInt32?
-  public var writers: WritersGroup
-
-  public init(admin: UInt32? = nil, writers: WritersGroup = .everyone) {
-    self.admin = admin
-    self.writers = writers
-  }
-
-  /// Looks the groups up in the group database and logs what is missing.
-  public static func resolve(_ settings: DaemonSettings, log: Log) -> GroupIDs {
-    let (ids, warnings) = lookUp(settings)
+extension AccessRules {
+  /// Resolves who administers and who writes (the groups, the daemon's uid,
+  /// the human uids of login.defs) and logs what is missing. Done at start
+  /// and at reload: the group database and login.defs are the machine's.
+  static func resolve(_ settings: DaemonSettings, log: Log) -> AccessRules {
+    let (rules, warnings) = lookUp(settings)
     for warning in warnings { log.warning(warning) }
-    return ids
+    return rules
   }
 
-  /// The groups' ids, and a sentence for each configured group that does
-  /// not exist. A missing admin group leaves administration to root; a
-  /// missing Writers group lets nobody but administrators write (it was
-  /// configured to restrict).
-  static func lookUp(_ settings: DaemonSettings) -> (ids: GroupIDs, warnings: [String]) {
-    var ids = GroupIDs()
+  /// The rules, and a sentence for each configured group that does not
+  /// exist. A missing admin group leaves administration to root and the
+  /// daemon's uid; a missing Writers group lets nobody but administrators
+  /// write (it was configured to restrict).
+  static func lookUp(
+    _ settings: DaemonSettings, loginDefs: String = LoginDefs.path
+  ) -> (rules: AccessRules, warnings: [String]) {
+    var rules = AccessRules(daemonUID: getuid())
     var warnings: [String] = []
     if let name = settings.adminGroup, !name.isEmpty {
-      ids.admin = gid(named: name)
-      if ids.admin == nil {
+      rules.adminGroup = gid(named: name)
+      if rules.adminGroup == nil {
         warnings.append("AdminGroup \(name) does not exist: only root may administer switches")
       }
     }
-    ids.writers = WritersGroup.resolve(settings.writers, lookUp: gid(named:))
-    if let warning = ids.writers.warning { warnings.append(warning) }
-    return (ids, warnings)
+    rules.writers = WritersGroup.resolve(settings.writers, lookUp: gid(named:))
+    if let warning = rules.writers.warning { warnings.append(warning) }
+    // A missing or unreadable file means the defaults, as for useradd.
+    rules.humanUIDs = LoginDefs.humanUIDs(try? ConfigLoader.readConfigFile(loginDefs).get())
+    return (rules, warnings)
   }
 
   /// A number is taken as a gid; otherwise the group database's.

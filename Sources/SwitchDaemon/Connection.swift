@@ -16,6 +16,9 @@ final class Connection {
   let id: UInt64
   let fd: Int32
   let peer: Peer
+  /// The peer's rights, as of the configuration in force (a reload
+  /// recomputes them).
+  var caller: Caller
   var framer: LineFramer
 
   /// Requests of lines already framed, not yet run, in order.
@@ -45,10 +48,11 @@ final class Connection {
   /// The loop closed this connection; it is no longer served.
   var isClosed = false
 
-  init(id: UInt64, fd: Int32, peer: Peer, maxFrameBytes: Int) {
+  init(id: UInt64, fd: Int32, peer: Peer, caller: Caller, maxFrameBytes: Int) {
     self.id = id
     self.fd = fd
     self.peer = peer
+    self.caller = caller
     self.framer = LineFramer(maxFrameBytes: maxFrameBytes)
   }
 
@@ -230,10 +234,8 @@ struct Peer: Sendable {
     return Peer(uid: cred.uid, gid: cred.gid, pid: cred.pid, groups: groups)
   }
 
-  func caller(groupIDs: GroupIDs) -> Caller {
-    Caller.peer(
-      uid: uid, gid: gid, pid: pid, groups: groups, adminGroup: groupIDs.admin,
-      writers: groupIDs.writers)
+  func caller(_ access: AccessRules) -> Caller {
+    Caller.peer(uid: uid, gid: gid, pid: pid, groups: groups, access: access)
   }
 }
 

@@ -59,7 +59,7 @@ public enum Daemon {
     }
     // The group database is the machine's, not the directory's: a group
     // missing here is a warning, as it is in the log at start.
-    let groupWarnings = GroupIDs.lookUp(catalog.settings).warnings
+    let groupWarnings = AccessRules.lookUp(catalog.settings).warnings
     lines += groupWarnings.map { "\(CatalogBuilder.daemonConfName): warning: \($0)" }
     lines.append(
       "\(directory): ok, \(counted(catalog.switches.count, "switch", "switches")), "
@@ -167,7 +167,7 @@ public enum Daemon {
     do {
       server = try Server(
         listener: listener, databasePath: databasePath, catalog: catalog,
-        groups: started.groups,
+        access: started.access,
         writerSnapshot: started.snapshot, jobs: jobs, outputs: outputs, wakeFD: wakeFD,
         signalFD: signalFD, notifier: notifier, log: log)
     } catch {

@@ -6,8 +6,9 @@ import SwitchStore
 /// decided by the loop before it asks: the reader never sees the loop's
 /// revision, so it can never read past what was published.
 enum ReaderJob: Sendable {
-  /// A `history` page, `before` already capped at the loop's revision + 1.
-  case history(Ticket, key: String?, before: Int64, limit: Int, newest: Int64?)
+  /// A `history` page, `before` already capped at the loop's revision + 1,
+  /// encoded for `viewer` (whose actors it may see).
+  case history(Ticket, key: String?, before: Int64, limit: Int, newest: Int64?, viewer: Caller)
   /// The next page of a `since` replay: log rows after `after`, up to `upTo`.
   case replay(connection: UInt64, watch: String, after: Int64, upTo: Int64, limit: Int)
   /// Close the read-only connection and end the thread.
@@ -59,11 +60,11 @@ enum LogReader {
     while true {
       for job in jobs.takeAll() {
         switch job {
-        case .history(let ticket, let key, let before, let limit, let newest):
+        case .history(let ticket, let key, let before, let limit, let newest, let viewer):
           let page = Result { () throws(StoreError) in
             try store.history(key: key, before: before, limit: limit, newest: newest)
           }
-          deliver(.history(ticket, page.map(encodeHistory)))
+          deliver(.history(ticket, page.map { encodeHistory($0, for: viewer) }))
         case .replay(let connection, let watch, let after, let upTo, let limit):
           deliver(
             .replay(
@@ -80,10 +81,10 @@ enum LogReader {
     }
   }
 
-  /// `history`'s result object.
-  private static func encodeHistory(_ entries: [Change]) -> [UInt8] {
+  /// `history`'s result object, other users' actors hidden unless `viewer` may see them.
+  private static func encodeHistory(_ entries: [Change], for viewer: Caller) -> [UInt8] {
     var w = JSONWriter(capacity: 64 + entries.count * 160)
-    ResultEncoding.writeHistory(&w, entries: entries)
+    ResultEncoding.writeHistory(&w, entries: entries, showsActor: viewer.seesActor)
     return w.bytes
   }
 }

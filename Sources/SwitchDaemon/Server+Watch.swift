@@ -37,7 +37,7 @@ extension Server {
     let id = hub.add(connection: connection.id, patterns: patterns, replayFrom: replayFrom)
     connection.watchIDs.append(id)
     let current = revision
-    let caller = connection.peer.caller(groupIDs: groups)
+    let caller = connection.caller
     answer(pending, on: connection) { w in
       if since == nil {
         ResultEncoding.writeWatch(&w, watch: id, revision: current) {
@@ -106,7 +106,9 @@ extension Server {
 
   /// Publishes committed changes, in revision order, to every live watch
   /// they match. A watcher whose unsent events pass `MaxQueuedBytes` is
-  /// disconnected rather than allowed to grow without bound.
+  /// disconnected rather than allowed to grow without bound. Each change is
+  /// encoded at most twice, whatever the number of watchers: as is, and
+  /// with the actor's ids hidden for watchers who may not see them.
   func publish(_ changes: [Change]) {
     var touched: [UInt64: Connection] = [:]
     for change in changes {
@@ -115,16 +117,18 @@ extension Server {
       encodings.invalidate(change.key)
       revision = change.revision
       var members: [UInt8]?
+      var withoutActor: [UInt8]?
       hub.forEachMatch(change.key) { watch in
         guard watch.replayCursor == nil, let connection = connections[watch.connection] else {
           return
         }
-        if members == nil {
-          var w = JSONWriter(capacity: 512)
-          WireEncoding.writeChangeMembers(&w, change)
-          members = w.bytes
+        if connection.caller.seesActor(change.actor) {
+          if members == nil { members = Self.changeMembers(change, showingActor: true) }
+          appendEvent(members!, watch: watch.id, to: connection)
+        } else {
+          if withoutActor == nil { withoutActor = Self.changeMembers(change, showingActor: false) }
+          appendEvent(withoutActor!, watch: watch.id, to: connection)
         }
-        appendEvent(members!, watch: watch.id, to: connection)
         touched[connection.id] = connection
       }
     }
@@ -156,10 +160,17 @@ extension Server {
     for connection in touched.values { pump(connection) }
   }
 
+  private static func changeMembers(_ change: Change, showingActor: Bool) -> [UInt8] {
+    var w = JSONWriter(capacity: 512)
+    WireEncoding.writeChangeMembers(&w, change, showingActor: showingActor)
+    return w.bytes
+  }
+
+  /// A replayed event, as the connection's caller may see it.
   private func appendEvent(_ change: Change, watch: String, to connection: Connection) {
-    var members = JSONWriter(capacity: 512)
-    WireEncoding.writeChangeMembers(&members, change)
-    appendEvent(members.bytes, watch: watch, to: connection)
+    let members = Self.changeMembers(
+      change, showingActor: connection.caller.seesActor(change.actor))
+    appendEvent(members, watch: watch, to: connection)
   }
 
   private func appendEvent(_ members: [UInt8], watch: String, to connection: Connection) {

@@ -20,11 +20,19 @@ extension Server {
       publish(output.changes)
       var resumed: [UInt64: Connection] = [:]
       for (ticket, answer) in output.answers {
-        guard let connection = connections[ticket.connection] else { continue }
+        guard let connection = connections[ticket.connection] else {
+          for id in writeOfClosedConnectionAnswered(ticket.connection) {
+            resumed[id] = connections[id]
+          }
+          continue
+        }
         connection.writesInFlight -= 1
         resumed[connection.id] = connection
+        for id in writesPerUser.finished(uid: connection.peer.uid) {
+          resumed[id] = connections[id]
+        }
         guard ticket.slot != 0 else { continue }
-        let caller = connection.peer.caller(groupIDs: groups)
+        let caller = connection.caller
         if connection.writeDirectly(
           slot: ticket.slot, { write(&$0, answer, id: ticket.id, for: caller) })
         {
@@ -45,9 +53,18 @@ extension Server {
     }
   }
 
+  /// Gives a closed connection's answered write back to its uid's share;
+  /// returns the connections that may now hand over writes.
+  private func writeOfClosedConnectionAnswered(_ id: UInt64) -> Set<UInt64> {
+    guard let (uid, count) = orphanedWrites[id] else { return [] }
+    orphanedWrites[id] = count > 1 ? (uid, count - 1) : nil
+    return writesPerUser.finished(uid: uid)
+  }
+
   private func adopt(_ update: CatalogUpdate) {
     catalog = update.catalog
-    groups = update.groups
+    access = update.access
+    for connection in connections.values { connection.caller = connection.peer.caller(access) }
     limits = Limits(update.catalog.settings)
     log.setLevel(update.catalog.settings.logLevel)
     for record in update.newRecords { records[record.key] = record }

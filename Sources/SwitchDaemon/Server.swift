@@ -15,6 +15,7 @@ final class Server {
   struct Limits {
     var maxFrameBytes: Int
     var maxConnections: Int
+    var maxConnectionsPerUser: Int
     var maxQueuedBytes: Int
     var maxWatchesPerConnection: Int
     var maxNestingDepth: Int
@@ -23,6 +24,7 @@ final class Server {
     init(_ settings: DaemonSettings) {
       maxFrameBytes = settings.maxFrameBytes
       maxConnections = settings.maxConnections
+      maxConnectionsPerUser = settings.maxConnectionsPerUser
       maxQueuedBytes = settings.maxQueuedBytes
       maxWatchesPerConnection = settings.maxWatchesPerConnection
       maxNestingDepth = settings.maxNestingDepth
@@ -53,6 +55,13 @@ final class Server {
   private let startedAt = monotonicSeconds()
 
   var connections: [UInt64: Connection] = [:]
+  /// Open connections by peer uid, for `MaxConnectionsPerUser`.
+  private var connectionsPerUID: [UInt32: Int] = [:]
+  /// Writes at the writer by peer uid: one user cannot fill every group.
+  var writesPerUser = WritesPerUser(limit: Server.maxWritesInFlightPerUser)
+  /// Closed connections whose writes are still at the writer: their uid's
+  /// share is given back as they are answered.
+  var orphanedWrites: [UInt64: (uid: UInt32, count: Int)] = [:]
   /// Writes submitted during this turn of the loop, not yet handed over.
   private var writesThisTurn: [WriterJob] = []
   var hub = WatchHub()
@@ -62,7 +71,8 @@ final class Server {
 
   // The loop's copy of the switches: what committed, as of `revision`.
   var catalog: Catalog
-  var groups: GroupIDs
+  /// Who administers and who writes: every connection's `caller` follows from it.
+  var access: AccessRules
   var records: [String: SwitchRecord]
   var revision: Int64
   var oldestRetained: Int64?
@@ -78,7 +88,7 @@ final class Server {
   private var nextWatchdog = 0.0
 
   init(
-    listener: Listener, databasePath: String, catalog: Catalog, groups: GroupIDs,
+    listener: Listener, databasePath: String, catalog: Catalog, access: AccessRules,
     writerSnapshot: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?),
     jobs: BlockingQueue<WriterJob>, outputs: BlockingQueue<WriterOutput>, wakeFD: Int32,
     signalFD: Int32, notifier: Notifier, log: Log
@@ -86,7 +96,7 @@ final class Server {
     self.listener = listener
     self.databasePath = databasePath
     self.catalog = catalog
-    self.groups = groups
+    self.access = access
     self.records = writerSnapshot.records
     self.revision = writerSnapshot.revision
     self.oldestRetained = writerSnapshot.oldest
@@ -266,9 +276,24 @@ final class Server {
         close(fd)
         continue
       }
+      let caller = peer.caller(access)
+      let held = connectionsPerUID[peer.uid, default: 0]
+      if held >= limits.maxConnectionsPerUser && !caller.isAdmin {
+        refuse(
+          fd,
+          .overloaded(
+            "too many connections for uid \(peer.uid) "
+              + "(MaxConnectionsPerUser=\(limits.maxConnectionsPerUser))"))
+        log.rateLimited(
+          .warning, cause: "max-connections-per-user",
+          "refused a connection of uid \(peer.uid): MaxConnectionsPerUser reached")
+        continue
+      }
+      connectionsPerUID[peer.uid] = held + 1
       let id = nextConnectionID
       nextConnectionID += 1
-      let connection = Connection(id: id, fd: fd, peer: peer, maxFrameBytes: limits.maxFrameBytes)
+      let connection = Connection(
+        id: id, fd: fd, peer: peer, caller: caller, maxFrameBytes: limits.maxFrameBytes)
       connections[id] = connection
       connection.interest = UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP)
       register(fd, token: id, events: connection.interest)
@@ -301,6 +326,9 @@ final class Server {
   private static let readChunk = 65_536
   /// Writes one connection may have at the writer at once.
   static let maxWritesInFlight = 64
+  /// Writes one non-administrator uid may have at the writer at once, over
+  /// all its connections: what one group commit carries of it at most.
+  static let maxWritesInFlightPerUser = 256
   /// A batch stops being served once its answer has this many bytes; the
   /// rest of its requests are answered `Overloaded`.
   static let maxBatchAnswerBytes = 4 << 20
@@ -363,11 +391,16 @@ final class Server {
         // wait once a connection has many in flight, so a client that
         // never reads cannot queue answers without bound. Everything waits
         // for a log read in flight, for the same reason.
-        if connection.writesInFlight > 0 && Method(rawValue: next.request.method)?.isWrite != true {
-          break
-        }
+        let isWrite = Method(rawValue: next.request.method)?.isWrite == true
+        if connection.writesInFlight > 0 && !isWrite { break }
         if connection.readsInFlight > 0 { break }
         if connection.writesInFlight >= Self.maxWritesInFlight { break }
+        // Administrators are exempt, as from MaxConnectionsPerUser.
+        if isWrite && !connection.caller.isAdmin
+          && !writesPerUser.mayHandOver(uid: connection.peer.uid, connection: connection.id)
+        {
+          break
+        }
         _ = connection.popPending()
         execute(next, on: connection)
         progressed = true
@@ -427,6 +460,15 @@ final class Server {
   func closeConnection(_ connection: Connection, why: String?) {
     guard connections.removeValue(forKey: connection.id) != nil else { return }
     connection.isClosed = true
+    let uid = connection.peer.uid
+    if connection.writesInFlight > 0 {
+      orphanedWrites[connection.id] = (uid, connection.writesInFlight)
+    }
+    if let held = connectionsPerUID[uid], held > 1 {
+      connectionsPerUID[uid] = held - 1
+    } else {
+      connectionsPerUID[uid] = nil
+    }
     if let why {
       log.rateLimited(
         .notice, cause: why, "closed a connection (pid \(connection.peer.pid)): \(why)")
@@ -544,7 +586,7 @@ final class Server {
       fail(pending, on: connection, .methodNotFound(request.method))
       return
     }
-    let caller = connection.peer.caller(groupIDs: groups)
+    let caller = connection.caller
     guard Rules.mayCall(method.privilege, caller: caller) else {
       fail(
         pending, on: connection, .permissionDenied(method: method, requirement: adminRequirement))
@@ -599,10 +641,12 @@ final class Server {
   }
 
   private var adminRequirement: String {
-    if let name = catalog.settings.adminGroup, !name.isEmpty, groups.admin != nil {
-      return "only root and members of the group \(name) may"
+    var who = "root"
+    if access.daemonUID != 0 { who += ", uid \(access.daemonUID) (switchd's own)" }
+    if let name = catalog.settings.adminGroup, !name.isEmpty, access.adminGroup != nil {
+      who += " and members of the group \(name)"
     }
-    return "only root may"
+    return "only \(who) may"
   }
 
   func ticket(_ pending: PendingRequest, _ connection: Connection) -> Ticket {
@@ -616,6 +660,7 @@ final class Server {
   /// ready in the same turn share one transaction and one sync.
   private func submit(_ job: WriterJob, for connection: Connection) {
     connection.writesInFlight += 1
+    writesPerUser.handedOver(uid: connection.peer.uid)
     writesThisTurn.append(job)
   }
 
@@ -665,7 +710,7 @@ final class Server {
     readerJobs.push(
       .history(
         ticket(pending, connection), key: key, before: min(before ?? .max, revision &+ 1),
-        limit: limit, newest: key.map { records[$0]?.revision ?? 0 }))
+        limit: limit, newest: key.map { records[$0]?.revision ?? 0 }, viewer: connection.caller))
   }
 
   /// Takes what the log reader thread read: answers `history`, sends

@@ -34,10 +34,10 @@ final class Writer {
 
   /// Opens the database, loads every switch, and applies `catalog`: rows for
   /// new switches, policy changes with `cause: policy`.
-  /// - Returns: the writer and the groups of the configuration it applied.
+  /// - Returns: the writer and who administers and writes under the configuration it applied.
   static func start(
     databasePath: String, configDirectory: String, catalog: Catalog, log: Log
-  ) throws -> (Writer, GroupIDs) {
+  ) throws -> (Writer, AccessRules) {
     let store = try SwitchStore(path: databasePath)
     var records: [String: SwitchRecord] = [:]
     for record in try store.loadSwitches() { records[record.key] = record }
@@ -49,7 +49,7 @@ final class Writer {
       revision: try store.currentRevision(), oldestRetained: try store.oldestRetainedRevision(),
       checkpointed: try store.checkpointRevision(), log: log)
     let applied = try writer.apply(catalog)
-    return (writer, applied.update.groups)
+    return (writer, applied.update.access)
   }
 
   private init(
@@ -292,7 +292,7 @@ final class Writer {
     catalog = next
     if oldestRetained == nil, let first = changes.first { oldestRetained = first.revision }
     let update = CatalogUpdate(
-      catalog: next, groups: GroupIDs.resolve(next.settings, log: log), newRecords: newRecords)
+      catalog: next, access: AccessRules.resolve(next.settings, log: log), newRecords: newRecords)
     return (update, changes)
   }
 

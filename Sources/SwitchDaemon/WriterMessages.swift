@@ -46,7 +46,7 @@ struct WriteOutcome: Sendable {
 /// A new configuration the loop swaps in, with what it needs from it.
 struct CatalogUpdate: Sendable {
   var catalog: Catalog
-  var groups: GroupIDs
+  var access: AccessRules
   /// Rows created for switches the new schema declares for the first time.
   var newRecords: [SwitchRecord]
 }

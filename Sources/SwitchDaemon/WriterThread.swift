@@ -6,8 +6,8 @@ extension Writer {
   /// What the writer's thread hands back once the database is open.
   struct Started: Sendable {
     var snapshot: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?)
-    /// The administrator and writer groups of the configuration applied.
-    var groups: GroupIDs
+    /// Who administers and writes under the configuration applied.
+    var access: AccessRules
   }
 
   /// Starts the writer's thread, which opens the database and then serves
@@ -24,11 +24,11 @@ extension Writer {
     SwitchDaemon.startThread {
       let writer: Writer
       do {
-        let (opened, groups) = try Writer.start(
+        let (opened, access) = try Writer.start(
           databasePath: databasePath, configDirectory: configDirectory, catalog: catalog,
           log: log)
         writer = opened
-        started.push(.success(Started(snapshot: writer.snapshot, groups: groups)))
+        started.push(.success(Started(snapshot: writer.snapshot, access: access)))
       } catch {
         started.push(.failure(error))
         return

@@ -77,12 +77,15 @@ public enum ResultEncoding {
     w.raw("}")
   }
 
-  /// `history`: `{"entries":[Entry…]}`, newest first as given.
-  public static func writeHistory(_ w: inout JSONWriter, entries: [Change]) {
+  /// `history`: `{"entries":[Entry…]}`, newest first as given; an entry
+  /// whose actor `showsActor` refuses carries null ids.
+  public static func writeHistory(
+    _ w: inout JSONWriter, entries: [Change], showsActor: (Actor) -> Bool = { _ in true }
+  ) {
     w.raw("{\"entries\":[")
     for (i, change) in entries.enumerated() {
       if i > 0 { w.raw(",") }
-      WireEncoding.writeEntry(&w, change)
+      WireEncoding.writeEntry(&w, change, showingActor: showsActor(change.actor))
     }
     w.raw("]}")
   }

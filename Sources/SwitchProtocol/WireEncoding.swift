@@ -93,9 +93,21 @@ public enum WireEncoding {
     }
   }
 
+  /// An Actor object whose ids the viewer may not see (another user's
+  /// change, shown to a non-administrator): a policy stays marked as one.
+  public static func writeHiddenActor(_ w: inout JSONWriter, _ actor: Actor) {
+    switch actor {
+    case .peer: w.raw("{\"uid\":null,\"gid\":null,\"pid\":null}")
+    case .policy: writeActor(&w, actor)
+    }
+  }
+
   /// The members an event and a history Entry share, without braces:
   /// `"revision":…,"time":…,"key":…,"cause":…,"fields":[…],"actor":…,"state":…,"previous":…`.
-  public static func writeChangeMembers(_ w: inout JSONWriter, _ change: Change) {
+  /// `showingActor` false writes the actor with null ids (`writeHiddenActor`).
+  public static func writeChangeMembers(
+    _ w: inout JSONWriter, _ change: Change, showingActor: Bool = true
+  ) {
     w.raw("\"revision\":")
     w.int(change.revision)
     w.raw(",\"time\":")
@@ -110,7 +122,11 @@ public enum WireEncoding {
       w.string(field.wireName)
     }
     w.raw("],\"actor\":")
-    writeActor(&w, change.actor)
+    if showingActor {
+      writeActor(&w, change.actor)
+    } else {
+      writeHiddenActor(&w, change.actor)
+    }
     w.raw(",\"state\":")
     writeState(&w, change.state)
     w.raw(",\"previous\":")
@@ -118,9 +134,10 @@ public enum WireEncoding {
   }
 
   /// A history Entry: the event's params without `watch`.
-  public static func writeEntry(_ w: inout JSONWriter, _ change: Change) {
+  public static func writeEntry(_ w: inout JSONWriter, _ change: Change, showingActor: Bool = true)
+  {
     w.raw("{")
-    writeChangeMembers(&w, change)
+    writeChangeMembers(&w, change, showingActor: showingActor)
     w.raw("}")
   }
 

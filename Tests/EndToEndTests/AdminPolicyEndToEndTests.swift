@@ -4,7 +4,7 @@ import Testing
 
 /// Issue 3 from the outside: policies at start, what users and
 /// administrators may do to held and disabled switches, and the events
-/// locking and disabling make. The user side runs as uid 65534 through a
+/// locking and disabling make. The user side runs as a human account through a
 /// `UserRelay`; the test process itself is root, hence an administrator.
 @Suite struct AdminPolicyEndToEndTests {
   /// Held with a fixed value, held without one, disabled, and both.
@@ -313,7 +313,7 @@ import Testing
     let events = try watcher.eventsUntilNow()
     #expect(events.count == 1)
     #expect(events.first?["key"]?.stringValue == "notifications.chat")
-    #expect(events.first?["actor"]?["uid"]?.int64Value == 65534)
+    #expect(events.first?["actor"]?["uid"]?.int64Value == Int64(humanUID))
     #expect(events.first?["actor"]?["pid"]?.int64Value == Int64(relay.pid))
     // The user's own watch saw it too.
     let userEvents = try user.eventsUntilNow()
@@ -537,8 +537,8 @@ import Testing
       try user.result("set", #"{"key":"wifi","checked":false}"#)["changed"]?.boolValue == true)
     events = try watcher.eventsUntilNow()
     #expect(events.first?["cause"]?.stringValue == "set")
-    #expect(events.first?["actor"]?["uid"]?.int64Value == 65534)
-    #expect(events.first?["actor"]?["gid"]?.int64Value == 65534)
+    #expect(events.first?["actor"]?["uid"]?.int64Value == Int64(humanUID))
+    #expect(events.first?["actor"]?["gid"]?.int64Value == Int64(humanUID))
     #expect(events.first?["actor"]?["pid"]?.int64Value == Int64(relay.pid))
 
     // Disable and enable, with the administrator as the one who disabled it.

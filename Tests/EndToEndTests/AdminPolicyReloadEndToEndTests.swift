@@ -68,8 +68,8 @@ import Testing
     let entries = try root.result("history", #"{"key":"wifi"}"#)["entries"]?.arrayValue ?? []
     #expect(entries.compactMap { $0["revision"]?.int64Value } == [4, 3, 2])
     if entries.count == 3 {
-      #expect(entries[2]["actor"]?["uid"]?.int64Value == 65534)
-      #expect(entries[2]["actor"]?["gid"]?.int64Value == 65534)
+      #expect(entries[2]["actor"]?["uid"]?.int64Value == Int64(humanUID))
+      #expect(entries[2]["actor"]?["gid"]?.int64Value == Int64(humanUID))
       #expect(entries[2]["actor"]?["pid"]?.int64Value == Int64(supplementaryRelay.pid))
       #expect(entries[1]["actor"]?["gid"]?.int64Value == Int64(writers))
       #expect(entries[1]["actor"]?["pid"]?.int64Value == Int64(primaryRelay.pid))
@@ -125,7 +125,7 @@ import Testing
         "lock", "unlock", "disable", "enable", "set",
       ])
     for event in events {
-      #expect(event["actor"]?["uid"]?.int64Value == 65534)
+      #expect(event["actor"]?["uid"]?.int64Value == Int64(humanUID))
       #expect(event["actor"]?["pid"]?.int64Value == Int64(adminRelay.pid))
     }
 
@@ -349,8 +349,8 @@ import Testing
         #expect(entries[index]["actor"]?["gid"]?.int64Value == Int64(getgid()))
         #expect(entries[index]["actor"]?["pid"]?.int64Value == Int64(getpid()))
       }
-      #expect(entries[2]["actor"]?["uid"]?.int64Value == 65534)
-      #expect(entries[2]["actor"]?["gid"]?.int64Value == 65534)
+      #expect(entries[2]["actor"]?["uid"]?.int64Value == Int64(humanUID))
+      #expect(entries[2]["actor"]?["gid"]?.int64Value == Int64(humanUID))
       #expect(entries[2]["actor"]?["pid"]?.int64Value == Int64(relay.pid))
       #expect(entries[2]["actor"]?["source"] == nil)
       #expect(entries[1]["state"]?["readOnlyReason"]?.stringValue == "Held.")
@@ -460,7 +460,7 @@ import Testing
 
   // MARK: 9. switchctl
 
-  @Test(.needsRoot("switchctl runs as nobody through setpriv, and as root to administer"))
+  @Test(.needsRoot("switchctl runs as other uids through setpriv, and as root to administer"))
   func switchctlExitCodesSayReadOnlyDisabledAndPermissionDenied() throws {
     let bluetoothReason = "Bluetooth is turned off by your organisation"
     let marketingReason = "Marketing email is not offered on managed devices"
@@ -478,24 +478,27 @@ import Testing
         """
       ])
     let cases: [([String], UInt32?, Int32, String?)] = [
-      (["set", "bluetooth", "on"], 65534, 3, bluetoothReason),
-      (["on", "bluetooth"], 65534, 3, bluetoothReason),
-      (["toggle", "bluetooth"], 65534, 3, bluetoothReason),
-      (["reset", "bluetooth"], 65534, 3, bluetoothReason),
+      (["set", "bluetooth", "on"], humanUID, 3, bluetoothReason),
+      (["on", "bluetooth"], humanUID, 3, bluetoothReason),
+      (["toggle", "bluetooth"], humanUID, 3, bluetoothReason),
+      (["reset", "bluetooth"], humanUID, 3, bluetoothReason),
       (["set", "bluetooth", "on"], nil, 3, bluetoothReason),
       (["unlock", "bluetooth"], nil, 3, bluetoothReason),
       (["lock", "bluetooth", "--reason", "Mine."], nil, 3, bluetoothReason),
-      (["toggle", "email.marketing"], 65534, 4, marketingReason),
-      (["off", "email.marketing"], 65534, 4, marketingReason),
+      (["toggle", "email.marketing"], humanUID, 4, marketingReason),
+      (["off", "email.marketing"], humanUID, 4, marketingReason),
       (["off", "email.marketing"], nil, 4, marketingReason),
       (["enable", "email.marketing"], nil, 4, marketingReason),
-      (["lock", "wifi"], 65534, 6, nil),
-      (["unlock", "wifi"], 65534, 6, nil),
-      (["disable", "wifi"], 65534, 6, nil),
-      (["enable", "wifi"], 65534, 6, nil),
-      (["reload"], 65534, 6, nil),
-      (["set", "nope", "on"], 65534, 5, nil),
-      (["get", "bluetooth"], 65534, 0, nil),
+      (["lock", "wifi"], humanUID, 6, nil),
+      (["unlock", "wifi"], humanUID, 6, nil),
+      (["disable", "wifi"], humanUID, 6, nil),
+      (["enable", "wifi"], humanUID, 6, nil),
+      (["reload"], humanUID, 6, nil),
+      (["set", "nope", "on"], humanUID, 5, nil),
+      (["get", "bluetooth"], humanUID, 0, nil),
+      // A system account writes no system switch (no Writers group here).
+      (["toggle", "wifi"], systemUID, 6, "only human accounts"),
+      (["get", "wifi"], systemUID, 0, nil),
     ]
     for (arguments, uid, status, reason) in cases {
       let result = daemon.ctl(arguments, asUser: uid)
@@ -516,17 +519,17 @@ import Testing
     #expect(wifi["readOnly"]?.boolValue == true)
     #expect(wifi["heldBy"]?.stringValue == "admin")
     #expect(wifi["checked"]?.boolValue == false)
-    let userOn = daemon.ctl(["on", "wifi"], asUser: 65534)
+    let userOn = daemon.ctl(["on", "wifi"], asUser: humanUID)
     #expect(userOn.status == 3)
     #expect(userOn.stderr.contains("Held for the demo"), "\(userOn.stderr)")
     #expect(daemon.ctl(["on", "wifi"]).status == 0)
     #expect(daemon.ctl(["unlock", "wifi"]).status == 0)
     let disable = daemon.ctl(["disable", "notifications.chat", "--reason", "Not here."])
     #expect(disable.status == 0, "\(disable.stderr)")
-    let userOff = daemon.ctl(["off", "notifications.chat"], asUser: 65534)
+    let userOff = daemon.ctl(["off", "notifications.chat"], asUser: humanUID)
     #expect(userOff.status == 4)
     #expect(userOff.stderr.contains("Not here"), "\(userOff.stderr)")
     #expect(daemon.ctl(["enable", "notifications.chat"]).status == 0)
-    #expect(daemon.ctl(["off", "notifications.chat"], asUser: 65534).status == 0)
+    #expect(daemon.ctl(["off", "notifications.chat"], asUser: humanUID).status == 0)
   }
 }

@@ -1,7 +1,18 @@
 import Glibc
+import SwitchCore
 import SwitchProtocol
 import SwitchSystem
 import Testing
+
+/// A human account as the daemon sees it (the first uid of login.defs'
+/// UID_MIN…UID_MAX, read as the daemon reads it): a plain user who may write
+/// system switches but administers nothing.
+let humanUID: UInt32 = LoginDefs.humanUIDs(
+  try? readWholeFile(LoginDefs.path).utf8.map { $0 }
+).lowerBound
+
+/// A system account (nobody): never writes system switches without `Writers=`.
+let systemUID: UInt32 = 65534
 
 /// A way to talk to the daemon as another user with an ordinary `RPCClient`.
 ///
@@ -20,11 +31,12 @@ final class UserRelay {
   private let process: Child
   var pid: pid_t { process.pid }
 
+  /// As `uid` (a human account unless told), with `gid` (the uid unless told).
   init(
-    _ daemon: DaemonFixture, uid: UInt32 = 65534, gid: UInt32 = 65534, groups: [UInt32] = []
+    _ daemon: DaemonFixture, uid: UInt32 = humanUID, gid: UInt32? = nil, groups: [UInt32] = []
   ) throws {
     self.uid = uid
-    self.gid = gid
+    self.gid = gid ?? uid
     let n = relayCounter.next()
     path = daemon.directory + "/relay-\(n).sock"
     outputPath = daemon.directory + "/relay-\(n).out"
@@ -32,7 +44,7 @@ final class UserRelay {
       access("/usr/bin/python3", X_OK) == 0 ? ["/usr/bin/python3"] : ["/usr/bin/env", "python3"]
     let argv =
       python + [
-        "-c", Self.script, path, daemon.socketPath, "\(uid)", "\(gid)",
+        "-c", Self.script, path, daemon.socketPath, "\(uid)", "\(self.gid)",
         groups.map(String.init).joined(separator: ","),
       ]
     process = try Child(argv, logPath: outputPath)

@@ -50,7 +50,7 @@ import Testing
     let daemon = try DaemonFixture(
       policies: ["50-test.conf": Self.policy], daemonConf: "[Daemon]\nAdminGroup=\nWriters=root\n")
     let human = try UserRelay(daemon, uid: 1000, gid: 1000, groups: [0])
-    let system = try UserRelay(daemon)
+    let system = try UserRelay(daemon, uid: systemUID)
     let cases: [(RPCClient, [String: Bool])] = [
       (try daemon.client(), Self.forAdministrator), (try human.client(), Self.forUser),
       (try system.client(), Self.forNonWriter),

@@ -54,6 +54,8 @@ private let goodDaemonLines: [(String, DaemonSettings)] = [
   ("MaxFrameBytes=67108864", settings { $0.maxFrameBytes = 67_108_864 }),
   ("MaxConnections=1", settings { $0.maxConnections = 1 }),
   ("MaxConnections=1000000", settings { $0.maxConnections = 1_000_000 }),
+  ("MaxConnectionsPerUser=1", settings { $0.maxConnectionsPerUser = 1 }),
+  ("MaxConnectionsPerUser=65536", settings { $0.maxConnectionsPerUser = 65_536 }),
   ("MaxQueuedBytes=4096", settings { $0.maxQueuedBytes = 4096 }),
   ("MaxQueuedBytes=1073741824", settings { $0.maxQueuedBytes = 1_073_741_824 }),
   ("MaxWatchesPerConnection=1", settings { $0.maxWatchesPerConnection = 1 }),
@@ -74,7 +76,7 @@ private let goodDaemonLines: [(String, DaemonSettings)] = [
 
 private let daemonNamesAllowed =
   "allowed are Socket, Database, AdminGroup, Writers, SocketMode, MaxFrameBytes, "
-  + "MaxConnections, MaxQueuedBytes, MaxWatchesPerConnection, MaxHistoryPage, "
+  + "MaxConnections, MaxConnectionsPerUser, MaxQueuedBytes, MaxWatchesPerConnection, MaxHistoryPage, "
   + "MaxNestingDepth, HistoryRetention, LogLevel"
 private let modeAllowed = "use octal digits from 0000 to 0777, like 0666 or 0660"
 private let levelsAllowed = "use one of error, warning, notice, info, debug"
@@ -103,6 +105,11 @@ private let badDaemonLines: [(String, String)] = [
   ("MaxConnections=0", "MaxConnections=0 is out of range: \(number(1, 1_000_000))"),
   ("MaxConnections=1000001", "MaxConnections=1000001 is out of range: \(number(1, 1_000_000))"),
   ("MaxConnections=-5", "MaxConnections=-5 is not a number: \(number(1, 1_000_000))"),
+  ("MaxConnectionsPerUser=0", "MaxConnectionsPerUser=0 is out of range: \(number(1, 65_536))"),
+  (
+    "MaxConnectionsPerUser=65537",
+    "MaxConnectionsPerUser=65537 is out of range: \(number(1, 65_536))"
+  ),
   ("MaxQueuedBytes=4095", "MaxQueuedBytes=4095 is out of range: \(number(4096, 1_073_741_824))"),
   (
     "MaxQueuedBytes=1073741825",

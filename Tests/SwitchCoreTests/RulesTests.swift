@@ -303,36 +303,6 @@ import Testing
 
   // MARK: Who may do what
 
-  @Test func rightsComeFromUidAndGroups() {
-    let root = Caller.peer(
-      uid: 0, gid: 0, pid: 1, groups: [], adminGroup: nil, writers: .members(50))
-    #expect(root.isAdmin && root.mayWrite)
-    let member = Caller.peer(
-      uid: 7, gid: 7, pid: 1, groups: [40], adminGroup: 40, writers: .everyone)
-    #expect(member.isAdmin)
-    let primary = Caller.peer(
-      uid: 7, gid: 40, pid: 1, groups: [], adminGroup: 40, writers: .everyone)
-    #expect(primary.isAdmin)
-    let plain = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [], adminGroup: 40, writers: .everyone)
-    #expect(!plain.isAdmin && plain.mayWrite)
-    let outsider = Caller.peer(
-      uid: 7, gid: 7, pid: 1, groups: [], adminGroup: 40, writers: .members(50))
-    #expect(!outsider.mayWrite)
-    let writer = Caller.peer(
-      uid: 7, gid: 7, pid: 1, groups: [50], adminGroup: 40, writers: .members(50))
-    #expect(writer.mayWrite && !writer.isAdmin)
-    // A Writers group that does not exist restricts to administrators.
-    let missing = WritersGroup.resolve("no-such-group") { _ in nil }
-    #expect(missing == .missing(name: "no-such-group") && missing.warning != nil)
-    let user = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [], adminGroup: 40, writers: missing)
-    #expect(!user.mayWrite)
-    let admin = Caller.peer(uid: 7, gid: 7, pid: 1, groups: [40], adminGroup: 40, writers: missing)
-    #expect(admin.mayWrite)
-    #expect(WritersGroup.resolve(nil) { _ in 1 } == .everyone)
-    #expect(WritersGroup.resolve("") { _ in 1 } == .everyone)
-    #expect(WritersGroup.resolve("staff") { _ in 50 } == .members(50))
-  }
-
   @Test func privilegesAreOneTable() {
     for cause in Cause.allCases {
       let expected: Privilege = [.set, .toggle, .reset].contains(cause) ? .writer : .administrator

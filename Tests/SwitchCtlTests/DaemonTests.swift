@@ -1,4 +1,5 @@
 import Glibc
+import SwitchCore
 import SwitchProtocol
 import Testing
 
@@ -144,36 +145,53 @@ import Testing
     #expect(all.out.map { removingWatchID($0) } == expected.map { $0.map(removingWatchID) })
   }
 
-  /// A user who is not an administrator, through the real binary run as
-  /// nobody: a held switch is ReadOnly (3), an administrator verb is
-  /// PermissionDenied (6), each with the daemon's sentence.
+  /// A user who is not an administrator, through the real binary run as a
+  /// human account (the first uid of login.defs' range): a held switch is
+  /// ReadOnly (3), an administrator verb is PermissionDenied (6), each with
+  /// the daemon's sentence; as nobody, a system account, even a free system
+  /// switch is PermissionDenied.
   @Test(
-    .needsRoot("switchctl runs as nobody through setpriv"),
+    .needsRoot("switchctl runs as other uids through setpriv"),
     .enabled(if: access("/usr/bin/setpriv", X_OK) == 0, "needs /usr/bin/setpriv"))
   func aUserMeetsReadOnlyAndPermissionDenied() throws {
     let daemon = try TestDaemon()
     _ = runCtl(["--socket", daemon.socket, "lock", "bluetooth", "--reason", "Not here."])
     let ctl = try TestDaemon.productsDirectory() + "/switchctl"
-    func asNobody(_ arguments: [String]) throws -> (status: Int32?, out: [String], err: [String]) {
+    var loginDefs: [UInt8]?
+    if let file = fopen(LoginDefs.path, "r") {
+      defer { fclose(file) }
+      loginDefs = []
+      while case let byte = fgetc(file), byte != EOF { loginDefs?.append(UInt8(byte)) }
+    }
+    let human = LoginDefs.humanUIDs(loginDefs).lowerBound
+    func run(
+      as uid: UInt32, _ arguments: [String]
+    ) throws -> (status: Int32?, out: [String], err: [String]) {
       try runProcess(
         "/usr/bin/setpriv",
-        ["--reuid=65534", "--regid=65534", "--clear-groups", ctl, "--socket", daemon.socket]
+        ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", ctl, "--socket", daemon.socket]
           + arguments)
     }
-    let held = try asNobody(["on", "bluetooth"])
+    func asUser(_ arguments: [String]) throws -> (status: Int32?, out: [String], err: [String]) {
+      try run(as: human, arguments)
+    }
+    let nobody = try run(as: 65534, ["toggle", "wifi"])
+    #expect(nobody.status == 6)
+    #expect(nobody.err.first?.contains("only human accounts") == true, "\(nobody.err)")
+    let held = try asUser(["on", "bluetooth"])
     #expect(held.status == 3)
     #expect(held.out.isEmpty)
     #expect(held.err.count == 1)
     #expect(held.err.first?.hasPrefix("switchctl: bluetooth is read-only") == true)
     #expect(held.err.first?.contains("Not here.") == true)
-    let denied = try asNobody(["unlock", "bluetooth"])
+    let denied = try asUser(["unlock", "bluetooth"])
     #expect(denied.status == 6)
     #expect(denied.err.count == 1)
     #expect(denied.err.first?.hasPrefix("switchctl: ") == true)
-    let get = try asNobody(["get", "bluetooth"])
+    let get = try asUser(["get", "bluetooth"])
     #expect(get.status == 0)
     #expect(get.out == ["off (read-only by admin: Not here.)"])
-    #expect(try asNobody(["toggle", "wifi"]).out == ["wifi: off"])
+    #expect(try asUser(["toggle", "wifi"]).out == ["wifi: off"])
   }
 
   /// The real binary: watch, restart the daemon under it, and see it resume

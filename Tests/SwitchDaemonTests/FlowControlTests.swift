@@ -102,7 +102,7 @@ final class TestClient {
     }
   }
 
-  private func readAll() {
+  func readAll() {
     var chunk = [UInt8](repeating: 0, count: 65_536)
     while true {
       let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }

@@ -37,7 +37,7 @@ final class LoopHarness {
     let listener = try Listener.bind(path: socketPath, mode: 0o600)
     server = try Server(
       listener: listener, databasePath: directory + "/switches.db", catalog: catalog,
-      groups: started.groups,
+      access: started.access,
       writerSnapshot: started.snapshot, jobs: jobs, outputs: outputs, wakeFD: wakeFD,
       signalFD: -1, notifier: Notifier(environment: [:]), log: log)
   }

@@ -43,7 +43,9 @@ import Testing
 @Suite struct ConnectionSlotTests {
   static func connection() -> Connection {
     Connection(
-      id: 1, fd: -1, peer: Peer(uid: 0, gid: 0, pid: 1, groups: []), maxFrameBytes: 1024)
+      id: 1, fd: -1, peer: Peer(uid: 0, gid: 0, pid: 1, groups: []),
+      caller: Caller(actor: .peer(uid: 0, gid: 0, pid: 1), isAdmin: true, mayWrite: true),
+      maxFrameBytes: 1024)
   }
 
   @Test func slotsGoOutInOrderWhateverOrderTheyAreFilled() {

@@ -268,6 +268,23 @@ import Testing
         + #""previous":\#(Self.previousGolden)}}"# + "\n")
   }
 
+  /// Another user's change, as a non-administrator sees it: the same
+  /// event with null ids; a policy's actor stays marked as one.
+  @Test func hiddenActorGolden() {
+    var hidden = JSONWriter()
+    WireEncoding.writeChangeMembers(&hidden, Self.change, showingActor: false)
+    #expect(
+      String(decoding: hidden.bytes, as: UTF8.self)
+        == #""revision":43,"time":"2026-11-30T03:41:07.002Z","key":"wifi","cause":"toggle","#
+        + #""fields":["checked"],"actor":{"uid":null,"gid":null,"pid":null},"#
+        + #""state":\#(Self.stateGolden),"previous":\#(Self.previousGolden)"#)
+    var policy = JSONWriter()
+    WireEncoding.writeHiddenActor(&policy, .policy)
+    #expect(
+      String(decoding: policy.bytes, as: UTF8.self)
+        == #"{"uid":null,"gid":null,"pid":null,"source":"policy"}"#)
+  }
+
   @Test func policyEntryGolden() {
     var change = Self.change
     change.actor = .policy

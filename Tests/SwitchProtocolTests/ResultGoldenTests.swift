@@ -81,6 +81,15 @@ import Testing
         + #""cause":"toggle","fields":["checked"],"actor":{"uid":1000,"gid":1000,"pid":4321},"#
         + #""state":{"checked":false,"# + state + #","previous":{"checked":true,"# + state + "}]}")
     #expect(Self.text { ResultEncoding.writeHistory(&$0, entries: []) } == #"{"entries":[]}"#)
+    // Entries whose actor the viewer may not see carry null ids, each on its own.
+    var mine = change
+    mine.actor = .peer(uid: 7, gid: 7, pid: 1)
+    let page = Self.text {
+      ResultEncoding.writeHistory(&$0, entries: [change, mine]) { $0 == mine.actor }
+    }
+    #expect(page.contains(#""actor":{"uid":null,"gid":null,"pid":null},"state""#))
+    #expect(page.contains(#""actor":{"uid":7,"gid":7,"pid":1}"#))
+    #expect(!page.contains("4321"))
   }
 
   @Test func unwatchGolden() {

@@ -1,0 +1,85 @@
+import Glibc
+import SwitchCore
+
+/// Fairness of writes (issue 12): one client toggling alone, then the same
+/// client while another user toggles on 50 connections as fast as they are
+/// answered, and then while that user pipelines 16 toggles on each. The
+/// lone writer's p99 against its idle p99: it waits for the group commit in
+/// flight and its own, and one user's share of a group is bounded
+/// (`Server.maxWritesInFlightPerUser`), however many connections it opens.
+///
+/// The last row is the same pipelining flood by root, whom the bound does not
+/// hold: what the bound spares the lone writer.
+///
+/// The other user is the first human uid of /etc/login.defs when the
+/// benchmark runs as root (administrators, root included, are exempt from
+/// the bound); otherwise every connection is the benchmark's own uid.
+extension Bench {
+  func measureWriteFairness() throws {
+    let config = "\(directory)/conf-fairness"
+    try Configs.write(config, total: 1000)
+    progress("write fairness: starting switchd with 1,000 switches")
+    let daemon = try startDaemon("fairness", config: config)
+    defer { stopDaemon(daemon) }
+    var flooder: UInt32?
+    if geteuid() == 0 {
+      let loginDefs = readFile(LoginDefs.path).map { Array($0.utf8) }
+      flooder = LoginDefs.humanUIDs(loginDefs).lowerBound
+      // Let that user reach the socket (the daemon made it 0600 as asked).
+      for path in [directory, "\(directory)/fairness"] { chmod(path, 0o711) }
+      chmod(daemon.socket, 0o666)
+    }
+    let lone = ClientScript(
+      requests: [Self.toggleRequest(0)], newlines: 1, check: .jsonRPC, group: 1)
+    func flood(pipelined depth: Int, as uid: UInt32? = flooder) -> [ClientScript] {
+      (1...50).map { client in
+        let line = Self.toggleRequest(client)
+        return ClientScript(
+          requests: [Array(Array(repeating: line, count: depth).joined())], newlines: depth,
+          check: .jsonRPC, group: 0, answersPerSend: depth, uid: uid)
+      }
+    }
+    let contenders: [Contender] = [
+      { warmup, seconds in
+        try runClosedLoop(path: daemon.socket, scripts: [lone], warmup: warmup, seconds: seconds)
+      },
+      { warmup, seconds in
+        try runClosedLoop(
+          path: daemon.socket, scripts: flood(pipelined: 1) + [lone], warmup: warmup,
+          seconds: seconds)
+      },
+      { warmup, seconds in
+        try runClosedLoop(
+          path: daemon.socket, scripts: flood(pipelined: 16) + [lone], warmup: warmup,
+          seconds: seconds)
+      },
+      // The same flood by an administrator, whom the bound does not hold: what it spares.
+      { warmup, seconds in
+        try runClosedLoop(
+          path: daemon.socket, scripts: flood(pipelined: 16, as: nil) + [lone], warmup: warmup,
+          seconds: seconds)
+      },
+    ]
+    let who = flooder.map { "uid \($0)" } ?? "the same uid"
+    progress("write fairness: a lone toggler, idle and beside 50 busy connections of \(who)")
+    let results = try interleave(flooder == nil ? Array(contenders.prefix(3)) : contenders)
+    let idle = results[0][results[0].count - 1]
+    let runs = [
+      (1, "50 connections toggling", who), (2, "50 connections pipelining 16", who),
+      (3, "50 connections pipelining 16", flooder == nil ? who : "root, exempt"),
+    ]
+    for (index, label, by) in runs where index < 3 || flooder != nil {
+      let flood = results[index][0]
+      let alone = results[index][1]
+      let errors = idle.errors + flood.errors + alone.errors
+      add(
+        Row(
+          section: "fairness", measure: "lone toggle p99 beside \(label) of \(by)",
+          unit: .microseconds,
+          value: alone.p99, reference: idle.p99, referenceName: "lone toggle p99, idle",
+          target: index == 1 ? .ratioAtMost(3) : .none,
+          note: "they make \(count(Int(flood.throughput))) toggles/s"
+            + (errors > 0 ? ", \(errors) errors" : "")))
+    }
+  }
+}
