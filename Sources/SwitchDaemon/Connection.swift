@@ -41,6 +41,12 @@ final class Connection {
   var responseBytesQueued = 0
 
   var watchIDs: [String] = []
+  /// Watches started with `since` that have not yet caught up with the
+  /// loop's revision, at most: an unwatch may leave it high, never low. At
+  /// zero, a pump after every published event skips looking each watch up.
+  var replaysUnfinished = 0
+  /// The first revision of the last `publish` that queued events here.
+  var publishMark: Int64 = 0
   /// The epoll events this connection is registered for.
   var interest: UInt32 = 0
   /// The peer closed its sending side: answer what it sent, then close.

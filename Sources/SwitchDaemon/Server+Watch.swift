@@ -36,6 +36,7 @@ extension Server {
     let replayFrom = since.flatMap { $0 < revision ? $0 : nil }
     let id = hub.add(connection: connection.id, patterns: patterns, replayFrom: replayFrom)
     connection.watchIDs.append(id)
+    if replayFrom != nil { connection.replaysUnfinished += 1 }
     let current = revision
     let caller = connection.caller
     answer(pending, on: connection) { w in
@@ -55,7 +56,9 @@ extension Server {
   /// when asked; the replay goes on until it reaches the loop's revision as
   /// it is when the page arrives (`continueReplay`).
   func continueReplays(_ connection: Connection) -> Bool {
-    guard !stopSentToReader, connection.unsentCount <= limits.highWater else { return false }
+    guard connection.replaysUnfinished > 0, !stopSentToReader,
+      connection.unsentCount <= limits.highWater
+    else { return false }
     var asked = false
     for id in connection.watchIDs {
       guard let watch = hub.watches[id], let cursor = watch.replayCursor, !watch.replayReading
@@ -97,11 +100,13 @@ extension Server {
     }
     let cursor = page.last?.revision ?? after
     watch.replayCursor = cursor >= revision ? nil : cursor
+    if watch.replayCursor == nil { connection.replaysUnfinished -= 1 }
   }
 
   /// Whether a watch of the connection is still replaying `since`.
   func isReplaying(_ connection: Connection) -> Bool {
-    connection.watchIDs.contains { hub.watches[$0]?.replayCursor != nil }
+    connection.replaysUnfinished > 0
+      && connection.watchIDs.contains { hub.watches[$0]?.replayCursor != nil }
   }
 
   /// Publishes committed changes, in revision order, to every live watch
@@ -110,7 +115,10 @@ extension Server {
   /// encoded at most twice, whatever the number of watchers: as is, and
   /// with the actor's ids hidden for watchers who may not see them.
   func publish(_ changes: [Change]) {
-    var touched: [UInt64: Connection] = [:]
+    // Each connection once, marked with this publish's first revision: a
+    // mark costs less than hashing its id once per watcher.
+    guard let mark = changes.first?.revision else { return }
+    var touched: [Connection] = []
     for change in changes {
       records[change.key] = SwitchRecord(
         key: change.key, state: change.state, revision: change.revision, changedAt: change.time)
@@ -129,10 +137,13 @@ extension Server {
           if withoutActor == nil { withoutActor = Self.changeMembers(change, showingActor: false) }
           appendEvent(withoutActor!, watch: watch.id, to: connection)
         }
-        touched[connection.id] = connection
+        if connection.publishMark != mark {
+          connection.publishMark = mark
+          touched.append(connection)
+        }
       }
     }
-    for connection in touched.values {
+    for connection in touched {
       if connection.unsentCount - min(connection.responseBytesQueued, connection.unsentCount)
         > limits.maxQueuedBytes
       {

@@ -7,7 +7,8 @@ public struct JSONWriter {
 
   public init(capacity: Int = 256) {
     bytes = []
-    bytes.reserveCapacity(capacity)
+    // Zero is the writer that borrows a buffer by `swap`: nothing to reserve.
+    if capacity > 0 { bytes.reserveCapacity(capacity) }
   }
 
   /// Appends verbatim ASCII, e.g. `"{\"jsonrpc\":\"2.0\","`.

@@ -144,15 +144,22 @@ public enum WireEncoding {
   /// A whole `changed` notification line (with its newline) for one watch.
   /// `members` is `writeChangeMembers` output, made once per change and
   /// shared by every watch it goes to.
+  /// It runs once per watcher of every change, so its fixed parts are
+  /// byte arrays made once: appending an array is a copy, where appending
+  /// a `StaticString` goes through the generic sequence path.
   public static func writeChangedEvent(
     _ w: inout JSONWriter, watch: String, members: [UInt8]
   ) {
-    w.raw("{\"jsonrpc\":\"2.0\",\"method\":\"changed\",\"params\":{\"watch\":")
+    w.raw(changedEventHead)
     w.string(watch)
-    w.raw(",")
+    w.bytes.append(UInt8(ascii: ","))
     w.raw(members)
-    w.raw("}}\n")
+    w.raw(changedEventEnd)
   }
+
+  private static let changedEventHead = Array(
+    #"{"jsonrpc":"2.0","method":"changed","params":{"watch":"#.utf8)
+  private static let changedEventEnd = Array("}}\n".utf8)
 
   /// A whole `schemaChanged` notification line (with its newline) for one watch.
   public static func writeSchemaChangedEvent(
