@@ -105,11 +105,13 @@ public enum Daemon {
       return 1
     }
     log.setLevel(catalog.settings.logLevel)
-    let socketPath =
-      options.socket ?? catalog.settings.socket ?? DefaultPaths.socket(uid: uid, environment: env)
-    let databasePath =
+    // Relative paths are made absolute against the working directory, so
+    // the directories checked and created are the ones bind and SQLite use.
+    let socketPath = absolute(
+      options.socket ?? catalog.settings.socket ?? DefaultPaths.socket(uid: uid, environment: env))
+    let databasePath = absolute(
       options.database ?? catalog.settings.database
-      ?? DefaultPaths.database(uid: uid, environment: env)
+        ?? DefaultPaths.database(uid: uid, environment: env))
 
     // The database's directory first: the lock file lives beside the
     // database, and is taken before SQLite opens it, so a second daemon
@@ -191,6 +193,16 @@ public enum Daemon {
   }
 
   /// The directory part of `path` ("" for a bare file name).
+  /// `path`, or the working directory joined with it when it is relative.
+  static func absolute(_ path: String) -> String {
+    if path.hasPrefix("/") { return path }
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    guard getcwd(&buffer, buffer.count) != nil else { return path }
+    let directory = String(
+      decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return directory == "/" ? "/" + path : directory + "/" + path
+  }
+
   private static func parent(of path: String) -> String {
     guard let slash = path.lastIndex(of: "/") else { return "" }
     return String(path[..<slash])

@@ -20,17 +20,12 @@ extension Server {
       publish(output.changes)
       var resumed: [UInt64: Connection] = [:]
       for (ticket, answer) in output.answers {
-        guard let connection = connections[ticket.connection] else {
-          for id in writeOfClosedConnectionAnswered(ticket.connection) {
-            resumed[id] = connections[id]
-          }
-          continue
+        if let uid = ticket.countedAgainst {
+          for id in writesPerUser.finished(uid: uid) { resumed[id] = connections[id] }
         }
+        guard let connection = connections[ticket.connection] else { continue }
         connection.writesInFlight -= 1
         resumed[connection.id] = connection
-        for id in writesPerUser.finished(uid: connection.peer.uid) {
-          resumed[id] = connections[id]
-        }
         guard ticket.slot != 0 else { continue }
         let caller = connection.caller
         if connection.writeDirectly(
@@ -51,14 +46,6 @@ extension Server {
       }
       if output.stopped { markWriterStopped() }
     }
-  }
-
-  /// Gives a closed connection's answered write back to its uid's share;
-  /// returns the connections that may now hand over writes.
-  private func writeOfClosedConnectionAnswered(_ id: UInt64) -> Set<UInt64> {
-    guard let (uid, count) = orphanedWrites[id] else { return [] }
-    orphanedWrites[id] = count > 1 ? (uid, count - 1) : nil
-    return writesPerUser.finished(uid: uid)
   }
 
   private func adopt(_ update: CatalogUpdate) {

@@ -59,9 +59,6 @@ final class Server {
   private var connectionsPerUID: [UInt32: Int] = [:]
   /// Writes at the writer by peer uid: one user cannot fill every group.
   var writesPerUser = WritesPerUser(limit: Server.maxWritesInFlightPerUser)
-  /// Closed connections whose writes are still at the writer: their uid's
-  /// share is given back as they are answered.
-  var orphanedWrites: [UInt64: (uid: UInt32, count: Int)] = [:]
   /// Writes submitted during this turn of the loop, not yet handed over.
   private var writesThisTurn: [WriterJob] = []
   var hub = WatchHub()
@@ -80,7 +77,9 @@ final class Server {
   var stopping = false
   var writerStopped = false
   var readerStopped = false
-  /// Once the reader is told to stop, no request or replay page is started.
+  /// Once the reader is told to stop, no new frame is taken and no replay
+  /// page or history read is asked for; requests already framed still run
+  /// (a write is refused `Overloaded` once the writer is told to stop).
   private(set) var stopSentToReader = false
   private var stopSentToWriter = false
   private var stopDeadline = 0.0
@@ -406,7 +405,7 @@ final class Server {
         progressed = true
         continue
       }
-      // Once the threads are told to stop, nothing new is started.
+      // Once the threads are told to stop, no new frame is taken.
       if connection.unsentCount > limits.highWater || stopSentToReader { break }
       guard let frame = connection.framer.next() else { break }
       accept(frame, on: connection)
@@ -461,9 +460,6 @@ final class Server {
     guard connections.removeValue(forKey: connection.id) != nil else { return }
     connection.isClosed = true
     let uid = connection.peer.uid
-    if connection.writesInFlight > 0 {
-      orphanedWrites[connection.id] = (uid, connection.writesInFlight)
-    }
     if let held = connectionsPerUID[uid], held > 1 {
       connectionsPerUID[uid] = held - 1
     } else {
@@ -616,10 +612,14 @@ final class Server {
         }
       }
     case .write(let key, let operation):
-      submit(.write(ticket(pending, connection), key: key, operation, caller), for: connection)
+      var write = ticket(pending, connection)
+      // Administrators are exempt from the per-uid share, so only the writes
+      // of others count against their uid (given back when answered).
+      if !caller.isAdmin { write.countedAgainst = connection.peer.uid }
+      submit(.write(write, key: key, operation, caller), for: connection, pending)
     case .reload:
       notifier.send("RELOADING=1")
-      submit(.reload(ticket(pending, connection)), for: connection)
+      submit(.reload(ticket(pending, connection)), for: connection, pending)
     case .watch(let patterns, let since):
       watch(pending, on: connection, patterns: patterns, since: since)
     case .unwatch(let id):
@@ -658,9 +658,16 @@ final class Server {
   /// Queues a write for the writer. Writes are handed over once per turn
   /// of the loop (`handOverWrites`), so the writes of every client that was
   /// ready in the same turn share one transaction and one sync.
-  private func submit(_ job: WriterJob, for connection: Connection) {
+  private func submit(_ job: WriterJob, for connection: Connection, _ pending: PendingRequest) {
+    // The writer was told to stop: it would never answer this one.
+    if stopSentToWriter {
+      fail(pending, on: connection, .overloaded("switchd is stopping; try again once it is back"))
+      return
+    }
     connection.writesInFlight += 1
-    writesPerUser.handedOver(uid: connection.peer.uid)
+    if case .write(let ticket, _, _, _) = job, let uid = ticket.countedAgainst {
+      writesPerUser.handedOver(uid: uid)
+    }
     writesThisTurn.append(job)
   }
 

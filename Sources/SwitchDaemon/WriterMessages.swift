@@ -9,6 +9,10 @@ struct Ticket: Sendable {
   var slot: UInt64
   var part: Int
   var id: RequestID
+  /// The uid whose share of writes in flight (`WritesPerUser`) this write
+  /// takes, given back when it is answered, even after its connection
+  /// closed; nil for an administrator's write and for a reload.
+  var countedAgainst: UInt32? = nil
 }
 
 /// What the event loop asks of the writer thread.

@@ -29,6 +29,10 @@ public enum TrustedDirectory {
   public static func create(
     _ directory: String, mode: mode_t, uid: uid_t, privateDirectory: String? = nil
   ) throws(Failure) {
+    // Built from "/" up: a relative path would be checked, and made, at the root.
+    guard directory.isEmpty || directory.hasPrefix("/") else {
+      throw .untrusted(path: directory, reason: "it is not an absolute path")
+    }
     var prefix = ""
     for component in directory.split(separator: "/") {
       prefix += "/" + component

@@ -67,4 +67,36 @@ import Testing
     #expect(most == 3)
     for peer in peers { #expect(peer.answered(inOrder: 1...toggles)) }
   }
+
+  /// An administrator's writes are exempt and take nothing from its uid's
+  /// share, so a plain connection of the same uid is never held by them.
+  @Test func anAdministratorsWritesDoNotCountAgainstItsUid() throws {
+    let harness = try LoopHarness(daemonConf: "[Daemon]\nAdminGroup=\nLogLevel=warning\n")
+    defer { harness.stop() }
+    harness.server.writesPerUser = WritesPerUser(limit: 3)
+    let admin = try TestClient(harness)
+    defer { close(admin.fd) }
+    let deadline = monotonicSeconds() + 30
+    while harness.server.connections.isEmpty && monotonicSeconds() < deadline {
+      harness.server.turn(timeoutMilliseconds: 5)
+    }
+    for connection in harness.server.connections.values {
+      connection.caller = Caller(
+        actor: .peer(uid: 1000, gid: 1000, pid: 1), isAdmin: true, mayWrite: true)
+    }
+    let toggles = 20
+    let input = Array(
+      (1...toggles).map {
+        #"{"jsonrpc":"2.0","id":\#($0),"method":"toggle","params":{"key":"wifi"}}"# + "\n"
+      }.joined().utf8)
+    #expect(input.withUnsafeBytes { send(admin.fd, $0.baseAddress, $0.count, 0) } == input.count)
+    var most = 0
+    while admin.lines.count < toggles && monotonicSeconds() < deadline {
+      harness.server.turn(timeoutMilliseconds: 5)
+      most = max(most, harness.server.writesPerUser.count(uid: getuid()))
+      admin.readAll()
+    }
+    #expect(most == 0)
+    #expect(admin.answered(inOrder: 1...toggles))
+  }
 }

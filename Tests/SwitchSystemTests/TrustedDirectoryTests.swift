@@ -15,6 +15,15 @@ import Testing
     }
   }
 
+  @Test func aRelativePathIsRefusedAndNothingIsMadeAtTheRoot() {
+    let name = "switchd-relative-\(getpid())"
+    #expect(throws: TrustedDirectory.Failure.self) {
+      try TrustedDirectory.create(name + "/db", mode: 0o700, uid: uid)
+    }
+    var st = stat()
+    #expect(stat("/" + name, &st) != 0)
+  }
+
   @Test func aPrivateDirectoryIsMadeMode0700WhateverTheUmask() throws {
     try withTemporaryDirectory { base in
       let runtime = base + "/switchd-\(uid)"
