@@ -192,7 +192,6 @@ public enum Daemon {
     return 0
   }
 
-  /// The directory part of `path` ("" for a bare file name).
   /// `path`, or the working directory joined with it when it is relative.
   static func absolute(_ path: String) -> String {
     if path.hasPrefix("/") { return path }
@@ -203,6 +202,7 @@ public enum Daemon {
     return directory == "/" ? "/" + path : directory + "/" + path
   }
 
+  /// The directory part of `path` ("" for a bare file name).
   private static func parent(of path: String) -> String {
     guard let slash = path.lastIndex(of: "/") else { return "" }
     return String(path[..<slash])
