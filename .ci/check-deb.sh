@@ -68,6 +68,13 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# Once a process has been waited for, its pid may belong to someone else:
+# drop it from the list the cleanup signals.
+forget() {
+  local keep=() pid
+  for pid in "${pids[@]}"; do [ "$pid" = "$1" ] || keep+=("$pid"); done
+  pids=("${keep[@]}")
+}
 mkdir -p "$cache"
 
 # --- the package ---------------------------------------------------------------
@@ -203,7 +210,10 @@ start_daemon() {
 }
 stop_daemon() {
   kill -TERM "$daemon"
-  wait "$daemon" || fail "switchd exited non-zero on SIGTERM"
+  local status=0
+  wait "$daemon" || status=$?
+  forget "$daemon"
+  [ "$status" -eq 0 ] || fail "switchd exited non-zero on SIGTERM"
 }
 revision() { in_root switchctl status | sed -n 's/^revision: *//p'; }
 
@@ -229,7 +239,10 @@ until grep -q wifi "$work/watch.out"; do
   sleep 0.1
 done
 kill -TERM "$watcher"
-wait "$watcher" || fail "switchctl watch did not exit 0 on SIGTERM"
+status=0
+wait "$watcher" || status=$?
+forget "$watcher"
+[ "$status" -eq 0 ] || fail "switchctl watch did not exit 0 on SIGTERM"
 # lock as root; a human account then cannot change it (exit 3, read-only).
 in_root switchctl lock bluetooth --checked on --reason "Locked by CI" >/dev/null
 in_root useradd --uid 1500 --create-home alice

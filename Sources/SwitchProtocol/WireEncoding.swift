@@ -28,6 +28,12 @@ public enum WireEncoding {
     writeHoldMembers(&w, s)
     w.raw(template.icons)
     w.stringOrNull(policySource?.policySourceText)
+    // Every switch is of the machine (scope "system", no user) until
+    // per-user scope lands (issue 12).
+    w.raw(
+      s.isOnAndInEffect
+        ? ",\"effective\":true,\"scope\":\"system\",\"user\":null"
+        : ",\"effective\":false,\"scope\":\"system\",\"user\":null")
     w.raw(",\"revision\":")
     w.int(record.revision)
     w.raw(",\"changedAt\":")
@@ -54,13 +60,16 @@ public enum WireEncoding {
     w.raw("}")
   }
 
-  /// `,"readOnly":…` through `,"disabledBy":…`: the members a Switch and a
-  /// State share after `checked` (a Switch puts `defaultChecked` between).
+  /// `,"readOnly":…` through `,"invalidReason":…`: the members a Switch
+  /// and a State share after `checked` (a Switch puts `defaultChecked`
+  /// between). No switch has an apply command yet (issue 13), so none is
+  /// ever `invalid`.
   static func writeHoldMembers(_ w: inout JSONWriter, _ s: SwitchState) {
     if s.isFree {
-      // Most switches are held by nobody: two copies instead of twelve.
+      // Most switches are held by nobody: two copies instead of fourteen.
       w.raw(",\"readOnly\":false,\"readOnlyReason\":null,\"heldBy\":null,")
       w.raw("\"disabled\":false,\"disabledReason\":null,\"disabledBy\":null")
+      w.raw(",\"invalid\":false,\"invalidReason\":null")
       return
     }
     w.raw(",\"readOnly\":")
@@ -75,6 +84,7 @@ public enum WireEncoding {
     w.stringOrNull(s.disabledReason)
     w.raw(",\"disabledBy\":")
     w.stringOrNull(s.disabledBy?.wireName)
+    w.raw(",\"invalid\":false,\"invalidReason\":null")
   }
 
   /// An Actor object.
@@ -114,7 +124,8 @@ public enum WireEncoding {
     writeTime(&w, change.time)
     w.raw(",\"key\":")
     w.string(change.key)
-    w.raw(",\"cause\":")
+    // The uid whose value changed: none until per-user scope (issue 12).
+    w.raw(",\"user\":null,\"cause\":")
     w.string(change.cause.wireName)
     w.raw(",\"fields\":[")
     for (i, field) in change.fields.enumerated() {

@@ -343,7 +343,9 @@ import Testing
     if entries.count == 4 {
       let names = entries[0].objectMembers?.map(\.name)
       #expect(
-        names == ["revision", "time", "key", "cause", "fields", "actor", "state", "previous"])
+        names == [
+          "revision", "time", "key", "user", "cause", "fields", "actor", "state", "previous",
+        ])
       for index in [0, 1, 3] {
         #expect(entries[index]["actor"]?["uid"]?.int64Value == 0)
         #expect(entries[index]["actor"]?["gid"]?.int64Value == Int64(getgid()))

@@ -12,8 +12,9 @@ import Testing
     #expect(
       names == [
         "key", "label", "description", "checked", "defaultChecked", "readOnly", "readOnlyReason",
-        "heldBy", "disabled", "disabledReason", "disabledBy", "checkedIcon", "uncheckedIcon",
-        "group", "order", "policySource", "revision", "changedAt", "writable",
+        "heldBy", "disabled", "disabledReason", "disabledBy", "invalid", "invalidReason",
+        "checkedIcon", "uncheckedIcon", "group", "order", "policySource", "effective", "scope",
+        "user", "revision", "changedAt", "writable",
       ])
     #expect(wifi["label"]?.stringValue == "Wi-Fi")
     #expect(wifi["checked"]?.boolValue == true)

@@ -203,8 +203,9 @@ import Testing
         == #"{"key":"wifi","label":"Wi-Fi","description":"Connect to wireless networks.","#
         + #""checked":true,"defaultChecked":false,"readOnly":true,"readOnlyReason":"Held.","#
         + #""heldBy":"policy","disabled":false,"disabledReason":null,"disabledBy":null,"#
+        + #""invalid":false,"invalidReason":null,"#
         + #""checkedIcon":"wifi","uncheckedIcon":"wifi_off","group":"Connectivity","order":3,"#
-        + #""policySource":"50-corp.conf:2","#
+        + #""policySource":"50-corp.conf:2","effective":true,"scope":"system","user":null,"#
         + #""revision":42,"changedAt":"2026-11-30T03:40:00.123Z"}"#)
   }
 
@@ -240,7 +241,10 @@ import Testing
       &w, definition: Self.definition,
       record: SwitchRecord(key: "wifi", state: SwitchState(checked: false)), policySource: nil)
     let text = String(decoding: w.bytes, as: UTF8.self)
-    #expect(text.hasSuffix(#""policySource":null,"revision":0,"changedAt":null}"#))
+    #expect(
+      text.hasSuffix(
+        #""policySource":null,"effective":false,"scope":"system","user":null,"#
+          + #""revision":0,"changedAt":null}"#))
   }
 
   static let change = Change(
@@ -250,10 +254,12 @@ import Testing
 
   static let stateGolden =
     #"{"checked":false,"readOnly":false,"readOnlyReason":null,"heldBy":null,"#
-    + #""disabled":false,"disabledReason":null,"disabledBy":null}"#
+    + #""disabled":false,"disabledReason":null,"disabledBy":null,"#
+    + #""invalid":false,"invalidReason":null}"#
   static let previousGolden =
     #"{"checked":true,"readOnly":false,"readOnlyReason":null,"heldBy":null,"#
-    + #""disabled":false,"disabledReason":null,"disabledBy":null}"#
+    + #""disabled":false,"disabledReason":null,"disabledBy":null,"#
+    + #""invalid":false,"invalidReason":null}"#
 
   @Test func eventGolden() {
     var members = JSONWriter()
@@ -263,7 +269,8 @@ import Testing
     #expect(
       String(decoding: w.bytes, as: UTF8.self)
         == #"{"jsonrpc":"2.0","method":"changed","params":{"watch":"w1","revision":43,"#
-        + #""time":"2026-11-30T03:41:07.002Z","key":"wifi","cause":"toggle","fields":["checked"],"#
+        + #""time":"2026-11-30T03:41:07.002Z","key":"wifi","user":null,"cause":"toggle","#
+        + #""fields":["checked"],"#
         + #""actor":{"uid":1000,"gid":1000,"pid":4321},"state":\#(Self.stateGolden),"#
         + #""previous":\#(Self.previousGolden)}}"# + "\n")
   }
@@ -275,7 +282,8 @@ import Testing
     WireEncoding.writeChangeMembers(&hidden, Self.change, showingActor: false)
     #expect(
       String(decoding: hidden.bytes, as: UTF8.self)
-        == #""revision":43,"time":"2026-11-30T03:41:07.002Z","key":"wifi","cause":"toggle","#
+        == #""revision":43,"time":"2026-11-30T03:41:07.002Z","key":"wifi","user":null,"#
+        + #""cause":"toggle","#
         + #""fields":["checked"],"actor":{"uid":null,"gid":null,"pid":null},"#
         + #""state":\#(Self.stateGolden),"previous":\#(Self.previousGolden)"#)
     var policy = JSONWriter()

@@ -74,11 +74,12 @@ import Testing
       previous: SwitchState(checked: true))
     let state =
       #""readOnly":false,"readOnlyReason":null,"heldBy":null,"#
-      + #""disabled":false,"disabledReason":null,"disabledBy":null}"#
+      + #""disabled":false,"disabledReason":null,"disabledBy":null,"#
+      + #""invalid":false,"invalidReason":null}"#
     #expect(
       Self.text { ResultEncoding.writeHistory(&$0, entries: [change]) }
         == #"{"entries":[{"revision":43,"time":"2026-11-30T03:41:07.002Z","key":"wifi","#
-        + #""cause":"toggle","fields":["checked"],"actor":{"uid":1000,"gid":1000,"pid":4321},"#
+        + #""user":null,"cause":"toggle","fields":["checked"],"actor":{"uid":1000,"gid":1000,"pid":4321},"#
         + #""state":{"checked":false,"# + state + #","previous":{"checked":true,"# + state + "}]}")
     #expect(Self.text { ResultEncoding.writeHistory(&$0, entries: []) } == #"{"entries":[]}"#)
     // Entries whose actor the viewer may not see carry null ids, each on its own.

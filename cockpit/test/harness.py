@@ -67,10 +67,14 @@ def kill_group(process, sig=signal.SIGTERM, deadline=10.0):
         process.wait(timeout=deadline)
     except subprocess.TimeoutExpired:
         pass
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    # What the leader left in its group (the bridge's dbus-daemon and
+    # ssh-agent): a pid stays taken while it names a live group, so this
+    # reaches only our own group's processes.
+    if _group_alive(process.pid):
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     process.wait()
 
 
