@@ -199,6 +199,7 @@
             const held = this.switches.get(event.key);
             if (!held || (held.revision || 0) >= event.revision)
                 return false;
+            const was = { disabled: held.disabled, readOnly: held.readOnly };
             for (const name of STATE_FIELDS) {
                 if (event.state && name in event.state)
                     held[name] = event.state[name];
@@ -206,9 +207,13 @@
             held.effective = held.checked && !held.disabled;
             held.revision = event.revision;
             held.changedAt = event.time;
-            // An event does not carry `writable`: a hold or a disable that
-            // comes or goes changes it, the caller's right to write does not.
-            held.writable = !held.disabled && !held.readOnly && held.mayWrite !== false;
+            // An event does not carry `writable`. The daemon's stays true
+            // while neither the hold nor the disable changed; when one did,
+            // a free switch is writable by whoever may write, and a held one
+            // is taken as not writable (an administrator may still set some:
+            // `get` says so) until the daemon says otherwise.
+            if (held.disabled !== was.disabled || held.readOnly !== was.readOnly)
+                held.writable = !held.disabled && !held.readOnly && held.mayWrite !== false;
             return true;
         }
 

@@ -89,6 +89,14 @@ test("a switch that is neither held nor disabled but not writable stays so after
     assert.equal(free.switches.get("wifi").writable, true);
 });
 
+test("an administrator's writable on a held switch survives a change of its value", () => {
+    const table = new SwitchTable();
+    const held = { readOnly: true, heldBy: "admin", readOnlyReason: "Held." };
+    table.reset([wifi({ ...held, writable: true })], 1);
+    table.applyEvent({ ...change(2, true), state: { ...change(2, true).state, ...held } });
+    assert.equal(table.switches.get("wifi").writable, true);
+});
+
 // A daemon in memory: answers watch/list, and can drop the connection.
 function fakeDaemon() {
     const daemon = { revision: 2, switches: [wifi({ revision: 2, checked: true })], connections: [], watchCalls: [] };
