@@ -32,11 +32,18 @@ public struct SwitchDefinition: Equatable, Sendable {
   public var group: String
   /// Its place in the schema: files in lexical order, sections in file order.
   public var order: Int
+  /// One value for the machine, or one per user (`Scope=`).
+  public var scope: SwitchScope
+  /// Switches that must be in effect for this one to apply (`Requires=`).
+  public var requires: [String]
+  /// Switches that keep this one from applying while in effect (`Conflicts=`).
+  public var conflicts: [String]
   public var source: SourceLocation
 
   public init(
     key: String, label: String?, description: String = "", defaultChecked: Bool,
     checkedIcon: String = "", uncheckedIcon: String = "", group: String = "", order: Int = 0,
+    scope: SwitchScope = .system, requires: [String] = [], conflicts: [String] = [],
     source: SourceLocation = SourceLocation(file: "", line: 0)
   ) {
     self.key = key
@@ -47,8 +54,19 @@ public struct SwitchDefinition: Equatable, Sendable {
     self.uncheckedIcon = uncheckedIcon
     self.group = group
     self.order = order
+    self.scope = scope
+    self.requires = requires
+    self.conflicts = conflicts
     self.source = source
   }
+}
+
+/// Whose value a switch keeps (`Scope=`, SEMANTICS.md rules 11–13).
+public enum SwitchScope: Sendable, Equatable {
+  /// One value for the machine.
+  case system
+  /// One value per user.
+  case user
 }
 
 /// What `policy.d` says of one switch, merged name by name across files.
@@ -153,6 +171,8 @@ public struct Catalog: Sendable {
   public var policies: [String: PolicyRule]
   /// Warnings found while building it (errors prevent a Catalog).
   public var warnings: [ConfigDiagnostic]
+  /// What `Requires=` and `Conflicts=` say, ready to settle states with.
+  public var dependencies: Dependencies
 
   public init(
     settings: DaemonSettings = DaemonSettings(), switches: [SwitchDefinition],
@@ -167,6 +187,7 @@ public struct Catalog: Sendable {
     for p in policies { rules[p.key] = p }
     self.policies = rules
     self.warnings = warnings
+    self.dependencies = Dependencies(switches: byKey, sortedKeys: sortedKeys)
   }
 
   /// The number of policy sections in force for declared switches.

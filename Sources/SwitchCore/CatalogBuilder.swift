@@ -64,6 +64,7 @@ public enum CatalogBuilder {
       report.file = 1 + index
       switches.read(source.bytes, file: source.name, into: &report)
     }
+    switches.checkDependencies(into: &report)
 
     var policies = PolicyReader()
     for (index, source) in sources.policyFiles.enumerated() {
@@ -109,8 +110,8 @@ public enum CatalogBuilder {
       for diagnostic in diagnostics { add(diagnostic) }
     }
 
-    mutating func error(_ location: SourceLocation, _ message: String) {
-      add(ConfigDiagnostic(.error, location, message))
+    mutating func error(_ location: SourceLocation, _ message: String, file: Int? = nil) {
+      add(ConfigDiagnostic(.error, location, message), file: file)
     }
 
     mutating func warning(_ location: SourceLocation, _ message: String, file: Int? = nil) {
@@ -313,15 +314,26 @@ public enum CatalogBuilder {
   // MARK: - switches.d
 
   private static let switchNames = [
-    "Label", "Description", "Default", "CheckedIcon", "UncheckedIcon", "Group",
+    "Label", "Description", "Default", "CheckedIcon", "UncheckedIcon", "Group", "Scope",
+    "Requires", "Conflicts",
   ]
 
   /// Reads the schema file by file, remembering where each key was first declared.
   private struct SchemaReader {
     var definitions: [SwitchDefinition] = []
     private var firstDeclared: [String: SourceLocation] = [:]
+    /// Each `Requires=`/`Conflicts=` line of a switch declared once, for
+    /// `checkDependencies` once every file is read.
+    var listings: [DependencyListing] = []
 
     var declared: Set<String> { Set(firstDeclared.keys) }
+
+    /// Reports what `Requires=`/`Conflicts=` get wrong across the whole schema.
+    func checkDependencies(into report: inout Report) {
+      let problems = DependencyCheck.problems(
+        listings, definitions: definitions, declared: declared)
+      for problem in problems { report.error(problem.location, problem.message, file: problem.file) }
+    }
 
     mutating func read(_ bytes: [UInt8], file: String, into report: inout Report) {
       let (keyFile, syntax) = KeyFile.parse(bytes: bytes, file: file)
@@ -344,6 +356,12 @@ public enum CatalogBuilder {
           continue
         }
         firstDeclared[key] = header
+        for entry in section.entries where entry.name == "Requires" || entry.name == "Conflicts" {
+          listings.append(
+            DependencyListing(
+              key: key, name: entry.name, keys: CatalogBuilder.dependencyKeys(entry.value),
+              location: SourceLocation(file: file, line: entry.line), file: report.file))
+        }
         if var definition {
           definition.order = definitions.count
           definitions.append(definition)
@@ -371,6 +389,16 @@ public enum CatalogBuilder {
       case "CheckedIcon": definition.checkedIcon = entry.value
       case "UncheckedIcon": definition.uncheckedIcon = entry.value
       case "Group": definition.group = entry.value
+      case "Scope":
+        switch entry.value {
+        case "system": definition.scope = .system
+        case "user": definition.scope = .user
+        default:
+          report.error(location, "Scope=\(entry.value) is not a scope: use system or user")
+          valid = false
+        }
+      case "Requires": definition.requires = dependencyKeys(entry.value)
+      case "Conflicts": definition.conflicts = dependencyKeys(entry.value)
       case "Default":
         if let value = BooleanWord.parse(entry.value) {
           definition.defaultChecked = value

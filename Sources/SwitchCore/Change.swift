@@ -4,7 +4,8 @@ public enum Actor: Equatable, Hashable, Sendable {
   case policy
 }
 
-/// What made a change: the method, or a policy applied at start or reload.
+/// What made a change: the method, a policy applied at start or reload, or
+/// another switch's change that disabled or enabled this one (rule 17).
 public enum Cause: Sendable, CaseIterable {
   case set
   case toggle
@@ -14,6 +15,7 @@ public enum Cause: Sendable, CaseIterable {
   case disable
   case enable
   case policy
+  case dependency
 }
 
 /// One committed change of one switch: one revision, one event.

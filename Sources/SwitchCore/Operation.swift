@@ -57,6 +57,8 @@ extension Cause {
     switch self {
     case .set, .toggle, .reset: return .writer
     case .lock, .unlock, .disable, .enable, .policy: return .administrator
+    // Made with another change, by whoever may make that one; nobody asks for it.
+    case .dependency: return .anyone
     }
   }
 }

@@ -92,6 +92,8 @@ public enum Rules {
       return .success(next == state ? nil : next)
 
     case .disable(let reason):
+      // An administrator's disable takes over from a dependency's (it wins,
+      // rule 17); `enable` gives the switch back to the dependency.
       if state.disabledBy == .policy {
         return .failure(disabled(key: key, state: state, policy: policy))
       }
@@ -102,7 +104,9 @@ public enum Rules {
       return .success(next == state ? nil : next)
 
     case .enable:
-      if state.disabledBy == .policy {
+      // Enable lifts an administrator's disable only: a policy's is lifted by
+      // its file, a dependency's when the other switch changes (rule 17).
+      if state.disabledBy == .policy || state.disabledBy == .dependency {
         return .failure(disabled(key: key, state: state, policy: policy))
       }
       var next = state

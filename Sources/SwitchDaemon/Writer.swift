@@ -153,19 +153,26 @@ final class Writer {
         continue
       case .success(let made): decided = made
       }
-      guard let next = decided.next else {
+      let planned = decided.next.map {
+        Self.plannedChanges(
+          of: key, to: $0, cause: operation.cause, catalog: catalog, records: records)
+      }
+      guard let planned, !planned.isEmpty else {
         answers.append((ticket, .write(.success(WriteOutcome(decided, changed: false)))))
         continue
       }
-      undo.append(decided.record)
-      revision += 1
-      let change = Change(
-        revision: revision, time: time, key: key, cause: operation.cause, actor: caller.actor,
-        state: next, previous: decided.record.state)
-      let updated = SwitchRecord(key: key, state: next, revision: revision, changedAt: time)
-      records[key] = updated
-      changes.append(change)
-      answers.append((ticket, .write(.success(WriteOutcome(decided, changed: true, updated)))))
+      // The switch and the dependents it disables or enables: one revision each.
+      for plan in planned {
+        if let record = records[plan.key] { undo.append(record) }
+        revision += 1
+        changes.append(
+          Change(
+            revision: revision, time: time, key: plan.key, cause: plan.cause,
+            actor: caller.actor, state: plan.state, previous: plan.previous))
+        records[plan.key] = SwitchRecord(
+          key: plan.key, state: plan.state, revision: revision, changedAt: time)
+      }
+      answers.append((ticket, .write(.success(WriteOutcome(decided, changed: true, records[key])))))
     }
     if changes.isEmpty {
       pacer.committedNothing()
@@ -256,8 +263,8 @@ final class Writer {
   }
 
   /// Makes `next` the configuration: creates rows for new switches at their
-  /// default, and applies the policies as changes (one revision per switch
-  /// whose State changes). On failure the old configuration stays in force;
+  /// default, and applies the policies and dependencies as changes (one
+  /// revision per switch whose State changes). On failure the old configuration stays in force;
   /// rows already inserted for new switches hold only their defaults.
   private func apply(_ next: Catalog) throws -> (update: CatalogUpdate, changes: [Change]) {
     let time = wallClockMilliseconds()
@@ -271,16 +278,14 @@ final class Writer {
     }
     var changes: [Change] = []
     var nextRevision = revision
-    for key in next.sortedKeys {
-      guard let current = working[key] else { continue }
-      let target = Rules.applyPolicy(next.policies[key], to: current.state)
-      if target == current.state { continue }
+    for plan in Self.plannedChanges(applying: next, records: working) {
       nextRevision += 1
       changes.append(
         Change(
-          revision: nextRevision, time: time, key: key, cause: .policy, actor: .policy,
-          state: target, previous: current.state))
-      working[key] = SwitchRecord(key: key, state: target, revision: nextRevision, changedAt: time)
+          revision: nextRevision, time: time, key: plan.key, cause: plan.cause, actor: .policy,
+          state: plan.state, previous: plan.previous))
+      working[plan.key] = SwitchRecord(
+        key: plan.key, state: plan.state, revision: nextRevision, changedAt: time)
     }
     if !newRecords.isEmpty { try store.insertNew(newRecords) }
     if !changes.isEmpty {

@@ -28,6 +28,7 @@ extension Cause {
     case .disable: return "disable"
     case .enable: return "enable"
     case .policy: return "policy"
+    case .dependency: return "dependency"
     }
   }
 

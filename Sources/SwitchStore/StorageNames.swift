@@ -36,6 +36,7 @@ extension Cause {
     case .disable: return "disable"
     case .enable: return "enable"
     case .policy: return "policy"
+    case .dependency: return "dependency"
     }
   }
 
@@ -49,6 +50,7 @@ extension Cause {
     case "disable": self = .disable
     case "enable": self = .enable
     case "policy": self = .policy
+    case "dependency": self = .dependency
     default: return nil
     }
   }

@@ -1,0 +1,140 @@
+/// `Requires=` and `Conflicts=` (SEMANTICS.md rule 17) as a pure function of
+/// the switches' States: which switches a dependency disables, and why.
+///
+/// A switch with `Requires=` applies only while each listed switch is in
+/// effect (`checked` and not `disabled`); one with `Conflicts=` does not apply
+/// while any listed switch is in effect. When the condition holds the switch
+/// is disabled with `disabledBy: dependency` and a reason naming the first
+/// switch that causes it, `Requires=` in order, then `Conflicts=` in order:
+/// "Airplane mode is on" (a conflict), "Wi-Fi is off" or "Wi-Fi is disabled"
+/// (a requirement). Its `checked` is kept, so the stored value comes back when
+/// the condition ends.
+///
+/// An administrator's or a policy's disable wins: the switch keeps that
+/// disable and its reason, and shows the dependency once it is lifted.
+/// Chains propagate because a switch disabled by a dependency is not in
+/// effect for its own dependents; the builder refuses cycles, so settling in
+/// `order` (each switch after those it lists) reaches a fixed point in one pass.
+public struct Dependencies: Sendable {
+  private struct Listed: Sendable {
+    var requires: [String]
+    var conflicts: [String]
+  }
+
+  /// Declared keys, each after the switches it lists; otherwise sorted.
+  public let order: [String]
+  private let position: [String: Int]
+  private let listed: [String: Listed]
+  /// For each key, the switches that list it.
+  private let dependents: [String: [String]]
+  private let labels: [String: String]
+
+  /// Reads `Requires=`/`Conflicts=` of `switches`. Keys that are not declared
+  /// are ignored (the builder refuses them); a cycle must not be given.
+  public init(switches: [String: SwitchDefinition], sortedKeys: [String]) {
+    var listed: [String: Listed] = [:]
+    var dependents: [String: [String]] = [:]
+    var labels: [String: String] = [:]
+    for key in sortedKeys {
+      guard let definition = switches[key] else { continue }
+      labels[key] = definition.label ?? key
+      let requires = definition.requires.filter { switches[$0] != nil && $0 != key }
+      let conflicts = definition.conflicts.filter { switches[$0] != nil && $0 != key }
+      if requires.isEmpty && conflicts.isEmpty { continue }
+      listed[key] = Listed(requires: requires, conflicts: conflicts)
+      for other in Set(requires + conflicts) { dependents[other, default: []].append(key) }
+    }
+    var order: [String] = []
+    var placed = Set<String>()
+    var visiting = Set<String>()
+    func place(_ key: String) {
+      if placed.contains(key) || visiting.contains(key) { return }
+      visiting.insert(key)
+      if let entry = listed[key] {
+        for other in entry.requires + entry.conflicts { place(other) }
+      }
+      visiting.remove(key)
+      placed.insert(key)
+      order.append(key)
+    }
+    for key in sortedKeys where switches[key] != nil { place(key) }
+    var position: [String: Int] = [:]
+    for (index, key) in order.enumerated() { position[key] = index }
+    self.order = order
+    self.position = position
+    self.listed = listed
+    self.dependents = dependents
+    self.labels = labels
+  }
+
+  /// Whether any switch lists `key` in `Requires=` or `Conflicts=`.
+  public func hasDependents(_ key: String) -> Bool { dependents[key] != nil }
+
+  /// The reason a dependency keeps `key` from applying, given every switch's
+  /// State; nil when none does.
+  public func blocker(of key: String, states: (String) -> SwitchState?) -> String? {
+    guard let entry = listed[key] else { return nil }
+    for other in entry.requires {
+      guard let state = states(other), !state.isOnAndInEffect else { continue }
+      return label(other) + (state.checked ? " is disabled" : " is off")
+    }
+    for other in entry.conflicts {
+      guard let state = states(other), state.isOnAndInEffect else { continue }
+      return label(other) + " is on"
+    }
+    return nil
+  }
+
+  /// `state` of `key` as its dependencies leave it: an administrator's or a
+  /// policy's disable stays; otherwise the switch is disabled by dependency
+  /// while one holds, with the reason, and not disabled when none does.
+  public func settled(
+    _ state: SwitchState, of key: String, states: (String) -> SwitchState?
+  ) -> SwitchState {
+    if state.disabledBy == .admin || state.disabledBy == .policy { return state }
+    var next = state
+    if let reason = blocker(of: key, states: states) {
+      next.disabled = true
+      next.disabledBy = .dependency
+      next.disabledReason = reason
+    } else if state.disabledBy == .dependency {
+      next.disabled = false
+      next.disabledBy = nil
+      next.disabledReason = nil
+    }
+    return next
+  }
+
+  /// The switches whose State changes because `key` changed, with their new
+  /// States, in the order to commit them (each after the switches it lists).
+  /// `states` gives every switch's State with `key`'s change already made.
+  public func consequences(
+    of key: String, states: (String) -> SwitchState?
+  ) -> [(key: String, state: SwitchState)] {
+    guard dependents[key] != nil else { return [] }
+    // Every switch downstream of `key`, settled in order, so that a switch
+    // sees its own dependencies' new States.
+    var reached = Set<String>()
+    var frontier = [key]
+    while let next = frontier.popLast() {
+      for dependent in dependents[next] ?? [] where reached.insert(dependent).inserted {
+        frontier.append(dependent)
+      }
+    }
+    let downstream = reached.sorted { (position[$0] ?? 0) < (position[$1] ?? 0) }
+    var changed: [String: SwitchState] = [:]
+    var result: [(key: String, state: SwitchState)] = []
+    func current(_ other: String) -> SwitchState? { changed[other] ?? states(other) }
+    for dependent in downstream {
+      guard let state = states(dependent) else { continue }
+      let next = settled(state, of: dependent, states: current)
+      if next != state {
+        changed[dependent] = next
+        result.append((dependent, next))
+      }
+    }
+    return result
+  }
+
+  private func label(_ key: String) -> String { labels[key] ?? key }
+}

@@ -1,0 +1,64 @@
+import SwitchCore
+
+/// A change decided but not yet numbered: one switch's new State and what
+/// made it. The writer gives it a revision, a time and an actor.
+struct PlannedChange: Equatable {
+  var key: String
+  var cause: Cause
+  var state: SwitchState
+  var previous: SwitchState
+}
+
+extension Writer {
+  /// Every change one decided write makes, in the order to commit them: the
+  /// switch itself (as its dependencies leave it: `enable` of a switch whose
+  /// dependency still holds shows the dependency), then each switch whose
+  /// State a dependency changes as a result (`cause: dependency`, rule 17).
+  /// Empty when the write changes nothing after all.
+  ///
+  /// The one place a write becomes a set of changes, so whatever must happen
+  /// before they commit (apply commands, rule 14) sees the whole set.
+  static func plannedChanges(
+    of key: String, to next: SwitchState, cause: Cause, catalog: Catalog,
+    records: [String: SwitchRecord]
+  ) -> [PlannedChange] {
+    guard let previous = records[key]?.state else { return [] }
+    let dependencies = catalog.dependencies
+    let own = dependencies.settled(next, of: key) { $0 == key ? next : records[$0]?.state }
+    if own == previous { return [] }
+    var planned = [PlannedChange(key: key, cause: cause, state: own, previous: previous)]
+    let followers = dependencies.consequences(of: key) { $0 == key ? own : records[$0]?.state }
+    for follower in followers {
+      guard let before = records[follower.key]?.state else { continue }
+      planned.append(
+        PlannedChange(
+          key: follower.key, cause: .dependency, state: follower.state, previous: before))
+    }
+    return planned
+  }
+
+  /// Every change making `next` the configuration makes, in the order to
+  /// commit them: a switch's policy (`cause: policy`) and what its
+  /// dependencies now say (`cause: dependency`) in one change per switch,
+  /// each switch after the switches it lists, so one pass settles all.
+  /// `records` holds a row for every switch `next` declares.
+  static func plannedChanges(
+    applying next: Catalog, records: [String: SwitchRecord]
+  ) -> [PlannedChange] {
+    let dependencies = next.dependencies
+    var settled: [String: SwitchState] = [:]
+    var planned: [PlannedChange] = []
+    for key in dependencies.order {
+      guard let current = records[key]?.state else { continue }
+      let policied = Rules.applyPolicy(next.policies[key], to: current)
+      let target = dependencies.settled(policied, of: key) { settled[$0] ?? records[$0]?.state }
+      settled[key] = target
+      if target == current { continue }
+      planned.append(
+        PlannedChange(
+          key: key, cause: policied == current ? .dependency : .policy, state: target,
+          previous: current))
+    }
+    return planned
+  }
+}
