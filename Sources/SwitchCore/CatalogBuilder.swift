@@ -332,7 +332,9 @@ public enum CatalogBuilder {
     func checkDependencies(into report: inout Report) {
       let problems = DependencyCheck.problems(
         listings, definitions: definitions, declared: declared)
-      for problem in problems { report.error(problem.location, problem.message, file: problem.file) }
+      for problem in problems {
+        report.error(problem.location, problem.message, file: problem.file)
+      }
     }
 
     mutating func read(_ bytes: [UInt8], file: String, into report: inout Report) {
