@@ -44,20 +44,27 @@ public struct Dependencies: Sendable {
       listed[key] = Listed(requires: requires, conflicts: conflicts)
       for other in Set(requires + conflicts) { dependents[other, default: []].append(key) }
     }
+    // Depth first, each switch placed after those it lists; a loop, not
+    // recursion, so that a long chain cannot exhaust a thread's stack.
     var order: [String] = []
-    var placed = Set<String>()
-    var visiting = Set<String>()
-    func place(_ key: String) {
-      if placed.contains(key) || visiting.contains(key) { return }
-      visiting.insert(key)
-      if let entry = listed[key] {
-        for other in entry.requires + entry.conflicts { place(other) }
+    var seen = Set<String>()
+    for root in sortedKeys where switches[root] != nil && seen.insert(root).inserted {
+      var stack: [(key: String, lists: [String], next: Int)] = []
+      func enter(_ key: String) {
+        stack.append((key, listed[key].map { $0.requires + $0.conflicts } ?? [], 0))
       }
-      visiting.remove(key)
-      placed.insert(key)
-      order.append(key)
+      enter(root)
+      while let top = stack.last {
+        if top.next < top.lists.count {
+          stack[stack.count - 1].next += 1
+          let other = top.lists[top.next]
+          if seen.insert(other).inserted { enter(other) }
+        } else {
+          stack.removeLast()
+          order.append(top.key)
+        }
+      }
     }
-    for key in sortedKeys where switches[key] != nil { place(key) }
     var position: [String: Int] = [:]
     for (index, key) in order.enumerated() { position[key] = index }
     self.order = order

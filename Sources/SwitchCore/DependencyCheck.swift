@@ -71,34 +71,45 @@ enum DependencyCheck {
 
   /// The cycles a depth-first search meets, each as its edges from the
   /// switch where it was entered; a switch is reported in at most one.
+  /// A loop, not recursion, so that a long chain cannot exhaust the stack.
   private static func cycles(
     _ edges: [String: [(to: String, listing: DependencyListing)]], in order: [String]
   ) -> [[(to: String, listing: DependencyListing)]] {
     enum Mark { case visiting, done }
     var marks: [String: Mark] = [:]
-    var path: [(to: String, listing: DependencyListing)] = []
     var reported = Set<String>()
     var found: [[(to: String, listing: DependencyListing)]] = []
-    func visit(_ key: String) {
-      marks[key] = .visiting
-      for edge in edges[key] ?? [] {
-        path.append(edge)
+    for root in order where marks[root] == nil {
+      // The switches being visited, each with the index of its next edge;
+      // `path` holds the edges taken to reach the top one.
+      var stack: [(key: String, next: Int)] = [(root, 0)]
+      var path: [(to: String, listing: DependencyListing)] = []
+      marks[root] = .visiting
+      while let top = stack.last {
+        let out = edges[top.key] ?? []
+        guard top.next < out.count else {
+          marks[top.key] = .done
+          stack.removeLast()
+          if !path.isEmpty { path.removeLast() }
+          continue
+        }
+        stack[stack.count - 1].next += 1
+        let edge = out[top.next]
         switch marks[edge.to] {
-        case nil: visit(edge.to)
+        case nil:
+          marks[edge.to] = .visiting
+          path.append(edge)
+          stack.append((edge.to, 0))
         case .visiting:
-          let start = path.firstIndex { $0.listing.key == edge.to } ?? 0
-          let cycle = Array(path[start...])
+          let cycle = Array(path.drop { $0.listing.key != edge.to }) + [edge]
           if reported.isDisjoint(with: cycle.map(\.listing.key)) {
             reported.formUnion(cycle.map(\.listing.key))
             found.append(cycle)
           }
         case .done: break
         }
-        path.removeLast()
       }
-      marks[key] = .done
     }
-    for key in order where marks[key] == nil { visit(key) }
     return found
   }
 }

@@ -123,6 +123,23 @@ import Testing
       ])
   }
 
+  /// A chain far longer than any real schema is settled and checked without
+  /// recursion: a thread's stack is no limit on it.
+  @Test func aLongChainIsOrderedAndItsClosingCycleFound() throws {
+    let count = 3000
+    let chain = (0..<count).map { "[s\($0)]\nLabel=S\($0)\nRequires=s\($0 + 1)\n" }.joined()
+    let open = chain + "[s\(count)]\nLabel=End\n"
+    let catalog = try #require(Self.build([(Self.base, open)]).catalog)
+    #expect(catalog.dependencies.order.first == "s\(count)")
+    #expect(catalog.dependencies.order.last == "s0")
+    let closed = chain + "[s\(count)]\nLabel=End\nConflicts=s0\n"
+    let errors = Self.build([(Self.base, closed)]).errors
+    #expect(errors.count == 1)
+    #expect(
+      errors.first?.hasPrefix("\(Self.base):3: Requires=/Conflicts= make a cycle: s0 -> s1") == true
+    )
+  }
+
   @Test func aDiamondIsNoCycle() {
     let result = Self.build([
       (Self.base, "[a]\nLabel=A\n[b]\nLabel=B\nRequires=a\n[c]\nLabel=C\nRequires=a\n"),
