@@ -1,0 +1,83 @@
+import SwitchCore
+import Testing
+
+@testable import SwitchDaemon
+
+/// The one function that turns a decided write, or a new configuration, into
+/// the set of changes to commit together (rule 17): what the apply commands
+/// of issue 13 run before.
+@Suite struct WriterDependenciesTests {
+  static let catalog = Catalog(
+    switches: [
+      SwitchDefinition(key: "airplane-mode", label: "Airplane mode", defaultChecked: false),
+      SwitchDefinition(
+        key: "wifi", label: "Wi-Fi", defaultChecked: true, conflicts: ["airplane-mode"]),
+      SwitchDefinition(
+        key: "bluetooth", label: "Bluetooth", defaultChecked: false, conflicts: ["airplane-mode"]),
+      SwitchDefinition(key: "vpn", label: "VPN", defaultChecked: true),
+    ],
+    policies: [PolicyRule(key: "bluetooth", disabled: true, reason: "Not here.")])
+
+  static func records(_ states: [String: SwitchState]) -> [String: SwitchRecord] {
+    var records: [String: SwitchRecord] = [:]
+    for (key, state) in states { records[key] = SwitchRecord(key: key, state: state) }
+    return records
+  }
+
+  static let byAirplane = SwitchState(
+    checked: true, disabled: true, disabledReason: "Airplane mode is on", disabledBy: .dependency)
+
+  @Test func aWriteIsTheSwitchThenEachDependentItChanges() {
+    let records = Self.records([
+      "airplane-mode": SwitchState(checked: false), "wifi": SwitchState(checked: true),
+      "bluetooth": SwitchState(
+        checked: false, disabled: true, disabledReason: "Not here.", disabledBy: .policy),
+      "vpn": SwitchState(checked: true),
+    ])
+    let planned = Writer.plannedChanges(
+      of: "airplane-mode", to: SwitchState(checked: true), cause: .set, catalog: Self.catalog,
+      records: records)
+    #expect(
+      planned == [
+        PlannedChange(
+          key: "airplane-mode", cause: .set, state: SwitchState(checked: true),
+          previous: SwitchState(checked: false)),
+        PlannedChange(
+          key: "wifi", cause: .dependency, state: Self.byAirplane,
+          previous: SwitchState(checked: true)),
+      ])
+    let alone = Writer.plannedChanges(
+      of: "vpn", to: SwitchState(checked: false), cause: .toggle, catalog: Self.catalog,
+      records: records)
+    #expect(alone.map(\.key) == ["vpn"])
+  }
+
+  @Test func enableWhileTheDependencyHoldsShowsTheDependencyInOneChange() {
+    let disabled = SwitchState(
+      checked: true, disabled: true, disabledReason: "Mine.", disabledBy: .admin)
+    let records = Self.records([
+      "airplane-mode": SwitchState(checked: true), "wifi": disabled,
+    ])
+    let planned = Writer.plannedChanges(
+      of: "wifi", to: SwitchState(checked: true), cause: .enable, catalog: Self.catalog,
+      records: records)
+    #expect(
+      planned == [
+        PlannedChange(key: "wifi", cause: .enable, state: Self.byAirplane, previous: disabled)
+      ])
+  }
+
+  @Test func aConfigurationIsOneChangePerSwitchWithPolicyBeforeDependency() {
+    // At start: airplane mode on, nothing settled yet.
+    let records = Self.records([
+      "airplane-mode": SwitchState(checked: true), "wifi": SwitchState(checked: true),
+      "bluetooth": SwitchState(checked: true), "vpn": SwitchState(checked: true),
+    ])
+    let planned = Writer.plannedChanges(applying: Self.catalog, records: records)
+    #expect(planned.map(\.key) == ["bluetooth", "wifi"])
+    #expect(planned.map(\.cause) == [.policy, .dependency])
+    // The policy's disable wins over the dependency.
+    #expect(planned.first?.state.disabledBy == .policy)
+    #expect(planned.last?.state == Self.byAirplane)
+  }
+}
