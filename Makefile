@@ -1,7 +1,7 @@
 # switchd: build, install and uninstall.
 #
 #   make                                   swift build -c release
-#   sudo make install PREFIX=/usr          binaries, units, configuration, ...
+#   sudo make install PREFIX=/usr          binaries, apply commands, units, configuration, ...
 #   make install DESTDIR=/tmp/stage PREFIX=/usr
 #   sudo make uninstall PREFIX=/usr        keeps configuration you changed
 #   make check-units                       .ci/check-units.sh on the built switchd
@@ -28,6 +28,9 @@ BINDIR ?= $(PREFIX)/bin
 # The daemon is started by systemd or an administrator, not by users.
 SBINDIR ?= $(PREFIX)/sbin
 LIBDIR ?= $(PREFIX)/lib
+# Programs switchd runs, not people: apply commands (ExecApply=) such as
+# rfkill-apply go to $(LIBEXECDIR)/switchd/.
+LIBEXECDIR ?= $(PREFIX)/libexec
 DATADIR ?= $(PREFIX)/share
 UNITDIR ?= $(LIBDIR)/systemd/system
 SYSUSERSDIR ?= $(LIBDIR)/sysusers.d
@@ -54,7 +57,7 @@ MANBUILD ?= $(SCRATCH_PATH)/man
 MAN_SOURCES = $(wildcard docs/man/*.scd)
 MAN_PAGES = $(patsubst docs/man/%.scd,$(MANBUILD)/%,$(MAN_SOURCES))
 
-.PHONY: all build install install-bin install-units install-config install-data \
+.PHONY: all build install install-bin install-libexec install-units install-config install-data \
 	uninstall check-units man install-man uninstall-man clean-man deb
 
 all: build
@@ -72,12 +75,19 @@ $(SWITCHD_BIN) $(SWITCHCTL_BIN):
 	@echo "$@ is missing and SKIP_BUILD is set: run make build first" >&2; exit 1
 endif
 
-install: install-bin install-units install-config install-data
+install: install-bin install-libexec install-units install-config install-data
 
 install-bin: $(SWITCHD_BIN) $(SWITCHCTL_BIN)
 	$(INSTALL) -d -m 0755 $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR)
 	$(INSTALL) -m 0755 $(SWITCHD_BIN) $(DESTDIR)$(SBINDIR)/switchd
 	$(INSTALL) -m 0755 $(SWITCHCTL_BIN) $(DESTDIR)$(BINDIR)/switchctl
+
+# The shipped apply commands (libexec/): rfkill-apply.
+LIBEXEC_FILES = $(wildcard libexec/*)
+
+install-libexec:
+	$(INSTALL) -d -m 0755 $(DESTDIR)$(LIBEXECDIR)/switchd
+	$(INSTALL) -m 0755 $(LIBEXEC_FILES) $(DESTDIR)$(LIBEXECDIR)/switchd/
 
 install-units:
 	$(INSTALL) -d -m 0755 $(DESTDIR)$(UNITDIR)
@@ -113,6 +123,8 @@ install-data:
 # units first: systemctl disable --now switchd.socket switchd.service
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/switchd $(DESTDIR)$(BINDIR)/switchctl
+	rm -f $(addprefix $(DESTDIR)$(LIBEXECDIR)/switchd/,$(notdir $(LIBEXEC_FILES)))
+	-@rmdir $(DESTDIR)$(LIBEXECDIR)/switchd 2>/dev/null || true
 	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/switchd.conf $(DESTDIR)$(TMPFILESDIR)/switchd.conf
 	rm -f $(DESTDIR)$(BASHCOMPDIR)/switchctl

@@ -123,6 +123,7 @@ for bin in usr/sbin/switchd usr/bin/switchctl; do
     fail "/$bin links the Swift runtime dynamically"
   fi
 done
+[ -x "$x/usr/libexec/switchd/rfkill-apply" ] || fail "the package has no /usr/libexec/switchd/rfkill-apply"
 for page in man8/switchd.8 man1/switchctl.1 man5/switchd.conf.5; do
   f=$x/usr/share/man/$page.gz
   [ -f "$f" ] || fail "the package has no /usr/share/man/$page.gz"

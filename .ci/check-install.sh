@@ -7,7 +7,8 @@
 #
 # Build first: swift build -c release --scratch-path SCRATCH_PATH. This script
 # never builds (SKIP_BUILD=1). It checks:
-#   - the installed tree: switchctl in bin, switchd in sbin, units with
+#   - the installed tree: switchctl in bin, switchd in sbin, rfkill-apply in
+#     libexec/switchd, units with
 #     @SBINDIR@/@BINDIR@/@SYSCONFDIR@ substituted, the shipped configuration under /etc/switchd,
 #     sysusers.d/tmpfiles.d, bash completion, and nothing else;
 #   - a reinstall keeps a configuration file the administrator changed (and one
@@ -37,7 +38,7 @@ command -v make >/dev/null || fail "make not found"
 
 # The Makefile's variables are `?=`: one set in this environment would move
 # the install. Only what is passed on make's command line counts here.
-unset DESTDIR PREFIX SYSCONFDIR BINDIR LIBDIR DATADIR UNITDIR SYSUSERSDIR TMPFILESDIR \
+unset DESTDIR PREFIX SYSCONFDIR BINDIR LIBDIR LIBEXECDIR DATADIR UNITDIR SYSUSERSDIR TMPFILESDIR \
   BASHCOMPDIR CONFDIR SWIFT_BIN_PATH SWITCHD_BIN SWITCHCTL_BIN SKIP_BUILD MAKEFLAGS MFLAGS
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/check-install.XXXXXX")
@@ -100,6 +101,14 @@ check_tree() {
     expect_mode "$dest$prefix/$tool" 755
     expect_same "$scratch/release/${tool#*/}" "$dest$prefix/$tool"
   done
+  # --- apply commands: the shipped scripts, executable ---
+  local script
+  for script in "$repo"/libexec/*; do
+    local installed=$dest$prefix/libexec/switchd/${script##*/}
+    [[ -f $installed ]] || fail "$prefix/libexec/switchd/${script##*/} was not installed"
+    expect_mode "$installed" 755
+    expect_same "$script" "$installed"
+  done
   local version
   version=$("$sbindir/switchd" --version) || fail "the installed switchd --version failed"
   [[ $version == switchd\ * ]] || fail "the installed switchd --version printed '$version'"
@@ -158,6 +167,7 @@ $check"
         "${prefix#/}/lib/systemd/system/switchd.socket" \
         "${prefix#/}/lib/sysusers.d/switchd.conf" "${prefix#/}/lib/tmpfiles.d/switchd.conf" \
         "${prefix#/}/share/bash-completion/completions/switchctl"
+      (cd "$repo/libexec" && printf '%s\n' *) | sed "s|^|${prefix#/}/libexec/switchd/|"
       shipped_config | sed 's|^|etc/switchd/|'
       (cd "$repo/cockpit" && printf '%s\n' manifest.json *.html *.js *.css) |
         sed "s|^|${prefix#/}/share/cockpit/switchd/|"

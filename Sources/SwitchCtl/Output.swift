@@ -296,7 +296,7 @@ enum Output {
     case Holder.admin.wireName?:
       text += "an administrator"
       if let uid = entry?[WireField.actor]?[WireField.uid]?.int64Value { text += " (uid \(uid))" }
-    case "dependency"?:
+    case Holder.dependency.wireName?:
       text += "a switch it depends on"
     case let other?:
       text += other
