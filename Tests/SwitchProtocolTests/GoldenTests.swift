@@ -17,6 +17,26 @@ import Testing
     return Call.decode(method, params: request.params)
   }
 
+  /// A switch another one's change disabled (rule 17): cause and holder
+  /// "dependency", the actor of the change that caused it.
+  @Test func dependencyEntryGolden() {
+    var change = Self.change
+    change.cause = .dependency
+    change.state = SwitchState(
+      checked: true, disabled: true, disabledReason: "Airplane mode is on",
+      disabledBy: .dependency)
+    change.previous = SwitchState(checked: true)
+    var w = JSONWriter()
+    WireEncoding.writeEntry(&w, change)
+    let text = String(decoding: w.bytes, as: UTF8.self)
+    #expect(
+      text.contains(#""cause":"dependency","fields":["disabled","disabledReason","disabledBy"]"#))
+    #expect(
+      text.contains(
+        #""disabled":true,"disabledReason":"Airplane mode is on","disabledBy":"dependency""#))
+    #expect(Cause(wireName: "dependency") == .dependency)
+  }
+
   @Test(arguments: [
     (#"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"wifi"}}"#, Call.get(key: "wifi")),
     (#"{"jsonrpc":"2.0","id":1,"method":"list"}"#, .list(prefix: nil)),
