@@ -264,8 +264,9 @@ final class Writer {
 
   /// Makes `next` the configuration: creates rows for new switches at their
   /// default, and applies the policies and dependencies as changes (one
-  /// revision per switch whose State changes). On failure the old configuration stays in force;
-  /// rows already inserted for new switches hold only their defaults.
+  /// revision per switch whose State changes). On failure the old
+  /// configuration stays in force; rows already inserted for new switches
+  /// hold only their defaults.
   private func apply(_ next: Catalog) throws -> (update: CatalogUpdate, changes: [Change]) {
     let time = wallClockMilliseconds()
     var newRecords: [SwitchRecord] = []
