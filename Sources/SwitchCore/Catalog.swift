@@ -33,11 +33,16 @@ public struct SwitchDefinition: Equatable, Sendable {
   /// Its place in the schema: files in lexical order, sections in file order.
   public var order: Int
   public var source: SourceLocation
+  /// `Scope=`: one value for the machine (the default) or one per user.
+  public var scope: SwitchScope
+  /// `ExecApply=` and `ApplyTimeoutSec=`; nil when the switch has no apply command.
+  public var apply: ApplyCommand?
 
   public init(
     key: String, label: String?, description: String = "", defaultChecked: Bool,
     checkedIcon: String = "", uncheckedIcon: String = "", group: String = "", order: Int = 0,
-    source: SourceLocation = SourceLocation(file: "", line: 0)
+    source: SourceLocation = SourceLocation(file: "", line: 0), scope: SwitchScope = .system,
+    apply: ApplyCommand? = nil
   ) {
     self.key = key
     self.label = label
@@ -48,6 +53,8 @@ public struct SwitchDefinition: Equatable, Sendable {
     self.group = group
     self.order = order
     self.source = source
+    self.scope = scope
+    self.apply = apply
   }
 }
 

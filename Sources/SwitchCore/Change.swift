@@ -1,10 +1,13 @@
-/// Who made a change: a peer from SO_PEERCRED, or a policy file.
+/// Who made a change: a peer from SO_PEERCRED, a policy file, or switchd
+/// itself applying stored values at start or reload.
 public enum Actor: Equatable, Hashable, Sendable {
   case peer(uid: UInt32, gid: UInt32, pid: Int32)
   case policy
+  case reconcile
 }
 
-/// What made a change: the method, or a policy applied at start or reload.
+/// What made a change: the method, a policy applied at start or reload, or
+/// `reconcile`: an apply at start or reload that set or cleared `invalid`.
 public enum Cause: Sendable, CaseIterable {
   case set
   case toggle
@@ -14,6 +17,8 @@ public enum Cause: Sendable, CaseIterable {
   case disable
   case enable
   case policy
+  case apply
+  case reconcile
 }
 
 /// One committed change of one switch: one revision, one event.

@@ -28,6 +28,8 @@ extension Cause {
     case .disable: return "disable"
     case .enable: return "enable"
     case .policy: return "policy"
+    case .apply: return "apply"
+    case .reconcile: return "reconcile"
     }
   }
 
@@ -47,6 +49,8 @@ extension StateField {
     case .disabled: return "disabled"
     case .disabledReason: return "disabledReason"
     case .disabledBy: return "disabledBy"
+    case .invalid: return "invalid"
+    case .invalidReason: return "invalidReason"
     }
   }
 }

@@ -76,6 +76,17 @@ enum Schema {
       SELECT 'checkpoint', max(value, coalesce((SELECT max(revision) FROM changes), 0))
       FROM meta WHERE name = 'revision';
     """,
+    // Apply commands (issue 13): whether a switch's apply command could not make its value
+    // real, and why; kept in the switch rows and in both States of each logged change.
+    // Rows and changes written before hold a valid switch.
+    """
+    ALTER TABLE switches ADD COLUMN invalid INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE switches ADD COLUMN invalid_reason TEXT;
+    ALTER TABLE changes ADD COLUMN s_invalid INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE changes ADD COLUMN s_invalid_reason TEXT;
+    ALTER TABLE changes ADD COLUMN p_invalid INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE changes ADD COLUMN p_invalid_reason TEXT;
+    """,
   ]
 
   /// The schema version this build writes and reads.

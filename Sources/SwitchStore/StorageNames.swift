@@ -36,6 +36,8 @@ extension Cause {
     case .disable: return "disable"
     case .enable: return "enable"
     case .policy: return "policy"
+    case .apply: return "apply"
+    case .reconcile: return "reconcile"
     }
   }
 
@@ -49,6 +51,8 @@ extension Cause {
     case "disable": self = .disable
     case "enable": self = .enable
     case "policy": self = .policy
+    case "apply": self = .apply
+    case "reconcile": self = .reconcile
     default: return nil
     }
   }

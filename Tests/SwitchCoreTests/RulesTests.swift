@@ -305,7 +305,8 @@ import Testing
 
   @Test func privilegesAreOneTable() {
     for cause in Cause.allCases {
-      let expected: Privilege = [.set, .toggle, .reset].contains(cause) ? .writer : .administrator
+      let expected: Privilege =
+        [.set, .toggle, .reset, .apply].contains(cause) ? .writer : .administrator
       #expect(cause.privilege == expected)
     }
     #expect(Self.reader.has(.anyone) && !Self.reader.has(.writer))

@@ -153,7 +153,7 @@ import Testing
     for method in Method.allCases {
       let expected: Privilege
       switch method {
-      case .set, .toggle, .reset: expected = .writer
+      case .set, .toggle, .reset, .apply: expected = .writer
       case .lock, .unlock, .disable, .enable, .reload: expected = .administrator
       default: expected = .anyone
       }
