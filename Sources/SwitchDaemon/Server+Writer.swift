@@ -17,6 +17,7 @@ extension Server {
         adopt(update)
       }
       if output.oldestRetained != nil { oldestRetained = output.oldestRetained }
+      if let count = output.reconciling { reconciling = count }
       publish(output.changes)
       var resumed: [UInt64: Connection] = [:]
       for (ticket, answer) in output.answers {
