@@ -79,25 +79,28 @@ func applyEnvironment(
   ]
 }
 
-/// A FIFO an applier blocks on (`cat FIFO`) until the test lets it go.
+/// A FIFO an applier blocks on until the test lets it go. The applier
+/// (`gatedApplier`) counts its runs in `PATH.runs` first, so that the test
+/// can tell it is waiting without touching the FIFO.
 struct Gate {
   let path: String
+
+  /// The body of an applier that waits on the gate its first argument names.
+  static let gatedApplier = "echo \"$SWITCH_CAUSE\" >> \"$1.runs\"; cat \"$1\" > /dev/null"
 
   init(_ path: String) throws {
     guard mkfifo(path, 0o600) == 0 else { throw FixtureError("mkfifo \(path) failed") }
     self.path = path
   }
 
-  /// Whether an applier is blocked reading it now.
-  var isWaitedOn: Bool {
-    let fd = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
-    guard fd >= 0 else { return false }  // ENXIO: no reader yet
-    close(fd)
-    return true
+  /// How many times the applier started (and waits or waited on the gate).
+  var runs: Int {
+    ((try? readWholeFile(path + ".runs")) ?? "").split(separator: "\n").count
   }
 
-  /// Waits (with a generous deadline) for a reader, then lets it go: the
-  /// reader sees end of file once this side closes.
+  /// Lets one waiting applier go: opens the writing end once a reader is
+  /// there (with a generous deadline) and closes it, which the reader sees
+  /// as the end of its input.
   func open() throws {
     let deadline = monotonicNow() + 60
     while monotonicNow() < deadline {
