@@ -683,7 +683,8 @@ final class Server {
       policies: catalog.policyCount, connections: connections.count, watches: hub.count,
       uptimeSeconds: Int64(monotonicSeconds() - startedAt), database: databasePath,
       socket: listenerPath, configDirectory: configDirectory, lastReload: lastReload,
-      reconciling: reconciling, caller: StatusReport.CallerReport(
+      reconciling: reconciling,
+      caller: StatusReport.CallerReport(
         uid: connection.peer.uid, gid: connection.peer.gid, administrator: caller.isAdmin,
         writesSystemSwitches: caller.mayWrite))
   }

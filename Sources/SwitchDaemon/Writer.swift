@@ -259,7 +259,9 @@ final class Writer {
       if settled.count == 1 {
         let failure = RPCError.storageFailure("\(error)")
         var tickets: [(Ticket, WriterOutput.Answer)] = []
-        if case .write(let write) = settled[0] { tickets = [(write.ticket, .write(.failure(failure)))] }
+        if case .write(let write) = settled[0] {
+          tickets = [(write.ticket, .write(.failure(failure)))]
+        }
         return WriterOutput(
           catalog: nil, changes: [], answers: tickets, oldestRetained: oldestRetained)
       }

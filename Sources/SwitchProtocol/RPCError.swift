@@ -140,7 +140,9 @@ public struct RPCError: Error, Equatable, Sendable {
     case .noApplyCommand(let key):
       self.init(
         .invalidParams, refusal.message,
-        data: [JSONMember(WireField.key, .string(key)), JSONMember(WireField.param, .string("key"))]
+        data: [
+          JSONMember(WireField.key, .string(key)), JSONMember(WireField.param, .string("key")),
+        ]
       )
     }
   }
@@ -150,7 +152,9 @@ public struct RPCError: Error, Equatable, Sendable {
   public static func applyFailed(key: String, reason: String) -> RPCError {
     RPCError(
       .applyFailed, "Applying \(key) failed, nothing changed: \(reason)",
-      data: [JSONMember(WireField.key, .string(key)), JSONMember(WireField.reason, .string(reason))])
+      data: [
+        JSONMember(WireField.key, .string(key)), JSONMember(WireField.reason, .string(reason)),
+      ])
   }
 }
 

@@ -41,12 +41,15 @@ import Testing
     let client = try daemon.client()
     // The reconcile of `slow` waits on the gate, yet switchd serves.
     #expect(pollUntil(seconds: 60) { gate.runs == 1 })
-    #expect(try client.result("status")["reconciling"]?.int64Value == 1)
+    // `fast` is reconciled soon; `slow` stays.
+    #expect(
+      try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 1 })
     #expect(try client.result("get", keyParam("plain"))["checked"]?.boolValue == false)
     #expect(try client.result("toggle", keyParam("plain"))["changed"]?.boolValue == true)
     #expect(daemon.ctl(["status"]).stdout.contains("reconciling: 1"))
     try gate.open()
-    #expect(try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
+    #expect(
+      try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
   }
 
   @Test func aSlowCommandDelaysNoOtherSwitch() throws {
@@ -70,7 +73,8 @@ import Testing
     #expect(try other.result("get", keyParam("slow"))["checked"]?.boolValue == false)
     #expect(try other.result("toggle", keyParam("plain"))["changed"]?.boolValue == true)
     #expect(try other.result("toggle", keyParam("fast"))["changed"]?.boolValue == true)
-    #expect(daemon.recordedRuns("fast.log").last?.environment.contains("SWITCH_EFFECTIVE=on") == true)
+    #expect(
+      daemon.recordedRuns("fast.log").last?.environment.contains("SWITCH_EFFECTIVE=on") == true)
     // A second write of `slow` waits behind the first, in order.
     try other.send(
       raw: #"{"jsonrpc":"2.0","id":"again","method":"set","params":{"key":"slow","checked":false}}"#
@@ -121,7 +125,8 @@ import Testing
     let entry = try admin.result("history", #"{"key":"wifi","limit":1}"#)["entries"]?
       .arrayValue?.first
     #expect(entry?["cause"]?.stringValue == "reconcile")
-    #expect(entry?["fields"]?.arrayValue?.compactMap(\.stringValue) == ["invalid", "invalidReason"])
+    #expect(
+      entry?["fields"]?.arrayValue?.compactMap(\.stringValue) == ["invalid", "invalidReason"])
   }
 
   @Test func aPolicyTheCommandCannotApplyHoldsAndMarksTheSwitchInvalidInOneChange() throws {
@@ -129,7 +134,8 @@ import Testing
       "[wifi]\nLabel=Wi-Fi\nDefault=on\nExecApply=@DIR@/record @DIR@/wifi.log\n",
       prepare: { try $0.writeRecordingApplier() })
     let admin = try daemon.client()
-    #expect(try pollUntil(seconds: 60) { try admin.result("status")["reconciling"]?.int64Value == 0 })
+    #expect(
+      try pollUntil(seconds: 60) { try admin.result("status")["reconciling"]?.int64Value == 0 })
     let before = try admin.result("status")["revision"]?.int64Value ?? 0
     try daemon.recordedAppliersFail("cannot turn the radio off")
     try daemon.writeFile(

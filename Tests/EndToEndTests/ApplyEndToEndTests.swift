@@ -34,7 +34,8 @@ import Testing
       prepare: { try $0.writeRecordingApplier() })
     let client = try daemon.client()
     // The start's reconcile ran it (calls are served before it ends).
-    #expect(try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
+    #expect(
+      try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
     let set = try client.result("set", #"{"key":"wifi","checked":false}"#)
     #expect(set["changed"]?.boolValue == true)
     let runs = daemon.recordedRuns("wifi.log")
@@ -56,8 +57,11 @@ import Testing
     let daemon = try DaemonFixture.withAppliers(
       Self.recordedSwitches, prepare: { try $0.writeRecordingApplier() })
     let client = try daemon.client()
-    #expect(try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
-    func runs() -> Int { daemon.recordedRuns("wifi.log").count + daemon.recordedRuns("bluetooth.log").count }
+    #expect(
+      try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
+    func runs() -> Int {
+      daemon.recordedRuns("wifi.log").count + daemon.recordedRuns("bluetooth.log").count
+    }
     #expect(runs() == 2)  // wifi and bluetooth at start
     func lastRun() -> [String] { daemon.recordedRuns("wifi.log").last?.environment ?? [] }
 
@@ -89,7 +93,8 @@ import Testing
     let daemon = try DaemonFixture.withAppliers(
       Self.recordedSwitches, prepare: { try $0.writeRecordingApplier() })
     let client = try daemon.client()
-    #expect(try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
+    #expect(
+      try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
     let watcher = try daemon.client()
     _ = try watcher.result("watch")
     let before = try client.result("status")["revision"]?.int64Value
@@ -123,7 +128,8 @@ import Testing
     let daemon = try DaemonFixture.withAppliers(
       "[ghost]\nLabel=Ghost\nExecApply=@DIR@/missing-applier\n")
     let client = try daemon.client()
-    #expect(try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
+    #expect(
+      try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
     let ghost = try client.result("get", keyParam("ghost"))
     #expect(ghost["invalid"]?.boolValue == true)
     #expect(ghost["invalidReason"]?.stringValue?.contains("No such file or directory") == true)
@@ -153,7 +159,8 @@ import Testing
           """)
       })
     let client = try daemon.client()
-    #expect(try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
+    #expect(
+      try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
     let error = try client.error("toggle", keyParam("slow"))
     expectErrorObject(error, -32006, "ApplyFailed")
     #expect(error["data"]?["reason"]?.stringValue == "timed out after 0.5s")
@@ -186,7 +193,8 @@ import Testing
           """)
       })
     let client = try daemon.client()
-    #expect(try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
+    #expect(
+      try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
     let error = try client.error("toggle", keyParam("noisy"))
     #expect(error["data"]?["reason"]?.stringValue == "the first line")
     let pid = try #require(
@@ -204,7 +212,8 @@ import Testing
         try $0.recordedAppliersFail("no radio here")
       })
     let client = try daemon.client()
-    #expect(try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
+    #expect(
+      try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
     let wifi = try client.result("get", keyParam("wifi"))
     #expect(wifi["invalid"]?.boolValue == true)
     #expect(wifi["invalidReason"]?.stringValue == "no radio here")
@@ -242,7 +251,8 @@ import Testing
       daemon.recordedRuns("wifi.log").last?.environment
         == applyEnvironment(
           key: "wifi", effective: true, checked: true, disabled: false, cause: "apply"))
-    let cleared = try client.result("history", #"{"key":"wifi","limit":1}"#)["entries"]?.arrayValue?.first
+    let cleared = try client.result("history", #"{"key":"wifi","limit":1}"#)["entries"]?.arrayValue?
+      .first
     #expect(cleared?["cause"]?.stringValue == "apply")
     #expect(cleared?["revision"]?.int64Value == (revision ?? 0) + 1)
     // Again: it runs, but nothing changes.
@@ -268,13 +278,15 @@ import Testing
     let daemon = try DaemonFixture.withAppliers(
       Self.recordedSwitches, prepare: { try $0.writeRecordingApplier() })
     var client = try daemon.client()
-    #expect(try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
+    #expect(
+      try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
     _ = try client.result("set", #"{"key":"bluetooth","checked":true}"#)
     daemon.stop()
     try daemon.recordedAppliersFail("adapter missing")
     try daemon.start()
     client = try daemon.client()
-    #expect(try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
+    #expect(
+      try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
     // The stored value is what the start applied.
     #expect(
       daemon.recordedRuns("bluetooth.log").last?.environment
