@@ -114,11 +114,12 @@ public enum Rules {
     case .apply:
       // Changes no value, so neither a hold nor a disable refuses it; what
       // it may change (`invalid`) is known only once the command has run.
+      // InvalidParams comes before PermissionDenied for writing (the order of checks).
+      if definition.apply == nil { return .failure(.noApplyCommand(key: key)) }
       if !caller.has(operation.privilege) {
         return .failure(
           .permissionDenied(key: key, action: "apply", requirement: caller.writeRequirement))
       }
-      if definition.apply == nil { return .failure(.noApplyCommand(key: key)) }
       return .success(nil)
     }
   }

@@ -95,3 +95,60 @@ import Testing
     #expect(!Rules.needsApply(without, from: SwitchState(checked: false), to: on))
   }
 }
+
+@Suite struct ApplyOperationRulesTests {
+  static let withCommand = SwitchDefinition(
+    key: "wifi", label: "Wi-Fi", defaultChecked: true, apply: ApplyCommand(arguments: ["/a"]))
+  static let writer = Caller(
+    actor: .peer(uid: 1000, gid: 1000, pid: 1), isAdmin: false, mayWrite: true)
+  static let reader = Caller(
+    actor: .peer(uid: 1001, gid: 1001, pid: 2), isAdmin: false, mayWrite: false)
+
+  static func decide(
+    _ definition: SwitchDefinition?, _ state: SwitchState, _ caller: Caller
+  ) -> Result<Decision, Refusal> {
+    Rules.decide(
+      .apply, key: "wifi", definition: definition,
+      record: definition.map { _ in SwitchRecord(key: "wifi", state: state) }, policy: nil,
+      caller: caller)
+  }
+
+  @Test func applyChangesNoValueAndIsAllowedOnHeldOrDisabledSwitches() {
+    var held = SwitchState(checked: true, readOnly: true, heldBy: .policy)
+    held.disabled = true
+    held.disabledBy = .admin
+    for state in [SwitchState(checked: false), held] {
+      guard case .success(let decided) = Self.decide(Self.withCommand, state, Self.writer) else {
+        Issue.record("apply was refused on \(state)")
+        continue
+      }
+      #expect(decided.next == nil)
+    }
+  }
+
+  @Test func unknownThenNoCommandThenWriters() {
+    #expect(
+      Self.decide(nil, SwitchState(checked: true), Self.writer)
+        .failureValue == .unknownSwitch(key: "wifi"))
+    let plain = SwitchDefinition(key: "wifi", label: "Wi-Fi", defaultChecked: true)
+    #expect(
+      Self.decide(plain, SwitchState(checked: true), Self.reader).failureValue
+        == .noApplyCommand(key: "wifi"))
+    guard
+      case .permissionDenied? = Self.decide(
+        Self.withCommand, SwitchState(checked: true), Self.reader
+      )
+      .failureValue
+    else {
+      Issue.record("a reader may not apply")
+      return
+    }
+  }
+}
+
+extension Result {
+  fileprivate var failureValue: Failure? {
+    if case .failure(let failure) = self { return failure }
+    return nil
+  }
+}
