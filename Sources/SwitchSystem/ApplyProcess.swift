@@ -116,9 +116,16 @@ public enum ApplyProcess {
   private static func withCStrings<R>(
     _ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R
   ) -> R {
-    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+    // Copied into memory Swift allocates (and frees), not strdup's: one
+    // allocator for both ends, whatever a sanitizer interposes.
+    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { string in
+      let bytes = Array(string.utf8CString)
+      let copy = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count)
+      copy.initialize(from: bytes, count: bytes.count)
+      return copy
+    }
     pointers.append(nil)
-    defer { for pointer in pointers { free(pointer) } }
+    defer { for pointer in pointers { pointer?.deallocate() } }
     return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
   }
 }
