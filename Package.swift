@@ -24,7 +24,7 @@ let package = Package(
       name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     .target(name: "CShim"),
     // The thin layer over Glibc shared by the daemon and switchctl.
-    .target(name: "SwitchSystem"),
+    .target(name: "SwitchSystem", dependencies: ["CShim"]),
     .target(name: "SwitchCore"),
     .target(
       name: "SwitchProtocol", dependencies: ["SwitchCore"], swiftSettings: releaseSpeed),

@@ -10,7 +10,7 @@
 # (default /etc/switchd). Keys match ^[a-z][a-z0-9.-]*$, so the JSON is parsed
 # with grep and sed.
 
-_switchctl_commands='list get is-on set on off toggle reset watch history lock unlock disable enable why status reload help'
+_switchctl_commands='list get is-on set on off toggle reset watch history lock unlock disable enable apply why status reload help'
 
 # Prints the switch keys, one per line. $1: the --socket argument, or empty.
 _switchctl_keys() {
@@ -106,7 +106,7 @@ _switchctl() {
 
   local options='' keys=no
   case $command in
-    list | get | is-on | reset | unlock | enable | why)
+    list | get | is-on | reset | unlock | enable | apply | why)
       ((npos == 0)) && keys=yes
       ;;
     on | off | toggle)

@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "CShim.h"
 
+#include <errno.h>
+
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -8,6 +10,10 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <unistd.h>
 
 #ifndef SO_PEERGROUPS
@@ -84,4 +90,70 @@ long shim_raise_nofile_limit(void) {
     if (setrlimit(RLIMIT_NOFILE, &lim) != 0) return -1;
   }
   return (long)lim.rlim_cur;
+}
+
+int shim_spawn_apply(const char *path, char *const argv[], char *const envp[], int stderr_fd,
+                     int32_t *pid) {
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  int rc = posix_spawn_file_actions_init(&actions);
+  if (rc != 0) return rc;
+  rc = posix_spawnattr_init(&attr);
+  if (rc != 0) {
+    posix_spawn_file_actions_destroy(&actions);
+    return rc;
+  }
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  // The daemon ignores SIGPIPE and blocks SIGTERM/SIGINT/SIGHUP (signalfd):
+  // an ignored or blocked signal would outlive exec, so both are reset.
+  if (rc == 0) rc = posix_spawnattr_setsigmask(&attr, &none);
+  if (rc == 0) rc = posix_spawnattr_setsigdefault(&attr, &all);
+  if (rc == 0) rc = posix_spawnattr_setpgroup(&attr, 0);
+  if (rc == 0)
+    rc = posix_spawnattr_setflags(
+        &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  if (rc == 0) rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  if (rc == 0) rc = posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  if (rc == 0) rc = posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
+  if (rc == 0) rc = posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  if (rc == 0) rc = posix_spawn_file_actions_addchdir_np(&actions, "/");
+  pid_t child = 0;
+  if (rc == 0) rc = posix_spawn(&child, path, &actions, &attr, argv, envp);
+  if (rc == 0) *pid = (int32_t)child;
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc;
+}
+
+int shim_pidfd_open(int32_t pid) {
+#ifdef SYS_pidfd_open
+  return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+#else
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+int shim_child_exited(int32_t pid) {
+  siginfo_t info;
+  info.si_pid = 0;
+  int rc;
+  do {
+    rc = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT);
+  } while (rc == -1 && errno == EINTR);
+  if (rc == -1) return -1;
+  return info.si_pid != 0 ? 1 : 0;
+}
+
+int shim_pipe_for_output(int fds[2]) {
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+  int flags = fcntl(fds[0], F_GETFL);
+  if (flags == -1 || fcntl(fds[0], F_SETFL, flags | O_NONBLOCK) == -1) {
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
+  return 0;
 }

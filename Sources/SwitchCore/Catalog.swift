@@ -39,12 +39,14 @@ public struct SwitchDefinition: Equatable, Sendable {
   /// Switches that keep this one from applying while in effect (`Conflicts=`).
   public var conflicts: [String]
   public var source: SourceLocation
+  /// `ExecApply=` and `ApplyTimeoutSec=`; nil when the switch has no apply command.
+  public var apply: ApplyCommand?
 
   public init(
     key: String, label: String?, description: String = "", defaultChecked: Bool,
     checkedIcon: String = "", uncheckedIcon: String = "", group: String = "", order: Int = 0,
     scope: SwitchScope = .system, requires: [String] = [], conflicts: [String] = [],
-    source: SourceLocation = SourceLocation(file: "", line: 0)
+    source: SourceLocation = SourceLocation(file: "", line: 0), apply: ApplyCommand? = nil
   ) {
     self.key = key
     self.label = label
@@ -58,11 +60,12 @@ public struct SwitchDefinition: Equatable, Sendable {
     self.requires = requires
     self.conflicts = conflicts
     self.source = source
+    self.apply = apply
   }
 }
 
 /// Whose value a switch keeps (`Scope=`, SEMANTICS.md rules 11–13).
-public enum SwitchScope: Sendable, Equatable {
+public enum SwitchScope: Sendable, Hashable {
   /// One value for the machine.
   case system
   /// One value per user.

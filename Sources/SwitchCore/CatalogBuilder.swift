@@ -316,6 +316,7 @@ public enum CatalogBuilder {
   private static let switchNames = [
     "Label", "Description", "Default", "CheckedIcon", "UncheckedIcon", "Group", "Scope",
     "Requires", "Conflicts",
+    "ExecApply", "ApplyTimeoutSec",
   ]
 
   /// Reads the schema file by file, remembering where each key was first declared.
@@ -380,6 +381,9 @@ public enum CatalogBuilder {
     definition.source = header
     var labelLine: Int?
     var valid = true
+    var execApplyLine: Int?
+    var timeoutLine: Int?
+    var timeout = ApplyCommand.defaultTimeoutMilliseconds
     for entry in section.entries {
       let location = SourceLocation(file: header.file, line: entry.line)
       switch entry.name {
@@ -401,6 +405,26 @@ public enum CatalogBuilder {
         }
       case "Requires": definition.requires = dependencyKeys(entry.value)
       case "Conflicts": definition.conflicts = dependencyKeys(entry.value)
+      case "ExecApply":
+        execApplyLine = entry.line
+        let (words, problem) = execApplyWords(entry.value)
+        if let words {
+          definition.apply = ApplyCommand(arguments: words)
+        } else {
+          report.error(location, problem ?? "ExecApply= is invalid")
+          valid = false
+        }
+      case "ApplyTimeoutSec":
+        timeoutLine = entry.line
+        if let milliseconds = ApplyCommand.parseTimeout(entry.value) {
+          timeout = milliseconds
+        } else {
+          report.error(
+            location,
+            "ApplyTimeoutSec=\(entry.value) is not a positive number of seconds "
+              + "(at most 86400, like 5 or 0.5)")
+          valid = false
+        }
       case "Default":
         if let value = BooleanWord.parse(entry.value) {
           definition.defaultChecked = value
@@ -412,6 +436,19 @@ public enum CatalogBuilder {
         report.error(location, unknownName(entry, section: section.name, allowed: switchNames))
         valid = false
       }
+    }
+    definition.apply?.timeoutMilliseconds = timeout
+    if let execApplyLine, definition.scope == .user {
+      report.error(
+        SourceLocation(file: header.file, line: execApplyLine),
+        "ExecApply= on user-scope switch \(section.name): apply commands are for system "
+          + "switches only")
+      valid = false
+    }
+    if let timeoutLine, execApplyLine == nil {
+      report.warning(
+        SourceLocation(file: header.file, line: timeoutLine),
+        "ApplyTimeoutSec= has no effect without ExecApply=")
     }
     if let label = definition.label, let labelLine {
       if labelNamesActionOrState(label) {
@@ -425,6 +462,26 @@ public enum CatalogBuilder {
         header, "switch \(section.name) has no Label: always pair a switch with a label")
     }
     return valid ? definition : nil
+  }
+
+  /// The words of an `ExecApply=` value (`ApplyCommand.split`), or what is
+  /// wrong with it: empty, an unclosed quote, or a program path that is not absolute.
+  static func execApplyWords(_ value: String) -> (words: [String]?, problem: String?) {
+    switch ApplyCommand.split(value) {
+    case .failure(.empty):
+      return (nil, "ExecApply= is empty: name the program that applies the value")
+    case .failure(.unclosedQuote):
+      return (nil, "ExecApply=\(value) has an unclosed double quote")
+    case .success(let words):
+      guard words[0].hasPrefix("/") else {
+        return (
+          nil,
+          "ExecApply=\(value): the program \(words[0]) is not an absolute path: "
+            + "it must start with '/'"
+        )
+      }
+      return (words, nil)
+    }
   }
 
   /// Word sequences that make a label read as a command or a state.

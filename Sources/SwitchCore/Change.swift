@@ -1,11 +1,15 @@
-/// Who made a change: a peer from SO_PEERCRED, or a policy file.
+/// Who made a change: a peer from SO_PEERCRED, a policy file, or switchd
+/// itself applying stored values at start or reload.
 public enum Actor: Equatable, Hashable, Sendable {
   case peer(uid: UInt32, gid: UInt32, pid: Int32)
   case policy
+  case reconcile
 }
 
-/// What made a change: the method, a policy applied at start or reload, or
-/// another switch's change that disabled or enabled this one (rule 17).
+/// What made a change: the method, a policy applied at start or reload,
+/// another switch's change that disabled or enabled this one (`dependency`,
+/// rule 17), or an apply at start or reload that set or cleared `invalid`
+/// (`reconcile`).
 public enum Cause: Sendable, CaseIterable {
   case set
   case toggle
@@ -16,6 +20,8 @@ public enum Cause: Sendable, CaseIterable {
   case enable
   case policy
   case dependency
+  case apply
+  case reconcile
 }
 
 /// One committed change of one switch: one revision, one event.

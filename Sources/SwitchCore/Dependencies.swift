@@ -121,14 +121,7 @@ public struct Dependencies: Sendable {
     guard dependents[key] != nil else { return [] }
     // Every switch downstream of `key`, settled in order, so that a switch
     // sees its own dependencies' new States.
-    var reached = Set<String>()
-    var frontier = [key]
-    while let next = frontier.popLast() {
-      for dependent in dependents[next] ?? [] where reached.insert(dependent).inserted {
-        frontier.append(dependent)
-      }
-    }
-    let downstream = reached.sorted { (position[$0] ?? 0) < (position[$1] ?? 0) }
+    let downstream = self.downstream(of: key)
     var changed: [String: SwitchState] = [:]
     var result: [(key: String, state: SwitchState)] = []
     func current(_ other: String) -> SwitchState? { changed[other] ?? states(other) }
@@ -141,6 +134,24 @@ public struct Dependencies: Sendable {
       }
     }
     return result
+  }
+
+  /// `key` and every switch whose State a change of `key` may change: what
+  /// a write of `key` may touch.
+  public func reach(of key: String) -> [String] { [key] + downstream(of: key) }
+
+  /// The switches downstream of `key` (its dependents, theirs, …), in the
+  /// order to settle them.
+  private func downstream(of key: String) -> [String] {
+    guard dependents[key] != nil else { return [] }
+    var reached = Set<String>()
+    var frontier = [key]
+    while let next = frontier.popLast() {
+      for dependent in dependents[next] ?? [] where reached.insert(dependent).inserted {
+        frontier.append(dependent)
+      }
+    }
+    return reached.sorted { (position[$0] ?? 0) < (position[$1] ?? 0) }
   }
 
   private func label(_ key: String) -> String { labels[key] ?? key }

@@ -7,6 +7,8 @@ public enum Operation: Equatable, Sendable {
   case unlock
   case disable(reason: String?)
   case enable
+  /// Runs the apply command again with the effective value; changes no value.
+  case apply
 
   public var cause: Cause {
     switch self {
@@ -17,6 +19,7 @@ public enum Operation: Equatable, Sendable {
     case .unlock: return .unlock
     case .disable: return .disable
     case .enable: return .enable
+    case .apply: return .apply
     }
   }
 
@@ -30,6 +33,7 @@ public enum Operation: Equatable, Sendable {
     case .unlock: return "unlock"
     case .disable: return "disable"
     case .enable: return "enable"
+    case .apply: return "apply"
     }
   }
 
@@ -55,8 +59,8 @@ extension Cause {
   /// comes from the configuration, which only an administrator may reload.
   public var privilege: Privilege {
     switch self {
-    case .set, .toggle, .reset: return .writer
-    case .lock, .unlock, .disable, .enable, .policy: return .administrator
+    case .set, .toggle, .reset, .apply: return .writer
+    case .lock, .unlock, .disable, .enable, .policy, .reconcile: return .administrator
     // Made with another change, by whoever may make that one; nobody asks for it.
     case .dependency: return .anyone
     }

@@ -13,6 +13,8 @@ public enum Refusal: Error, Equatable, Sendable {
   case readOnly(key: String, reason: String?, heldBy: Holder?, source: SourceLocation? = nil)
   /// `ifRevision` is not the switch's revision.
   case conflict(key: String, expected: Int64, current: Int64)
+  /// `apply` on a switch that has no apply command (`ExecApply=`).
+  case noApplyCommand(key: String)
 
   /// One English sentence for a person, with the reason text when there is one.
   public var message: String {
@@ -28,6 +30,8 @@ public enum Refusal: Error, Equatable, Sendable {
       return Refusal.sentence("\(key) is read-only", reason: reason, holder: heldBy)
     case .conflict(let key, let expected, let current):
       return "\(key) changed since revision \(expected); it is now at revision \(current)."
+    case .noApplyCommand(let key):
+      return "\(key) has no apply command (ExecApply=) to run."
     }
   }
 

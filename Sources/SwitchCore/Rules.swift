@@ -114,7 +114,27 @@ public enum Rules {
       next.disabledBy = nil
       next.disabledReason = nil
       return .success(next == state ? nil : next)
+
+    case .apply:
+      // Changes no value, so neither a hold nor a disable refuses it; what
+      // it may change (`invalid`) is known only once the command has run.
+      // InvalidParams comes before PermissionDenied for writing (the order of checks).
+      if definition.apply == nil { return .failure(.noApplyCommand(key: key)) }
+      if !caller.has(operation.privilege) {
+        return .failure(
+          .permissionDenied(key: key, action: "apply", requirement: caller.writeRequirement))
+      }
+      return .success(nil)
     }
+  }
+
+  /// Whether a change from `before` to `after` must run the switch's apply
+  /// command before it commits (SEMANTICS.md rule 14): the switch has one
+  /// and the effective value (`checked` and not `disabled`) changes.
+  public static func needsApply(
+    _ definition: SwitchDefinition?, from before: SwitchState, to after: SwitchState
+  ) -> Bool {
+    definition?.apply != nil && before.isOnAndInEffect != after.isOnAndInEffect
   }
 
   /// Disabled wins over read-only; an administrator may set what it or a

@@ -14,10 +14,15 @@ public struct SwitchState: Equatable, Hashable, Sendable {
   public var disabled: Bool
   public var disabledReason: String?
   public var disabledBy: Holder?
+  /// The switch's apply command could not make its effective value real
+  /// (SEMANTICS.md rule 15); `invalidReason` is the command's own reason.
+  public var invalid: Bool
+  public var invalidReason: String?
 
   public init(
     checked: Bool, readOnly: Bool = false, readOnlyReason: String? = nil, heldBy: Holder? = nil,
-    disabled: Bool = false, disabledReason: String? = nil, disabledBy: Holder? = nil
+    disabled: Bool = false, disabledReason: String? = nil, disabledBy: Holder? = nil,
+    invalid: Bool = false, invalidReason: String? = nil
   ) {
     self.checked = checked
     self.readOnly = readOnly
@@ -26,6 +31,8 @@ public struct SwitchState: Equatable, Hashable, Sendable {
     self.disabled = disabled
     self.disabledReason = disabledReason
     self.disabledBy = disabledBy
+    self.invalid = invalid
+    self.invalidReason = invalidReason
   }
 
   /// The State fields that differ between `self` and `other`, in wire order.
@@ -38,17 +45,29 @@ public struct SwitchState: Equatable, Hashable, Sendable {
     if disabled != other.disabled { fields.append(.disabled) }
     if disabledReason != other.disabledReason { fields.append(.disabledReason) }
     if disabledBy != other.disabledBy { fields.append(.disabledBy) }
+    if invalid != other.invalid { fields.append(.invalid) }
+    if invalidReason != other.invalidReason { fields.append(.invalidReason) }
     return fields
   }
 
-  /// Neither held read-only nor disabled, with no reasons: how most switches are.
+  /// Neither held read-only, disabled nor invalid, with no reasons: how most switches are.
   public var isFree: Bool {
     !readOnly && !disabled && heldBy == nil && disabledBy == nil && readOnlyReason == nil
-      && disabledReason == nil
+      && disabledReason == nil && !invalid && invalidReason == nil
   }
 
   /// Whether the setting is on and in effect: a disabled switch does not apply.
+  /// This is `effective`, the value an apply command makes real.
   public var isOnAndInEffect: Bool { checked && !disabled }
+
+  /// This state with the apply command's verdict: cleared after a success,
+  /// `invalid` with `reason` after a failure.
+  public func applied(failure reason: String?) -> SwitchState {
+    var next = self
+    next.invalid = reason != nil
+    next.invalidReason = reason
+    return next
+  }
 }
 
 /// The State fields; `fields` of an event lists those a change altered.
@@ -60,6 +79,8 @@ public enum StateField: Sendable, CaseIterable {
   case disabled
   case disabledReason
   case disabledBy
+  case invalid
+  case invalidReason
 }
 
 /// A switch as stored: its state and when it last changed.

@@ -25,6 +25,7 @@ enum Command: Equatable {
   case unlock(key: String)
   case disable(key: String, reason: String?)
   case enable(key: String)
+  case apply(key: String)
   case why(key: String)
   case status
   case reload
@@ -206,6 +207,8 @@ enum ArgumentParser {
       return .disable(key: try p.positional("KEY"), reason: p.options["--reason"])
     case "enable":
       return .enable(key: try p.positional("KEY"))
+    case "apply":
+      return .apply(key: try p.positional("KEY"))
     case "why":
       return .why(key: try p.positional("KEY"))
     case "status":

@@ -165,6 +165,15 @@ enum Commands {
         enabled only by changing the file and reloading.
         """),
     CommandSpec(
+      name: "apply", arguments: "KEY",
+      summary: "run the switch's apply command again",
+      description: """
+        Runs the switch's apply command (ExecApply=) again with its effective value \
+        (on when it is on and not disabled), for a switch marked invalid because \
+        the system did not take its value. Changes no value; success clears \
+        invalid. Exit status 1 with the command's reason when it fails.
+        """),
+    CommandSpec(
       name: "why", arguments: "KEY",
       summary: "explain a switch: value, holds, reasons, last change",
       description: """

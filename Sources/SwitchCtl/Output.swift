@@ -16,9 +16,10 @@ enum Output {
     }
   }
 
-  /// The notes for a Switch or a State that is disabled or read-only, in the
-  /// order a person must read them: disabled wins (docs/semantics.md rule 5), so
-  /// it comes first. E.g. `disabled by admin: Gone.`.
+  /// The notes for a Switch or a State that is disabled, read-only or
+  /// invalid, in the order a person must read them: disabled wins
+  /// (docs/semantics.md rule 5), so it comes first. E.g. `disabled by admin: Gone.`.
+  /// `invalid` says the system did not take the value: `invalid: rfkill: no device`.
   static func notes(_ state: JSONValue) -> [String] {
     var notes: [String] = []
     if state[WireField.disabled] == .bool(true) {
@@ -28,6 +29,9 @@ enum Output {
     if state[WireField.readOnly] == .bool(true) {
       notes.append(
         hold("read-only", by: state[WireField.heldBy], reason: state[WireField.readOnlyReason]))
+    }
+    if state[WireField.invalid] == .bool(true) {
+      notes.append(hold("invalid", by: nil, reason: state[WireField.invalidReason]))
     }
     return notes
   }
@@ -279,6 +283,12 @@ enum Output {
     }
     if s[WireField.disabled] != .bool(true) && s[WireField.readOnly] != .bool(true) {
       lines.append("Neither read-only nor disabled: anyone who may write switches can change it.")
+    }
+    if s[WireField.invalid] == .bool(true) {
+      let reason = s[WireField.invalidReason]?.stringValue.map { ": " + printable($0) } ?? "."
+      lines.append(
+        "Invalid: its apply command could not make the value real" + reason
+          + " `switchctl apply \(key)` tries again.")
     }
     lines.append(lastChange(explanation.lastChange, s))
     return lines

@@ -65,6 +65,8 @@ struct Runner {
       try write(.disable, params)
     case .enable(let key):
       try write(.enable, try keyParam(key))
+    case .apply(let key):
+      try write(.apply, try keyParam(key))
     case .history(let key, let limit, let before):
       var params: [JSONMember] = []
       if let key { params = try keyParam(key) }

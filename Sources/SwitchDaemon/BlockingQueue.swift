@@ -70,6 +70,15 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
     return taken
   }
 
+  /// Waits until an item is queued, then takes the oldest one.
+  func takeOne() -> Item {
+    pthread_mutex_lock(mutex)
+    while items.isEmpty { pthread_cond_wait(condition, mutex) }
+    let taken = items.removeFirst()
+    pthread_mutex_unlock(mutex)
+    return taken
+  }
+
   /// Takes whatever is queued without waiting.
   func drain() -> [Item] {
     pthread_mutex_lock(mutex)

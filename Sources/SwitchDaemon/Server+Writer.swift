@@ -17,6 +17,10 @@ extension Server {
         adopt(update)
       }
       if output.oldestRetained != nil { oldestRetained = output.oldestRetained }
+      if let count = output.reconciling {
+        reconciling = count
+        notifier.send(statusLine)
+      }
       publish(output.changes)
       var resumed: [UInt64: Connection] = [:]
       for (ticket, answer) in output.answers {
@@ -61,6 +65,7 @@ extension Server {
   var statusLine: String {
     "STATUS=Serving \(catalog.switches.count) switches, \(catalog.policyCount) policies, "
       + "revision \(revision)"
+      + (reconciling > 0 ? ", applying \(reconciling) stored values" : "")
   }
 
   private func write(

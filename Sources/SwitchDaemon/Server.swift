@@ -683,6 +683,7 @@ final class Server {
       policies: catalog.policyCount, connections: connections.count, watches: hub.count,
       uptimeSeconds: Int64(monotonicSeconds() - startedAt), database: databasePath,
       socket: listenerPath, configDirectory: configDirectory, lastReload: lastReload,
+      reconciling: reconciling,
       caller: StatusReport.CallerReport(
         uid: connection.peer.uid, gid: connection.peer.gid, administrator: caller.isAdmin,
         writesSystemSwitches: caller.mayWrite))
@@ -692,6 +693,8 @@ final class Server {
   var configDirectory = ""
   /// The last reload (by `reload` or SIGHUP) and how it ended, for `status`.
   var lastReload: ReloadRecord?
+  /// Switches the reconcile of the start or of a reload is still applying.
+  var reconciling = 0
 
   func markWriterStopped() { writerStopped = true }
 

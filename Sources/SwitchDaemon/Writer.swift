@@ -14,14 +14,14 @@ import SwitchStore
 final class Writer {
   private let store: SwitchStore
   private let configDirectory: String
-  private let log: Log
-  private var catalog: Catalog
+  let log: Log
+  var catalog: Catalog
   /// The settings the daemon started with: its socket and database stay
   /// these until it restarts, whatever a reload reads.
   private let startSettings: DaemonSettings
-  private var records: [String: SwitchRecord]
+  var records: [String: SwitchRecord]
   private var revision: Int64
-  private var oldestRetained: Int64?
+  var oldestRetained: Int64?
   /// The revision the switch rows hold (`SwitchStore.checkpoint`), and the
   /// keys changed since: their rows are what the next checkpoint writes.
   private var checkpointed: Int64
@@ -31,12 +31,17 @@ final class Writer {
   /// How many changes may wait in the log before the rows are brought up to
   /// date: what a start replays at most (about a millisecond's work).
   static let checkpointInterval: Int64 = 1024
+  /// Apply commands under way (Writer+Apply.swift) and the threads that run them.
+  var applying = ApplyBook()
+  let pool: ApplyPool
 
   /// Opens the database, loads every switch, and applies `catalog`: rows for
   /// new switches, policy changes with `cause: policy`.
   /// - Returns: the writer and who administers and writes under the configuration it applied.
+  /// The results of apply commands come back on `jobs`.
   static func start(
-    databasePath: String, configDirectory: String, catalog: Catalog, log: Log
+    databasePath: String, configDirectory: String, catalog: Catalog, log: Log,
+    jobs: BlockingQueue<WriterJob>
   ) throws -> (Writer, AccessRules) {
     let store = try SwitchStore(path: databasePath)
     var records: [String: SwitchRecord] = [:]
@@ -47,15 +52,17 @@ final class Writer {
     let writer = Writer(
       store: store, configDirectory: configDirectory, catalog: catalog, records: records,
       revision: try store.currentRevision(), oldestRetained: try store.oldestRetainedRevision(),
-      checkpointed: try store.checkpointRevision(), log: log)
-    let applied = try writer.apply(catalog)
+      checkpointed: try store.checkpointRevision(), log: log, pool: ApplyPool(results: jobs))
+    // Every switch with a command is applied: the machine may have booted,
+    // or switchd crashed between a command and its commit.
+    let applied = try writer.apply(catalog, reconcilingEvery: true)
     return (writer, applied.update.access)
   }
 
   private init(
     store: SwitchStore, configDirectory: String, catalog: Catalog,
     records: [String: SwitchRecord], revision: Int64, oldestRetained: Int64?, checkpointed: Int64,
-    log: Log
+    log: Log, pool: ApplyPool
   ) {
     self.store = store
     self.configDirectory = configDirectory
@@ -66,6 +73,7 @@ final class Writer {
     self.oldestRetained = oldestRetained
     self.checkpointed = checkpointed
     self.log = log
+    self.pool = pool
   }
 
   /// The switches as the writer holds them (for the loop's first copy).
@@ -75,28 +83,49 @@ final class Writer {
 
   /// Serves jobs until `.stop`, handing each output to `deliver`.
   func run(jobs: BlockingQueue<WriterJob>, deliver: (WriterOutput) -> Void) {
+    if let output = applyBookOutput() { deliver(output) }
     while true {
-      let batch = takeGroup(from: jobs)
-      var writes: [(Ticket, String, Operation, Caller)] = []
+      let batch = applying.takeHeldBack() ?? takeGroup(from: jobs)
+      var items: [GroupItem] = []
       var stopping = false
-      func flushWrites() {
-        if writes.isEmpty { return }
-        deliver(commitGroup(writes))
-        writes.removeAll(keepingCapacity: true)
+      func flushItems() {
+        if items.isEmpty { return }
+        deliver(commitGroup(items))
+        items.removeAll(keepingCapacity: true)
       }
       for job in batch {
+        // Behind a reload or stop that waits for commands, everything waits
+        // but the commands' results.
+        if applying.isHoldingBack, !job.isApplied {
+          applying.heldBack.append(job)
+          continue
+        }
         switch job {
         case .write(let ticket, let key, let operation, let caller):
-          writes.append((ticket, key, operation, caller))
+          items.append(
+            .write(WriteRequest(ticket: ticket, key: key, operation: operation, caller: caller)))
+        case .applied(let result):
+          if let item = applying.resume(result) { items.append(item) }
         case .reload(let ticket):
-          flushWrites()
+          flushItems()
+          if !applying.busy.isEmpty {
+            applying.heldBack.append(job)
+            continue
+          }
           deliver(reload(ticket))
         case .stop:
+          flushItems()
+          if !applying.busy.isEmpty {
+            applying.heldBack.append(job)
+            continue
+          }
           stopping = true
         }
       }
-      flushWrites()
+      flushItems()
+      if let output = applyBookOutput() { deliver(output) }
       if stopping {
+        pool.stop()
         // The next start then replays nothing.
         checkpoint()
         store.close()
@@ -126,54 +155,102 @@ final class Writer {
     return batch
   }
 
-  private static func writers(of jobs: [WriterJob]) -> Set<UInt64> {
+  static func writers(of jobs: [WriterJob]) -> Set<UInt64> {
     var connections = Set<UInt64>()
     for case .write(let ticket, _, _, _) in jobs { connections.insert(ticket.connection) }
     return connections
   }
 
-  /// Decides every write against the current copy, then commits all the
+  /// Decides every item against the current copy, then commits all the
   /// changes in one transaction. If the commit fails, the copy is restored
-  /// and each write is tried alone, so every answer tells the truth.
-  private func commitGroup(_ writes: [(Ticket, String, Operation, Caller)]) -> WriterOutput {
+  /// and each item is tried alone, so every answer tells the truth.
+  /// A write whose apply command must run first is parked (Writer+Apply.swift)
+  /// and comes back in a later group.
+  private func commitGroup(_ items: [GroupItem]) -> WriterOutput {
     let time = wallClockMilliseconds()
     var changes: [Change] = []
     var answers: [(Ticket, WriterOutput.Answer)] = []
     // What each change replaced, in order; restored newest first, so the oldest wins.
     var undo: [SwitchRecord] = []
+    // The items this group settled (answered or committed), to retry alone.
+    var settled: [GroupItem] = []
     let firstRevision = revision
-    for (ticket, key, operation, caller) in writes {
-      let decision = Rules.decide(
-        operation, key: key, definition: catalog.switches[key], record: records[key],
-        policy: catalog.policies[key], caller: caller)
-      let decided: Decision
-      switch decision {
-      case .failure(let refusal):
-        answers.append((ticket, .write(.failure(RPCError(refusal)))))
-        continue
-      case .success(let made): decided = made
-      }
-      let planned = decided.next.map {
-        Self.plannedChanges(
-          of: key, to: $0, cause: operation.cause, catalog: catalog, records: records)
-      }
-      guard let planned, !planned.isEmpty else {
-        answers.append((ticket, .write(.success(WriteOutcome(decided, changed: false)))))
-        continue
-      }
-      // The switch and the dependents it disables or enables: one revision each.
-      for plan in planned {
-        if let record = records[plan.key] { undo.append(record) }
-        revision += 1
-        changes.append(
-          Change(
-            revision: revision, time: time, key: plan.key, cause: plan.cause,
-            actor: caller.actor, state: plan.state, previous: plan.previous))
-        records[plan.key] = SwitchRecord(
-          key: plan.key, state: plan.state, revision: revision, changedAt: time)
-      }
-      answers.append((ticket, .write(.success(WriteOutcome(decided, changed: true, records[key])))))
+
+    func record(_ change: Change, replacing old: SwitchRecord) -> SwitchRecord {
+      undo.append(old)
+      let updated = SwitchRecord(
+        key: change.key, state: change.state, revision: change.revision, changedAt: time)
+      records[change.key] = updated
+      changes.append(change)
+      return updated
     }
+
+    func process(_ item: GroupItem, resumed: Bool = false) {
+      var finished: UInt64?
+      switch item {
+      case .write(let write):
+        let touching = catalog.dependencies.reach(of: write.key)
+        // A write back from its command holds its keys; one from the queue was let go.
+        let mayGo = resumed || write.applied != nil
+        guard mayGo || applying.mayDecide(write, touching: touching) else {
+          applying.wait(write, touching: touching)
+          return
+        }
+        finished = write.applied?.id
+        let key = write.key
+        let decision = Rules.decide(
+          write.operation, key: key, definition: catalog.switches[key], record: records[key],
+          policy: catalog.policies[key], caller: write.caller)
+        switch decision {
+        case .failure(let refusal):
+          answers.append((write.ticket, .write(.failure(RPCError(refusal)))))
+        case .success(let decided):
+          let planned =
+            decided.next.map {
+              Self.plannedChanges(
+                of: key, to: $0, cause: write.operation.cause, catalog: catalog, records: records)
+            } ?? []
+          switch applyStage(write, decided, planned) {
+          case .parked:
+            return
+          case .failed(let reason):
+            answers.append(
+              (write.ticket, .write(.failure(.applyFailed(key: key, reason: reason)))))
+          case .proceed(let plans) where plans.isEmpty:
+            answers.append((write.ticket, .write(.success(WriteOutcome(decided, changed: false)))))
+          case .proceed(let plans):
+            // The switch and the dependents it disables or enables: one revision each.
+            for plan in plans {
+              guard let old = records[plan.key] else { continue }
+              revision += 1
+              _ = record(
+                Change(
+                  revision: revision, time: time, key: plan.key, cause: plan.cause,
+                  actor: write.caller.actor, state: plan.state, previous: plan.previous),
+                replacing: old)
+            }
+            answers.append(
+              (write.ticket, .write(.success(WriteOutcome(decided, changed: true, records[key])))))
+          }
+        }
+      case .system(let system, let failure):
+        finished = system.id
+        if let old = records[system.key],
+          let change = systemChange(system, failure: failure, revision: revision + 1, time: time)
+        {
+          revision += 1
+          _ = record(change, replacing: old)
+        }
+      }
+      settled.append(item)
+      // The writes that waited for this one's keys, in order.
+      if let finished {
+        applying.release(finished)
+        while let next = applying.nextReady() { process(.write(next), resumed: true) }
+      }
+    }
+
+    for item in items { process(item) }
     if changes.isEmpty {
       pacer.committedNothing()
       return WriterOutput(
@@ -183,24 +260,29 @@ final class Writer {
       let started = monotonicSeconds()
       try store.commit(changes)
       pacer.committed(
-        Set(writes.map { $0.0.connection }), seconds: monotonicSeconds() - started)
+        Set(settled.compactMap(\.connection)), seconds: monotonicSeconds() - started)
       for change in changes { changedSinceCheckpoint.insert(change.key) }
       if oldestRetained == nil { oldestRetained = changes[0].revision }
       return WriterOutput(
         catalog: nil, changes: changes, answers: answers, oldestRetained: oldestRetained)
     } catch {
-      for record in undo.reversed() { records[record.key] = record }
+      for old in undo.reversed() { records[old.key] = old }
       revision = firstRevision
       log.rateLimited(.error, cause: "commit", "a commit failed, nothing changed: \(error)")
-      if writes.count == 1 {
+      if settled.count == 1 {
         let failure = RPCError.storageFailure("\(error)")
+        var tickets: [(Ticket, WriterOutput.Answer)] = []
+        if case .write(let write) = settled[0] {
+          tickets = [(write.ticket, .write(.failure(failure)))]
+        }
         return WriterOutput(
-          catalog: nil, changes: [], answers: [(writes[0].0, .write(.failure(failure)))],
-          oldestRetained: oldestRetained)
+          catalog: nil, changes: [], answers: tickets, oldestRetained: oldestRetained)
       }
+      // Parked writes keep their place; answers of writes that needed no
+      // commit stand (they are settled again alone, with the same answer).
       var merged = WriterOutput(catalog: nil, changes: [], answers: [])
-      for write in writes {
-        let alone = commitGroup([write])
+      for item in settled {
+        let alone = commitGroup([item])
         merged.changes += alone.changes
         merged.answers += alone.answers
       }
@@ -227,14 +309,22 @@ final class Writer {
     }
     let restartRequired = Rules.settingsNeedingRestart(from: startSettings, to: next.settings)
     do {
-      let applied = try apply(next)
+      let applied = try apply(next, reconcilingEvery: false)
       var output = WriterOutput(
         catalog: applied.update, changes: applied.changes, answers: [],
         oldestRetained: oldestRetained)
       let summary = ReloadSummary(
         switches: next.switches.count, policies: next.policyCount,
         restartRequired: restartRequired)
-      if let ticket { output.answers = [(ticket, .reload(.success(summary)))] }
+      if let ticket {
+        // Answered once the commands it started have run, so that the
+        // caller then reads what the policies and new commands made.
+        if applied.parked.isEmpty {
+          output.answers = [(ticket, .reload(.success(summary)))]
+        } else {
+          applying.reloadAnswer = (ticket, .reload(.success(summary)), Set(applied.parked))
+        }
+      }
       output.reload = ReloadRecord(time: time, result: .applied)
       log.notice(
         "reloaded \(configDirectory): \(summary.switches) switches, \(summary.policies) policies, "
@@ -267,7 +357,15 @@ final class Writer {
   /// revision per switch whose State changes). On failure the old
   /// configuration stays in force; rows already inserted for new switches
   /// hold only their defaults.
-  private func apply(_ next: Catalog) throws -> (update: CatalogUpdate, changes: [Change]) {
+  ///
+  /// A switch with an apply command is parked (its command runs, then its
+  /// change commits, `invalid` if the command failed) when a policy or a
+  /// dependency changes its effective value, when its command is new or
+  /// changed, and, with `reconcilingEvery` (the start), always. A switch
+  /// whose command is gone is no longer `invalid`.
+  private func apply(
+    _ next: Catalog, reconcilingEvery: Bool
+  ) throws -> (update: CatalogUpdate, changes: [Change], parked: [UInt64]) {
     let time = wallClockMilliseconds()
     var newRecords: [SwitchRecord] = []
     var working = records
@@ -279,14 +377,32 @@ final class Writer {
     }
     var changes: [Change] = []
     var nextRevision = revision
-    for plan in Self.plannedChanges(applying: next, records: working) {
+    var toApply:
+      [(key: String, command: ApplyCommand, target: SwitchState?, state: SwitchState, cause: Cause)] =
+        []
+    var plans: [String: PlannedChange] = [:]
+    for plan in Self.plannedChanges(applying: next, records: working) { plans[plan.key] = plan }
+    for key in next.dependencies.order {
+      guard let current = working[key]?.state else { continue }
+      var target = plans[key]?.state ?? current
+      let cause = plans[key]?.cause ?? .reconcile
+      let definition = next.switches[key]
+      if let command = definition?.apply {
+        let newCommand = reconcilingEvery || catalog.switches[key]?.apply != command
+        if newCommand || Rules.needsApply(definition, from: current, to: target) {
+          toApply.append((key, command, target == current ? nil : target, target, cause))
+          continue
+        }
+      } else if target.invalid {
+        target = target.applied(failure: nil)
+      }
+      if target == current { continue }
       nextRevision += 1
       changes.append(
         Change(
-          revision: nextRevision, time: time, key: plan.key, cause: plan.cause, actor: .policy,
-          state: plan.state, previous: plan.previous))
-      working[plan.key] = SwitchRecord(
-        key: plan.key, state: plan.state, revision: nextRevision, changedAt: time)
+          revision: nextRevision, time: time, key: key, cause: cause,
+          actor: cause == .reconcile ? .reconcile : .policy, state: target, previous: current))
+      working[key] = SwitchRecord(key: key, state: target, revision: nextRevision, changedAt: time)
     }
     if !newRecords.isEmpty { try store.insertNew(newRecords) }
     if !changes.isEmpty {
@@ -297,9 +413,14 @@ final class Writer {
     revision = nextRevision
     catalog = next
     if oldestRetained == nil, let first = changes.first { oldestRetained = first.revision }
+    let parked = toApply.map {
+      parkSystemApply(
+        $0.key, command: $0.command, state: $0.state, target: $0.target, cause: $0.cause,
+        counted: true)
+    }
     let update = CatalogUpdate(
       catalog: next, access: AccessRules.resolve(next.settings, log: log), newRecords: newRecords)
-    return (update, changes)
+    return (update, changes, parked)
   }
 
   // MARK: Checkpoints and retention

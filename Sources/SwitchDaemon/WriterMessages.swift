@@ -22,11 +22,20 @@ enum WriterJob: Sendable {
   case reload(Ticket?)
   /// Finish what is queued, then end the thread.
   case stop
+  /// An apply command (`ApplyPool`) has finished.
+  case applied(ApplyResult)
+
+  var isApplied: Bool {
+    if case .applied = self { return true }
+    return false
+  }
 
   /// A reload or stop: the writer does not hold a group open past one.
   var isControl: Bool {
-    if case .write = self { return false }
-    return true
+    switch self {
+    case .write, .applied: return false
+    case .reload, .stop: return true
+    }
   }
 }
 
@@ -71,4 +80,7 @@ struct WriterOutput: Sendable {
   var reload: ReloadRecord?
   /// Set on the output of `.stop`: the thread has ended.
   var stopped = false
+  /// Set when it changed: how many switches the reconcile of the start or
+  /// of a reload is still applying (`status.reconciling`).
+  var reconciling: Int?
 }

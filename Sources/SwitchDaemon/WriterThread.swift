@@ -26,7 +26,7 @@ extension Writer {
       do {
         let (opened, access) = try Writer.start(
           databasePath: databasePath, configDirectory: configDirectory, catalog: catalog,
-          log: log)
+          log: log, jobs: jobs)
         writer = opened
         started.push(.success(Started(snapshot: writer.snapshot, access: access)))
       } catch {

@@ -3,13 +3,13 @@ import SwitchCore
 /// The methods of the API (docs/protocol.md, "Methods").
 public enum Method: String, CaseIterable, Sendable {
   case get, list, set, toggle, reset, watch, unwatch, history
-  case lock, unlock, disable, enable, reload, status
+  case lock, unlock, disable, enable, reload, status, apply
 
   /// Methods that may change state: the daemon answers them only after
   /// their transaction commits, and a later read waits for them.
   public var isWrite: Bool {
     switch self {
-    case .set, .toggle, .reset, .lock, .unlock, .disable, .enable, .reload: return true
+    case .set, .toggle, .reset, .lock, .unlock, .disable, .enable, .reload, .apply: return true
     default: return false
     }
   }
@@ -43,7 +43,7 @@ public struct ParamLimits: Sendable {
 public enum Call: Equatable, Sendable {
   case get(key: String)
   case list(prefix: String?)
-  /// set, toggle, reset, lock, unlock, disable, enable.
+  /// set, toggle, reset, lock, unlock, disable, enable, apply.
   case write(key: String, Operation)
   case watch(patterns: [KeyPattern]?, since: Int64?)
   case unwatch(id: String)
@@ -94,6 +94,8 @@ public enum Call: Equatable, Sendable {
           .disable(reason: try p.optionalString("reason", maxBytes: limits.maxReasonBytes)))
       case .enable:
         call = .write(key: try p.key(), .enable)
+      case .apply:
+        call = .write(key: try p.key(), .apply)
       case .watch:
         let patterns = try p.optionalPatterns("keys", max: limits.maxPatterns)
         call = .watch(patterns: patterns, since: try p.optionalRevision("since"))

@@ -137,7 +137,24 @@ public struct RPCError: Error, Equatable, Sendable {
       self.init(
         .conflict, refusal.message,
         data: [JSONMember("key", .string(key)), JSONMember("revision", .int(current))])
+    case .noApplyCommand(let key):
+      self.init(
+        .invalidParams, refusal.message,
+        data: [
+          JSONMember(WireField.key, .string(key)), JSONMember(WireField.param, .string("key")),
+        ]
+      )
     }
+  }
+
+  /// The switch's apply command failed or timed out; nothing changed.
+  /// `reason` is the command's own first line of error output.
+  public static func applyFailed(key: String, reason: String) -> RPCError {
+    RPCError(
+      .applyFailed, "Applying \(key) failed, nothing changed: \(reason)",
+      data: [
+        JSONMember(WireField.key, .string(key)), JSONMember(WireField.reason, .string(reason)),
+      ])
   }
 }
 

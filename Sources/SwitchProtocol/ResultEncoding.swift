@@ -129,6 +129,8 @@ public enum ResultEncoding {
     } else {
       w.null()
     }
+    w.raw(",\"reconciling\":")
+    w.int(Int64(status.reconciling))
     w.raw(",\"caller\":{\"uid\":")
     w.int(Int64(status.caller.uid))
     w.raw(",\"gid\":")
@@ -218,12 +220,16 @@ public struct StatusReport: Sendable {
   public var configDirectory: String
   /// nil when the configuration was not reloaded since the daemon started.
   public var lastReload: ReloadRecord?
+  /// Switches whose apply command the reconcile of the start or of a reload
+  /// is still running (0 once every one has been applied).
+  public var reconciling: Int
   public var caller: CallerReport
 
   public init(
     version: String, revision: Int64, switches: Int, policies: Int, connections: Int,
     watches: Int, uptimeSeconds: Int64, database: String, socket: String,
-    configDirectory: String, lastReload: ReloadRecord?, caller: CallerReport
+    configDirectory: String, lastReload: ReloadRecord?, reconciling: Int = 0,
+    caller: CallerReport
   ) {
     self.version = version
     self.revision = revision
@@ -236,6 +242,7 @@ public struct StatusReport: Sendable {
     self.socket = socket
     self.configDirectory = configDirectory
     self.lastReload = lastReload
+    self.reconciling = reconciling
     self.caller = caller
   }
 }

@@ -62,8 +62,7 @@ public enum WireEncoding {
 
   /// `,"readOnly":…` through `,"invalidReason":…`: the members a Switch
   /// and a State share after `checked` (a Switch puts `defaultChecked`
-  /// between). No switch has an apply command yet (issue 13), so none is
-  /// ever `invalid`.
+  /// between).
   static func writeHoldMembers(_ w: inout JSONWriter, _ s: SwitchState) {
     if s.isFree {
       // Most switches are held by nobody: two copies instead of fourteen.
@@ -84,7 +83,10 @@ public enum WireEncoding {
     w.stringOrNull(s.disabledReason)
     w.raw(",\"disabledBy\":")
     w.stringOrNull(s.disabledBy?.wireName)
-    w.raw(",\"invalid\":false,\"invalidReason\":null")
+    w.raw(",\"invalid\":")
+    w.bool(s.invalid)
+    w.raw(",\"invalidReason\":")
+    w.stringOrNull(s.invalidReason)
   }
 
   /// An Actor object.
@@ -100,6 +102,8 @@ public enum WireEncoding {
       w.raw("}")
     case .policy:
       w.raw("{\"uid\":null,\"gid\":null,\"pid\":null,\"source\":\"policy\"}")
+    case .reconcile:
+      w.raw("{\"uid\":null,\"gid\":null,\"pid\":null,\"source\":\"reconcile\"}")
     }
   }
 
@@ -108,7 +112,7 @@ public enum WireEncoding {
   public static func writeHiddenActor(_ w: inout JSONWriter, _ actor: Actor) {
     switch actor {
     case .peer: w.raw("{\"uid\":null,\"gid\":null,\"pid\":null}")
-    case .policy: writeActor(&w, actor)
+    case .policy, .reconcile: writeActor(&w, actor)
     }
   }
 

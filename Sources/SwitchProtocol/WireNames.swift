@@ -29,6 +29,8 @@ extension Cause {
     case .enable: return "enable"
     case .policy: return "policy"
     case .dependency: return "dependency"
+    case .apply: return "apply"
+    case .reconcile: return "reconcile"
     }
   }
 
@@ -48,6 +50,8 @@ extension StateField {
     case .disabled: return "disabled"
     case .disabledReason: return "disabledReason"
     case .disabledBy: return "disabledBy"
+    case .invalid: return "invalid"
+    case .invalidReason: return "invalidReason"
     }
   }
 }

@@ -76,10 +76,19 @@ enum Schema {
       SELECT 'checkpoint', max(value, coalesce((SELECT max(revision) FROM changes), 0))
       FROM meta WHERE name = 'revision';
     """,
-    // 3: the log may hold changes with the cause 'dependency' (a switch disabled or enabled
-    // because another changed). No table changes: the version keeps an older switchd, which
-    // would read that cause as damage, from opening the file.
-    "SELECT 1;",
+    // 3: apply commands and dependencies (issue 13). `invalid`/`invalid_reason`: whether a
+    // switch's apply command could not make its value real, and why; kept in the switch rows
+    // and in both States of each logged change (rows and changes written before hold a valid
+    // switch). The log may now hold the causes 'apply', 'reconcile' and 'dependency', which an
+    // older switchd would read as damage: the version keeps it from opening the file.
+    """
+    ALTER TABLE switches ADD COLUMN invalid INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE switches ADD COLUMN invalid_reason TEXT;
+    ALTER TABLE changes ADD COLUMN s_invalid INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE changes ADD COLUMN s_invalid_reason TEXT;
+    ALTER TABLE changes ADD COLUMN p_invalid INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE changes ADD COLUMN p_invalid_reason TEXT;
+    """,
   ]
 
   /// The schema version this build writes and reads.

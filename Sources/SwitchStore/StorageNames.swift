@@ -37,6 +37,8 @@ extension Cause {
     case .enable: return "enable"
     case .policy: return "policy"
     case .dependency: return "dependency"
+    case .apply: return "apply"
+    case .reconcile: return "reconcile"
     }
   }
 
@@ -51,6 +53,8 @@ extension Cause {
     case "enable": self = .enable
     case "policy": self = .policy
     case "dependency": self = .dependency
+    case "apply": self = .apply
+    case "reconcile": self = .reconcile
     default: return nil
     }
   }

@@ -13,16 +13,16 @@ struct StoreStatements {
 
     static let switchColumns = """
       key, checked, read_only, read_only_reason, held_by, disabled, disabled_reason, \
-      disabled_by, revision, changed_at
+      disabled_by, revision, changed_at, invalid, invalid_reason
       """
-    static let switchValues = "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10"
+    static let switchValues = "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12"
 
     static let changeColumns = """
       revision, key, cause, time, actor_uid, actor_gid, actor_pid, \
       s_checked, s_read_only, s_read_only_reason, s_held_by, s_disabled, s_disabled_reason, \
       s_disabled_by, \
       p_checked, p_read_only, p_read_only_reason, p_held_by, p_disabled, p_disabled_reason, \
-      p_disabled_by
+      p_disabled_by, s_invalid, s_invalid_reason, p_invalid, p_invalid_reason
       """
 
     static let loadSwitches = "SELECT \(switchColumns) FROM switches ORDER BY key"
@@ -44,7 +44,8 @@ struct StoreStatements {
         read_only = excluded.read_only, read_only_reason = excluded.read_only_reason,
         held_by = excluded.held_by, disabled = excluded.disabled,
         disabled_reason = excluded.disabled_reason, disabled_by = excluded.disabled_by,
-        revision = excluded.revision, changed_at = excluded.changed_at
+        revision = excluded.revision, changed_at = excluded.changed_at,
+        invalid = excluded.invalid, invalid_reason = excluded.invalid_reason
       """
     /// The revision the switch rows hold: changes after it are only in the log.
     static let readCheckpoint = "SELECT value FROM meta WHERE name = 'checkpoint'"
@@ -53,24 +54,25 @@ struct StoreStatements {
     static let checkpointRows = """
       INSERT INTO switches(\(switchColumns))
         SELECT key, s_checked, s_read_only, s_read_only_reason, s_held_by, s_disabled,
-          s_disabled_reason, s_disabled_by, revision, time
+          s_disabled_reason, s_disabled_by, revision, time, s_invalid, s_invalid_reason
         FROM changes WHERE revision IN
           (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2 GROUP BY key)
       ON CONFLICT(key) DO UPDATE SET checked = excluded.checked,
         read_only = excluded.read_only, read_only_reason = excluded.read_only_reason,
         held_by = excluded.held_by, disabled = excluded.disabled,
         disabled_reason = excluded.disabled_reason, disabled_by = excluded.disabled_by,
-        revision = excluded.revision, changed_at = excluded.changed_at
+        revision = excluded.revision, changed_at = excluded.changed_at,
+        invalid = excluded.invalid, invalid_reason = excluded.invalid_reason
       """
     /// A key's newest change in the log's tail (after the checkpoint): a bounded scan.
     static let newestInTail = """
       SELECT max(revision) FROM changes WHERE revision > ?1 AND key = ?2
       """
 
-    /// `?22` is `key_previous`: the revision of the previous change of the same key.
+    /// `?26` is `key_previous`: the revision of the previous change of the same key.
     static let insertChange = """
       INSERT INTO changes(\(changeColumns), key_previous) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
-      ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)
+      ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
       """
     /// The revision of a key's newest change as of the checkpoint (0: none).
     static let switchRevision = "SELECT revision FROM switches WHERE key = ?1"
@@ -164,17 +166,17 @@ struct StoreStatements {
 // MARK: Binding and reading rows
 
 extension SQLiteStatement {
-  /// Binds a switch row to `?1`...`?10` (`SQL.switchValues`).
+  /// Binds a switch row to `?1`...`?12` (`SQL.switchValues`).
   func bindSwitch(
     key: String, state: SwitchState, revision: Int64, changedAt: Int64?
   ) throws(SQLiteError) {
     try bind(key, at: 1)
-    try bindState(state, from: 2)
+    try bindState(state, from: 2, invalidFrom: 11)
     try bind(revision, at: 9)
     try bind(changedAt, at: 10)
   }
 
-  /// Binds a log row to `?1`...`?22` (`SQL.changeColumns`, then `key_previous`).
+  /// Binds a log row to `?1`...`?26` (`SQL.changeColumns`, then `key_previous`).
   func bindChange(_ change: Change, keyPrevious: Int64?) throws(SQLiteError) {
     try bind(change.revision, at: 1)
     try bind(change.key, at: 2)
@@ -185,19 +187,25 @@ extension SQLiteStatement {
       try bind(Int64(uid), at: 5)
       try bind(Int64(gid), at: 6)
       try bind(Int64(pid), at: 7)
-    case .policy:
-      // All three NULL is how the log says "a policy file did it".
+    case .policy, .reconcile:
+      // All three NULL is how the log says "a policy file did it", or, with
+      // cause `reconcile`, switchd applying stored values.
       try bindNull(at: 5)
       try bindNull(at: 6)
       try bindNull(at: 7)
     }
-    try bindState(change.state, from: 8)
-    try bindState(change.previous, from: 15)
-    try bind(keyPrevious, at: 22)
+    try bindState(change.state, from: 8, invalidFrom: 22)
+    try bindState(change.previous, from: 15, invalidFrom: 24)
+    try bind(keyPrevious, at: 26)
   }
 
-  /// Binds the seven State columns to `?first`...`?(first + 6)`.
-  private func bindState(_ state: SwitchState, from first: Int32) throws(SQLiteError) {
+  /// Binds the seven State columns to `?first`...`?(first + 6)`, and
+  /// `invalid`, `invalidReason` (added later, so elsewhere) to `?invalidFrom`, `?(invalidFrom + 1)`.
+  private func bindState(
+    _ state: SwitchState, from first: Int32, invalidFrom: Int32
+  ) throws(SQLiteError) {
+    try bind(state.invalid, at: invalidFrom)
+    try bind(state.invalidReason, at: invalidFrom + 1)
     try bind(state.checked, at: first)
     try bind(state.readOnly, at: first + 1)
     try bind(state.readOnlyReason, at: first + 2)
@@ -211,7 +219,7 @@ extension SQLiteStatement {
   func readSwitch() throws(SQLiteError) -> SwitchRecord {
     let key = text(at: 0)
     return SwitchRecord(
-      key: key, state: try readState(from: 1, row: "switch \(key)"),
+      key: key, state: try readState(from: 1, invalidFrom: 10, row: "switch \(key)"),
       revision: int64(at: 8), changedAt: optionalInt64(at: 9))
   }
 
@@ -223,7 +231,7 @@ extension SQLiteStatement {
     let actor: Actor
     switch (optionalInt64(at: 4), optionalInt64(at: 5), optionalInt64(at: 6)) {
     case (nil, nil, nil):
-      actor = .policy
+      actor = cause == .reconcile ? .reconcile : .policy
     case (let uid?, let gid?, let pid?):
       guard let uid = UInt32(exactly: uid), let gid = UInt32(exactly: gid),
         let pid = Int32(exactly: pid)
@@ -237,13 +245,13 @@ extension SQLiteStatement {
     }
     return Change(
       revision: revision, time: int64(at: 3), key: text(at: 1), cause: cause, actor: actor,
-      state: try readState(from: 7, row: "change \(revision)"),
-      previous: try readState(from: 14, row: "change \(revision)"))
+      state: try readState(from: 7, invalidFrom: 21, row: "change \(revision)"),
+      previous: try readState(from: 14, invalidFrom: 23, row: "change \(revision)"))
   }
 
   /// Reads the seven State columns starting at column `first`.
   private func readState(
-    from first: Int32, row: @autoclosure () -> String
+    from first: Int32, invalidFrom: Int32, row: @autoclosure () -> String
   ) throws(SQLiteError) -> SwitchState {
     SwitchState(
       checked: bool(at: first), readOnly: bool(at: first + 1),
@@ -254,7 +262,8 @@ extension SQLiteStatement {
       disabled: bool(at: first + 4), disabledReason: optionalText(at: first + 5),
       disabledBy: try optionalText(at: first + 6).map { (raw) throws(SQLiteError) in
         try decode(Holder.init(storageName:), raw, row: row(), column: "disabled_by")
-      })
+      },
+      invalid: bool(at: invalidFrom), invalidReason: optionalText(at: invalidFrom + 1))
   }
 
   /// A stored name that this build does not know: the file was damaged or edited by hand

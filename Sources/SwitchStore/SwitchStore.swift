@@ -202,7 +202,7 @@ public final class SwitchStore {
       try statement.bind(revision, at: 1)
       guard try statement.step() else { break }
       if revision < before ?? .max { result.append(try statement.readChange()) }
-      next = statement.optionalInt64(at: 21)
+      next = statement.optionalInt64(at: 25)  // key_previous
     }
     return result
   }

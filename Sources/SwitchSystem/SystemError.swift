@@ -19,7 +19,10 @@ public struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
     SystemError(errno: Glibc.errno, call: call)
   }
 
-  public var description: String { "\(call): \(String(cString: strerror(errno)))" }
+  public var description: String { "\(call): \(reason)" }
+
+  /// What errno means, for a person: "No such file or directory".
+  public var reason: String { String(cString: strerror(errno)) }
 }
 
 /// Runs a system call, retrying while it fails with EINTR (house rule 5).

@@ -245,7 +245,8 @@ struct CatalogBuilderTests {
         "switchd.conf:2: MaxConnections=0 is out of range: it must be a whole number from 1 to "
           + "1000000",
         "switches.d/10-base.conf:3: unknown name Colour in [wifi]: allowed are Label, "
-          + "Description, Default, CheckedIcon, UncheckedIcon, Group, Scope, Requires, Conflicts",
+          + "Description, Default, CheckedIcon, UncheckedIcon, Group, Scope, Requires, Conflicts, "
+          + "ExecApply, ApplyTimeoutSec",
         "policy.d/50-corp.conf:2: ReadOnly=maybe is not a boolean: use on/off, yes/no, "
           + "true/false or 1/0",
       ])
@@ -408,7 +409,7 @@ struct SchemaTests {
     (
       "[wifi]\nLabel=Wi-Fi\nlabel=x", 3,
       "unknown name label in [wifi]: allowed are Label, Description, Default, CheckedIcon, "
-        + "UncheckedIcon, Group, Scope, Requires, Conflicts"
+        + "UncheckedIcon, Group, Scope, Requires, Conflicts, ExecApply, ApplyTimeoutSec"
     ),
     (
       "[Wi-Fi]\nLabel=Wi-Fi", 1,

@@ -307,7 +307,7 @@ import Testing
     for cause in Cause.allCases {
       let expected: Privilege =
         cause == .dependency
-        ? .anyone : [.set, .toggle, .reset].contains(cause) ? .writer : .administrator
+        ? .anyone : [.set, .toggle, .reset, .apply].contains(cause) ? .writer : .administrator
       #expect(cause.privilege == expected)
     }
     #expect(Self.reader.has(.anyone) && !Self.reader.has(.writer))

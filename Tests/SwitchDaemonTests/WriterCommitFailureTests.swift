@@ -147,7 +147,8 @@ private final class WriterHarness {
     }
     let databasePath = directory + "/switches.db"
     writer = try Writer.start(
-      databasePath: databasePath, configDirectory: config, catalog: catalog, log: Log()
+      databasePath: databasePath, configDirectory: config, catalog: catalog, log: Log(),
+      jobs: BlockingQueue<WriterJob>()
     ).0
     initial = writer.snapshot
     saboteur = try SQLiteConnection(path: databasePath, flags: SQLITE_OPEN_READWRITE)

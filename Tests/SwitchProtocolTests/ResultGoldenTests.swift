@@ -102,7 +102,7 @@ import Testing
       version: "1.2.3", revision: 42, switches: 5, policies: 2, connections: 3, watches: 1,
       uptimeSeconds: 60, database: "/var/lib/switchd/switches.db",
       socket: "/run/switchd/switchd.sock", configDirectory: "/etc/switchd",
-      lastReload: lastReload,
+      lastReload: lastReload, reconciling: 2,
       caller: .init(uid: 1000, gid: 100, administrator: false, writesSystemSwitches: true))
   }
 
@@ -111,7 +111,7 @@ import Testing
     + #""uptimeSeconds":60,"database":"/var/lib/switchd/switches.db","#
     + #""socket":"/run/switchd/switchd.sock","configDirectory":"/etc/switchd","lastReload":"#
   static let statusCaller =
-    #","caller":{"uid":1000,"gid":100,"administrator":false,"writesSystemSwitches":true}}"#
+    #","reconciling":2,"caller":{"uid":1000,"gid":100,"administrator":false,"writesSystemSwitches":true}}"#
 
   @Test func statusGolden() {
     #expect(
@@ -153,7 +153,7 @@ import Testing
     for method in Method.allCases {
       let expected: Privilege
       switch method {
-      case .set, .toggle, .reset: expected = .writer
+      case .set, .toggle, .reset, .apply: expected = .writer
       case .lock, .unlock, .disable, .enable, .reload: expected = .administrator
       default: expected = .anyone
       }

@@ -31,10 +31,12 @@ import Testing
       ]
       var changes: [Change] = []
       for (index, cause) in Cause.allCases.enumerated() {
+        // The log tells switchd's own reconcile from a policy by the cause.
+        let actor: Actor = cause == .reconcile ? .reconcile : actors[index % actors.count]
         changes.append(
           Change(
             revision: Int64(index + 1), time: 1_790_000_000_123 + Int64(index),
-            key: "key.\(index % 3)", cause: cause, actor: actors[index % actors.count],
+            key: "key.\(index % 3)", cause: cause, actor: actor,
             state: sampleStates[index % sampleStates.count],
             previous: sampleStates[(index + 1) % sampleStates.count]))
       }

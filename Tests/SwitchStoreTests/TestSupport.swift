@@ -114,6 +114,8 @@ let sampleStates: [SwitchState] = [
     checked: false, readOnly: true, readOnlyReason: "", heldBy: .dependency, disabled: true,
     disabledReason: "embedded\u{0}nul", disabledBy: .policy),
   SwitchState(checked: true, disabled: true, disabledReason: nil, disabledBy: .admin),
+  SwitchState(checked: true, invalid: true, invalidReason: "rfkill: cannot open /dev/rfkill"),
+  SwitchState(checked: false, invalid: true, invalidReason: nil),
 ]
 
 /// A change of `key` at `revision`, with its time derived from the revision.

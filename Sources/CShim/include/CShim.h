@@ -56,4 +56,25 @@ int shim_signalfd_read(int fd);
 /// Raises RLIMIT_NOFILE's soft limit to its hard limit; returns the new soft limit.
 long shim_raise_nofile_limit(void);
 
+/// Starts `path` (argv and envp NULL-terminated) for an apply command: in a
+/// process group of its own, standard input and output from and to
+/// /dev/null, standard error onto `stderr_fd`, working directory /, every
+/// other descriptor closed, signal mask empty and every signal at its
+/// default action. posix_spawn: nothing of the caller runs in the child.
+/// Returns 0 and sets `*pid`, or an errno (the program could not be started).
+int shim_spawn_apply(const char *path, char *const argv[], char *const envp[], int stderr_fd,
+                     int32_t *pid);
+
+/// pidfd_open(2): a descriptor that polls readable once `pid` has exited;
+/// -1 with errno (ENOSYS on kernels before 5.3).
+int shim_pidfd_open(int32_t pid);
+
+/// Whether child `pid` has exited, without reaping it (waitid WNOHANG |
+/// WNOWAIT), so that its process group id stays taken until it is reaped:
+/// 1 exited, 0 still running, -1 with errno.
+int shim_child_exited(int32_t pid);
+
+/// pipe2 with O_CLOEXEC; the read end is non-blocking.
+int shim_pipe_for_output(int fds[2]);
+
 #endif

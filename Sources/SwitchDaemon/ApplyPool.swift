@@ -1,0 +1,102 @@
+import SwitchCore
+import SwitchSystem
+
+/// One apply command to run: a switch, its command, and what to tell it.
+struct ApplyStep: Sendable {
+  var key: String
+  var command: ApplyCommand
+  /// The state the switch is to have; its effective value is what to make real.
+  var state: SwitchState
+  var cause: Cause
+
+  /// The environment CONFIG.md documents, and nothing else.
+  var environment: [String] {
+    [
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+      "SWITCH_KEY=\(key)",
+      "SWITCH_EFFECTIVE=\(state.isOnAndInEffect ? "on" : "off")",
+      "SWITCH_CHECKED=\(state.checked ? "on" : "off")",
+      "SWITCH_DISABLED=\(state.disabled ? "yes" : "no")",
+      "SWITCH_CAUSE=\(cause.wireName)",
+    ]
+  }
+
+  /// Runs the command to its end; nil when it applied, else the reason it did not.
+  func run() -> String? {
+    let result = ApplyProcess.run(
+      arguments: command.arguments, environment: environment,
+      timeoutMilliseconds: command.timeoutMilliseconds)
+    switch result.outcome {
+    case .exited(status: 0): return nil
+    case .exited(let status): return result.firstErrorLine ?? "exit status \(status)"
+    case .killed(let signal): return result.firstErrorLine ?? "killed by signal \(signal)"
+    case .timedOut: return command.timeoutReason
+    case .couldNotStart(let errno):
+      return "cannot run \(command.path): \(SystemError(errno: errno, call: "posix_spawn").reason)"
+    }
+  }
+}
+
+/// The commands one decision needs, run together: all or nothing.
+struct ApplyTask: Sendable {
+  var id: UInt64
+  var steps: [ApplyStep]
+  /// What each step's switch was before, to put back when a later step fails.
+  var undo: [ApplyStep]
+}
+
+/// What came of an `ApplyTask`, posted back to the writer's queue.
+struct ApplyResult: Sendable {
+  var id: UInt64
+  /// nil: every step applied. Else the first failure's reason; the steps
+  /// before it were undone.
+  var failure: String?
+}
+
+/// A few threads that run apply commands, so that neither the event loop
+/// nor the writer ever waits for one (SEMANTICS.md rule 16): the writer
+/// submits a task and goes on; the result comes back as a writer job.
+///
+/// At most `workers` commands run at once; more wait their turn here. The
+/// threads start with the first task: a configuration without commands
+/// costs nothing. Owned by the writer's thread, the only one that submits.
+final class ApplyPool {
+  private let tasks = BlockingQueue<ApplyTask?>()
+  private let results: BlockingQueue<WriterJob>
+  private let workers: Int
+  private var started = false
+
+  init(workers: Int = 4, results: BlockingQueue<WriterJob>) {
+    self.workers = workers
+    self.results = results
+  }
+
+  func submit(_ task: ApplyTask) {
+    if !started {
+      started = true
+      for _ in 0..<workers { startThread { [tasks, results] in Self.work(tasks, results) } }
+    }
+    tasks.push(task)
+  }
+
+  /// Ends the threads once the tasks queued before are done.
+  func stop() {
+    guard started else { return }
+    for _ in 0..<workers { tasks.push(nil) }
+  }
+
+  private static func work(_ tasks: BlockingQueue<ApplyTask?>, _ results: BlockingQueue<WriterJob>)
+  {
+    while let task = tasks.takeOne() {
+      var failure: String?
+      for (index, step) in task.steps.enumerated() {
+        guard let reason = step.run() else { continue }
+        failure = reason
+        // All or nothing: put back what the earlier steps changed.
+        for undo in task.undo[..<index].reversed() { _ = undo.run() }
+        break
+      }
+      results.push(.applied(ApplyResult(id: task.id, failure: failure)))
+    }
+  }
+}

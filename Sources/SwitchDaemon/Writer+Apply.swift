@@ -1,0 +1,274 @@
+import SwitchCore
+import SwitchProtocol
+
+// Apply, then commit (SEMANTICS.md rules 14–16), without the writer ever
+// waiting for a command.
+//
+// A write whose changes alter the effective value of a switch with an apply
+// command is parked: its keys are marked busy, its commands go to the
+// `ApplyPool`, and the writer goes on with other writes. Later writes of a
+// busy key wait behind it, in order. The result comes back as a writer job;
+// the parked write is then decided again (nothing else could touch its
+// keys) and commits with the group it lands in, or fails with `ApplyFailed`;
+// then the writes that waited behind it are decided, in order.
+//
+// Policy changes and the reconcile at start and reload park the same way,
+// but a failure does not refuse them: it commits the switch `invalid`.
+//
+// A reload or stop waits until nothing is busy (the jobs after it wait with
+// it), so that no command runs under a configuration that is going away.
+
+/// A write as the writer carries it, with its apply command's verdict once it ran.
+struct WriteRequest: Sendable {
+  var ticket: Ticket
+  var key: String
+  var operation: Operation
+  var caller: Caller
+  /// Set once its command has run: for which effective value, and the
+  /// failure's reason (nil: applied).
+  var applied: AppliedCommand?
+}
+
+struct AppliedCommand: Sendable {
+  var id: UInt64
+  /// The effective value each command was run for, by key.
+  var effective: [String: Bool]
+  var failure: String?
+}
+
+/// A policy change or a reconcile whose command is running.
+struct SystemApply: Sendable {
+  var id: UInt64
+  var key: String
+  /// The State a policy or a dependency gives the switch; nil for a
+  /// reconcile of the State as it is.
+  var target: SwitchState?
+  /// What makes `target`: `policy` or `dependency` (`reconcile` without one).
+  var cause: Cause
+  /// Part of the reconcile of the start or of a reload (`status.reconciling`).
+  var counted: Bool
+}
+
+/// What a group decides, in order.
+enum GroupItem: Sendable {
+  case write(WriteRequest)
+  /// A policy change or reconcile whose command has run (failure nil: applied).
+  case system(SystemApply, failure: String?)
+
+  var connection: UInt64? {
+    if case .write(let write) = self { return write.ticket.connection }
+    return nil
+  }
+}
+
+/// The writer's book of apply commands under way.
+struct ApplyBook {
+  enum Parked {
+    case write(WriteRequest, effective: [String: Bool])
+    case system(SystemApply)
+  }
+  private var nextID: UInt64 = 0
+  private(set) var parked: [UInt64: Parked] = [:]
+  /// Each busy key and the parked job that holds it.
+  private(set) var busy: [String: UInt64] = [:]
+  /// Writes waiting for a busy key, in arrival order, each with the keys it
+  /// may change (its own and its dependents'): a write goes only after every
+  /// earlier write that shares a key with it, so each switch's writes keep
+  /// their order also when a write changes several switches.
+  private var waiting: [(write: WriteRequest, keys: [String])] = []
+  /// How many waiting writes may change each key.
+  private var waitingFor: [String: Int] = [:]
+  /// Jobs that wait until nothing is busy: a reload or stop, and what came after it.
+  var heldBack: [WriterJob] = []
+  /// Reconciles of the start or a reload not yet finished.
+  private(set) var reconciling: Set<UInt64> = []
+  /// The count `status` was last told.
+  var reconcilingReported = 0
+  /// A reload's answer, given once its own commands have run.
+  var reloadAnswer: (ticket: Ticket, answer: WriterOutput.Answer, remaining: Set<UInt64>)?
+
+  mutating func newID() -> UInt64 {
+    nextID += 1
+    return nextID
+  }
+
+  /// Whether a new `write`, which may change `keys`, may be decided now:
+  /// no other job holds one of them and no earlier write waits for one.
+  func mayDecide(_ write: WriteRequest, touching keys: [String]) -> Bool {
+    keys.allSatisfy { key in
+      (busy[key] == nil || busy[key] == write.applied?.id) && waitingFor[key, default: 0] == 0
+    }
+  }
+
+  mutating func wait(_ write: WriteRequest, touching keys: [String]) {
+    waiting.append((write, keys))
+    for key in keys { waitingFor[key, default: 0] += 1 }
+  }
+
+  /// The first waiting write that may go now: none of its keys is busy,
+  /// and no earlier waiting write shares one. Removed from the queue.
+  mutating func nextReady() -> WriteRequest? {
+    var claimed = Set<String>()
+    for (index, entry) in waiting.enumerated() {
+      if entry.keys.allSatisfy({ busy[$0] == nil && !claimed.contains($0) }) {
+        waiting.remove(at: index)
+        for key in entry.keys { waitingFor[key, default: 1] -= 1 }
+        return entry.write
+      }
+      claimed.formUnion(entry.keys)
+    }
+    return nil
+  }
+
+  mutating func park(_ id: UInt64, _ job: Parked, keys: [String]) {
+    parked[id] = job
+    for key in keys { busy[key] = id }
+    if case .system(let system) = job, system.counted { reconciling.insert(id) }
+  }
+
+  /// The parked job `result` finishes, as an item for the group.
+  mutating func resume(_ result: ApplyResult) -> GroupItem? {
+    guard let job = parked.removeValue(forKey: result.id) else { return nil }
+    switch job {
+    case .write(var write, let effective):
+      write.applied = AppliedCommand(id: result.id, effective: effective, failure: result.failure)
+      return .write(write)
+    case .system(let system):
+      return .system(system, failure: result.failure)
+    }
+  }
+
+  /// Frees what job `id` held (its waiting writes then come from
+  /// `nextReady`). Calling it again changes nothing.
+  mutating func release(_ id: UInt64) {
+    reconciling.remove(id)
+    if var pending = reloadAnswer, pending.remaining.remove(id) != nil {
+      reloadAnswer = pending
+    }
+    for (key, owner) in busy where owner == id { busy[key] = nil }
+  }
+
+  /// The held-back jobs, once nothing is busy any more.
+  mutating func takeHeldBack() -> [WriterJob]? {
+    guard !heldBack.isEmpty, busy.isEmpty else { return nil }
+    defer { heldBack.removeAll() }
+    return heldBack
+  }
+
+  var isHoldingBack: Bool { !heldBack.isEmpty }
+}
+
+extension Writer {
+  /// How a decided write goes on.
+  enum ApplyStage {
+    /// Its commands are running: it is answered later.
+    case parked
+    /// A command failed: `ApplyFailed`, nothing changes.
+    case failed(String)
+    /// Commit these changes (none: nothing changes).
+    case proceed([PlannedChange])
+  }
+
+  /// Runs the apply commands a decided write needs first, or says how it
+  /// goes on once they have run (rules 14 and 17): the command of every
+  /// switch among `planned` (the write's own change and its dependents')
+  /// whose effective value changes, all or nothing; `apply` always runs the
+  /// switch's own. A write that leaves every effective value as it was runs
+  /// nothing. Each switch whose command ran is no longer `invalid`.
+  func applyStage(
+    _ write: WriteRequest, _ decided: Decision, _ planned: [PlannedChange]
+  ) -> ApplyStage {
+    var plans = planned
+    if write.operation == .apply, !plans.contains(where: { $0.key == write.key }) {
+      let current = decided.record.state
+      plans.insert(
+        PlannedChange(key: write.key, cause: .apply, state: current, previous: current), at: 0)
+    }
+    var steps: [ApplyStep] = []
+    var undo: [ApplyStep] = []
+    for plan in plans {
+      guard let definition = catalog.switches[plan.key], let command = definition.apply,
+        (write.operation == .apply && plan.key == write.key)
+          || Rules.needsApply(definition, from: plan.previous, to: plan.state)
+      else { continue }
+      steps.append(ApplyStep(key: plan.key, command: command, state: plan.state, cause: plan.cause))
+      undo.append(
+        ApplyStep(key: plan.key, command: command, state: plan.previous, cause: plan.cause))
+    }
+    guard !steps.isEmpty else { return .proceed(planned) }
+    var effective: [String: Bool] = [:]
+    for step in steps { effective[step.key] = step.state.isOnAndInEffect }
+    if let applied = write.applied, applied.effective == effective {
+      if let reason = applied.failure { return .failed(reason) }
+      var verdicts: [PlannedChange] = []
+      for var plan in plans {
+        if effective[plan.key] != nil { plan.state = plan.state.applied(failure: nil) }
+        if plan.state != plan.previous { verdicts.append(plan) }
+      }
+      return .proceed(verdicts)
+    }
+    let id = applying.newID()
+    var parked = write
+    parked.applied = nil
+    applying.park(id, .write(parked, effective: effective), keys: plans.map(\.key))
+    pool.submit(ApplyTask(id: id, steps: steps, undo: undo))
+    return .parked
+  }
+
+  /// Parks a policy or dependency change (`target`, made by `cause`) or a
+  /// reconcile (target nil) of `key`.
+  func parkSystemApply(
+    _ key: String, command: ApplyCommand, state: SwitchState, target: SwitchState?,
+    cause: Cause, counted: Bool
+  ) -> UInt64 {
+    let id = applying.newID()
+    applying.park(
+      id,
+      .system(SystemApply(id: id, key: key, target: target, cause: cause, counted: counted)),
+      keys: [key])
+    let cause: Cause = target == nil ? .reconcile : cause
+    pool.submit(
+      ApplyTask(
+        id: id, steps: [ApplyStep(key: key, command: command, state: state, cause: cause)],
+        undo: []))
+    return id
+  }
+
+  /// The change a finished policy change or reconcile makes: the policy's
+  /// State (if any) with `invalid` set by the command's verdict; nil when
+  /// that is how the switch already is.
+  func systemChange(
+    _ system: SystemApply, failure: String?, revision: Int64, time: Int64
+  ) -> Change? {
+    guard let record = records[system.key] else { return nil }
+    if let failure {
+      log.warning("applying \(system.key) failed, it is marked invalid: \(failure)")
+    }
+    let next = (system.target ?? record.state).applied(failure: failure)
+    if next == record.state { return nil }
+    let byConfiguration = system.target != nil && system.target != record.state
+    let cause = byConfiguration ? system.cause : .reconcile
+    return Change(
+      revision: revision, time: time, key: system.key, cause: cause,
+      actor: cause == .reconcile ? .reconcile : .policy, state: next, previous: record.state)
+  }
+
+  /// The output that tells the loop what changed in the book since it
+  /// was last told: the reconcile count, a reload answer now due.
+  func applyBookOutput() -> WriterOutput? {
+    var output = WriterOutput(
+      catalog: nil, changes: [], answers: [], oldestRetained: oldestRetained)
+    var any = false
+    if applying.reconciling.count != applying.reconcilingReported {
+      applying.reconcilingReported = applying.reconciling.count
+      output.reconciling = applying.reconciling.count
+      any = true
+    }
+    if let pending = applying.reloadAnswer, pending.remaining.isEmpty {
+      applying.reloadAnswer = nil
+      output.answers = [(pending.ticket, pending.answer)]
+      any = true
+    }
+    return any ? output : nil
+  }
+}
