@@ -32,12 +32,14 @@ public struct SwitchDefinition: Equatable, Sendable {
   public var group: String
   /// Its place in the schema: files in lexical order, sections in file order.
   public var order: Int
+  /// One value for the machine, or one per user (`Scope=`).
+  public var scope: Scope
   public var source: SourceLocation
 
   public init(
     key: String, label: String?, description: String = "", defaultChecked: Bool,
     checkedIcon: String = "", uncheckedIcon: String = "", group: String = "", order: Int = 0,
-    source: SourceLocation = SourceLocation(file: "", line: 0)
+    scope: Scope = .system, source: SourceLocation = SourceLocation(file: "", line: 0)
   ) {
     self.key = key
     self.label = label
@@ -47,6 +49,7 @@ public struct SwitchDefinition: Equatable, Sendable {
     self.uncheckedIcon = uncheckedIcon
     self.group = group
     self.order = order
+    self.scope = scope
     self.source = source
   }
 }

@@ -313,7 +313,7 @@ public enum CatalogBuilder {
   // MARK: - switches.d
 
   private static let switchNames = [
-    "Label", "Description", "Default", "CheckedIcon", "UncheckedIcon", "Group",
+    "Label", "Description", "Default", "CheckedIcon", "UncheckedIcon", "Group", "Scope",
   ]
 
   /// Reads the schema file by file, remembering where each key was first declared.
@@ -371,6 +371,15 @@ public enum CatalogBuilder {
       case "CheckedIcon": definition.checkedIcon = entry.value
       case "UncheckedIcon": definition.uncheckedIcon = entry.value
       case "Group": definition.group = entry.value
+      case "Scope":
+        if let scope = Scope(configName: entry.value) {
+          definition.scope = scope
+        } else {
+          report.error(
+            location,
+            "Scope=\(entry.value) of switch \(section.name) is not system or user")
+          valid = false
+        }
       case "Default":
         if let value = BooleanWord.parse(entry.value) {
           definition.defaultChecked = value

@@ -61,6 +61,14 @@ struct SwitchEncodings {
 
   func bytes(at position: Int) -> [UInt8]? { entries[position].bytes }
 
+  /// The schema members of the Switch at `position`, made once per configuration.
+  mutating func template(at position: Int, definition: SwitchDefinition) -> SwitchTemplate {
+    if let template = entries[position].template { return template }
+    let template = SwitchTemplate(definition)
+    entries[position].template = template
+    return template
+  }
+
   /// Encodes the Switch at `position` and keeps it until `invalidate`.
   mutating func encode(
     at position: Int, definition: SwitchDefinition, record: SwitchRecord,
@@ -90,7 +98,11 @@ extension Server {
   func encodedSwitch(at position: Int) -> [UInt8]? {
     if let bytes = encodings.bytes(at: position) { return bytes }
     let key = catalog.sortedKeys[position]
-    guard let definition = catalog.switches[key], let record = records[key] else { return nil }
+    guard let definition = catalog.switches[key], var record = records[key] else { return nil }
+    // A user-scope switch shared by every viewer: as a user who never set it reads it.
+    if definition.scope == .user {
+      record = Visibility.record(record, own: nil, definition: definition)
+    }
     return encodings.encode(
       at: position, definition: definition, record: record,
       policySource: Rules.policySource(state: record.state, rule: catalog.policies[key]))
@@ -99,27 +111,28 @@ extension Server {
   /// Whether `caller` may change `key`'s value now (`writable`).
   func isWritable(_ key: String, for caller: Caller) -> Bool {
     guard let record = records[key] else { return false }
-    return Rules.writable(state: record.state, policy: catalog.policies[key], caller: caller)
+    return Rules.writable(
+      state: record.state, policy: catalog.policies[key], caller: caller,
+      scope: catalog.switches[key]?.scope ?? .system)
   }
 
-  /// Writes the Switch object of a declared `key` as `caller` sees it.
-  func writeSwitch(_ w: inout JSONWriter, key: String, for caller: Caller) {
-    guard let bytes = encodedSwitch(key) else { return }
-    WireEncoding.writeSwitch(&w, encoded: bytes, writable: isWritable(key, for: caller))
+  /// Writes the Switch object of a declared `key` as `viewpoint` reads it
+  /// (`writable` for `caller`).
+  func writeSwitch(
+    _ w: inout JSONWriter, key: String, for caller: Caller, viewpoint: Viewpoint
+  ) {
+    guard let position = encodings.positions[key] else { return }
+    writeSwitch(&w, at: position, for: caller, viewpoint: viewpoint)
   }
 
-  /// Writes a JSON array of the Switch objects at `positions` as `caller`
-  /// sees them, each encoded once until it changes.
+  /// Writes a JSON array of the Switch objects at `positions` as `viewpoint`
+  /// reads them (`writable` for `caller`); system switches' objects are
+  /// encoded once until they change.
   func writeSwitches<Positions: Sequence<Int>>(
-    _ w: inout JSONWriter, _ positions: Positions, for caller: Caller
+    _ w: inout JSONWriter, _ positions: Positions, for caller: Caller, viewpoint: Viewpoint
   ) {
     ResultEncoding.writeSwitchArray(
-      &w,
-      positions.lazy.compactMap { position in
-        self.encodedSwitch(at: position).map {
-          (encoded: $0, writable: self.isWritable(self.catalog.sortedKeys[position], for: caller))
-        }
-      })
+      &w, positions.lazy.compactMap { self.switchObject(at: $0, for: caller, viewpoint: viewpoint) })
   }
 
   /// The positions of the declared keys with `prefix`: a search to the

@@ -15,12 +15,14 @@ final class Writer {
   private let store: SwitchStore
   private let configDirectory: String
   private let log: Log
-  private var catalog: Catalog
+  private(set) var catalog: Catalog
   /// The settings the daemon started with: its socket and database stay
   /// these until it restarts, whatever a reload reads.
   private let startSettings: DaemonSettings
-  private var records: [String: SwitchRecord]
-  private var revision: Int64
+  private(set) var records: [String: SwitchRecord]
+  /// Every user's own values of user-scope switches (`Writer+Users.swift`).
+  var users = WriterUserValues()
+  var revision: Int64
   private var oldestRetained: Int64?
   /// The revision the switch rows hold (`SwitchStore.checkpoint`), and the
   /// keys changed since: their rows are what the next checkpoint writes.
@@ -44,10 +46,12 @@ final class Writer {
     // After a crash the rows lag the log; bring them up to date once, so from
     // here on the writer knows every key changed since the checkpoint.
     if try store.checkpointRevision() < store.currentRevision() { try store.checkpoint() }
+    let userValues = try store.loadUserValues()
     let writer = Writer(
       store: store, configDirectory: configDirectory, catalog: catalog, records: records,
       revision: try store.currentRevision(), oldestRetained: try store.oldestRetainedRevision(),
       checkpointed: try store.checkpointRevision(), log: log)
+    writer.users.values = userValues
     let applied = try writer.apply(catalog)
     return (writer, applied.update.access)
   }
@@ -143,6 +147,12 @@ final class Writer {
     var undo: [SwitchRecord] = []
     let firstRevision = revision
     for (ticket, key, operation, caller) in writes {
+      if operation.changesValue && catalog.switches[key]?.scope == .user {
+        if let change = writeUserValue(ticket, key, operation, caller, time: time, &answers) {
+          changes.append(change)
+        }
+        continue
+      }
       let decision = Rules.decide(
         operation, key: key, definition: catalog.switches[key], record: records[key],
         policy: catalog.policies[key], caller: caller)
@@ -177,12 +187,14 @@ final class Writer {
       try store.commit(changes)
       pacer.committed(
         Set(writes.map { $0.0.connection }), seconds: monotonicSeconds() - started)
-      for change in changes { changedSinceCheckpoint.insert(change.key) }
+      for change in changes where change.user == nil { changedSinceCheckpoint.insert(change.key) }
+      users.committed()
       if oldestRetained == nil { oldestRetained = changes[0].revision }
       return WriterOutput(
         catalog: nil, changes: changes, answers: answers, oldestRetained: oldestRetained)
     } catch {
       for record in undo.reversed() { records[record.key] = record }
+      users.rollBack()
       revision = firstRevision
       log.rateLimited(.error, cause: "commit", "a commit failed, nothing changed: \(error)")
       if writes.count == 1 {
@@ -273,7 +285,8 @@ final class Writer {
     var nextRevision = revision
     for key in next.sortedKeys {
       guard let current = working[key] else { continue }
-      let target = Rules.applyPolicy(next.policies[key], to: current.state)
+      guard let definition = next.switches[key] else { continue }
+      let target = Rules.applyPolicy(next.policies[key], to: current.state, definition: definition)
       if target == current.state { continue }
       nextRevision += 1
       changes.append(
@@ -302,8 +315,11 @@ final class Writer {
   /// failure only means a longer replay at the next start: it is retried later.
   private func checkpoint() {
     do {
-      try store.checkpoint(changedSinceCheckpoint.compactMap { records[$0] }, at: revision)
+      try store.checkpoint(
+        changedSinceCheckpoint.compactMap { records[$0] }, userRows: users.rowsToCheckpoint,
+        at: revision)
       changedSinceCheckpoint.removeAll(keepingCapacity: true)
+      users.checkpointed()
       checkpointed = revision
     } catch {
       log.rateLimited(.warning, cause: "checkpoint", "updating the switch rows failed: \(error)")

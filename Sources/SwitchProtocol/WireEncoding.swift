@@ -4,18 +4,21 @@ import SwitchCore
 /// `JSONWriter`: no intermediate trees on the hot path.
 public enum WireEncoding {
   /// A Switch object.
+  /// `user`: whose value of a user-scope switch `record` shows (nil for a
+  /// system switch, and for a user-scope one seen by every user's watch).
   public static func writeSwitch(
     _ w: inout JSONWriter, definition: SwitchDefinition, record: SwitchRecord,
-    policySource: SourceLocation?
+    policySource: SourceLocation?, user: UInt32? = nil
   ) {
     writeSwitch(
-      &w, template: SwitchTemplate(definition), record: record, policySource: policySource)
+      &w, template: SwitchTemplate(definition), record: record, policySource: policySource,
+      user: user)
   }
 
   /// A Switch object, its schema members copied from `template`.
   public static func writeSwitch(
     _ w: inout JSONWriter, template: SwitchTemplate, record: SwitchRecord,
-    policySource: SourceLocation?
+    policySource: SourceLocation?, user: UInt32? = nil
   ) {
     let s = record.state
     w.raw(template.head)
@@ -28,12 +31,13 @@ public enum WireEncoding {
     writeHoldMembers(&w, s)
     w.raw(template.icons)
     w.stringOrNull(policySource?.policySourceText)
-    // Every switch is of the machine (scope "system", no user) until
-    // per-user scope lands (issue 12).
-    w.raw(
-      s.isOnAndInEffect
-        ? ",\"effective\":true,\"scope\":\"system\",\"user\":null"
-        : ",\"effective\":false,\"scope\":\"system\",\"user\":null")
+    w.raw(s.isOnAndInEffect ? ",\"effective\":true" : ",\"effective\":false")
+    if template.scope == .user {
+      w.raw(",\"scope\":\"user\",\"user\":")
+      if let user { w.int(Int64(user)) } else { w.null() }
+    } else {
+      w.raw(",\"scope\":\"system\",\"user\":null")
+    }
     w.raw(",\"revision\":")
     w.int(record.revision)
     w.raw(",\"changedAt\":")
@@ -124,8 +128,9 @@ public enum WireEncoding {
     writeTime(&w, change.time)
     w.raw(",\"key\":")
     w.string(change.key)
-    // The uid whose value changed: none until per-user scope (issue 12).
-    w.raw(",\"user\":null,\"cause\":")
+    w.raw(",\"user\":")
+    if let user = change.user { w.int(Int64(user)) } else { w.null() }
+    w.raw(",\"cause\":")
     w.string(change.cause.wireName)
     w.raw(",\"fields\":[")
     for (i, field) in change.fields.enumerated() {
@@ -200,6 +205,7 @@ public struct SwitchTemplate: Sendable {
   /// `{"key":…,"label":…,"description":…,"checked":`
   let head: [UInt8]
   let defaultChecked: Bool
+  let scope: Scope
   /// `,"checkedIcon":…,"uncheckedIcon":…,"group":…,"order":…,"policySource":`
   let icons: [UInt8]
 
@@ -214,6 +220,7 @@ public struct SwitchTemplate: Sendable {
     w.raw(",\"checked\":")
     head = w.bytes
     defaultChecked = definition.defaultChecked
+    scope = definition.scope
     w = JSONWriter(capacity: 64)
     w.raw(",\"checkedIcon\":")
     w.string(definition.checkedIcon)

@@ -76,6 +76,25 @@ enum Schema {
       SELECT 'checkpoint', max(value, coalesce((SELECT max(revision) FROM changes), 0))
       FROM meta WHERE name = 'revision';
     """,
+    // 3: per-user values of user-scope switches. A change of one user's value is a log row
+    // with its `user`; `key_previous` then chains the changes of that key and user, so a
+    // key's switch-level chain (user NULL) is unchanged and a user's chain is short.
+    // `user_values` holds each user's value as of `meta.checkpoint`, like `switches`.
+    // `value_fixed`: a hold fixes the value of a user-scope switch for every user.
+    """
+    ALTER TABLE changes ADD COLUMN user INTEGER;
+    ALTER TABLE changes ADD COLUMN s_value_fixed INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE changes ADD COLUMN p_value_fixed INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE switches ADD COLUMN value_fixed INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE user_values (
+      key TEXT NOT NULL,
+      user INTEGER NOT NULL,
+      checked INTEGER NOT NULL,
+      revision INTEGER NOT NULL,
+      changed_at INTEGER NOT NULL,
+      PRIMARY KEY (key, user)
+    ) WITHOUT ROWID;
+    """,
   ]
 
   /// The schema version this build writes and reads.

@@ -245,7 +245,7 @@ struct CatalogBuilderTests {
         "switchd.conf:2: MaxConnections=0 is out of range: it must be a whole number from 1 to "
           + "1000000",
         "switches.d/10-base.conf:3: unknown name Colour in [wifi]: allowed are Label, "
-          + "Description, Default, CheckedIcon, UncheckedIcon, Group",
+          + "Description, Default, CheckedIcon, UncheckedIcon, Group, Scope",
         "policy.d/50-corp.conf:2: ReadOnly=maybe is not a boolean: use on/off, yes/no, "
           + "true/false or 1/0",
       ])
@@ -408,7 +408,11 @@ struct SchemaTests {
     (
       "[wifi]\nLabel=Wi-Fi\nlabel=x", 3,
       "unknown name label in [wifi]: allowed are Label, Description, Default, CheckedIcon, "
-        + "UncheckedIcon, Group"
+        + "UncheckedIcon, Group, Scope"
+    ),
+    (
+      "[wifi]\nLabel=Wi-Fi\nScope=users", 3,
+      "Scope=users of switch wifi is not system or user"
     ),
     (
       "[Wi-Fi]\nLabel=Wi-Fi", 1,

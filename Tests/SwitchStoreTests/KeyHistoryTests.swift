@@ -140,7 +140,7 @@ import Testing
 
       let store = try SwitchStore(path: path)
       defer { store.close() }
-      #expect(try store.connection.textRows("PRAGMA user_version") == ["2"])
+      #expect(try store.connection.textRows("PRAGMA user_version") == ["\(Schema.currentVersion)"])
       // Schema 1 kept its rows up to date: they are the checkpoint.
       #expect(try store.checkpointRevision() == 200)
       #expect(

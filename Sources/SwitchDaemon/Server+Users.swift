@@ -1,0 +1,89 @@
+import SwitchCore
+import SwitchProtocol
+
+// Per-user reads: whose world a request sees (its `user` param), and the
+// Switch objects of user-scope switches as one user reads them. Who sees
+// what is SwitchCore's (`Visibility`); this file only carries it.
+
+extension Server {
+  /// The viewpoint of a read: the `user` it names, else the caller's own.
+  /// Naming another user, or every user (`"*"`), is an administrator's right.
+  func viewpoint(_ named: Viewpoint?, for caller: Caller, key: String?) -> Result<
+    Viewpoint, RPCError
+  > {
+    switch named {
+    case nil:
+      return .success(.user(caller.subject))
+    case .user(let uid):
+      guard caller.mayActAs(uid) else {
+        return .failure(RPCError(Rules.actingAsRefusal(key: key, user: uid)))
+      }
+      return .success(.user(uid))
+    case .everyone:
+      guard caller.isAdmin else {
+        return .failure(
+          RPCError(
+            Refusal.permissionDenied(
+              key: key, action: "follow every user's values of",
+              requirement: "only an administrator may")))
+      }
+      return .success(.everyone)
+    }
+  }
+
+  /// Writes the Switch object at `position` as `viewpoint` reads it, with
+  /// `writable` for `caller`.
+  func writeSwitch(
+    _ w: inout JSONWriter, at position: Int, for caller: Caller, viewpoint: Viewpoint
+  ) {
+    guard let object = switchObject(at: position, for: caller, viewpoint: viewpoint) else {
+      return
+    }
+    WireEncoding.writeSwitch(&w, encoded: object.encoded, writable: object.writable)
+  }
+
+  /// The Switch object at `position` as `viewpoint` reads it, and whether
+  /// `caller` may write it. A system switch's object is the cached one; a
+  /// user-scope switch's is encoded from the loop's copy (no SQLite).
+  func switchObject(
+    at position: Int, for caller: Caller, viewpoint: Viewpoint
+  ) -> (encoded: [UInt8], writable: Bool)? {
+    let key = catalog.sortedKeys[position]
+    guard let definition = catalog.switches[key], definition.scope == .user,
+      case .user(let uid) = viewpoint, let record = records[key]
+    else {
+      return encodedSwitch(at: position).map { ($0, isWritable(key, for: caller)) }
+    }
+    let seen = Visibility.record(record, own: userValues[key]?[uid], definition: definition)
+    return userSwitchObject(at: position, definition: definition, seen: seen, user: uid, for: caller)
+  }
+
+  /// A user-scope switch as user `uid` reads it (`seen`), and whether
+  /// `caller` acting as that user may write it.
+  func userSwitchObject(
+    at position: Int?, definition: SwitchDefinition, seen: SwitchRecord, user uid: UInt32,
+    for caller: Caller
+  ) -> (encoded: [UInt8], writable: Bool) {
+    var object = JSONWriter(capacity: 512)
+    let template = position.map { encodings.template(at: $0, definition: definition) }
+    WireEncoding.writeSwitch(
+      &object, template: template ?? SwitchTemplate(definition), record: seen,
+      policySource: Rules.policySource(state: seen.state, rule: catalog.policies[definition.key]),
+      user: uid)
+    let writable = Rules.writable(
+      state: seen.state, policy: catalog.policies[definition.key], caller: caller.acting(as: uid),
+      scope: .user)
+    return (object.bytes, writable)
+  }
+
+  /// The viewer's own values of user-scope switches, for the log reader to
+  /// show them as of each change (`ReaderView`).
+  func readerView(_ viewpoint: Viewpoint) -> ReaderView {
+    guard case .user(let uid) = viewpoint else { return ReaderView(viewpoint: viewpoint) }
+    var own: [String: UserValue] = [:]
+    for (key, users) in userValues where catalog.switches[key]?.scope == .user {
+      if let value = users[uid] { own[key] = value }
+    }
+    return ReaderView(viewpoint: viewpoint, own: own)
+  }
+}
