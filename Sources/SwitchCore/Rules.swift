@@ -139,8 +139,8 @@ public enum Rules {
     state: SwitchState, policy: PolicyRule?, caller: Caller, scope: Scope = .system
   ) -> Bool {
     guard scope == .user else {
-      return caller.mayWrite && valueRefusal(key: "", state: state, policy: policy, caller: caller)
-        == nil
+      let refusal = valueRefusal(key: "", state: state, policy: policy, caller: caller)
+      return caller.mayWrite && refusal == nil
     }
     if state.disabled { return false }
     if state.readOnly { return caller.isAdmin && !state.valueFixed }

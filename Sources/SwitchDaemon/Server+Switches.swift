@@ -132,7 +132,8 @@ extension Server {
     _ w: inout JSONWriter, _ positions: Positions, for caller: Caller, viewpoint: Viewpoint
   ) {
     ResultEncoding.writeSwitchArray(
-      &w, positions.lazy.compactMap { self.switchObject(at: $0, for: caller, viewpoint: viewpoint) })
+      &w, positions.lazy.compactMap { self.switchObject(at: $0, for: caller, viewpoint: viewpoint) }
+    )
   }
 
   /// The positions of the declared keys with `prefix`: a search to the

@@ -55,7 +55,8 @@ extension Server {
       return encodedSwitch(at: position).map { ($0, isWritable(key, for: caller)) }
     }
     let seen = Visibility.record(record, own: userValues[key]?[uid], definition: definition)
-    return userSwitchObject(at: position, definition: definition, seen: seen, user: uid, for: caller)
+    return userSwitchObject(
+      at: position, definition: definition, seen: seen, user: uid, for: caller)
   }
 
   /// A user-scope switch as user `uid` reads it (`seen`), and whether

@@ -91,7 +91,8 @@ final class Server {
   init(
     listener: Listener, databasePath: String, catalog: Catalog, access: AccessRules,
     writerSnapshot: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?),
-    userValues: UserValues = [:], jobs: BlockingQueue<WriterJob>, outputs: BlockingQueue<WriterOutput>, wakeFD: Int32,
+    userValues: UserValues = [:], jobs: BlockingQueue<WriterJob>,
+    outputs: BlockingQueue<WriterOutput>, wakeFD: Int32,
     signalFD: Int32, notifier: Notifier, log: Log
   ) throws {
     self.listener = listener

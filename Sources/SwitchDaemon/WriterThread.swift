@@ -30,7 +30,9 @@ extension Writer {
           databasePath: databasePath, configDirectory: configDirectory, catalog: catalog,
           log: log)
         writer = opened
-        started.push(.success(Started(snapshot: writer.snapshot, userValues: writer.users.values, access: access)))
+        started.push(
+          .success(
+            Started(snapshot: writer.snapshot, userValues: writer.users.values, access: access)))
       } catch {
         started.push(.failure(error))
         return

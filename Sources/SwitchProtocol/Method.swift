@@ -245,7 +245,8 @@ private struct Params {
     guard let value = take(WireField.user) else { return nil }
     if everyone, value.stringValue == WireField.everyUser { return .everyone }
     guard let number = value.int64Value, let uid = UInt32(exactly: number) else {
-      let choices = everyone ? "a uid (a whole number from 0) or \"*\"" : "a uid (a whole number from 0)"
+      let choices =
+        everyone ? "a uid (a whole number from 0) or \"*\"" : "a uid (a whole number from 0)"
       throw error("\"user\" must be \(choices)", param: WireField.user)
     }
     return .user(uid)

@@ -70,7 +70,8 @@ extension DaemonFixture {
         $0.load(fromByteOffset: 16, as: Int32.self)
       )
     }
-    guard received == 1, level == SOL_SOCKET, type == 1 /* SCM_RIGHTS */, fd >= 0 else {
+    let scmRights: Int32 = 1
+    guard received == 1, level == SOL_SOCKET, type == scmRights, fd >= 0 else {
       throw FixtureError("no descriptor was handed over")
     }
     return fd

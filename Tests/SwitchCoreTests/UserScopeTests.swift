@@ -11,7 +11,8 @@ import Testing
   // A system account: it may not write system switches, but writes its own values.
   static let alice = Caller(
     actor: .peer(uid: 1000, gid: 1000, pid: 1), isAdmin: false, mayWrite: false)
-  static let bob = Caller(actor: .peer(uid: 1001, gid: 1001, pid: 2), isAdmin: false, mayWrite: true)
+  static let bob = Caller(
+    actor: .peer(uid: 1001, gid: 1001, pid: 2), isAdmin: false, mayWrite: true)
   static let admin = Caller(actor: .peer(uid: 0, gid: 0, pid: 3), isAdmin: true, mayWrite: true)
 
   static func decide(
@@ -106,7 +107,8 @@ import Testing
       ).get().next)
     #expect(!held.valueFixed)
     let record = SwitchRecord(key: Self.definition.key, state: held, revision: 2)
-    guard case .failure(.readOnly) = Self.decide(.toggle(ifRevision: nil), Self.alice, record: record)
+    guard
+      case .failure(.readOnly) = Self.decide(.toggle(ifRevision: nil), Self.alice, record: record)
     else {
       Issue.record("a user wrote under a hold")
       return
@@ -134,7 +136,8 @@ import Testing
   }
 
   @Test func ifRevisionIsTheRevisionTheUserSees() throws {
-    let record = SwitchRecord(key: Self.definition.key, state: SwitchState(checked: true), revision: 5)
+    let record = SwitchRecord(
+      key: Self.definition.key, state: SwitchState(checked: true), revision: 5)
     let own = UserValue(checked: false, revision: 8, changedAt: 1)
     #expect(Visibility.record(record, own: own, definition: Self.definition).revision == 8)
     guard

@@ -18,9 +18,15 @@ import Testing
   }
 
   @Test(arguments: [
-    (#"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"wifi"}}"#, Call.get(key: "wifi", user: nil)),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"wifi"}}"#,
+      Call.get(key: "wifi", user: nil)
+    ),
     (#"{"jsonrpc":"2.0","id":1,"method":"list"}"#, .list(prefix: nil, user: nil)),
-    (#"{"jsonrpc":"2.0","id":1,"method":"list","params":{"prefix":"n.*"}}"#, .list(prefix: "n.", user: nil)),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"list","params":{"prefix":"n.*"}}"#,
+      .list(prefix: "n.", user: nil)
+    ),
     (
       #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":false,"ifRevision":4}}"#,
       .write(key: "wifi", .set(checked: false, ifRevision: 4), user: nil)
@@ -43,7 +49,10 @@ import Testing
       #"{"jsonrpc":"2.0","id":1,"method":"history","params":{"key":"wifi","limit":5,"before":9}}"#,
       .history(key: "wifi", limit: 5, before: 9, user: nil)
     ),
-    (#"{"jsonrpc":"2.0","id":1,"method":"history"}"#, .history(key: nil, limit: 100, before: nil, user: nil)),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"history"}"#,
+      .history(key: nil, limit: 100, before: nil, user: nil)
+    ),
     (
       #"{"jsonrpc":"2.0","id":1,"method":"lock","params":{"key":"wifi","reason":"r","checked":true}}"#,
       .write(key: "wifi", .lock(reason: "r", checked: true), user: nil)
@@ -105,14 +114,20 @@ import Testing
         "checked", nil
       ),
       (#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"checked":true}}"#, "key", nil),
-      (#"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"wifi","user":"*"}}"#, "user", "wifi"),
+      (
+        #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"wifi","user":"*"}}"#, "user",
+        "wifi"
+      ),
       (#"{"jsonrpc":"2.0","id":1,"method":"list","params":{"user":-1}}"#, "user", nil),
       (#"{"jsonrpc":"2.0","id":1,"method":"list","params":{"user":"1000"}}"#, "user", nil),
       (
         #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":true,"user":4294967296}}"#,
         "user", "wifi"
       ),
-      (#"{"jsonrpc":"2.0","id":1,"method":"lock","params":{"key":"wifi","user":1000}}"#, "user", "wifi"),
+      (
+        #"{"jsonrpc":"2.0","id":1,"method":"lock","params":{"key":"wifi","user":1000}}"#, "user",
+        "wifi"
+      ),
       (#"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"user":"all"}}"#, "user", nil),
       (#"{"jsonrpc":"2.0","id":1,"method":"get","params":["wifi"]}"#, "params", nil),
       (#"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":7}}"#, "key", nil),

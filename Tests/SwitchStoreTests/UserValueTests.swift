@@ -67,7 +67,9 @@ import Testing
         Self.lockChange(3, fixed: false),
         Self.userChange(4, user: 1000, checked: true),
       ])
-      try store.commit([Self.userChange(5, user: 1001, checked: true), sampleChange(6, key: "email")])
+      try store.commit([
+        Self.userChange(5, user: 1001, checked: true), sampleChange(6, key: "email"),
+      ])
       #expect(try store.history(key: "email", before: nil, limit: 10).map(\.revision) == [6, 3])
       #expect(
         try store.userHistory(key: "email", user: 1000, before: nil, limit: 10, newest: 4)
