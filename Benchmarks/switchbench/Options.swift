@@ -32,7 +32,7 @@ struct Options {
   var only: Set<String>?
 
   static let sections = [
-    "get", "toggle", "mixed", "ctl", "fanout", "growth", "history", "fairness",
+    "get", "toggle", "mixed", "ctl", "fanout", "growth", "history", "fairness", "users",
   ]
 
   static let usage = """

@@ -131,9 +131,11 @@ extension Server {
   func writeSwitches<Positions: Sequence<Int>>(
     _ w: inout JSONWriter, _ positions: Positions, for caller: Caller, viewpoint: Viewpoint
   ) {
-    ResultEncoding.writeSwitchArray(
-      &w, positions.lazy.compactMap { self.switchObject(at: $0, for: caller, viewpoint: viewpoint) }
-    )
+    // A declared switch always has a row (the writer inserts it); skip one that does not.
+    let stored = positions.lazy.filter { self.records[self.catalog.sortedKeys[$0]] != nil }
+    ResultEncoding.writeArray(&w, stored) { w, position in
+      writeSwitch(&w, at: position, for: caller, viewpoint: viewpoint)
+    }
   }
 
   /// The positions of the declared keys with `prefix`: a search to the

@@ -32,49 +32,40 @@ extension Server {
   }
 
   /// Writes the Switch object at `position` as `viewpoint` reads it, with
-  /// `writable` for `caller`.
+  /// `writable` for `caller`. A system switch's object is the cached one; a
+  /// user-scope switch's is written from the loop's copy (no SQLite), as
+  /// cheaply: its schema members are the template's, made once.
   func writeSwitch(
     _ w: inout JSONWriter, at position: Int, for caller: Caller, viewpoint: Viewpoint
   ) {
-    guard let object = switchObject(at: position, for: caller, viewpoint: viewpoint) else {
+    let key = catalog.sortedKeys[position]
+    guard case .user(let uid) = viewpoint, let definition = catalog.switches[key],
+      definition.scope == .user, let record = records[key]
+    else {
+      guard let bytes = encodedSwitch(at: position) else { return }
+      WireEncoding.writeSwitch(&w, encoded: bytes, writable: isWritable(key, for: caller))
       return
     }
-    WireEncoding.writeSwitch(&w, encoded: object.encoded, writable: object.writable)
-  }
-
-  /// The Switch object at `position` as `viewpoint` reads it, and whether
-  /// `caller` may write it. A system switch's object is the cached one; a
-  /// user-scope switch's is encoded from the loop's copy (no SQLite).
-  func switchObject(
-    at position: Int, for caller: Caller, viewpoint: Viewpoint
-  ) -> (encoded: [UInt8], writable: Bool)? {
-    let key = catalog.sortedKeys[position]
-    guard let definition = catalog.switches[key], definition.scope == .user,
-      case .user(let uid) = viewpoint, let record = records[key]
-    else {
-      return encodedSwitch(at: position).map { ($0, isWritable(key, for: caller)) }
-    }
     let seen = Visibility.record(record, own: userValues[key]?[uid], definition: definition)
-    return userSwitchObject(
-      at: position, definition: definition, seen: seen, user: uid, for: caller)
+    writeUserSwitch(&w, at: position, definition: definition, seen: seen, user: uid, for: caller)
   }
 
-  /// A user-scope switch as user `uid` reads it (`seen`), and whether
-  /// `caller` acting as that user may write it.
-  func userSwitchObject(
-    at position: Int?, definition: SwitchDefinition, seen: SwitchRecord, user uid: UInt32,
-    for caller: Caller
-  ) -> (encoded: [UInt8], writable: Bool) {
-    var object = JSONWriter(capacity: 512)
-    let template = position.map { encodings.template(at: $0, definition: definition) }
+  /// A user-scope switch as user `uid` reads it (`seen`), with `writable`
+  /// for `caller` acting as that user.
+  func writeUserSwitch(
+    _ w: inout JSONWriter, at position: Int?, definition: SwitchDefinition, seen: SwitchRecord,
+    user uid: UInt32, for caller: Caller
+  ) {
+    let template =
+      position.map { encodings.template(at: $0, definition: definition) }
+      ?? SwitchTemplate(definition)
+    let held = seen.state.heldBy == .policy || seen.state.disabledBy == .policy
+    let policy = held ? catalog.policies[definition.key] : nil
     WireEncoding.writeSwitch(
-      &object, template: template ?? SwitchTemplate(definition), record: seen,
-      policySource: Rules.policySource(state: seen.state, rule: catalog.policies[definition.key]),
-      user: uid)
-    let writable = Rules.writable(
-      state: seen.state, policy: catalog.policies[definition.key], caller: caller.acting(as: uid),
-      scope: .user)
-    return (object.bytes, writable)
+      &w, template: template, record: seen,
+      policySource: Rules.policySource(state: seen.state, rule: policy), user: uid,
+      writable: Rules.writable(
+        state: seen.state, policy: policy, caller: caller.acting(as: uid), scope: .user))
   }
 
   /// The viewer's own values of user-scope switches, for the log reader to

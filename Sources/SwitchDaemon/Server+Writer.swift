@@ -95,10 +95,9 @@ extension Server {
         ? outcome.record
         : Visibility.record(
           outcome.record, own: userValues[key]?[user], definition: outcome.definition)
-      let object = userSwitchObject(
-        at: encodings.positions[key], definition: outcome.definition, seen: seen, user: user,
+      writeUserSwitch(
+        &w, at: encodings.positions[key], definition: outcome.definition, seen: seen, user: user,
         for: caller)
-      WireEncoding.writeSwitch(&w, encoded: object.encoded, writable: object.writable)
       return
     }
     if records[key] == outcome.record, encodedSwitch(key) != nil {

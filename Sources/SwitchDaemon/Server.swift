@@ -610,11 +610,8 @@ final class Server {
       case .success(let allowed): viewpoint = allowed
       case .failure(let error): return fail(pending, on: connection, error)
       }
-      guard let object = switchObject(at: position, for: caller, viewpoint: viewpoint) else {
-        return
-      }
       answer(pending, on: connection) { w in
-        WireEncoding.writeSwitch(&w, encoded: object.encoded, writable: object.writable)
+        writeSwitch(&w, at: position, for: caller, viewpoint: viewpoint)
       }
     case .list(let prefix, let user):
       let viewpoint: Viewpoint

@@ -15,10 +15,11 @@ public enum WireEncoding {
       user: user)
   }
 
-  /// A Switch object, its schema members copied from `template`.
+  /// A Switch object, its schema members copied from `template`; with
+  /// `writable` (for one caller) as its last member when given.
   public static func writeSwitch(
     _ w: inout JSONWriter, template: SwitchTemplate, record: SwitchRecord,
-    policySource: SourceLocation?, user: UInt32? = nil
+    policySource: SourceLocation?, user: UInt32? = nil, writable: Bool? = nil
   ) {
     let s = record.state
     w.raw(template.head)
@@ -46,6 +47,7 @@ public enum WireEncoding {
     } else {
       w.null()
     }
+    if let writable { w.raw(writable ? ",\"writable\":true" : ",\"writable\":false") }
     w.raw("}")
   }
 

@@ -78,7 +78,7 @@ struct StoreStatements {
         revision = excluded.revision, changed_at = excluded.changed_at
       """
     static let userValueColumns = "key, user, checked, revision, changed_at"
-    static let loadUserValues = "SELECT \(userValueColumns) FROM user_values"
+    static let loadUserValues = "SELECT \(userValueColumns) FROM user_values ORDER BY key, user"
     static let upsertUserValue = """
       INSERT INTO user_values(\(userValueColumns)) VALUES (?1, ?2, ?3, ?4, ?5)
       ON CONFLICT(key, user) DO UPDATE SET checked = excluded.checked,

@@ -154,20 +154,25 @@ public final class SwitchStore {
       var values: UserValues = [:]
       let statement = statements.loadUserValues
       defer { statement.reset() }
+      // Rows come in primary-key order, a key's users together: each key is hashed once.
+      var key: String?
+      var users: [UInt32: UserValue] = [:]
       while try statement.step() {
         let row = try statement.readUserValue()
-        values[row.key, default: [:]][row.user] = row.value
+        if row.key != key {
+          if let key { values[key] = users }
+          key = row.key
+          users = [:]
+        }
+        users[row.user] = row.value
       }
+      if let key { values[key] = users }
       try forEachChangeAfterCheckpoint { change in
         guard let user = change.user else { return }
         values[change.key, default: [:]][user] = UserValue(
           checked: change.state.checked, revision: change.revision, changedAt: change.time)
       }
-      for (key, users) in values {
-        for (user, value) in users where chains[ChainKey(key: key, user: user)] == nil {
-          chains[ChainKey(key: key, user: user)] = KeyChain(newest: value.revision, sinceMark: 0)
-        }
-      }
+      // A user's chain is looked up on its first commit (`startChain`): there may be millions.
       return values
     }
   }
