@@ -20,6 +20,8 @@ struct SwitchEncodings {
   private struct Entry {
     var template: SwitchTemplate?
     var bytes: [UInt8]?
+    /// `WireEncoding.switchMiddle` of a user-scope switch, shared by its users.
+    var middle: [UInt8]?
   }
 
   /// `sortedKeys`: the declared keys in `catalog.sortedKeys` order (by UTF-8 bytes).
@@ -81,9 +83,25 @@ struct SwitchEncodings {
     return w.bytes
   }
 
+  /// The members every user reads alike of the user-scope Switch at
+  /// `position` (`WireEncoding.switchMiddle`), kept until `invalidate`.
+  mutating func middle(
+    at position: Int, template: SwitchTemplate, state: SwitchState,
+    policySource: () -> SourceLocation?
+  ) -> [UInt8] {
+    if let middle = entries[position].middle { return middle }
+    let middle = WireEncoding.switchMiddle(
+      template: template, state: state, policySource: policySource())
+    entries[position].middle = middle
+    return middle
+  }
+
   /// Forgets the encoding of `key`'s Switch (it changed), not its schema members.
   mutating func invalidate(_ key: String) {
-    if let position = positions[key] { entries[position].bytes = nil }
+    if let position = positions[key] {
+      entries[position].bytes = nil
+      entries[position].middle = nil
+    }
   }
 }
 

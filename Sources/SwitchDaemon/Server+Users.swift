@@ -51,21 +51,30 @@ extension Server {
   }
 
   /// A user-scope switch as user `uid` reads it (`seen`), with `writable`
-  /// for `caller` acting as that user.
+  /// for `caller` acting as that user. `position`: where the loop keeps the
+  /// encodings of `seen`'s switch-level state; nil to encode it all here
+  /// (a write's answer, whose state need not be the loop's copy).
   func writeUserSwitch(
     _ w: inout JSONWriter, at position: Int?, definition: SwitchDefinition, seen: SwitchRecord,
     user uid: UInt32, for caller: Caller
   ) {
-    let template =
-      position.map { encodings.template(at: $0, definition: definition) }
-      ?? SwitchTemplate(definition)
     let held = seen.state.heldBy == .policy || seen.state.disabledBy == .policy
     let policy = held ? catalog.policies[definition.key] : nil
+    let writable = Rules.writable(
+      state: seen.state, policy: policy, caller: caller.acting(as: uid), scope: .user)
+    guard let position else {
+      WireEncoding.writeSwitch(
+        &w, template: SwitchTemplate(definition), record: seen,
+        policySource: Rules.policySource(state: seen.state, rule: policy), user: uid,
+        writable: writable)
+      return
+    }
+    let template = encodings.template(at: position, definition: definition)
+    let middle = encodings.middle(at: position, template: template, state: seen.state) {
+      Rules.policySource(state: seen.state, rule: policy)
+    }
     WireEncoding.writeSwitch(
-      &w, template: template, record: seen,
-      policySource: Rules.policySource(state: seen.state, rule: policy), user: uid,
-      writable: Rules.writable(
-        state: seen.state, policy: policy, caller: caller.acting(as: uid), scope: .user))
+      &w, template: template, record: seen, middle: middle, user: uid, writable: writable)
   }
 
   /// The viewer's own values of user-scope switches, for the log reader to

@@ -96,8 +96,7 @@ extension Server {
         : Visibility.record(
           outcome.record, own: userValues[key]?[user], definition: outcome.definition)
       writeUserSwitch(
-        &w, at: encodings.positions[key], definition: outcome.definition, seen: seen, user: user,
-        for: caller)
+        &w, at: nil, definition: outcome.definition, seen: seen, user: user, for: caller)
       return
     }
     if records[key] == outcome.record, encodedSwitch(key) != nil {

@@ -21,9 +21,19 @@ public enum WireEncoding {
     _ w: inout JSONWriter, template: SwitchTemplate, record: SwitchRecord,
     policySource: SourceLocation?, user: UInt32? = nil, writable: Bool? = nil
   ) {
-    let s = record.state
-    w.raw(template.head)
-    w.bool(s.checked)
+    writeSwitch(
+      &w, template: template, record: record,
+      middle: switchMiddle(template: template, state: record.state, policySource: policySource),
+      user: user, writable: writable)
+  }
+
+  /// The members of a Switch object between `checked` and `effective`
+  /// (`defaultChecked` through `policySource`): the same for every user who
+  /// reads a user-scope switch, so they are encoded once per change of it.
+  public static func switchMiddle(
+    template: SwitchTemplate, state s: SwitchState, policySource: SourceLocation?
+  ) -> [UInt8] {
+    var w = JSONWriter(capacity: 256)
     if template.defaultChecked {
       w.raw(",\"defaultChecked\":true")
     } else {
@@ -32,6 +42,18 @@ public enum WireEncoding {
     writeHoldMembers(&w, s)
     w.raw(template.icons)
     w.stringOrNull(policySource?.policySourceText)
+    return w.bytes
+  }
+
+  /// A Switch object whose middle members `switchMiddle` encoded.
+  public static func writeSwitch(
+    _ w: inout JSONWriter, template: SwitchTemplate, record: SwitchRecord, middle: [UInt8],
+    user: UInt32?, writable: Bool?
+  ) {
+    let s = record.state
+    w.raw(template.head)
+    w.bool(s.checked)
+    w.raw(middle)
     w.raw(s.isOnAndInEffect ? ",\"effective\":true" : ",\"effective\":false")
     if template.scope == .user {
       w.raw(",\"scope\":\"user\",\"user\":")

@@ -164,7 +164,9 @@ struct PerUserEndToEndTests {
     let bobLock = try bob.nextEvent()
     #expect(bobLock["fields"]?.arrayValue?.contains(.string("checked")) == false)
     #expect(try alice.result("get", #"{"key":"email.marketing"}"#).checked == true)
-    #expect(try alice.result("get", #"{"key":"email.marketing"}"#)["writable"] == .bool(false))
+    let aliceHeld = try alice.result("get", #"{"key":"email.marketing"}"#)
+    #expect(aliceHeld["writable"] == .bool(false) && aliceHeld["readOnly"] == .bool(true))
+    #expect(aliceHeld["readOnlyReason"]?.stringValue == "IT")
 
     // Nobody writes a user's value while the hold fixes it, administrators included.
     #expect(
@@ -181,7 +183,8 @@ struct PerUserEndToEndTests {
     #expect(bob.notifications.isEmpty)
     let bobUnlock = try bob.nextEvent()
     #expect(bobUnlock["state"]?.checked == true)
-    #expect(try alice.result("get", #"{"key":"email.marketing"}"#).checked == false)
+    let aliceFree = try alice.result("get", #"{"key":"email.marketing"}"#)
+    #expect(aliceFree.checked == false && aliceFree["readOnly"] == .bool(false))
     #expect(try bob.result("get", #"{"key":"email.marketing"}"#).checked == true)
 
     // A hold that does not fix the value: users may not write, administrators may.
