@@ -75,8 +75,15 @@ public enum Visibility {
   public static func record(
     _ record: SwitchRecord, own: UserValue?, definition: SwitchDefinition
   ) -> SwitchRecord {
+    self.record(record, own: own, defaultChecked: definition.defaultChecked)
+  }
+
+  /// `record(_:own:definition:)` given only the definition's default.
+  public static func record(
+    _ record: SwitchRecord, own: UserValue?, defaultChecked: Bool
+  ) -> SwitchRecord {
     var seen = record
-    seen.state = state(record.state, own: own?.checked, defaultChecked: definition.defaultChecked)
+    seen.state = state(record.state, own: own?.checked, defaultChecked: defaultChecked)
     if let own, own.revision > record.revision {
       seen.revision = own.revision
       seen.changedAt = own.changedAt

@@ -16,6 +16,8 @@ struct SwitchEncodings {
   private let fences: [String]
   private static let fenceSpacing = 16
   private var entries: [Entry]
+  /// Whether the switch at each position is user-scope.
+  private let userScoped: [Bool]
 
   private struct Entry {
     var template: SwitchTemplate?
@@ -25,7 +27,8 @@ struct SwitchEncodings {
   }
 
   /// `sortedKeys`: the declared keys in `catalog.sortedKeys` order (by UTF-8 bytes).
-  init(sortedKeys: [String]) {
+  init(sortedKeys: [String], isUserScoped: (String) -> Bool = { _ in false }) {
+    userScoped = sortedKeys.map(isUserScoped)
     var positions: [String: Int] = [:]
     positions.reserveCapacity(sortedKeys.count)
     for (position, key) in sortedKeys.enumerated() { positions[key] = position }
@@ -63,9 +66,15 @@ struct SwitchEncodings {
 
   func bytes(at position: Int) -> [UInt8]? { entries[position].bytes }
 
-  /// The schema members of the Switch at `position`, made once per configuration.
-  mutating func template(at position: Int, definition: SwitchDefinition) -> SwitchTemplate {
+  func isUserScoped(at position: Int) -> Bool { userScoped[position] }
+
+  /// The schema members of the Switch at `position`, made once per
+  /// configuration from its `definition` (nil: no longer declared).
+  mutating func template(
+    at position: Int, definition: () -> SwitchDefinition?
+  ) -> SwitchTemplate? {
     if let template = entries[position].template { return template }
+    guard let definition = definition() else { return nil }
     let template = SwitchTemplate(definition)
     entries[position].template = template
     return template
@@ -127,11 +136,10 @@ extension Server {
   }
 
   /// Whether `caller` may change `key`'s value now (`writable`).
-  func isWritable(_ key: String, for caller: Caller) -> Bool {
+  func isWritable(_ key: String, for caller: Caller, scope: Scope = .system) -> Bool {
     guard let record = records[key] else { return false }
     return Rules.writable(
-      state: record.state, policy: catalog.policies[key], caller: caller,
-      scope: catalog.switches[key]?.scope ?? .system)
+      state: record.state, policy: catalog.policies[key], caller: caller, scope: scope)
   }
 
   /// Writes the Switch object of a declared `key` as `viewpoint` reads it

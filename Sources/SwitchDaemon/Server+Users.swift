@@ -34,47 +34,51 @@ extension Server {
   /// Writes the Switch object at `position` as `viewpoint` reads it, with
   /// `writable` for `caller`. A system switch's object is the cached one; a
   /// user-scope switch's is written from the loop's copy (no SQLite), as
-  /// cheaply: its schema members are the template's, made once.
+  /// cheaply: its schema and switch-level members are encoded once.
   func writeSwitch(
     _ w: inout JSONWriter, at position: Int, for caller: Caller, viewpoint: Viewpoint
   ) {
     let key = catalog.sortedKeys[position]
-    guard case .user(let uid) = viewpoint, let definition = catalog.switches[key],
-      definition.scope == .user, let record = records[key]
+    guard encodings.isUserScoped(at: position), case .user(let uid) = viewpoint,
+      let record = records[key],
+      let template = encodings.template(at: position, definition: { catalog.switches[key] })
     else {
       guard let bytes = encodedSwitch(at: position) else { return }
-      WireEncoding.writeSwitch(&w, encoded: bytes, writable: isWritable(key, for: caller))
-      return
-    }
-    let seen = Visibility.record(record, own: userValues[key]?[uid], definition: definition)
-    writeUserSwitch(&w, at: position, definition: definition, seen: seen, user: uid, for: caller)
-  }
-
-  /// A user-scope switch as user `uid` reads it (`seen`), with `writable`
-  /// for `caller` acting as that user. `position`: where the loop keeps the
-  /// encodings of `seen`'s switch-level state; nil to encode it all here
-  /// (a write's answer, whose state need not be the loop's copy).
-  func writeUserSwitch(
-    _ w: inout JSONWriter, at position: Int?, definition: SwitchDefinition, seen: SwitchRecord,
-    user uid: UInt32, for caller: Caller
-  ) {
-    let held = seen.state.heldBy == .policy || seen.state.disabledBy == .policy
-    let policy = held ? catalog.policies[definition.key] : nil
-    let writable = Rules.writable(
-      state: seen.state, policy: policy, caller: caller.acting(as: uid), scope: .user)
-    guard let position else {
+      let scope: Scope = encodings.isUserScoped(at: position) ? .user : .system
       WireEncoding.writeSwitch(
-        &w, template: SwitchTemplate(definition), record: seen,
-        policySource: Rules.policySource(state: seen.state, rule: policy), user: uid,
-        writable: writable)
+        &w, encoded: bytes, writable: isWritable(key, for: caller, scope: scope))
       return
     }
-    let template = encodings.template(at: position, definition: definition)
+    let seen = Visibility.record(
+      record, own: userValues[key]?[uid], defaultChecked: template.defaultChecked)
+    let policy = isPolicyHeld(seen.state) ? catalog.policies[key] : nil
     let middle = encodings.middle(at: position, template: template, state: seen.state) {
       Rules.policySource(state: seen.state, rule: policy)
     }
     WireEncoding.writeSwitch(
-      &w, template: template, record: seen, middle: middle, user: uid, writable: writable)
+      &w, template: template, record: seen, middle: middle, user: uid,
+      writable: Rules.writable(
+        state: seen.state, policy: policy, caller: caller.acting(as: uid), scope: .user))
+  }
+
+  /// A user-scope switch as user `uid` reads it (`seen`), with `writable`
+  /// for `caller` acting as that user, encoded here whole: a write's
+  /// answer, whose state need not be the loop's copy.
+  func writeUserSwitch(
+    _ w: inout JSONWriter, definition: SwitchDefinition, seen: SwitchRecord, user uid: UInt32,
+    for caller: Caller
+  ) {
+    let policy = isPolicyHeld(seen.state) ? catalog.policies[definition.key] : nil
+    WireEncoding.writeSwitch(
+      &w, template: SwitchTemplate(definition), record: seen,
+      policySource: Rules.policySource(state: seen.state, rule: policy), user: uid,
+      writable: Rules.writable(
+        state: seen.state, policy: policy, caller: caller.acting(as: uid), scope: .user))
+  }
+
+  /// A policy holds or disables it: its rule is needed (`policySource`).
+  private func isPolicyHeld(_ state: SwitchState) -> Bool {
+    state.heldBy == .policy || state.disabledBy == .policy
   }
 
   /// The viewer's own values of user-scope switches, for the log reader to

@@ -55,7 +55,9 @@ extension Server {
     limits = Limits(update.catalog.settings)
     log.setLevel(update.catalog.settings.logLevel)
     for record in update.newRecords { records[record.key] = record }
-    encodings = SwitchEncodings(sortedKeys: update.catalog.sortedKeys)
+    encodings = SwitchEncodings(
+      sortedKeys: update.catalog.sortedKeys,
+      isUserScoped: { update.catalog.switches[$0]?.scope == .user })
   }
 
   var statusLine: String {
@@ -95,8 +97,7 @@ extension Server {
         ? outcome.record
         : Visibility.record(
           outcome.record, own: userValues[key]?[user], definition: outcome.definition)
-      writeUserSwitch(
-        &w, at: nil, definition: outcome.definition, seen: seen, user: user, for: caller)
+      writeUserSwitch(&w, definition: outcome.definition, seen: seen, user: user, for: caller)
       return
     }
     if records[key] == outcome.record, encodedSwitch(key) != nil {

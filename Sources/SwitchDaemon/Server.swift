@@ -110,7 +110,8 @@ final class Server {
     self.notifier = notifier
     self.log = log
     self.limits = Limits(catalog.settings)
-    self.encodings = SwitchEncodings(sortedKeys: catalog.sortedKeys)
+    self.encodings = SwitchEncodings(
+      sortedKeys: catalog.sortedKeys, isUserScoped: { catalog.switches[$0]?.scope == .user })
     epoll = shim_epoll_create()
     guard epoll >= 0 else { throw SystemError.last("epoll_create1") }
     register(listener.fd, token: Self.listenerToken, events: UInt32(SHIM_EPOLLIN))

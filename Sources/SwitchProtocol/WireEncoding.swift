@@ -228,8 +228,8 @@ public enum WireEncoding {
 public struct SwitchTemplate: Sendable {
   /// `{"key":…,"label":…,"description":…,"checked":`
   let head: [UInt8]
-  let defaultChecked: Bool
-  let scope: Scope
+  public let defaultChecked: Bool
+  public let scope: Scope
   /// `,"checkedIcon":…,"uncheckedIcon":…,"group":…,"order":…,"policySource":`
   let icons: [UInt8]
 
