@@ -280,16 +280,15 @@ public final class SwitchStore {
     return try run { () throws(SQLiteError) in
       var result: [Change] = []
       var cursor = before ?? .max
+      // Pages of what is still wanted (most rows are kept: one user's are few among all).
       while result.count < limit {
+        let wanted = limit - result.count
         let statement = statements.history
         try statement.bind(cursor, at: 1)
-        try statement.bind(Int64(1000), at: 2)
+        try statement.bind(Int64(wanted), at: 2)
         let page = try readChanges(statement)
-        for change in page where include(change) {
-          result.append(change)
-          if result.count == limit { break }
-        }
-        guard let last = page.last, page.count == 1000 else { break }
+        result += page.lazy.filter(include)
+        guard let last = page.last, page.count == wanted else { break }
         cursor = last.revision
       }
       return result
