@@ -9,7 +9,7 @@ extension Server {
   /// seen twice.
   func watch(
     _ pending: PendingRequest, on connection: Connection, patterns: [KeyPattern]?, since: Int64?,
-    viewpoint: Viewpoint
+    user: Viewpoint?
   ) {
     if connection.watchIDs.count >= limits.maxWatchesPerConnection {
       fail(
@@ -19,20 +19,25 @@ extension Server {
             + "(MaxWatchesPerConnection=\(limits.maxWatchesPerConnection))"))
       return
     }
-    if let since {
-      if since > revision {
-        fail(
-          pending, on: connection,
-          .invalidParams(
-            "\"since\" is \(since), beyond the current revision \(revision)",
-            param: WireField.since))
-        return
-      }
-      let oldest = oldestRetained ?? revision + 1
-      if since < revision && oldest > since + 1 {
-        fail(pending, on: connection, .historyCompacted(since: since, oldest: oldest))
-        return
-      }
+    if let since, since > revision {
+      fail(
+        pending, on: connection,
+        .invalidParams(
+          "\"since\" is \(since), beyond the current revision \(revision)",
+          param: WireField.since))
+      return
+    }
+    // After InvalidParams, as the order of checks says.
+    let viewpoint: Viewpoint
+    switch self.viewpoint(user, for: connection.caller, key: nil) {
+    case .success(let allowed): viewpoint = allowed
+    case .failure(let error): return fail(pending, on: connection, error)
+    }
+    if let since, since < revision, (oldestRetained ?? revision + 1) > since + 1 {
+      fail(
+        pending, on: connection,
+        .historyCompacted(since: since, oldest: oldestRetained ?? revision + 1))
+      return
     }
     let replayFrom = since.flatMap { $0 < revision ? $0 : nil }
     let id = hub.add(

@@ -637,12 +637,7 @@ final class Server {
       notifier.send("RELOADING=1")
       submit(.reload(ticket(pending, connection)), for: connection, pending)
     case .watch(let patterns, let since, let user):
-      switch viewpoint(user, for: caller, key: nil) {
-      case .success(let viewpoint):
-        watch(pending, on: connection, patterns: patterns, since: since, viewpoint: viewpoint)
-      case .failure(let error):
-        fail(pending, on: connection, error)
-      }
+      watch(pending, on: connection, patterns: patterns, since: since, user: user)
     case .unwatch(let id):
       guard let index = connection.watchIDs.firstIndex(of: id) else {
         fail(

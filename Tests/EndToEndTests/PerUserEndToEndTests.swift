@@ -143,6 +143,10 @@ struct PerUserEndToEndTests {
       try bob.error("history", #"{"user":"*"}"#)["data"]?["name"] == .string("PermissionDenied"))
     #expect(
       try bob.error("watch", #"{"user":1000}"#)["data"]?["name"] == .string("PermissionDenied"))
+    // InvalidParams comes before naming another user.
+    #expect(
+      try bob.error("watch", #"{"user":1000,"since":999999}"#)["data"]?["name"]
+        == .string("InvalidParams"))
   }
 
   @Test func aHoldFixesTheValueForEveryoneAndEachChoiceComesBack() throws {
