@@ -30,7 +30,8 @@ extension Bench {
     // A user in the middle, who set every one of the 100 switches.
     let user = 1000 + users / 2
     let userGet = rpc("get", "{\"key\":\"\(Configs.userKey(42))\",\"user\":\(user)}")
-    let systemGet = rpc("get", "{\"key\":\"wifi\"}")
+    // The same request, with the same `user`, of a system switch.
+    let systemGet = rpc("get", "{\"key\":\"wifi\",\"user\":\(user)}")
     let list = rpc("list", "{\"prefix\":\"u4.\",\"user\":\(user)}")
     try checkUserPages(many, get: userGet, list: list)
     func figure(

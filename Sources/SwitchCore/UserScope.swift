@@ -91,6 +91,19 @@ public enum Visibility {
     return seen
   }
 
+  /// What a user reads of a user-scope switch's value, and the revision
+  /// and time of the last change they see: `record(_:own:defaultChecked:)`
+  /// without copying the switch.
+  public static func value(
+    _ record: SwitchRecord, own: UserValue?, defaultChecked: Bool
+  ) -> (checked: Bool, revision: Int64, changedAt: Int64?) {
+    let checked = record.state.valueFixed ? record.state.checked : own?.checked ?? defaultChecked
+    if let own, own.revision > record.revision {
+      return (checked, own.revision, own.changedAt)
+    }
+    return (checked, record.revision, record.changedAt)
+  }
+
   /// Whether `viewpoint` is shown `change` at all: another user's value
   /// change is never shown to a user.
   public static func shows(_ change: Change, to viewpoint: Viewpoint) -> Bool {

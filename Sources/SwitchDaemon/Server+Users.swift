@@ -49,16 +49,20 @@ extension Server {
         &w, encoded: bytes, writable: isWritable(key, for: caller, scope: scope))
       return
     }
-    let seen = Visibility.record(
+    let state = record.state
+    let seen = Visibility.value(
       record, own: userValues[key]?[uid], defaultChecked: template.defaultChecked)
-    let policy = isPolicyHeld(seen.state) ? catalog.policies[key] : nil
-    let middle = encodings.middle(at: position, template: template, state: seen.state) {
-      Rules.policySource(state: seen.state, rule: policy)
+    let policy = isPolicyHeld(state) ? catalog.policies[key] : nil
+    // The members between `checked` and `effective` do not depend on `checked`.
+    let middle = encodings.middle(at: position, template: template, state: state) {
+      Rules.policySource(state: state, rule: policy)
     }
+    // The viewpoint was allowed, so `writable` is the caller's own.
     WireEncoding.writeSwitch(
-      &w, template: template, record: seen, middle: middle, user: uid,
-      writable: Rules.writable(
-        state: seen.state, policy: policy, caller: caller.acting(as: uid), scope: .user))
+      &w, template: template, checked: seen.checked, middle: middle,
+      effective: seen.checked && !state.disabled, user: uid, revision: seen.revision,
+      changedAt: seen.changedAt,
+      writable: Rules.writable(state: state, policy: policy, caller: caller, scope: .user))
   }
 
   /// A user-scope switch as user `uid` reads it (`seen`), with `writable`

@@ -50,27 +50,57 @@ public enum WireEncoding {
     _ w: inout JSONWriter, template: SwitchTemplate, record: SwitchRecord, middle: [UInt8],
     user: UInt32?, writable: Bool?
   ) {
-    let s = record.state
+    writeSwitch(
+      &w, template: template, checked: record.state.checked, middle: middle,
+      effective: record.state.isOnAndInEffect, user: user, revision: record.revision,
+      changedAt: record.changedAt, writable: writable)
+  }
+
+  /// A Switch object from its parts: what one user reads of a user-scope
+  /// switch is written per read, so its fixed parts are byte arrays made
+  /// once (appending a `StaticString` goes through the generic sequence path).
+  public static func writeSwitch(
+    _ w: inout JSONWriter, template: SwitchTemplate, checked: Bool, middle: [UInt8],
+    effective: Bool, user: UInt32?, revision: Int64, changedAt: Int64?, writable: Bool?
+  ) {
     w.raw(template.head)
-    w.bool(s.checked)
+    w.raw(checked ? Parts.true : Parts.false)
     w.raw(middle)
-    w.raw(s.isOnAndInEffect ? ",\"effective\":true" : ",\"effective\":false")
     if template.scope == .user {
-      w.raw(",\"scope\":\"user\",\"user\":")
+      w.raw(effective ? Parts.effectiveUser : Parts.ineffectiveUser)
       if let user { w.int(Int64(user)) } else { w.null() }
+      w.raw(Parts.revision)
     } else {
-      w.raw(",\"scope\":\"system\",\"user\":null")
+      w.raw(effective ? Parts.effectiveSystem : Parts.ineffectiveSystem)
     }
-    w.raw(",\"revision\":")
-    w.int(record.revision)
-    w.raw(",\"changedAt\":")
-    if let at = record.changedAt {
-      writeTime(&w, at)
+    w.int(revision)
+    w.raw(Parts.changedAt)
+    if let changedAt {
+      writeTime(&w, changedAt)
     } else {
       w.null()
     }
-    if let writable { w.raw(writable ? ",\"writable\":true" : ",\"writable\":false") }
-    w.raw("}")
+    switch writable {
+    case true?: w.raw(Parts.writableEnd)
+    case false?: w.raw(Parts.notWritableEnd)
+    case nil: w.raw(Parts.end)
+    }
+  }
+
+  private enum Parts {
+    static let `true` = Array("true".utf8)
+    static let `false` = Array("false".utf8)
+    static let effectiveUser = Array(#","effective":true,"scope":"user","user":"#.utf8)
+    static let ineffectiveUser = Array(#","effective":false,"scope":"user","user":"#.utf8)
+    static let revision = Array(#","revision":"#.utf8)
+    static let effectiveSystem = Array(
+      #","effective":true,"scope":"system","user":null,"revision":"#.utf8)
+    static let ineffectiveSystem = Array(
+      #","effective":false,"scope":"system","user":null,"revision":"#.utf8)
+    static let changedAt = Array(#","changedAt":"#.utf8)
+    static let writableEnd = Array(#","writable":true}"#.utf8)
+    static let notWritableEnd = Array(#","writable":false}"#.utf8)
+    static let end = Array("}".utf8)
   }
 
   /// A Switch object `writeSwitch` encoded (for anyone, so it can be kept),
