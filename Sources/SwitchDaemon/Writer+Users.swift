@@ -27,7 +27,10 @@ struct WriterUserValues {
 
   /// The group's commit failed: every value it set goes back, newest first.
   mutating func rollBack() {
-    for entry in undo.reversed() { values[entry.key, default: [:]][entry.user] = entry.value }
+    for entry in undo.reversed() {
+      values[entry.key, default: [:]][entry.user] = entry.value
+      if values[entry.key]?.isEmpty == true { values[entry.key] = nil }
+    }
     undo.removeAll(keepingCapacity: true)
   }
 
