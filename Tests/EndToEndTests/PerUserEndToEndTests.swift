@@ -155,7 +155,8 @@ struct PerUserEndToEndTests {
     let bob = try daemon.client(asUser: Self.bob)
     let root = try daemon.client()
     _ = try alice.result("set", #"{"key":"email.marketing","checked":false}"#)
-    _ = try alice.result("watch", #"{"keys":["email.marketing"]}"#)
+    let aliceWatch = try alice.result("watch", #"{"keys":["email.marketing"]}"#)
+    let beforeHold = try #require(aliceWatch["revision"]?.int64Value)
     _ = try bob.result("watch", #"{"keys":["email.marketing"]}"#)
 
     let locked = try root.result("lock", #"{"key":"email.marketing","checked":true,"reason":"IT"}"#)
@@ -190,6 +191,20 @@ struct PerUserEndToEndTests {
     let aliceFree = try alice.result("get", #"{"key":"email.marketing"}"#)
     #expect(aliceFree.checked == false && aliceFree["readOnly"] == .bool(false))
     #expect(try bob.result("get", #"{"key":"email.marketing"}"#).checked == true)
+
+    // A replay shows each of them the hold as they saw it live.
+    for (uid, lockFields, unlockChecked) in [
+      (Self.alice, true, false), (Self.bob, false, true),
+    ] {
+      let replaying = try daemon.client(asUser: uid)
+      _ = try replaying.result("watch", "{\"keys\":[\"email.marketing\"],\"since\":\(beforeHold)}")
+      let lock = try replaying.nextEvent()
+      #expect(lock["cause"]?.stringValue == "lock")
+      #expect(lock["fields"]?.arrayValue?.contains(.string("checked")) == lockFields)
+      let unlock = try replaying.nextEvent()
+      #expect(unlock["cause"]?.stringValue == "unlock")
+      #expect(unlock["state"]?.checked == unlockChecked)
+    }
 
     // A hold that does not fix the value: users may not write, administrators may.
     _ = try root.result("lock", #"{"key":"email.marketing"}"#)
