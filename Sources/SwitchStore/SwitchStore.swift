@@ -234,9 +234,17 @@ public final class SwitchStore {
   private func history(of key: String, newest: Int64, before: Int64?, limit: Int)
     throws(SQLiteError) -> [Change]
   {
-    var next: Int64?
-    if let before { next = try markAtOrAbove(key: key, revision: before) }
-    if next == nil && newest > 0 { next = newest }
+    var start: Int64?
+    if let before { start = try markAtOrAbove(key: key, revision: before) }
+    if start == nil && newest > 0 { start = newest }
+    return try walkChain(from: start, before: before, limit: limit)
+  }
+
+  /// The changes of one chain (`key_previous`) from `start` down, below `before`, at most `limit`.
+  private func walkChain(from start: Int64?, before: Int64?, limit: Int) throws(SQLiteError)
+    -> [Change]
+  {
+    var next = start
     var result: [Change] = []
     let statement = statements.changeAndPrevious
     while let revision = next, result.count < limit {
@@ -257,17 +265,7 @@ public final class SwitchStore {
   ) throws(StoreError) -> [Change] {
     guard limit > 0 else { return [] }
     return try run { () throws(SQLiteError) in
-      var next: Int64? = newest > 0 ? newest : nil
-      var result: [Change] = []
-      let statement = statements.changeAndPrevious
-      while let revision = next, result.count < limit {
-        defer { statement.reset() }
-        try statement.bind(revision, at: 1)
-        guard try statement.step() else { break }
-        if revision < before ?? .max { result.append(try statement.readChange()) }
-        next = statement.optionalInt64(at: StoreStatements.SQL.keyPreviousColumn)
-      }
-      return result
+      try walkChain(from: newest > 0 ? newest : nil, before: before, limit: limit)
     }
   }
 
