@@ -8,26 +8,26 @@ import SwitchProtocol
 extension Server {
   /// The viewpoint of a read: the `user` it names, else the caller's own.
   /// Naming another user, or every user (`"*"`), is an administrator's right.
-  func viewpoint(_ named: Viewpoint?, for caller: Caller, key: String?) -> Result<
-    Viewpoint, RPCError
-  > {
+  /// (Typed throws: the common case, no `user`, costs no error value.)
+  func viewpoint(_ named: Viewpoint?, for caller: Caller, key: String?) throws(RPCError)
+    -> Viewpoint
+  {
     switch named {
     case nil:
-      return .success(.user(caller.subject))
+      return .user(caller.subject)
     case .user(let uid):
       guard caller.mayActAs(uid) else {
-        return .failure(RPCError(Rules.actingAsRefusal(key: key, user: uid)))
+        throw RPCError(Rules.actingAsRefusal(key: key, user: uid))
       }
-      return .success(.user(uid))
+      return .user(uid)
     case .everyone:
       guard caller.isAdmin else {
-        return .failure(
-          RPCError(
-            Refusal.permissionDenied(
-              key: key, action: "follow every user's values of",
-              requirement: "only an administrator may")))
+        throw RPCError(
+          Refusal.permissionDenied(
+            key: key, action: "follow every user's values of",
+            requirement: "only an administrator may"))
       }
-      return .success(.everyone)
+      return .everyone
     }
   }
 

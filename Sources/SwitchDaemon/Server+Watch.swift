@@ -29,9 +29,10 @@ extension Server {
     }
     // After InvalidParams, as the order of checks says.
     let viewpoint: Viewpoint
-    switch self.viewpoint(user, for: connection.caller, key: nil) {
-    case .success(let allowed): viewpoint = allowed
-    case .failure(let error): return fail(pending, on: connection, error)
+    do {
+      viewpoint = try self.viewpoint(user, for: connection.caller, key: nil)
+    } catch {
+      return fail(pending, on: connection, error)
     }
     if let since, since < revision, (oldestRetained ?? revision + 1) > since + 1 {
       fail(
