@@ -46,14 +46,31 @@ struct ReaderView: Sendable {
   func history(
     _ store: SwitchStore, key: String?, before: Int64, limit: Int, newest: Int64?
   ) throws(StoreError) -> [Change] {
+    if key == nil && viewpoint == .everyone {
+      return try store.history(key: nil, before: before, limit: limit)
+    }
+    // A change that alters nothing this viewer sees is dropped, so a page
+    // is read on below it until it holds `limit` entries or the log ends.
+    var entries: [Change] = []
+    var cursor = before
+    while entries.count < limit {
+      let wanted = limit - entries.count
+      let rows = try rows(store, key: key, before: cursor, limit: wanted, newest: newest)
+      entries += try shown(rows, store)
+      guard let last = rows.last, rows.count == wanted else { break }
+      cursor = last.revision
+    }
+    return entries
+  }
+
+  /// The log rows a history page is made of, newest first, before views.
+  private func rows(
+    _ store: SwitchStore, key: String?, before: Int64, limit: Int, newest: Int64?
+  ) throws(StoreError) -> [Change] {
     guard let key else {
-      if viewpoint == .everyone {
-        return try store.history(key: nil, before: before, limit: limit)
-      }
-      let rows = try store.history(before: before, limit: limit) {
+      return try store.history(before: before, limit: limit) {
         Visibility.shows($0, to: viewpoint)
       }
-      return try shown(rows, store)
     }
     let switchLevel = try store.history(key: key, before: before, limit: limit, newest: newest)
     var users: [Change] = []
@@ -70,7 +87,6 @@ struct ReaderView: Sendable {
     case .everyone:
       break
     }
-    let merged = (switchLevel + users).sorted { $0.revision > $1.revision }.prefix(limit)
-    return try shown(Array(merged), store)
+    return Array((switchLevel + users).sorted { $0.revision > $1.revision }.prefix(limit))
   }
 }
