@@ -64,7 +64,7 @@ _switchctl() {
         socket=${word#--socket=}
         continue
         ;;
-      --since | --limit | --before | --reason | --checked | --if-revision)
+      --since | --limit | --before | --reason | --checked | --if-revision | --user)
         ((i++))
         continue
         ;;
@@ -90,6 +90,10 @@ _switchctl() {
       COMPREPLY=($(compgen -W 'on off' -- "$cur"))
       return 0
       ;;
+    --user)
+      COMPREPLY=($(compgen -u -- "$cur"))
+      return 0
+      ;;
     --since | --limit | --before | --reason | --if-revision)
       return 0 # a number or free text: nothing to offer
       ;;
@@ -97,7 +101,7 @@ _switchctl() {
 
   if [[ -z $command ]]; then
     if [[ $cur == -* ]]; then
-      COMPREPLY=($(compgen -W '--socket --json --help --version' -- "$cur"))
+      COMPREPLY=($(compgen -W '--socket --user --json --help --version' -- "$cur"))
     else
       COMPREPLY=($(compgen -W "$_switchctl_commands" -- "$cur"))
     fi

@@ -16,8 +16,13 @@ enum Configs {
   /// How many filler keys a config of `total` switches holds.
   static func fillerCount(total: Int) -> Int { max(0, total - 1 - togglers) }
 
-  /// Writes `directory` with switchd.conf and `total` switches.
-  static func write(_ directory: String, total: Int) throws {
+  /// The user-scope key number `index` (< 100), in groups of ten: `u4.s2`,
+  /// so a prefix `u4.` lists exactly ten.
+  static func userKey(_ index: Int) -> String { "u\(index / 10).s\(index % 10)" }
+
+  /// Writes `directory` with switchd.conf and `total` switches, and
+  /// `userScoped` more of `Scope=user` (`userKey`).
+  static func write(_ directory: String, total: Int, userScoped: Int = 0) throws {
     try makeDirectory(directory)
     try makeDirectory("\(directory)/switches.d")
     try makeDirectory("\(directory)/policy.d")
@@ -48,6 +53,10 @@ enum Configs {
     }
     for index in 0..<fillerCount(total: total) {
       text += "[\(fillerKey(index))]\nLabel=Benchmark switch \(index)\nDefault=off\n\n"
+    }
+    for index in 0..<userScoped {
+      text +=
+        "[\(userKey(index))]\nLabel=Benchmark user switch \(index)\nDefault=off\nScope=user\n\n"
     }
     try writeFile("\(directory)/switches.d/10-bench.conf", text)
   }

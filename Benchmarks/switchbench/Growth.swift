@@ -27,54 +27,16 @@ extension Bench {
         unit: .perSecond, value: bigFill, reference: smallFill,
         referenceName: "with \(count(small.switches)) switches"))
 
-    // Cost is the daemon's CPU per answer (from /proc/PID/task/*/schedstat),
-    // with one client writing 16 pipelined requests at a time: the daemon
-    // then always reads 16 lines per wake-up, so what is measured is the
-    // request's own cost, not how a shared machine happened to schedule
-    // wake-ups (single-client throughput varies by 2x here from run to run).
-    let seconds = options.seconds
     func figure(
       _ measure: String, _ referenceName: String, requests: @escaping (_ total: Int) -> [UInt8]
     ) throws {
       progress("cost growth: \(measure)")
-      func contender(_ daemon: DaemonProcess, _ total: Int) -> Contender {
-        let script = ClientScript(
-          requests: [Array(repeating: requests(total), count: 16).flatMap { $0 }], newlines: 16,
-          check: .jsonRPC, answersPerSend: 16)
-        return { warmup, seconds in
-          let before = processCPUSeconds(daemon.pid)
-          var result = try runClosedLoop(
-            path: daemon.socket, scripts: [script], warmup: warmup, seconds: seconds)[0]
-          if let before, let after = processCPUSeconds(daemon.pid) {
-            result.serverCPU = after - before
-          }
-          return [result]
-        }
-      }
-      // The median of 8 window pairs, each window ~0.25 s, in ABBA order: a
-      // window the machine spent elsewhere (a few µs per request either way)
-      // moves a sum, not a median.
-      let contenders = [contender(smallDaemon, small.switches), contender(bigDaemon, big.switches)]
-      var few: [Double] = []
-      var many: [Double] = []
-      var errors = 0
-      for window in 0..<8 {
-        let warmup = window == 0 ? options.warmup : min(0.05, options.warmup)
-        // ABBA order: neither daemon always runs right after the other.
-        let order = window % 2 == 0 ? [0, 1] : [1, 0]
-        for index in order {
-          let contender = contenders[index]
-          let result = try contender(warmup, seconds / 8)[0]
-          errors += result.errors
-          if let cost = result.cpuMicrosecondsPerRequest {
-            if index == 0 { few.append(cost) } else { many.append(cost) }
-          }
-        }
-      }
+      let (many, few, errors) = try medianCPUPerRequest(
+        (bigDaemon, requests(big.switches)), against: (smallDaemon, requests(small.switches)))
       add(
         Row(
           section: "growth", measure: "\(measure): CPU per request", unit: .microseconds,
-          value: median(many), reference: median(few),
+          value: many, reference: few,
           referenceName: referenceName, target: .ratioWithin(0.2),
           note: errors > 0 ? "\(errors) errors" : ""))
     }
@@ -96,6 +58,48 @@ extension Bench {
     ) { _ in rpc("history", "{\"key\":\"wifi\",\"limit\":10}") }
     stopDaemon(smallDaemon)
     stopDaemon(bigDaemon)
+  }
+
+  /// The daemon's CPU per answer to `request` on each of two daemons, the
+  /// median of 8 window pairs (each ~1/8 of `--seconds`) in ABBA order.
+  ///
+  /// Cost is the daemon's CPU per answer (from /proc/PID/task/*/schedstat),
+  /// with one client writing 16 pipelined requests at a time: the daemon
+  /// then always reads 16 lines per wake-up, so what is measured is the
+  /// request's own cost, not how a shared machine happened to schedule
+  /// wake-ups (single-client throughput varies by 2x here from run to run).
+  /// A window the machine spent elsewhere (a few µs per request either way)
+  /// moves a sum, not a median.
+  func medianCPUPerRequest(
+    _ measured: (DaemonProcess, [UInt8]), against reference: (DaemonProcess, [UInt8])
+  ) throws -> (measured: Double?, reference: Double?, errors: Int) {
+    func contender(_ daemon: DaemonProcess, _ request: [UInt8]) -> Contender {
+      let script = ClientScript(
+        requests: [Array(repeating: request, count: 16).flatMap { $0 }], newlines: 16,
+        check: .jsonRPC, answersPerSend: 16)
+      return { warmup, seconds in
+        let before = processCPUSeconds(daemon.pid)
+        var result = try runClosedLoop(
+          path: daemon.socket, scripts: [script], warmup: warmup, seconds: seconds)[0]
+        if let before, let after = processCPUSeconds(daemon.pid) {
+          result.serverCPU = after - before
+        }
+        return [result]
+      }
+    }
+    let contenders = [contender(reference.0, reference.1), contender(measured.0, measured.1)]
+    var costs: [[Double]] = [[], []]
+    var errors = 0
+    for window in 0..<8 {
+      let warmup = window == 0 ? options.warmup : min(0.05, options.warmup)
+      // ABBA order: neither daemon always runs right after the other.
+      for index in window % 2 == 0 ? [0, 1] : [1, 0] {
+        let result = try contenders[index](warmup, options.seconds / 8)[0]
+        errors += result.errors
+        if let cost = result.cpuMicrosecondsPerRequest { costs[index].append(cost) }
+      }
+    }
+    return (median(costs[1]), median(costs[0]), errors)
   }
 
   /// A prefix that lists exactly ten switches (`g00042.`).

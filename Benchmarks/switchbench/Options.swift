@@ -32,7 +32,7 @@ struct Options {
   var only: Set<String>?
 
   static let sections = [
-    "get", "toggle", "mixed", "ctl", "fanout", "growth", "history", "fairness", "apply",
+    "get", "toggle", "mixed", "ctl", "fanout", "growth", "history", "fairness", "apply", "users",
   ]
 
   static let usage = """

@@ -121,6 +121,7 @@ struct SwitchBench {
     if options.runs("history") { try bench.measureHistoryIsolation() }
     if options.runs("fairness") { try bench.measureWriteFairness() }
     if options.runs("apply") { try bench.measureApplyStall() }
+    if options.runs("users") { try bench.measureUserValues() }
   }
 
   /// How long ago `path` was written ("3 min"), to catch a stale binary.

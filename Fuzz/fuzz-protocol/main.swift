@@ -199,17 +199,21 @@
   /// What a decoded call promises the daemon.
   private func checkCall(_ call: Call) {
     switch call {
-    case .get(let key), .write(let key, _):
+    case .get(let key, let user):
       check(isSwitchKey(key), "an invalid key was accepted: \(key)")
-    case .history(let key, let limit, let before):
+      check(user != .everyone, "\"user\": \"*\" was accepted on get")
+    case .write(let key, _, _):
+      check(isSwitchKey(key), "an invalid key was accepted: \(key)")
+    case .history(let key, let limit, let before, _):
       check(key.map { isSwitchKey($0) } ?? true, "an invalid history key was accepted")
       check((1...1000).contains(limit), "history limit \(limit) out of range")
       check((before ?? 0) >= 0, "a negative revision was accepted")
-    case .watch(let patterns, let since):
+    case .watch(let patterns, let since, _):
       check(patterns.map { !$0.isEmpty && $0.count <= 256 } ?? true, "bad pattern list")
       check((since ?? 0) >= 0, "a negative revision was accepted")
-    case .list(let prefix):
+    case .list(let prefix, let user):
       check((prefix?.utf8.count ?? 0) <= 256, "a list prefix over 256 bytes was accepted")
+      check(user != .everyone, "\"user\": \"*\" was accepted on list")
     case .unwatch(let id):
       check(id.utf8.count <= 64, "a watch id over 64 bytes was accepted")
     case .reload, .status:

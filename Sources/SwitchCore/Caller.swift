@@ -8,6 +8,8 @@ public struct Caller: Equatable, Sendable {
   public var mayWrite: Bool
   /// Who may write, as a refusal of a caller that may not says it.
   public var writeRequirement: String
+  /// The user a request acts as (its `user` param); nil: the caller itself.
+  public var actingAs: UInt32?
 
   public init(
     actor: Actor, isAdmin: Bool, mayWrite: Bool,
@@ -26,6 +28,27 @@ public struct Caller: Equatable, Sendable {
     case .writer: return mayWrite
     case .administrator: return isAdmin
     }
+  }
+
+  /// The peer's uid (nil for a caller that is not a peer).
+  public var uid: UInt32? {
+    if case .peer(let uid, _, _) = actor { return uid }
+    return nil
+  }
+
+  /// The user whose values of user-scope switches a request reads or
+  /// writes: the one it acts as, else the caller itself.
+  public var subject: UInt32 { actingAs ?? uid ?? 0 }
+
+  /// Whether this caller may act as `user`: itself always, another user
+  /// only as an administrator.
+  public func mayActAs(_ user: UInt32) -> Bool { isAdmin || user == uid }
+
+  /// This caller acting as `user` (nil: itself).
+  public func acting(as user: UInt32?) -> Caller {
+    var acting = self
+    acting.actingAs = user
+    return acting
   }
 
   /// Whether this caller may see who made a change (uid, gid, pid):

@@ -33,7 +33,7 @@ public struct SwitchDefinition: Equatable, Sendable {
   /// Its place in the schema: files in lexical order, sections in file order.
   public var order: Int
   /// One value for the machine, or one per user (`Scope=`).
-  public var scope: SwitchScope
+  public var scope: Scope
   /// Switches that must be in effect for this one to apply (`Requires=`).
   public var requires: [String]
   /// Switches that keep this one from applying while in effect (`Conflicts=`).
@@ -45,7 +45,7 @@ public struct SwitchDefinition: Equatable, Sendable {
   public init(
     key: String, label: String?, description: String = "", defaultChecked: Bool,
     checkedIcon: String = "", uncheckedIcon: String = "", group: String = "", order: Int = 0,
-    scope: SwitchScope = .system, requires: [String] = [], conflicts: [String] = [],
+    scope: Scope = .system, requires: [String] = [], conflicts: [String] = [],
     source: SourceLocation = SourceLocation(file: "", line: 0), apply: ApplyCommand? = nil
   ) {
     self.key = key
@@ -62,14 +62,6 @@ public struct SwitchDefinition: Equatable, Sendable {
     self.source = source
     self.apply = apply
   }
-}
-
-/// Whose value a switch keeps (`Scope=`, SEMANTICS.md rules 11–13).
-public enum SwitchScope: Sendable, Hashable {
-  /// One value for the machine.
-  case system
-  /// One value per user.
-  case user
 }
 
 /// What `policy.d` says of one switch, merged name by name across files.

@@ -396,11 +396,12 @@ public enum CatalogBuilder {
       case "UncheckedIcon": definition.uncheckedIcon = entry.value
       case "Group": definition.group = entry.value
       case "Scope":
-        switch entry.value {
-        case "system": definition.scope = .system
-        case "user": definition.scope = .user
-        default:
-          report.error(location, "Scope=\(entry.value) is not a scope: use system or user")
+        if let scope = Scope(configName: entry.value) {
+          definition.scope = scope
+        } else {
+          report.error(
+            location,
+            "Scope=\(entry.value) of switch \(section.name) is not system or user")
           valid = false
         }
       case "Requires": definition.requires = dependencyKeys(entry.value)

@@ -34,11 +34,15 @@ public struct Change: Equatable, Sendable {
   public var actor: Actor
   public var state: SwitchState
   public var previous: SwitchState
+  /// The uid whose value of a user-scope switch changed; nil for a system
+  /// switch and for a switch-level change (a hold, a policy) of a user-scope one.
+  public var user: UInt32?
 
   public init(
     revision: Int64, time: Int64, key: String, cause: Cause, actor: Actor, state: SwitchState,
-    previous: SwitchState
+    previous: SwitchState, user: UInt32? = nil
   ) {
+    self.user = user
     self.revision = revision
     self.time = time
     self.key = key

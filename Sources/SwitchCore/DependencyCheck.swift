@@ -24,7 +24,7 @@ enum DependencyCheck {
     _ listings: [DependencyListing], definitions: [SwitchDefinition], declared: Set<String>
   ) -> [Problem] {
     var problems: [Problem] = []
-    var scopes: [String: SwitchScope] = [:]
+    var scopes: [String: Scope] = [:]
     for definition in definitions { scopes[definition.key] = definition.scope }
     // The edges that are otherwise valid, with the line that makes each, for the cycle search.
     var edges: [String: [(to: String, listing: DependencyListing)]] = [:]

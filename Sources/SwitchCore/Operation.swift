@@ -23,6 +23,10 @@ public enum Operation: Equatable, Sendable {
     }
   }
 
+  /// set, toggle and reset: they change a value, which is a user's own
+  /// on a user-scope switch; the others act on the switch for everyone.
+  public var changesValue: Bool { privilege == .writer }
+
   /// The verb for a person: "You may not lock wifi".
   public var verb: String {
     switch self {

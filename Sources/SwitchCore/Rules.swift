@@ -37,6 +37,9 @@ public enum Rules {
     let state = record.state
     switch operation {
     case .set, .toggle, .reset:
+      if let named = caller.actingAs, !caller.mayActAs(named) {
+        return .failure(actingAsRefusal(key: key, user: named))
+      }
       if !caller.has(operation.privilege) {
         return .failure(
           .permissionDenied(
@@ -76,7 +79,7 @@ public enum Rules {
       next.heldBy = .admin
       next.readOnlyReason = reason ?? (state.heldBy == .admin ? state.readOnlyReason : nil)
       if let checked { next.checked = checked }
-      return .success(next == state ? nil : next)
+      return .success(settle(next, from: state, operation, definition))
 
     case .unlock:
       if state.disabled {
@@ -89,7 +92,7 @@ public enum Rules {
       next.readOnly = false
       next.heldBy = nil
       next.readOnlyReason = nil
-      return .success(next == state ? nil : next)
+      return .success(settle(next, from: state, operation, definition))
 
     case .disable(let reason):
       // An administrator's disable takes over from a dependency's (it wins,
@@ -101,7 +104,7 @@ public enum Rules {
       next.disabled = true
       next.disabledBy = .admin
       next.disabledReason = reason ?? (state.disabledBy == .admin ? state.disabledReason : nil)
-      return .success(next == state ? nil : next)
+      return .success(settle(next, from: state, operation, definition))
 
     case .enable:
       // Enable lifts an administrator's disable only: a policy's is lifted by
@@ -113,7 +116,7 @@ public enum Rules {
       next.disabled = false
       next.disabledBy = nil
       next.disabledReason = nil
-      return .success(next == state ? nil : next)
+      return .success(settle(next, from: state, operation, definition))
 
     case .apply:
       // Changes no value, so neither a hold nor a disable refuses it; what
@@ -154,8 +157,18 @@ public enum Rules {
 
   /// `writable`: whether `caller` may change the value of a switch in `state`
   /// now (it may write, and the switch is neither disabled nor read-only for it).
-  public static func writable(state: SwitchState, policy: PolicyRule?, caller: Caller) -> Bool {
-    caller.mayWrite && valueRefusal(key: "", state: state, policy: policy, caller: caller) == nil
+  /// Anyone writes their own value of a user-scope switch; an administrator
+  /// writes a user's under a hold that does not fix the value.
+  public static func writable(
+    state: SwitchState, policy: PolicyRule?, caller: Caller, scope: Scope = .system
+  ) -> Bool {
+    guard scope == .user else {
+      let refusal = valueRefusal(key: "", state: state, policy: policy, caller: caller)
+      return caller.mayWrite && refusal == nil
+    }
+    if state.disabled { return false }
+    if state.readOnly { return caller.isAdmin && !state.valueFixed }
+    return caller.mayActAs(caller.subject)
   }
 
   static func conflict(key: String, ifRevision: Int64?, record: SwitchRecord) -> Refusal? {

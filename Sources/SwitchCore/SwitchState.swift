@@ -18,12 +18,18 @@ public struct SwitchState: Equatable, Hashable, Sendable {
   /// (SEMANTICS.md rule 15); `invalidReason` is the command's own reason.
   public var invalid: Bool
   public var invalidReason: String?
+  /// For a user-scope switch: a hold fixes the value (`Checked=` of a policy,
+  /// `lock` with `checked`), so every user reads `checked` and nobody writes
+  /// their own. Otherwise `checked` is what a user who never set it reads
+  /// (`defaultChecked`). Never set for a system switch. Not a wire field.
+  public var valueFixed: Bool
 
   public init(
     checked: Bool, readOnly: Bool = false, readOnlyReason: String? = nil, heldBy: Holder? = nil,
     disabled: Bool = false, disabledReason: String? = nil, disabledBy: Holder? = nil,
-    invalid: Bool = false, invalidReason: String? = nil
+    invalid: Bool = false, invalidReason: String? = nil, valueFixed: Bool = false
   ) {
+    self.valueFixed = valueFixed
     self.checked = checked
     self.readOnly = readOnly
     self.readOnlyReason = readOnlyReason

@@ -6,6 +6,9 @@ struct Invocation: Equatable {
   var socket: String?
   /// `--json`: print the result object instead of text.
   var json = false
+  /// `--user USER`: act as that user (a name, a uid, or `*` for every
+  /// user on `watch` and `history`), resolved when run.
+  var user: String?
   var command: Command
 }
 
@@ -65,6 +68,7 @@ enum ArgumentParser {
 
   private static func parseThrowing(_ arguments: [String]) throws(UsageError) -> Invocation {
     var socket: String?
+    var user: String?
     var json = false
     var wantsHelp = false
     var wantsVersion = false
@@ -100,6 +104,8 @@ enum ArgumentParser {
         switch name {
         case "--socket":
           socket = try value(of: name, inline: inline, valueName: "PATH")
+        case "--user":
+          user = try value(of: name, inline: inline, valueName: "USER")
         case "--json", "-h", "--help", "--version":
           if inline != nil {
             throw UsageError(message: "\(name) takes no value.", command: spec?.name)
@@ -138,7 +144,7 @@ enum ArgumentParser {
       }
     }
 
-    var invocation = Invocation(socket: socket, json: json, command: .version)
+    var invocation = Invocation(socket: socket, json: json, user: user, command: .version)
     if wantsVersion {
       return invocation
     }
@@ -155,7 +161,28 @@ enum ArgumentParser {
     }
     invocation.command = try build(spec.name, &parsed)
     try parsed.finish()
+    if let user { try checkUser(user, for: invocation.command, name: spec.name) }
     return invocation
+  }
+
+  /// `--user` is for the commands that read or write values; `*` (every
+  /// user) only for `watch` and `history`.
+  private static func checkUser(
+    _ user: String, for command: Command, name: String
+  ) throws(UsageError) {
+    switch command {
+    case .watch, .history:
+      return
+    case .list, .get, .isOn, .set, .toggle, .reset, .why:
+      if user == "*" {
+        throw UsageError(
+          message: "--user '*' (every user) is for watch and history only.", command: name)
+      }
+    default:
+      throw UsageError(
+        message: "'\(name)' acts on the switch for every user: --user does not apply.",
+        command: name)
+    }
   }
 
   /// The command for a row of the table, from its arguments.

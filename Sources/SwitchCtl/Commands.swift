@@ -217,7 +217,7 @@ enum Commands {
   /// `switchctl --help`.
   static func overview() -> [String] {
     var lines = [
-      "Usage: switchctl [--socket PATH] [--json] COMMAND [ARGS]",
+      "Usage: switchctl [--socket PATH] [--user USER] [--json] COMMAND [ARGS]",
       "",
       "Reads and changes the switches (boolean settings) that switchd keeps.",
       "",
@@ -232,6 +232,8 @@ enum Commands {
       "Options, before or after the command:",
       "  --socket PATH  the daemon's socket (default: $SWITCHD_SOCKET, else your own",
       "                 switchd's socket if it runs, else /run/switchd/switchd.sock)",
+      "  --user USER    act as that user (a name or uid; '*' for every user on watch",
+      "                 and history): administrators only, except yourself",
       "  --json         print the daemon's result as one line of JSON (on failure,",
       "                 the error object, on stdout too)",
       "  -h, --help     show help; 'switchctl help COMMAND' for one command",

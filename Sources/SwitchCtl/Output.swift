@@ -124,7 +124,7 @@ enum Output {
     [
       entry[WireField.revision]?.int64Value.map { String($0) } ?? "?",
       entry[WireField.time]?.stringValue ?? "?",
-      entry[WireField.key]?.stringValue ?? "?",
+      keyAndUser(entry),
       entry[WireField.cause]?.stringValue ?? "?",
       // Changes vary too much in width to align; the actor follows them.
       changes(entry) + "  by " + actor(entry[WireField.actor], withPID: true),
@@ -162,8 +162,16 @@ enum Output {
     let state = params[WireField.state] ?? .null
     let head =
       (params[WireField.revision]?.int64Value.map { String($0) } ?? "?") + " "
-      + (params[WireField.key]?.stringValue ?? "?") + " " + onOff(state[WireField.checked])
+      + keyAndUser(params) + " " + onOff(state[WireField.checked])
     return withNotes(head + " (" + origin + ")", state)
+  }
+
+  /// The key of an event or entry, with whose value changed when it is one
+  /// user's: `email.marketing[uid 1000]`.
+  private static func keyAndUser(_ change: JSONValue) -> String {
+    let key = change[WireField.key]?.stringValue ?? "?"
+    guard let user = change[WireField.user]?.int64Value else { return key }
+    return key + "[uid \(user)]"
   }
 
   private static func scalar(_ value: JSONValue) -> String {

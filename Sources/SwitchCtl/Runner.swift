@@ -1,5 +1,6 @@
 import SwitchCore
 import SwitchProtocol
+import SwitchSystem
 
 /// Carries out one invocation: builds the request, talks to the daemon, and
 /// prints the result as text or `--json`. Every failure leaves through
@@ -32,7 +33,7 @@ struct Runner {
       console.out("switchctl " + SwitchdVersion.current)
     case .list(let prefix):
       let params = prefix.map { [JSONMember(WireField.prefix, .string($0))] } ?? []
-      show(try call(.list, params), Output.list)
+      show(try call(.list, params + userParam()), Output.list)
     case .get(let key):
       show(try call(.get, try keyParam(key))) { [Output.get($0)] }
     case .isOn(let key):
@@ -53,22 +54,22 @@ struct Runner {
     case .reset(let key):
       try write(.reset, try keyParam(key))
     case .lock(let key, let reason, let checked):
-      var params = try keyParam(key)
+      var params = try bareKeyParam(key)
       if let reason { params.append(JSONMember(WireField.reason, .string(reason))) }
       if let checked { params.append(JSONMember(WireField.checked, .bool(checked))) }
       try write(.lock, params)
     case .unlock(let key):
-      try write(.unlock, try keyParam(key))
+      try write(.unlock, try bareKeyParam(key))
     case .disable(let key, let reason):
-      var params = try keyParam(key)
+      var params = try bareKeyParam(key)
       if let reason { params.append(JSONMember(WireField.reason, .string(reason))) }
       try write(.disable, params)
     case .enable(let key):
-      try write(.enable, try keyParam(key))
+      try write(.enable, try bareKeyParam(key))
     case .apply(let key):
-      try write(.apply, try keyParam(key))
+      try write(.apply, try bareKeyParam(key))
     case .history(let key, let limit, let before):
-      var params: [JSONMember] = []
+      var params = try userParam()
       if let key { params = try keyParam(key) }
       if let limit { params.append(JSONMember(WireField.limit, .int(limit))) }
       if let before { params.append(JSONMember(WireField.before, .int(before))) }
@@ -86,8 +87,8 @@ struct Runner {
       show(try call(.reload, []), Output.reload)
     case .watch(let patterns, let since):
       let watcher = Watcher(
-        socketPath: socketPath, patterns: patterns, since: since, json: invocation.json,
-        console: console)
+        socketPath: socketPath, patterns: patterns, since: since, user: try userParam(),
+        json: invocation.json, console: console)
       return try watcher.run()
     }
     return .success
@@ -99,6 +100,41 @@ struct Runner {
   /// exist is an unknown switch (exit 5), which the daemon would only call
   /// invalid params. It fails as the daemon's `UnknownSwitch` would.
   private func keyParam(_ key: String) throws(Failure) -> [JSONMember] {
+    try bareKeyParam(key) + userParam()
+  }
+
+  /// `{"user": uid}` (or `"*"`) for `--user`, empty without it. A name is
+  /// looked up in the user database; an unknown one is a usage error.
+  private func userParam() throws(Failure) -> [JSONMember] {
+    guard let user = invocation.user else { return [] }
+    return [JSONMember(WireField.user, try Self.resolve(user: user, command: commandName))]
+  }
+
+  static func resolve(user: String, command: String?) throws(Failure) -> JSONValue {
+    if user == WireField.everyUser { return .string(user) }
+    if let uid = UInt32(user), user.first != "+" { return .int(Int64(uid)) }
+    guard let uid = UserDatabase.uid(named: user) else {
+      throw .usage(UsageError(message: "no user is named '\(user)'.", command: command))
+    }
+    return .int(Int64(uid))
+  }
+
+  private var commandName: String? {
+    switch invocation.command {
+    case .list: return "list"
+    case .get: return "get"
+    case .isOn: return "is-on"
+    case .set: return "set"
+    case .toggle: return "toggle"
+    case .reset: return "reset"
+    case .watch: return "watch"
+    case .history: return "history"
+    case .why: return "why"
+    default: return nil
+    }
+  }
+
+  private func bareKeyParam(_ key: String) throws(Failure) -> [JSONMember] {
     if let problem = SwitchKey.problem(key) {
       throw .remote(
         RemoteError(

@@ -15,6 +15,8 @@ struct Watcher {
   var socketPath: String
   var patterns: [String]
   var since: Int64?
+  /// The `user` member of the watch request (`--user`), empty without it.
+  var user: [JSONMember] = []
   var json: Bool
   var console: Console
   /// Milliseconds before the first reconnect attempt; doubled per failure.
@@ -57,7 +59,7 @@ struct Watcher {
       params.append(JSONMember(WireField.keys, .array(patterns.map(JSONValue.string))))
     }
     if let resume { params.append(JSONMember(WireField.since, .int(resume))) }
-    return params
+    return params + user
   }
 
   /// Opens the watch on `client` and prints its events until the connection ends.

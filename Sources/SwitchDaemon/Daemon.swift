@@ -170,7 +170,8 @@ public enum Daemon {
       server = try Server(
         listener: listener, databasePath: databasePath, catalog: catalog,
         access: started.access,
-        writerSnapshot: started.snapshot, jobs: jobs, outputs: outputs, wakeFD: wakeFD,
+        writerSnapshot: started.snapshot, userValues: started.userValues, jobs: jobs,
+        outputs: outputs, wakeFD: wakeFD,
         signalFD: signalFD, notifier: notifier, log: log)
     } catch {
       log.error("cannot start: \(error)")

@@ -8,9 +8,14 @@ import SwitchStore
 enum ReaderJob: Sendable {
   /// A `history` page, `before` already capped at the loop's revision + 1,
   /// encoded for `viewer` (whose actors it may see).
-  case history(Ticket, key: String?, before: Int64, limit: Int, newest: Int64?, viewer: Caller)
-  /// The next page of a `since` replay: log rows after `after`, up to `upTo`.
-  case replay(connection: UInt64, watch: String, after: Int64, upTo: Int64, limit: Int)
+  /// `view` is whose world it shows.
+  case history(
+    Ticket, key: String?, before: Int64, limit: Int, newest: Int64?, viewer: Caller,
+    view: ReaderView)
+  /// The next page of a `since` replay: log rows after `after`, up to `upTo`,
+  /// as the watch's viewer sees them.
+  case replay(
+    connection: UInt64, watch: String, after: Int64, upTo: Int64, limit: Int, view: ReaderView)
   /// Close the read-only connection and end the thread.
   case stop
 }
@@ -20,7 +25,7 @@ enum ReaderOutput: Sendable {
   /// The page's result object, encoded here: a page of 1,000 entries is
   /// too much JSON to write on the loop between two other clients' requests.
   case history(Ticket, Result<[UInt8], StoreError>)
-  case replay(connection: UInt64, watch: String, after: Int64, Result<[Change], StoreError>)
+  case replay(connection: UInt64, watch: String, after: Int64, Result<ReplayPage, StoreError>)
   /// The thread closed its connection and ended.
   case stopped
 }
@@ -60,17 +65,20 @@ enum LogReader {
     while true {
       for job in jobs.takeAll() {
         switch job {
-        case .history(let ticket, let key, let before, let limit, let newest, let viewer):
+        case .history(let ticket, let key, let before, let limit, let newest, let viewer, let view):
           let page = Result { () throws(StoreError) in
-            try store.history(key: key, before: before, limit: limit, newest: newest)
+            try view.history(store, key: key, before: before, limit: limit, newest: newest)
           }
           deliver(.history(ticket, page.map { encodeHistory($0, for: viewer) }))
-        case .replay(let connection, let watch, let after, let upTo, let limit):
+        case .replay(let connection, let watch, let after, let upTo, let limit, let view):
           deliver(
             .replay(
               connection: connection, watch: watch, after: after,
               Result { () throws(StoreError) in
-                try store.changes(after: after, upTo: upTo, limit: limit)
+                let page = try store.changes(after: after, upTo: upTo, limit: limit)
+                return ReplayPage(
+                  first: page.first?.revision, last: page.last?.revision,
+                  shown: try view.shown(page, store))
               }))
         case .stop:
           store.close()

@@ -16,14 +16,19 @@ struct SwitchEncodings {
   private let fences: [String]
   private static let fenceSpacing = 16
   private var entries: [Entry]
+  /// Whether the switch at each position is user-scope.
+  private let userScoped: [Bool]
 
   private struct Entry {
     var template: SwitchTemplate?
     var bytes: [UInt8]?
+    /// `WireEncoding.switchMiddle` of a user-scope switch, shared by its users.
+    var middle: [UInt8]?
   }
 
   /// `sortedKeys`: the declared keys in `catalog.sortedKeys` order (by UTF-8 bytes).
-  init(sortedKeys: [String]) {
+  init(sortedKeys: [String], isUserScoped: (String) -> Bool = { _ in false }) {
+    userScoped = sortedKeys.map(isUserScoped)
     var positions: [String: Int] = [:]
     positions.reserveCapacity(sortedKeys.count)
     for (position, key) in sortedKeys.enumerated() { positions[key] = position }
@@ -61,6 +66,20 @@ struct SwitchEncodings {
 
   func bytes(at position: Int) -> [UInt8]? { entries[position].bytes }
 
+  func isUserScoped(at position: Int) -> Bool { userScoped[position] }
+
+  /// The schema members of the Switch at `position`, made once per
+  /// configuration from its `definition` (nil: no longer declared).
+  mutating func template(
+    at position: Int, definition: () -> SwitchDefinition?
+  ) -> SwitchTemplate? {
+    if let template = entries[position].template { return template }
+    guard let definition = definition() else { return nil }
+    let template = SwitchTemplate(definition)
+    entries[position].template = template
+    return template
+  }
+
   /// Encodes the Switch at `position` and keeps it until `invalidate`.
   mutating func encode(
     at position: Int, definition: SwitchDefinition, record: SwitchRecord,
@@ -73,9 +92,25 @@ struct SwitchEncodings {
     return w.bytes
   }
 
+  /// The members every user reads alike of the user-scope Switch at
+  /// `position` (`WireEncoding.switchMiddle`), kept until `invalidate`.
+  mutating func middle(
+    at position: Int, template: SwitchTemplate, state: SwitchState,
+    policySource: () -> SourceLocation?
+  ) -> [UInt8] {
+    if let middle = entries[position].middle { return middle }
+    let middle = WireEncoding.switchMiddle(
+      template: template, state: state, policySource: policySource())
+    entries[position].middle = middle
+    return middle
+  }
+
   /// Forgets the encoding of `key`'s Switch (it changed), not its schema members.
   mutating func invalidate(_ key: String) {
-    if let position = positions[key] { entries[position].bytes = nil }
+    if let position = positions[key] {
+      entries[position].bytes = nil
+      entries[position].middle = nil
+    }
   }
 }
 
@@ -90,36 +125,43 @@ extension Server {
   func encodedSwitch(at position: Int) -> [UInt8]? {
     if let bytes = encodings.bytes(at: position) { return bytes }
     let key = catalog.sortedKeys[position]
-    guard let definition = catalog.switches[key], let record = records[key] else { return nil }
+    guard let definition = catalog.switches[key], var record = records[key] else { return nil }
+    // A user-scope switch shared by every viewer: as a user who never set it reads it.
+    if definition.scope == .user {
+      record = Visibility.record(record, own: nil, definition: definition)
+    }
     return encodings.encode(
       at: position, definition: definition, record: record,
       policySource: Rules.policySource(state: record.state, rule: catalog.policies[key]))
   }
 
   /// Whether `caller` may change `key`'s value now (`writable`).
-  func isWritable(_ key: String, for caller: Caller) -> Bool {
+  func isWritable(_ key: String, for caller: Caller, scope: Scope = .system) -> Bool {
     guard let record = records[key] else { return false }
-    return Rules.writable(state: record.state, policy: catalog.policies[key], caller: caller)
+    return Rules.writable(
+      state: record.state, policy: catalog.policies[key], caller: caller, scope: scope)
   }
 
-  /// Writes the Switch object of a declared `key` as `caller` sees it.
-  func writeSwitch(_ w: inout JSONWriter, key: String, for caller: Caller) {
-    guard let bytes = encodedSwitch(key) else { return }
-    WireEncoding.writeSwitch(&w, encoded: bytes, writable: isWritable(key, for: caller))
-  }
-
-  /// Writes a JSON array of the Switch objects at `positions` as `caller`
-  /// sees them, each encoded once until it changes.
-  func writeSwitches<Positions: Sequence<Int>>(
-    _ w: inout JSONWriter, _ positions: Positions, for caller: Caller
+  /// Writes the Switch object of a declared `key` as `viewpoint` reads it
+  /// (`writable` for `caller`).
+  func writeSwitch(
+    _ w: inout JSONWriter, key: String, for caller: Caller, viewpoint: Viewpoint
   ) {
-    ResultEncoding.writeSwitchArray(
-      &w,
-      positions.lazy.compactMap { position in
-        self.encodedSwitch(at: position).map {
-          (encoded: $0, writable: self.isWritable(self.catalog.sortedKeys[position], for: caller))
-        }
-      })
+    guard let position = encodings.positions[key] else { return }
+    writeSwitch(&w, at: position, for: caller, viewpoint: viewpoint)
+  }
+
+  /// Writes a JSON array of the Switch objects at `positions` as `viewpoint`
+  /// reads them (`writable` for `caller`); system switches' objects are
+  /// encoded once until they change.
+  func writeSwitches<Positions: Sequence<Int>>(
+    _ w: inout JSONWriter, _ positions: Positions, for caller: Caller, viewpoint: Viewpoint
+  ) {
+    // A declared switch always has a row (the writer inserts it); skip one that does not.
+    let stored = positions.lazy.filter { self.records[self.catalog.sortedKeys[$0]] != nil }
+    ResultEncoding.writeArray(&w, stored) { w, position in
+      writeSwitch(&w, at: position, for: caller, viewpoint: viewpoint)
+    }
   }
 
   /// The positions of the declared keys with `prefix`: a search to the

@@ -8,7 +8,8 @@ extension Server {
   /// first); every later change goes out live, so nothing is missed or
   /// seen twice.
   func watch(
-    _ pending: PendingRequest, on connection: Connection, patterns: [KeyPattern]?, since: Int64?
+    _ pending: PendingRequest, on connection: Connection, patterns: [KeyPattern]?, since: Int64?,
+    user: Viewpoint?
   ) {
     if connection.watchIDs.count >= limits.maxWatchesPerConnection {
       fail(
@@ -18,23 +19,30 @@ extension Server {
             + "(MaxWatchesPerConnection=\(limits.maxWatchesPerConnection))"))
       return
     }
-    if let since {
-      if since > revision {
-        fail(
-          pending, on: connection,
-          .invalidParams(
-            "\"since\" is \(since), beyond the current revision \(revision)",
-            param: WireField.since))
-        return
-      }
-      let oldest = oldestRetained ?? revision + 1
-      if since < revision && oldest > since + 1 {
-        fail(pending, on: connection, .historyCompacted(since: since, oldest: oldest))
-        return
-      }
+    if let since, since > revision {
+      fail(
+        pending, on: connection,
+        .invalidParams(
+          "\"since\" is \(since), beyond the current revision \(revision)",
+          param: WireField.since))
+      return
+    }
+    // After InvalidParams, as the order of checks says.
+    let viewpoint: Viewpoint
+    do {
+      viewpoint = try self.viewpoint(user, for: connection.caller, key: nil)
+    } catch {
+      return fail(pending, on: connection, error)
+    }
+    if let since, since < revision, (oldestRetained ?? revision + 1) > since + 1 {
+      fail(
+        pending, on: connection,
+        .historyCompacted(since: since, oldest: oldestRetained ?? revision + 1))
+      return
     }
     let replayFrom = since.flatMap { $0 < revision ? $0 : nil }
-    let id = hub.add(connection: connection.id, patterns: patterns, replayFrom: replayFrom)
+    let id = hub.add(
+      connection: connection.id, patterns: patterns, viewpoint: viewpoint, replayFrom: replayFrom)
     connection.watchIDs.append(id)
     if replayFrom != nil { connection.replaysUnfinished += 1 }
     let current = revision
@@ -42,7 +50,7 @@ extension Server {
     answer(pending, on: connection) { w in
       if since == nil {
         ResultEncoding.writeWatch(&w, watch: id, revision: current) {
-          writeSwitches(&$0, positions(matching: patterns), for: caller)
+          writeSwitches(&$0, positions(matching: patterns), for: caller, viewpoint: viewpoint)
         }
       } else {
         ResultEncoding.writeReplayingWatch(&w, watch: id, revision: current)
@@ -67,7 +75,7 @@ extension Server {
       readerJobs.push(
         .replay(
           connection: connection.id, watch: id, after: cursor, upTo: revision,
-          limit: Self.replayPage))
+          limit: Self.replayPage, view: readerView(watch.viewpoint)))
       asked = true
     }
     return asked
@@ -80,7 +88,7 @@ extension Server {
   /// when its cursor reaches the loop's revision now: until then it asks
   /// for more. Nothing is missed, nothing is sent twice.
   func continueReplay(
-    _ id: String, on connection: Connection, after: Int64, _ result: Result<[Change], StoreError>
+    _ id: String, on connection: Connection, after: Int64, _ result: Result<ReplayPage, StoreError>
   ) {
     // An unwatched watch's page is dropped.
     guard let watch = hub.watches[id], watch.replayCursor == after else { return }
@@ -89,16 +97,16 @@ extension Server {
       closeConnection(connection, why: "the change log could not be read for a watch")
       return
     }
-    if page.first.map({ $0.revision != after + 1 }) ?? (after < revision) {
+    if page.first.map({ $0 != after + 1 }) ?? (after < revision) {
       // Pruned underneath the replay: the client resumes with `since`
       // and is told HistoryCompacted.
       closeConnection(connection, why: "a replaying watch fell behind the retained history")
       return
     }
-    for change in page where watch.matches(change.key) {
+    for change in page.shown where watch.matches(change.key) {
       appendEvent(change, watch: id, to: connection)
     }
-    let cursor = page.last?.revision ?? after
+    let cursor = page.last ?? after
     watch.replayCursor = cursor >= revision ? nil : cursor
     if watch.replayCursor == nil { connection.replaysUnfinished -= 1 }
   }
@@ -111,19 +119,31 @@ extension Server {
 
   /// Publishes committed changes, in revision order, to every live watch
   /// they match. A watcher whose unsent events pass `MaxQueuedBytes` is
-  /// disconnected rather than allowed to grow without bound. Each change is
-  /// encoded at most twice, whatever the number of watchers: as is, and
-  /// with the actor's ids hidden for watchers who may not see them.
+  /// disconnected rather than allowed to grow without bound. A system
+  /// switch's change is encoded at most twice, whatever the number of
+  /// watchers: as is, and with the actor's ids hidden for watchers who may
+  /// not see them; a user-scope switch's goes to each watch as its viewer
+  /// sees it (`publishPerViewer`).
   func publish(_ changes: [Change]) {
     // Each connection once, marked with this publish's first revision: a
     // mark costs less than hashing its id once per watcher.
     guard let mark = changes.first?.revision else { return }
     var touched: [Connection] = []
     for change in changes {
-      records[change.key] = SwitchRecord(
-        key: change.key, state: change.state, revision: change.revision, changedAt: change.time)
-      encodings.invalidate(change.key)
+      if let user = change.user {
+        userValues[change.key, default: [:]][user] = UserValue(
+          checked: change.state.checked, revision: change.revision, changedAt: change.time)
+      } else {
+        records[change.key] = SwitchRecord(
+          key: change.key, state: change.state, revision: change.revision,
+          changedAt: change.time)
+        encodings.invalidate(change.key)
+      }
       revision = change.revision
+      if change.user != nil || catalog.switches[change.key]?.scope == .user {
+        publishPerViewer(change, mark: mark, touched: &touched)
+        continue
+      }
       var members: [UInt8]?
       var withoutActor: [UInt8]?
       hub.forEachMatch(change.key) { watch in
@@ -169,6 +189,34 @@ extension Server {
       touched[connection.id] = connection
     }
     for connection in touched.values { pump(connection) }
+  }
+
+  /// A change of a user-scope switch to each live watch as its viewer sees
+  /// it: another user's value never; a switch-level change with the
+  /// viewer's own value where no hold fixes it. A viewer reads one of three
+  /// values (on, off, never set), so each is encoded at most six times.
+  private func publishPerViewer(_ change: Change, mark: Int64, touched: inout [Connection]) {
+    var encoded: [Int: [UInt8]] = [:]
+    hub.forEachMatch(change.key) { watch in
+      guard watch.replayCursor == nil, let connection = connections[watch.connection] else {
+        return
+      }
+      var own: Bool?
+      if change.user == nil, case .user(let uid) = watch.viewpoint {
+        own = userValues[change.key]?[uid]?.checked
+      }
+      guard let seen = Visibility.view(change, for: watch.viewpoint, own: own) else { return }
+      let showingActor = connection.caller.seesActor(change.actor)
+      let slot = (own.map { $0 ? 1 : 2 } ?? 0) * 2 + (showingActor ? 1 : 0)
+      if encoded[slot] == nil {
+        encoded[slot] = Self.changeMembers(seen, showingActor: showingActor)
+      }
+      appendEvent(encoded[slot]!, watch: watch.id, to: connection)
+      if connection.publishMark != mark {
+        connection.publishMark = mark
+        touched.append(connection)
+      }
+    }
   }
 
   private static func changeMembers(_ change: Change, showingActor: Bool) -> [UInt8] {

@@ -31,7 +31,7 @@ extension Server {
         connection.writesInFlight -= 1
         resumed[connection.id] = connection
         guard ticket.slot != 0 else { continue }
-        let caller = connection.caller
+        let caller = connection.caller.acting(as: ticket.viewer)
         if connection.writeDirectly(
           slot: ticket.slot, { write(&$0, answer, id: ticket.id, for: caller) })
         {
@@ -59,7 +59,9 @@ extension Server {
     limits = Limits(update.catalog.settings)
     log.setLevel(update.catalog.settings.logLevel)
     for record in update.newRecords { records[record.key] = record }
-    encodings = SwitchEncodings(sortedKeys: update.catalog.sortedKeys)
+    encodings = SwitchEncodings(
+      sortedKeys: update.catalog.sortedKeys,
+      isUserScoped: { update.catalog.switches[$0]?.scope == .user })
   }
 
   var statusLine: String {
@@ -87,13 +89,24 @@ extension Server {
     }
   }
 
-  /// Writes the Switch object a write answers with, as `caller` sees it:
-  /// the cached encoding when the switch is still as this write left it,
-  /// else encoded from the outcome.
+  /// Writes the Switch object a write answers with, as `caller` (acting
+  /// as the user it names) sees it: the cached encoding when the switch is
+  /// still as this write left it, else encoded from the outcome.
   private func writeSwitch(_ w: inout JSONWriter, _ outcome: WriteOutcome, for caller: Caller) {
     let key = outcome.record.key
+    if outcome.definition.scope == .user {
+      let user = outcome.user ?? caller.subject
+      // A hold's answer shows the switch with this user's own value now.
+      let seen =
+        outcome.user != nil
+        ? outcome.record
+        : Visibility.record(
+          outcome.record, own: userValues[key]?[user], definition: outcome.definition)
+      writeUserSwitch(&w, definition: outcome.definition, seen: seen, user: user, for: caller)
+      return
+    }
     if records[key] == outcome.record, encodedSwitch(key) != nil {
-      writeSwitch(&w, key: key, for: caller)
+      writeSwitch(&w, key: key, for: caller, viewpoint: .user(caller.subject))
       return
     }
     var object = JSONWriter(capacity: 512)
@@ -112,7 +125,7 @@ extension Server {
       case .string(let key)? = error.data.first(where: { $0.name == "key" })?.value
     else { return error }
     var object = JSONWriter(capacity: 512)
-    writeSwitch(&object, key: key, for: caller)
+    writeSwitch(&object, key: key, for: caller, viewpoint: .user(caller.subject))
     guard let value = try? JSONParser.parse(object.bytes, maxDepth: 4) else { return error }
     var withSwitch = error
     withSwitch.data.append(JSONMember("switch", value))

@@ -71,6 +71,8 @@ final class Server {
   /// Who administers and who writes: every connection's `caller` follows from it.
   var access: AccessRules
   var records: [String: SwitchRecord]
+  /// Every user's own values of user-scope switches, as of `revision`.
+  var userValues: UserValues
   var revision: Int64
   var oldestRetained: Int64?
 
@@ -89,7 +91,8 @@ final class Server {
   init(
     listener: Listener, databasePath: String, catalog: Catalog, access: AccessRules,
     writerSnapshot: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?),
-    jobs: BlockingQueue<WriterJob>, outputs: BlockingQueue<WriterOutput>, wakeFD: Int32,
+    userValues: UserValues = [:], jobs: BlockingQueue<WriterJob>,
+    outputs: BlockingQueue<WriterOutput>, wakeFD: Int32,
     signalFD: Int32, notifier: Notifier, log: Log
   ) throws {
     self.listener = listener
@@ -97,6 +100,7 @@ final class Server {
     self.catalog = catalog
     self.access = access
     self.records = writerSnapshot.records
+    self.userValues = userValues
     self.revision = writerSnapshot.revision
     self.oldestRetained = writerSnapshot.oldest
     self.jobs = jobs
@@ -106,7 +110,8 @@ final class Server {
     self.notifier = notifier
     self.log = log
     self.limits = Limits(catalog.settings)
-    self.encodings = SwitchEncodings(sortedKeys: catalog.sortedKeys)
+    self.encodings = SwitchEncodings(
+      sortedKeys: catalog.sortedKeys, isUserScoped: { catalog.switches[$0]?.scope == .user })
     epoll = shim_epoll_create()
     guard epoll >= 0 else { throw SystemError.last("epoll_create1") }
     register(listener.fd, token: Self.listenerToken, events: UInt32(SHIM_EPOLLIN))
@@ -596,32 +601,53 @@ final class Server {
       return
     }
     switch call {
-    case .get(let key):
-      guard let bytes = encodedSwitch(key) else {
+    case .get(let key, let user):
+      guard let position = encodings.positions[key], let bytes = encodedSwitch(at: position) else {
         fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
         return
       }
-      let writable = isWritable(key, for: caller)
-      answer(pending, on: connection) { w in
-        WireEncoding.writeSwitch(&w, encoded: bytes, writable: writable)
+      // The common case, a system switch read as oneself: the cached object.
+      if user == nil && !encodings.isUserScoped(at: position) {
+        let writable = isWritable(key, for: caller)
+        answer(pending, on: connection) { w in
+          WireEncoding.writeSwitch(&w, encoded: bytes, writable: writable)
+        }
+        return
       }
-    case .list(let prefix):
+      let viewpoint: Viewpoint
+      do {
+        viewpoint = try self.viewpoint(user, for: caller, key: key)
+      } catch {
+        return fail(pending, on: connection, error)
+      }
+      answer(pending, on: connection) { w in
+        writeSwitch(&w, at: position, for: caller, viewpoint: viewpoint)
+      }
+    case .list(let prefix, let user):
+      let viewpoint: Viewpoint
+      do {
+        viewpoint = try self.viewpoint(user, for: caller, key: nil)
+      } catch {
+        return fail(pending, on: connection, error)
+      }
       answer(pending, on: connection) { w in
         ResultEncoding.writeList(&w, revision: revision) {
-          writeSwitches(&$0, positions(withPrefix: prefix), for: caller)
+          writeSwitches(&$0, positions(withPrefix: prefix), for: caller, viewpoint: viewpoint)
         }
       }
-    case .write(let key, let operation):
+    case .write(let key, let operation, let user):
       var write = ticket(pending, connection)
       // Administrators are exempt from the per-uid share, so only the writes
       // of others count against their uid (given back when answered).
       if !caller.isAdmin { write.countedAgainst = connection.peer.uid }
-      submit(.write(write, key: key, operation, caller), for: connection, pending)
+      let acting = caller.acting(as: user)
+      write.viewer = acting.subject
+      submit(.write(write, key: key, operation, acting), for: connection, pending)
     case .reload:
       notifier.send("RELOADING=1")
       submit(.reload(ticket(pending, connection)), for: connection, pending)
-    case .watch(let patterns, let since):
-      watch(pending, on: connection, patterns: patterns, since: since)
+    case .watch(let patterns, let since, let user):
+      watch(pending, on: connection, patterns: patterns, since: since, user: user)
     case .unwatch(let id):
       guard let index = connection.watchIDs.firstIndex(of: id) else {
         fail(
@@ -632,8 +658,8 @@ final class Server {
       connection.watchIDs.remove(at: index)
       hub.remove(id)
       answer(pending, on: connection) { w in ResultEncoding.writeEmpty(&w) }
-    case .history(let key, let limit, let before):
-      history(pending, on: connection, key: key, limit: limit, before: before)
+    case .history(let key, let limit, let before, let user):
+      history(pending, on: connection, key: key, limit: limit, before: before, user: user)
     case .status:
       let report = status(for: connection, caller: caller)
       answer(pending, on: connection) { w in ResultEncoding.writeStatus(&w, report) }
@@ -701,11 +727,18 @@ final class Server {
   /// `history`: checked here, read by the log reader thread, answered
   /// when its page comes back (`drainReaderOutputs`).
   private func history(
-    _ pending: PendingRequest, on connection: Connection, key: String?, limit: Int, before: Int64?
+    _ pending: PendingRequest, on connection: Connection, key: String?, limit: Int, before: Int64?,
+    user: Viewpoint?
   ) {
     if let key, catalog.switches[key] == nil, records[key] == nil {
       fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
       return
+    }
+    let viewpoint: Viewpoint
+    do {
+      viewpoint = try self.viewpoint(user, for: connection.caller, key: key)
+    } catch {
+      return fail(pending, on: connection, error)
     }
     guard pending.answer != nil else { return }  // a notification: nothing to read
     if stopSentToReader {
@@ -716,11 +749,14 @@ final class Server {
     // already hold changes the writer committed that are not yet published,
     // and history never shows a change before its event went out.
     // The key's newest change is its record's revision: no lookup in the log.
+    var view = readerView(viewpoint)
+    view.keyIsUserScope = key.flatMap { catalog.switches[$0]?.scope } == .user
     connection.readsInFlight += 1
     readerJobs.push(
       .history(
         ticket(pending, connection), key: key, before: min(before ?? .max, revision &+ 1),
-        limit: limit, newest: key.map { records[$0]?.revision ?? 0 }, viewer: connection.caller))
+        limit: limit, newest: key.map { records[$0]?.revision ?? 0 }, viewer: connection.caller,
+        view: view))
   }
 
   /// Takes what the log reader thread read: answers `history`, sends

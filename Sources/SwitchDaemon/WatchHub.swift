@@ -5,6 +5,8 @@ final class Watch {
   let id: String
   let connection: UInt64
   let patterns: [KeyPattern]?
+  /// Whose world it shows: the caller's, the user it named, or every user's.
+  let viewpoint: Viewpoint
   /// While replaying `since`, the last revision sent; live events wait
   /// until the replay reaches the present.
   var replayCursor: Int64?
@@ -14,8 +16,12 @@ final class Watch {
   /// through several patterns is still visited once.
   fileprivate var stamp: UInt64 = 0
 
-  init(id: String, connection: UInt64, patterns: [KeyPattern]?, replayCursor: Int64?) {
+  init(
+    id: String, connection: UInt64, patterns: [KeyPattern]?, viewpoint: Viewpoint,
+    replayCursor: Int64?
+  ) {
     self.id = id
+    self.viewpoint = viewpoint
     self.connection = connection
     self.patterns = patterns
     self.replayCursor = replayCursor
@@ -40,10 +46,15 @@ struct WatchHub {
 
   var count: Int { watches.count }
 
-  mutating func add(connection: UInt64, patterns: [KeyPattern]?, replayFrom: Int64?) -> String {
+  mutating func add(
+    connection: UInt64, patterns: [KeyPattern]?, viewpoint: Viewpoint = .everyone,
+    replayFrom: Int64?
+  ) -> String {
     let id = "w\(nextID)"
     nextID += 1
-    let watch = Watch(id: id, connection: connection, patterns: patterns, replayCursor: replayFrom)
+    let watch = Watch(
+      id: id, connection: connection, patterns: patterns, viewpoint: viewpoint,
+      replayCursor: replayFrom)
     watches[id] = watch
     guard let patterns else {
       everything.append(watch)

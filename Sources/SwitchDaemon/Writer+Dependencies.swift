@@ -50,7 +50,8 @@ extension Writer {
     var planned: [PlannedChange] = []
     for key in dependencies.order {
       guard let current = records[key]?.state else { continue }
-      let policied = Rules.applyPolicy(next.policies[key], to: current)
+      guard let definition = next.switches[key] else { continue }
+      let policied = Rules.applyPolicy(next.policies[key], to: current, definition: definition)
       let target = dependencies.settled(policied, of: key) { settled[$0] ?? records[$0]?.state }
       settled[key] = target
       if target == current { continue }

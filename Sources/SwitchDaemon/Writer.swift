@@ -20,7 +20,9 @@ final class Writer {
   /// these until it restarts, whatever a reload reads.
   private let startSettings: DaemonSettings
   var records: [String: SwitchRecord]
-  private var revision: Int64
+  /// Every user's own values of user-scope switches (`Writer+Users.swift`).
+  var users = WriterUserValues()
+  var revision: Int64
   var oldestRetained: Int64?
   /// The revision the switch rows hold (`SwitchStore.checkpoint`), and the
   /// keys changed since: their rows are what the next checkpoint writes.
@@ -49,10 +51,12 @@ final class Writer {
     // After a crash the rows lag the log; bring them up to date once, so from
     // here on the writer knows every key changed since the checkpoint.
     if try store.checkpointRevision() < store.currentRevision() { try store.checkpoint() }
+    let userValues = try store.loadUserValues()
     let writer = Writer(
       store: store, configDirectory: configDirectory, catalog: catalog, records: records,
       revision: try store.currentRevision(), oldestRetained: try store.oldestRetainedRevision(),
       checkpointed: try store.checkpointRevision(), log: log, pool: ApplyPool(results: jobs))
+    writer.users.values = userValues
     // Every switch with a command is applied: the machine may have booted,
     // or switchd crashed between a command and its commit.
     let applied = try writer.apply(catalog, reconcilingEvery: true)
@@ -189,6 +193,17 @@ final class Writer {
       var finished: UInt64?
       switch item {
       case .write(let write):
+        if write.operation.changesValue && catalog.switches[write.key]?.scope == .user {
+          // A user's own value: no apply command and no dependents (both
+          // are for system switches), so it never waits.
+          if let change = writeUserValue(
+            write.ticket, write.key, write.operation, write.caller, time: time, &answers)
+          {
+            changes.append(change)
+          }
+          settled.append(item)
+          return
+        }
         let touching = catalog.dependencies.reach(of: write.key)
         // A write back from its command holds its keys; one from the queue was let go.
         let mayGo = resumed || write.applied != nil
@@ -261,12 +276,14 @@ final class Writer {
       try store.commit(changes)
       pacer.committed(
         Set(settled.compactMap(\.connection)), seconds: monotonicSeconds() - started)
-      for change in changes { changedSinceCheckpoint.insert(change.key) }
+      for change in changes where change.user == nil { changedSinceCheckpoint.insert(change.key) }
+      users.committed()
       if oldestRetained == nil { oldestRetained = changes[0].revision }
       return WriterOutput(
         catalog: nil, changes: changes, answers: answers, oldestRetained: oldestRetained)
     } catch {
       for old in undo.reversed() { records[old.key] = old }
+      users.rollBack()
       revision = firstRevision
       log.rateLimited(.error, cause: "commit", "a commit failed, nothing changed: \(error)")
       if settled.count == 1 {
@@ -429,8 +446,11 @@ final class Writer {
   /// failure only means a longer replay at the next start: it is retried later.
   private func checkpoint() {
     do {
-      try store.checkpoint(changedSinceCheckpoint.compactMap { records[$0] }, at: revision)
+      try store.checkpoint(
+        changedSinceCheckpoint.compactMap { records[$0] }, userRows: users.rowsToCheckpoint,
+        at: revision)
       changedSinceCheckpoint.removeAll(keepingCapacity: true)
+      users.checkpointed()
       checkpointed = revision
     } catch {
       log.rateLimited(.warning, cause: "checkpoint", "updating the switch rows failed: \(error)")

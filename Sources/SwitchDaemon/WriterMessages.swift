@@ -13,6 +13,9 @@ struct Ticket: Sendable {
   /// takes, given back when it is answered, even after its connection
   /// closed; nil for an administrator's write and for a reload.
   var countedAgainst: UInt32? = nil
+  /// Whose values of user-scope switches the answer shows (the `user`
+  /// param, else the caller's uid).
+  var viewer: UInt32? = nil
 }
 
 /// What the event loop asks of the writer thread.
@@ -46,6 +49,8 @@ struct WriteOutcome: Sendable {
   /// The schema entry the write was decided with, for the answer's Switch object.
   var definition: SwitchDefinition
   var policySource: SourceLocation?
+  /// Whose value of a user-scope switch `record` shows; nil for a system switch.
+  var user: UInt32? = nil
 
   /// The switch as `decision` leaves it: `after` when it changed, else as it was.
   init(_ decision: Decision, changed: Bool, _ after: SwitchRecord? = nil) {

@@ -6,6 +6,8 @@ extension Writer {
   /// What the writer's thread hands back once the database is open.
   struct Started: Sendable {
     var snapshot: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?)
+    /// Every user's own values of user-scope switches.
+    var userValues: UserValues
     /// Who administers and writes under the configuration applied.
     var access: AccessRules
   }
@@ -28,7 +30,9 @@ extension Writer {
           databasePath: databasePath, configDirectory: configDirectory, catalog: catalog,
           log: log, jobs: jobs)
         writer = opened
-        started.push(.success(Started(snapshot: writer.snapshot, access: access)))
+        started.push(
+          .success(
+            Started(snapshot: writer.snapshot, userValues: writer.users.values, access: access)))
       } catch {
         started.push(.failure(error))
         return

@@ -41,13 +41,15 @@ public struct ParamLimits: Sendable {
 
 /// A request's method with its params decoded and checked.
 public enum Call: Equatable, Sendable {
-  case get(key: String)
-  case list(prefix: String?)
-  /// set, toggle, reset, lock, unlock, disable, enable, apply.
-  case write(key: String, Operation)
-  case watch(patterns: [KeyPattern]?, since: Int64?)
+  /// `user` (here and below): the `user` param, nil when absent (the caller).
+  case get(key: String, user: Viewpoint?)
+  case list(prefix: String?, user: Viewpoint?)
+  /// set, toggle, reset, lock, unlock, disable, enable, apply; only the first
+  /// three take a `user`.
+  case write(key: String, Operation, user: UInt32?)
+  case watch(patterns: [KeyPattern]?, since: Int64?, user: Viewpoint?)
   case unwatch(id: String)
-  case history(key: String?, limit: Int, before: Int64?)
+  case history(key: String?, limit: Int, before: Int64?, user: Viewpoint?)
   case reload
   case status
 
@@ -65,40 +67,46 @@ public enum Call: Equatable, Sendable {
       let call: Call
       switch method {
       case .get:
-        call = .get(key: try p.key())
+        call = .get(key: try p.key(), user: try p.optionalUser(everyone: false))
       case .list:
         var prefix = try p.optionalString("prefix", maxBytes: 256)
         if let text = prefix, text.hasSuffix("*") { prefix = String(text.dropLast()) }
-        call = .list(prefix: prefix)
+        call = .list(prefix: prefix, user: try p.optionalUser(everyone: false))
       case .set:
         let key = try p.key()
         let checked = try p.requiredBool("checked")
         call = .write(
-          key: key, .set(checked: checked, ifRevision: try p.optionalRevision("ifRevision")))
+          key: key, .set(checked: checked, ifRevision: try p.optionalRevision("ifRevision")),
+          user: try p.optionalUser(everyone: false)?.uid)
       case .toggle:
         let key = try p.key()
-        call = .write(key: key, .toggle(ifRevision: try p.optionalRevision("ifRevision")))
+        call = .write(
+          key: key, .toggle(ifRevision: try p.optionalRevision("ifRevision")),
+          user: try p.optionalUser(everyone: false)?.uid)
       case .reset:
-        call = .write(key: try p.key(), .reset)
+        call = .write(key: try p.key(), .reset, user: try p.optionalUser(everyone: false)?.uid)
       case .lock:
         let key = try p.key()
         let reason = try p.optionalString("reason", maxBytes: limits.maxReasonBytes)
         let checked = try p.optionalBool("checked")
-        call = .write(key: key, .lock(reason: reason, checked: checked))
+        call = .write(key: key, .lock(reason: reason, checked: checked), user: nil)
       case .unlock:
-        call = .write(key: try p.key(), .unlock)
+        call = .write(key: try p.key(), .unlock, user: nil)
       case .disable:
         let key = try p.key()
         call = .write(
           key: key,
-          .disable(reason: try p.optionalString("reason", maxBytes: limits.maxReasonBytes)))
+          .disable(reason: try p.optionalString("reason", maxBytes: limits.maxReasonBytes)),
+          user: nil)
       case .enable:
-        call = .write(key: try p.key(), .enable)
+        call = .write(key: try p.key(), .enable, user: nil)
       case .apply:
-        call = .write(key: try p.key(), .apply)
+        call = .write(key: try p.key(), .apply, user: nil)
       case .watch:
         let patterns = try p.optionalPatterns("keys", max: limits.maxPatterns)
-        call = .watch(patterns: patterns, since: try p.optionalRevision("since"))
+        call = .watch(
+          patterns: patterns, since: try p.optionalRevision("since"),
+          user: try p.optionalUser(everyone: true))
       case .unwatch:
         guard let id = try p.optionalString("watch", maxBytes: 64) else {
           throw p.error("\"watch\" is required: the id that watch returned", param: "watch")
@@ -109,7 +117,8 @@ public enum Call: Equatable, Sendable {
         let limit = try p.optionalInt("limit", in: 1...Int64(limits.maxHistoryPage)) ?? 100
         let before = try p.optionalRevision("before")
         call = .history(
-          key: key, limit: Int(min(limit, Int64(limits.maxHistoryPage))), before: before)
+          key: key, limit: Int(min(limit, Int64(limits.maxHistoryPage))), before: before,
+          user: try p.optionalUser(everyone: true))
       case .reload:
         call = .reload
       case .status:
@@ -231,6 +240,18 @@ private struct Params {
 
   mutating func optionalRevision(_ name: String) throws(RPCError) -> Int64? {
     try optionalInt(name, in: 0...Int64.max)
+  }
+
+  /// `user`: a uid, or `"*"` (every user) where `everyone` allows it.
+  mutating func optionalUser(everyone: Bool) throws(RPCError) -> Viewpoint? {
+    guard let value = take(WireField.user) else { return nil }
+    if everyone, value.stringValue == WireField.everyUser { return .everyone }
+    guard let number = value.int64Value, let uid = UInt32(exactly: number) else {
+      let choices =
+        everyone ? "a uid (a whole number from 0) or \"*\"" : "a uid (a whole number from 0)"
+      throw error("\"user\" must be \(choices)", param: WireField.user)
+    }
+    return .user(uid)
   }
 
   mutating func optionalPatterns(_ name: String, max: Int) throws(RPCError) -> [KeyPattern]? {

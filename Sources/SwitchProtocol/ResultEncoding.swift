@@ -56,12 +56,22 @@ public enum ResultEncoding {
   public static func writeSwitchArray<Items: Sequence<(encoded: [UInt8], writable: Bool)>>(
     _ w: inout JSONWriter, _ items: Items
   ) {
+    writeArray(&w, items) { w, item in
+      WireEncoding.writeSwitch(&w, encoded: item.encoded, writable: item.writable)
+    }
+  }
+
+  /// A JSON array whose elements `element` writes: `[a,b,…]`.
+  @inlinable
+  public static func writeArray<Items: Sequence>(
+    _ w: inout JSONWriter, _ items: Items, element: (inout JSONWriter, Items.Element) -> Void
+  ) {
     w.raw("[")
     var first = true
     for item in items {
       if !first { w.raw(",") }
       first = false
-      WireEncoding.writeSwitch(&w, encoded: item.encoded, writable: item.writable)
+      element(&w, item)
     }
     w.raw("]")
   }

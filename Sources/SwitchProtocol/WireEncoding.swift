@@ -4,22 +4,36 @@ import SwitchCore
 /// `JSONWriter`: no intermediate trees on the hot path.
 public enum WireEncoding {
   /// A Switch object.
+  /// `user`: whose value of a user-scope switch `record` shows (nil for a
+  /// system switch, and for a user-scope one seen by every user's watch).
   public static func writeSwitch(
     _ w: inout JSONWriter, definition: SwitchDefinition, record: SwitchRecord,
-    policySource: SourceLocation?
+    policySource: SourceLocation?, user: UInt32? = nil
   ) {
     writeSwitch(
-      &w, template: SwitchTemplate(definition), record: record, policySource: policySource)
+      &w, template: SwitchTemplate(definition), record: record, policySource: policySource,
+      user: user)
   }
 
-  /// A Switch object, its schema members copied from `template`.
+  /// A Switch object, its schema members copied from `template`; with
+  /// `writable` (for one caller) as its last member when given.
   public static func writeSwitch(
     _ w: inout JSONWriter, template: SwitchTemplate, record: SwitchRecord,
-    policySource: SourceLocation?
+    policySource: SourceLocation?, user: UInt32? = nil, writable: Bool? = nil
   ) {
-    let s = record.state
-    w.raw(template.head)
-    w.bool(s.checked)
+    writeSwitch(
+      &w, template: template, record: record,
+      middle: switchMiddle(template: template, state: record.state, policySource: policySource),
+      user: user, writable: writable)
+  }
+
+  /// The members of a Switch object between `checked` and `effective`
+  /// (`defaultChecked` through `policySource`): the same for every user who
+  /// reads a user-scope switch, so they are encoded once per change of it.
+  public static func switchMiddle(
+    template: SwitchTemplate, state s: SwitchState, policySource: SourceLocation?
+  ) -> [UInt8] {
+    var w = JSONWriter(capacity: 256)
     if template.defaultChecked {
       w.raw(",\"defaultChecked\":true")
     } else {
@@ -28,21 +42,65 @@ public enum WireEncoding {
     writeHoldMembers(&w, s)
     w.raw(template.icons)
     w.stringOrNull(policySource?.policySourceText)
-    // Every switch is of the machine (scope "system", no user) until
-    // per-user scope lands (issue 12).
-    w.raw(
-      s.isOnAndInEffect
-        ? ",\"effective\":true,\"scope\":\"system\",\"user\":null"
-        : ",\"effective\":false,\"scope\":\"system\",\"user\":null")
-    w.raw(",\"revision\":")
-    w.int(record.revision)
-    w.raw(",\"changedAt\":")
-    if let at = record.changedAt {
-      writeTime(&w, at)
+    return w.bytes
+  }
+
+  /// A Switch object whose middle members `switchMiddle` encoded.
+  public static func writeSwitch(
+    _ w: inout JSONWriter, template: SwitchTemplate, record: SwitchRecord, middle: [UInt8],
+    user: UInt32?, writable: Bool?
+  ) {
+    writeSwitch(
+      &w, template: template, checked: record.state.checked, middle: middle,
+      effective: record.state.isOnAndInEffect, user: user, revision: record.revision,
+      changedAt: record.changedAt, writable: writable)
+  }
+
+  /// A Switch object from its parts: what one user reads of a user-scope
+  /// switch is written per read, so its fixed parts are byte arrays made
+  /// once (appending a `StaticString` goes through the generic sequence path).
+  public static func writeSwitch(
+    _ w: inout JSONWriter, template: SwitchTemplate, checked: Bool, middle: [UInt8],
+    effective: Bool, user: UInt32?, revision: Int64, changedAt: Int64?, writable: Bool?
+  ) {
+    w.raw(template.head)
+    w.raw(checked ? Parts.true : Parts.false)
+    w.raw(middle)
+    if template.scope == .user {
+      w.raw(effective ? Parts.effectiveUser : Parts.ineffectiveUser)
+      if let user { w.int(Int64(user)) } else { w.null() }
+      w.raw(Parts.revision)
+    } else {
+      w.raw(effective ? Parts.effectiveSystem : Parts.ineffectiveSystem)
+    }
+    w.int(revision)
+    w.raw(Parts.changedAt)
+    if let changedAt {
+      writeTime(&w, changedAt)
     } else {
       w.null()
     }
-    w.raw("}")
+    switch writable {
+    case true?: w.raw(Parts.writableEnd)
+    case false?: w.raw(Parts.notWritableEnd)
+    case nil: w.raw(Parts.end)
+    }
+  }
+
+  private enum Parts {
+    static let `true` = Array("true".utf8)
+    static let `false` = Array("false".utf8)
+    static let effectiveUser = Array(#","effective":true,"scope":"user","user":"#.utf8)
+    static let ineffectiveUser = Array(#","effective":false,"scope":"user","user":"#.utf8)
+    static let revision = Array(#","revision":"#.utf8)
+    static let effectiveSystem = Array(
+      #","effective":true,"scope":"system","user":null,"revision":"#.utf8)
+    static let ineffectiveSystem = Array(
+      #","effective":false,"scope":"system","user":null,"revision":"#.utf8)
+    static let changedAt = Array(#","changedAt":"#.utf8)
+    static let writableEnd = Array(#","writable":true}"#.utf8)
+    static let notWritableEnd = Array(#","writable":false}"#.utf8)
+    static let end = Array("}".utf8)
   }
 
   /// A Switch object `writeSwitch` encoded (for anyone, so it can be kept),
@@ -128,8 +186,9 @@ public enum WireEncoding {
     writeTime(&w, change.time)
     w.raw(",\"key\":")
     w.string(change.key)
-    // The uid whose value changed: none until per-user scope (issue 12).
-    w.raw(",\"user\":null,\"cause\":")
+    w.raw(",\"user\":")
+    if let user = change.user { w.int(Int64(user)) } else { w.null() }
+    w.raw(",\"cause\":")
     w.string(change.cause.wireName)
     w.raw(",\"fields\":[")
     for (i, field) in change.fields.enumerated() {
@@ -203,7 +262,8 @@ public enum WireEncoding {
 public struct SwitchTemplate: Sendable {
   /// `{"key":…,"label":…,"description":…,"checked":`
   let head: [UInt8]
-  let defaultChecked: Bool
+  public let defaultChecked: Bool
+  public let scope: Scope
   /// `,"checkedIcon":…,"uncheckedIcon":…,"group":…,"order":…,"policySource":`
   let icons: [UInt8]
 
@@ -218,6 +278,7 @@ public struct SwitchTemplate: Sendable {
     w.raw(",\"checked\":")
     head = w.bytes
     defaultChecked = definition.defaultChecked
+    scope = definition.scope
     w = JSONWriter(capacity: 64)
     w.raw(",\"checkedIcon\":")
     w.string(definition.checkedIcon)

@@ -50,6 +50,10 @@ public enum WireField {
   public static let switches = "switches"
   public static let time = "time"
   public static let uid = "uid"
+  public static let scope = "scope"
+  public static let user = "user"
+  /// The `user` param's value for every user (`watch`, `history`).
+  public static let everyUser = "*"
   public static let watch = "watch"
   public static let writesSystemSwitches = "writesSystemSwitches"
 

@@ -81,6 +81,11 @@ enum Schema {
     // and in both States of each logged change (rows and changes written before hold a valid
     // switch). The log may now hold the causes 'apply', 'reconcile' and 'dependency', which an
     // older switchd would read as damage: the version keeps it from opening the file.
+    // And per-user values of user-scope switches. A change of one user's value is a log row
+    // with its `user`; `key_previous` then chains the changes of that key and user, so a
+    // key's switch-level chain (user NULL) is unchanged and a user's chain is short.
+    // `user_values` holds each user's value as of `meta.checkpoint`, like `switches`.
+    // `value_fixed`: a hold fixes the value of a user-scope switch for every user.
     """
     ALTER TABLE switches ADD COLUMN invalid INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE switches ADD COLUMN invalid_reason TEXT;
@@ -88,6 +93,18 @@ enum Schema {
     ALTER TABLE changes ADD COLUMN s_invalid_reason TEXT;
     ALTER TABLE changes ADD COLUMN p_invalid INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE changes ADD COLUMN p_invalid_reason TEXT;
+    ALTER TABLE changes ADD COLUMN user INTEGER;
+    ALTER TABLE changes ADD COLUMN s_value_fixed INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE changes ADD COLUMN p_value_fixed INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE switches ADD COLUMN value_fixed INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE user_values (
+      key TEXT NOT NULL,
+      user INTEGER NOT NULL,
+      checked INTEGER NOT NULL,
+      revision INTEGER NOT NULL,
+      changed_at INTEGER NOT NULL,
+      PRIMARY KEY (key, user)
+    ) WITHOUT ROWID;
     """,
   ]
 

@@ -13,17 +13,20 @@ struct StoreStatements {
 
     static let switchColumns = """
       key, checked, read_only, read_only_reason, held_by, disabled, disabled_reason, \
-      disabled_by, revision, changed_at, invalid, invalid_reason
+      disabled_by, revision, changed_at, invalid, invalid_reason, value_fixed
       """
-    static let switchValues = "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12"
+    static let switchValues = "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13"
 
     static let changeColumns = """
       revision, key, cause, time, actor_uid, actor_gid, actor_pid, \
       s_checked, s_read_only, s_read_only_reason, s_held_by, s_disabled, s_disabled_reason, \
       s_disabled_by, \
       p_checked, p_read_only, p_read_only_reason, p_held_by, p_disabled, p_disabled_reason, \
-      p_disabled_by, s_invalid, s_invalid_reason, p_invalid, p_invalid_reason
+      p_disabled_by, s_invalid, s_invalid_reason, p_invalid, p_invalid_reason, user, \
+      s_value_fixed, p_value_fixed
       """
+    /// `changeColumns` then `key_previous`: its column index.
+    static let keyPreviousColumn: Int32 = 28
 
     static let loadSwitches = "SELECT \(switchColumns) FROM switches ORDER BY key"
     static let hasSwitch = "SELECT 1 FROM switches WHERE key = ?1"
@@ -45,7 +48,8 @@ struct StoreStatements {
         held_by = excluded.held_by, disabled = excluded.disabled,
         disabled_reason = excluded.disabled_reason, disabled_by = excluded.disabled_by,
         revision = excluded.revision, changed_at = excluded.changed_at,
-        invalid = excluded.invalid, invalid_reason = excluded.invalid_reason
+        invalid = excluded.invalid, invalid_reason = excluded.invalid_reason,
+        value_fixed = excluded.value_fixed
       """
     /// The revision the switch rows hold: changes after it are only in the log.
     static let readCheckpoint = "SELECT value FROM meta WHERE name = 'checkpoint'"
@@ -54,25 +58,49 @@ struct StoreStatements {
     static let checkpointRows = """
       INSERT INTO switches(\(switchColumns))
         SELECT key, s_checked, s_read_only, s_read_only_reason, s_held_by, s_disabled,
-          s_disabled_reason, s_disabled_by, revision, time, s_invalid, s_invalid_reason
+          s_disabled_reason, s_disabled_by, revision, time, s_invalid, s_invalid_reason,
+          s_value_fixed
         FROM changes WHERE revision IN
-          (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2 GROUP BY key)
+          (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2
+           AND user IS NULL GROUP BY key)
       ON CONFLICT(key) DO UPDATE SET checked = excluded.checked,
         read_only = excluded.read_only, read_only_reason = excluded.read_only_reason,
         held_by = excluded.held_by, disabled = excluded.disabled,
         disabled_reason = excluded.disabled_reason, disabled_by = excluded.disabled_by,
         revision = excluded.revision, changed_at = excluded.changed_at,
-        invalid = excluded.invalid, invalid_reason = excluded.invalid_reason
+        invalid = excluded.invalid, invalid_reason = excluded.invalid_reason,
+        value_fixed = excluded.value_fixed
       """
-    /// A key's newest change in the log's tail (after the checkpoint): a bounded scan.
+    /// Copies each user's newest value change in (?1, ?2] to its `user_values` row.
+    static let checkpointUserRows = """
+      INSERT INTO user_values(key, user, checked, revision, changed_at)
+        SELECT key, user, s_checked, revision, time
+        FROM changes WHERE revision IN
+          (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2
+           AND user IS NOT NULL GROUP BY key, user)
+      ON CONFLICT(key, user) DO UPDATE SET checked = excluded.checked,
+        revision = excluded.revision, changed_at = excluded.changed_at
+      """
+    static let userValueColumns = "key, user, checked, revision, changed_at"
+    static let loadUserValues = "SELECT \(userValueColumns) FROM user_values ORDER BY key, user"
+    static let upsertUserValue = """
+      INSERT INTO user_values(\(userValueColumns)) VALUES (?1, ?2, ?3, ?4, ?5)
+      ON CONFLICT(key, user) DO UPDATE SET checked = excluded.checked,
+        revision = excluded.revision, changed_at = excluded.changed_at
+      """
+    /// The revision of a user's value as of the checkpoint.
+    static let userValueRevision = "SELECT revision FROM user_values WHERE key = ?1 AND user = ?2"
+    /// The newest change of a key and user (NULL: switch-level) in the log's tail (after the
+    /// checkpoint): a bounded scan.
     static let newestInTail = """
-      SELECT max(revision) FROM changes WHERE revision > ?1 AND key = ?2
+      SELECT max(revision) FROM changes WHERE revision > ?1 AND key = ?2 AND user IS ?3
       """
 
-    /// `?26` is `key_previous`: the revision of the previous change of the same key.
+    /// `?29` is `key_previous`: the revision of the previous change of the same key and user.
     static let insertChange = """
       INSERT INTO changes(\(changeColumns), key_previous) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
-      ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
+      ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, \
+      ?26, ?27, ?28, ?29)
       """
     /// The revision of a key's newest change as of the checkpoint (0: none).
     static let switchRevision = "SELECT revision FROM switches WHERE key = ?1"
@@ -122,6 +150,10 @@ struct StoreStatements {
   let readCheckpoint: SQLiteStatement
   let writeCheckpoint: SQLiteStatement
   let checkpointRows: SQLiteStatement
+  let checkpointUserRows: SQLiteStatement
+  let loadUserValues: SQLiteStatement
+  let upsertUserValue: SQLiteStatement
+  let userValueRevision: SQLiteStatement
   let newestInTail: SQLiteStatement
   let insertChange: SQLiteStatement
   let switchRevision: SQLiteStatement
@@ -148,6 +180,10 @@ struct StoreStatements {
     readCheckpoint = try connection.prepareCached(SQL.readCheckpoint)
     writeCheckpoint = try connection.prepareCached(SQL.writeCheckpoint)
     checkpointRows = try connection.prepareCached(SQL.checkpointRows)
+    checkpointUserRows = try connection.prepareCached(SQL.checkpointUserRows)
+    loadUserValues = try connection.prepareCached(SQL.loadUserValues)
+    upsertUserValue = try connection.prepareCached(SQL.upsertUserValue)
+    userValueRevision = try connection.prepareCached(SQL.userValueRevision)
     newestInTail = try connection.prepareCached(SQL.newestInTail)
     insertChange = try connection.prepareCached(SQL.insertChange)
     switchRevision = try connection.prepareCached(SQL.switchRevision)
@@ -166,7 +202,7 @@ struct StoreStatements {
 // MARK: Binding and reading rows
 
 extension SQLiteStatement {
-  /// Binds a switch row to `?1`...`?12` (`SQL.switchValues`).
+  /// Binds a switch row to `?1`...`?13` (`SQL.switchValues`).
   func bindSwitch(
     key: String, state: SwitchState, revision: Int64, changedAt: Int64?
   ) throws(SQLiteError) {
@@ -174,9 +210,30 @@ extension SQLiteStatement {
     try bindState(state, from: 2, invalidFrom: 11)
     try bind(revision, at: 9)
     try bind(changedAt, at: 10)
+    try bind(state.valueFixed, at: 13)
   }
 
-  /// Binds a log row to `?1`...`?26` (`SQL.changeColumns`, then `key_previous`).
+  /// Binds a `user_values` row to `?1`...`?5` (`SQL.userValueColumns`).
+  func bindUserValue(key: String, user: UInt32, _ value: UserValue) throws(SQLiteError) {
+    try bind(key, at: 1)
+    try bind(Int64(user), at: 2)
+    try bind(value.checked, at: 3)
+    try bind(value.revision, at: 4)
+    try bind(value.changedAt, at: 5)
+  }
+
+  /// Reads a row selected with `SQL.userValueColumns`.
+  func readUserValue() throws(SQLiteError) -> (key: String, user: UInt32, value: UserValue) {
+    guard let user = UInt32(exactly: int64(at: 1)) else {
+      throw .corrupt("a user value has a uid out of range", context: "`\(sql)` on \(path)")
+    }
+    return (
+      text(at: 0), user,
+      UserValue(checked: bool(at: 2), revision: int64(at: 3), changedAt: int64(at: 4))
+    )
+  }
+
+  /// Binds a log row to `?1`...`?29` (`SQL.changeColumns`, then `key_previous`).
   func bindChange(_ change: Change, keyPrevious: Int64?) throws(SQLiteError) {
     try bind(change.revision, at: 1)
     try bind(change.key, at: 2)
@@ -196,7 +253,10 @@ extension SQLiteStatement {
     }
     try bindState(change.state, from: 8, invalidFrom: 22)
     try bindState(change.previous, from: 15, invalidFrom: 24)
-    try bind(keyPrevious, at: 26)
+    try bind(change.user.map { Int64($0) }, at: 26)
+    try bind(change.state.valueFixed, at: 27)
+    try bind(change.previous.valueFixed, at: 28)
+    try bind(keyPrevious, at: 29)
   }
 
   /// Binds the seven State columns to `?first`...`?(first + 6)`, and
@@ -218,9 +278,10 @@ extension SQLiteStatement {
   /// Reads a row selected with `SQL.switchColumns`.
   func readSwitch() throws(SQLiteError) -> SwitchRecord {
     let key = text(at: 0)
+    var state = try readState(from: 1, invalidFrom: 10, row: "switch \(key)")
+    state.valueFixed = bool(at: 12)
     return SwitchRecord(
-      key: key, state: try readState(from: 1, invalidFrom: 10, row: "switch \(key)"),
-      revision: int64(at: 8), changedAt: optionalInt64(at: 9))
+      key: key, state: state, revision: int64(at: 8), changedAt: optionalInt64(at: 9))
   }
 
   /// Reads a row selected with `SQL.changeColumns`.
@@ -243,10 +304,20 @@ extension SQLiteStatement {
     default:
       throw .corrupt("change \(revision) has a partial actor", context: "`\(sql)` on \(path)")
     }
+    var user: UInt32?
+    if let uid = optionalInt64(at: 25) {
+      guard let uid = UInt32(exactly: uid) else {
+        throw .corrupt("change \(revision) has a user out of range", context: "`\(sql)` on \(path)")
+      }
+      user = uid
+    }
+    var state = try readState(from: 7, invalidFrom: 21, row: "change \(revision)")
+    state.valueFixed = bool(at: 26)
+    var previous = try readState(from: 14, invalidFrom: 23, row: "change \(revision)")
+    previous.valueFixed = bool(at: 27)
     return Change(
       revision: revision, time: int64(at: 3), key: text(at: 1), cause: cause, actor: actor,
-      state: try readState(from: 7, invalidFrom: 21, row: "change \(revision)"),
-      previous: try readState(from: 14, invalidFrom: 23, row: "change \(revision)"))
+      state: state, previous: previous, user: user)
   }
 
   /// Reads the seven State columns starting at column `first`.

@@ -61,7 +61,13 @@ public final class SwitchStore {
   /// Per key, the newest change committed through this store and how many changes since its
   /// last mark: a cache of what the file holds, filled by `loadSwitches()` or on a key's first
   /// commit after opening (from the log's tail or the key's row), emptied when a commit fails.
-  private var chains: [String: KeyChain] = [:]
+  private var chains: [ChainKey: KeyChain] = [:]
+
+  /// A chain of `key_previous`: a key's switch-level changes (user nil), or one user's values.
+  private struct ChainKey: Hashable {
+    var key: String
+    var user: UInt32? = nil
+  }
 
   private struct KeyChain {
     var newest: Int64
@@ -126,22 +132,58 @@ public final class SwitchStore {
         let record = try statement.readSwitch()
         records[record.key] = record
       }
-      var cursor = try readCheckpoint()
-      while true {
-        let page = try readChanges(after: cursor, limit: 1000)
-        for change in page {
-          records[change.key] = SwitchRecord(
-            key: change.key, state: change.state, revision: change.revision,
-            changedAt: change.time)
-        }
-        guard let last = page.last else { break }
-        cursor = last.revision
+      try forEachChangeAfterCheckpoint { change in
+        guard change.user == nil else { return }
+        records[change.key] = SwitchRecord(
+          key: change.key, state: change.state, revision: change.revision,
+          changedAt: change.time)
       }
       // The writer's chains start where the file ends (see `chains`).
-      for record in records.values where chains[record.key] == nil {
-        chains[record.key] = KeyChain(newest: record.revision, sinceMark: markSpacing - 1)
+      for record in records.values where chains[ChainKey(key: record.key)] == nil {
+        chains[ChainKey(key: record.key)] = KeyChain(
+          newest: record.revision, sinceMark: markSpacing - 1)
       }
       return records.values.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+    }
+  }
+
+  /// Every user's own value of every key, as of the newest change: the rows, then the
+  /// changes after the checkpoint applied to them.
+  public func loadUserValues() throws(StoreError) -> UserValues {
+    try run { () throws(SQLiteError) in
+      var values: UserValues = [:]
+      let statement = statements.loadUserValues
+      defer { statement.reset() }
+      // Rows come in primary-key order, a key's users together: each key is hashed once.
+      var key: String?
+      var users: [UInt32: UserValue] = [:]
+      while try statement.step() {
+        let row = try statement.readUserValue()
+        if row.key != key {
+          if let key { values[key] = users }
+          key = row.key
+          users = [:]
+        }
+        users[row.user] = row.value
+      }
+      if let key { values[key] = users }
+      try forEachChangeAfterCheckpoint { change in
+        guard let user = change.user else { return }
+        values[change.key, default: [:]][user] = UserValue(
+          checked: change.state.checked, revision: change.revision, changedAt: change.time)
+      }
+      // A user's chain is looked up on its first commit (`startChain`): there may be millions.
+      return values
+    }
+  }
+
+  private func forEachChangeAfterCheckpoint(_ body: (Change) -> Void) throws(SQLiteError) {
+    var cursor = try readCheckpoint()
+    while true {
+      let page = try readChanges(after: cursor, limit: 1000)
+      for change in page { body(change) }
+      guard let last = page.last else { break }
+      cursor = last.revision
     }
   }
 
@@ -176,7 +218,7 @@ public final class SwitchStore {
     return try run { () throws(SQLiteError) in
       if let key {
         var head = newest ?? 0
-        if newest == nil { head = try newestRevision(of: key) }
+        if newest == nil { head = try newestRevision(of: ChainKey(key: key)) }
         return try history(of: key, newest: head, before: before, limit: limit)
       }
       let statement = statements.history
@@ -192,9 +234,17 @@ public final class SwitchStore {
   private func history(of key: String, newest: Int64, before: Int64?, limit: Int)
     throws(SQLiteError) -> [Change]
   {
-    var next: Int64?
-    if let before { next = try markAtOrAbove(key: key, revision: before) }
-    if next == nil && newest > 0 { next = newest }
+    var start: Int64?
+    if let before { start = try markAtOrAbove(key: key, revision: before) }
+    if start == nil && newest > 0 { start = newest }
+    return try walkChain(from: start, before: before, limit: limit)
+  }
+
+  /// The changes of one chain (`key_previous`) from `start` down, below `before`, at most `limit`.
+  private func walkChain(from start: Int64?, before: Int64?, limit: Int) throws(SQLiteError)
+    -> [Change]
+  {
+    var next = start
     var result: [Change] = []
     let statement = statements.changeAndPrevious
     while let revision = next, result.count < limit {
@@ -202,9 +252,73 @@ public final class SwitchStore {
       try statement.bind(revision, at: 1)
       guard try statement.step() else { break }
       if revision < before ?? .max { result.append(try statement.readChange()) }
-      next = statement.optionalInt64(at: 25)  // key_previous
+      next = statement.optionalInt64(at: StoreStatements.SQL.keyPreviousColumn)
     }
     return result
+  }
+
+  /// One user's changes of `key`, newest first, below `before`: a walk down the chain of that
+  /// key and user from `newest` (the revision of their newest change; 0: none). A user's chain
+  /// has no marks: it holds only what that user set.
+  public func userHistory(
+    key: String, user: UInt32, before: Int64?, limit: Int, newest: Int64
+  ) throws(StoreError) -> [Change] {
+    guard limit > 0 else { return [] }
+    return try run { () throws(SQLiteError) in
+      try walkChain(from: newest > 0 ? newest : nil, before: before, limit: limit)
+    }
+  }
+
+  /// Log rows newest first below `before` that `include` keeps, at most `limit`: a walk down
+  /// the log in pages, for a history that is not one chain (a user's view of every switch).
+  public func history(
+    before: Int64?, limit: Int, including include: (Change) -> Bool
+  ) throws(StoreError) -> [Change] {
+    guard limit > 0 else { return [] }
+    return try run { () throws(SQLiteError) in
+      var result: [Change] = []
+      var cursor = before ?? .max
+      // Pages of what is still wanted (most rows are kept: one user's are few among all).
+      while result.count < limit {
+        let wanted = limit - result.count
+        let statement = statements.history
+        try statement.bind(cursor, at: 1)
+        try statement.bind(Int64(wanted), at: 2)
+        let page = try readChanges(statement)
+        result += page.lazy.filter(include)
+        guard let last = page.last, page.count == wanted else { break }
+        cursor = last.revision
+      }
+      return result
+    }
+  }
+
+  /// What `user` had set of `key` just after revision `at` (nil: nothing), given their
+  /// current value `head` (the newest in their chain). Walks their chain down from the head
+  /// to `at`: a row after `at` that is the oldest retained tells the value before it.
+  public func userValue(
+    key: String, user: UInt32, at revision: Int64, head: UserValue?
+  ) throws(StoreError) -> Bool? {
+    guard let head else { return nil }
+    if head.revision <= revision { return head.checked }
+    return try run { () throws(SQLiteError) in
+      var next: Int64? = head.revision
+      var oldestAfter: Change?
+      let statement = statements.changeAndPrevious
+      while let current = next {
+        defer { statement.reset() }
+        try statement.bind(current, at: 1)
+        guard try statement.step() else { break }
+        let change = try statement.readChange()
+        if change.revision <= revision { return change.state.checked }
+        oldestAfter = change
+        next = statement.optionalInt64(at: StoreStatements.SQL.keyPreviousColumn)
+      }
+      // Their first change after `at`: what it replaced is what they read at `at` (the
+      // default, when they had never set it, which is what nil means to a viewer too).
+      guard let oldestAfter, next != nil else { return nil }
+      return oldestAfter.previous.checked
+    }
   }
 
   /// Whether the store knows `key`: it has a row, or changes not yet checkpointed into one.
@@ -214,7 +328,7 @@ public final class SwitchStore {
       defer { statement.reset() }
       try statement.bind(key, at: 1)
       if try statement.step() { return true }
-      return try newestRevision(of: key) > 0
+      return try newestRevision(of: ChainKey(key: key)) > 0
     }
   }
 
@@ -265,32 +379,34 @@ public final class SwitchStore {
             context: "commit on \(path)")
         }
         expected += 1
+        let chain = ChainKey(key: change.key, user: change.user)
         let previous: KeyChain
-        if let known = chains[change.key] {
+        if let known = chains[chain] {
           previous = known
         } else {
-          previous = try startChain(change.key)
+          previous = try startChain(chain)
         }
         let insert = statements.insertChange
         try insert.bindChange(change, keyPrevious: previous.newest > 0 ? previous.newest : nil)
         try execute(insert)
         var next = KeyChain(newest: change.revision, sinceMark: previous.sinceMark + 1)
-        if next.sinceMark >= markSpacing {
+        // Marks index the switch-level chains; a user's chain is walked whole.
+        if change.user == nil && next.sinceMark >= markSpacing {
           let mark = statements.insertMark
           try mark.bind(change.key, at: 1)
           try mark.bind(change.revision, at: 2)
           try execute(mark)
           next.sinceMark = 0
         }
-        chains[change.key] = next
+        chains[chain] = next
       }
     }
   }
 
   /// A key's chain as the file holds it, for its first change since opening: that change is
   /// marked (`sinceMark` is full), so each run of unmarked changes stays within one opening.
-  private func startChain(_ key: String) throws(SQLiteError) -> KeyChain {
-    KeyChain(newest: try newestRevision(of: key), sinceMark: markSpacing - 1)
+  private func startChain(_ chain: ChainKey) throws(SQLiteError) -> KeyChain {
+    KeyChain(newest: try newestRevision(of: chain), sinceMark: markSpacing - 1)
   }
 
   /// The revision the switch rows hold: changes after it are only in the log.
@@ -301,7 +417,10 @@ public final class SwitchStore {
   /// Writes `rows` and records `revision` as the checkpoint, in one transaction: the cheap way
   /// for a caller that holds every switch as of `revision` (the daemon's writer) and passes
   /// each one that changed since the last checkpoint.
-  public func checkpoint(_ rows: [SwitchRecord], at revision: Int64) throws(StoreError) {
+  public func checkpoint(
+    _ rows: [SwitchRecord], userRows: [(key: String, user: UInt32, value: UserValue)] = [],
+    at revision: Int64
+  ) throws(StoreError) {
     try transaction { () throws(SQLiteError) in
       let current = try readRevision()
       guard revision == current else {
@@ -314,6 +433,11 @@ public final class SwitchStore {
         try upsert.bindSwitch(
           key: row.key, state: row.state, revision: row.revision, changedAt: row.changedAt)
         try execute(upsert)
+      }
+      let upsertUser = statements.upsertUserValue
+      for row in userRows {
+        try upsertUser.bindUserValue(key: row.key, user: row.user, row.value)
+        try execute(upsertUser)
       }
       let write = statements.writeCheckpoint
       try write.bind(revision, at: 1)
@@ -332,6 +456,10 @@ public final class SwitchStore {
       try rows.bind(from, at: 1)
       try rows.bind(to, at: 2)
       try execute(rows)
+      let userRows = statements.checkpointUserRows
+      try userRows.bind(from, at: 1)
+      try userRows.bind(to, at: 2)
+      try execute(userRows)
       let write = statements.writeCheckpoint
       try write.bind(to, at: 1)
       try execute(write)
@@ -461,16 +589,18 @@ public final class SwitchStore {
     try statement.run()
   }
 
-  /// The revision of `key`'s newest change (0: none): in the log's tail, else its row's.
-  private func newestRevision(of key: String) throws(SQLiteError) -> Int64 {
+  /// The revision of a chain's newest change (0: none): in the log's tail, else its row's.
+  private func newestRevision(of chain: ChainKey) throws(SQLiteError) -> Int64 {
     let tail = statements.newestInTail
     defer { tail.reset() }
     try tail.bind(try readCheckpoint(), at: 1)
-    try tail.bind(key, at: 2)
+    try tail.bind(chain.key, at: 2)
+    try tail.bind(chain.user.map { Int64($0) }, at: 3)
     if try tail.step(), let revision = tail.optionalInt64(at: 0) { return revision }
-    let row = statements.switchRevision
+    let row = chain.user == nil ? statements.switchRevision : statements.userValueRevision
     defer { row.reset() }
-    try row.bind(key, at: 1)
+    try row.bind(chain.key, at: 1)
+    if let user = chain.user { try row.bind(Int64(user), at: 2) }
     return try row.step() ? row.int64(at: 0) : 0
   }
 

@@ -12,6 +12,16 @@ final class RPCClient {
 
   init(socketPath: String, receiveTimeout: Double = 20) throws {
     fd = try connectUnixSocket(socketPath)
+    setReceiveTimeout(receiveTimeout)
+  }
+
+  /// A client on a socket already connected (`connect(asUser:)`), which it then owns.
+  init(connected: Int32, receiveTimeout: Double = 20) {
+    fd = connected
+    setReceiveTimeout(receiveTimeout)
+  }
+
+  private func setReceiveTimeout(_ receiveTimeout: Double) {
     var tv = timeval(tv_sec: Int(receiveTimeout), tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
   }

@@ -412,6 +412,10 @@ struct SchemaTests {
         + "UncheckedIcon, Group, Scope, Requires, Conflicts, ExecApply, ApplyTimeoutSec"
     ),
     (
+      "[wifi]\nLabel=Wi-Fi\nScope=users", 3,
+      "Scope=users of switch wifi is not system or user"
+    ),
+    (
       "[Wi-Fi]\nLabel=Wi-Fi", 1,
       "invalid switch key \"Wi-Fi\": a switch key starts with a lowercase letter a-z"
     ),

@@ -87,7 +87,7 @@ import Testing
     ),
     (
       "[wifi]\nLabel=Wi-Fi\nScope=machine", 3,
-      "Scope=machine is not a scope: use system or user"
+      "Scope=machine of switch wifi is not system or user"
     ),
   ])
   func mistakesAreErrorsAtTheirLine(text: String, line: Int, message: String) {

@@ -147,6 +147,13 @@ import Testing
     var event = Self.toggleEntry.objectMembers!
     event.insert(JSONMember("watch", .string("w1")), at: 0)
     #expect(Output.event(.object(event)) == "43 wifi off (toggle by uid 1000)")
+    // One user's value says whose.
+    var users = event.filter { $0.name != "user" }
+    users.append(JSONMember("user", .int(1001)))
+    #expect(Output.event(.object(users)) == "43 wifi[uid 1001] off (toggle by uid 1000)")
+    #expect(
+      Output.history(.object([JSONMember("entries", .array([.object(users)]))]))[0]
+        .contains("  wifi[uid 1001]  toggle  "))
     #expect(
       Output.event(Self.policyEntry)
         == "7 bluetooth off (policy) (read-only by policy: Off \"here\".)")

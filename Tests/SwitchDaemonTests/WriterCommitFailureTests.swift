@@ -62,6 +62,28 @@ import Testing
     #expect(next.logged == [1])
   }
 
+  /// A user's value whose commit fails: refused, the writer's copy of user
+  /// values as it was, the others in its group committed alone; then it works.
+  @Test func aFailedCommitOfAUsersValueChangesNothing() throws {
+    let harness = try WriterHarness()
+    let setEmail = WriterHarness.Write(
+      key: "email", operation: .set(checked: false, ifRevision: nil))
+    let steps = try harness.run([
+      .init(
+        before: { try harness.failInserts(where: "NEW.user = 1000") },
+        writes: [setEmail, Self.toggleWifi]),
+      .init(before: { try harness.stopFailing() }, writes: [setEmail]),
+    ])
+    try #require(steps.count == 2)
+    #expect(steps[0].failures == [1])
+    #expect(steps[0].changes.map(\.revision) == [1])
+    #expect(steps[0].users.isEmpty)
+    #expect(steps[1].changes.map(\.user) == [1000])
+    #expect(steps[1].users["email"]?[1000]?.revision == 2)
+    #expect(steps[1].answered.first?.state.checked == false)
+    #expect(steps[1].logged == [1, 2])
+  }
+
   /// One write whose commit fails among good ones: the group fails, the
   /// writes are committed alone, and only that one is refused; the others
   /// get consecutive revisions and are answered in the order sent.
@@ -121,6 +143,8 @@ private final class WriterHarness {
     var answered: [SwitchRecord] = []
     /// The writer's copy and revision after the step.
     var records: [String: SwitchRecord]
+    /// The writer's copy of every user's own values after the step.
+    var users: UserValues = [:]
     var revision: Int64
     /// The revisions in the change log, as another reader of the file sees them.
     var logged: [Int64]
@@ -141,7 +165,8 @@ private final class WriterHarness {
     try writeText(config + "/switchd.conf", "[Daemon]\nAdminGroup=\n")
     try writeText(
       config + "/switches.d/10-test.conf",
-      "[wifi]\nLabel=Wi-Fi\nDefault=on\n\n[bluetooth]\nLabel=Bluetooth\nDefault=off\n")
+      "[wifi]\nLabel=Wi-Fi\nDefault=on\n\n[bluetooth]\nLabel=Bluetooth\nDefault=off\n\n"
+        + "[email]\nLabel=Email\nDefault=on\nScope=user\n")
     guard let catalog = ConfigLoader.load(directory: config).catalog else {
       throw WriterHarnessError("the test configuration does not load")
     }
@@ -225,8 +250,8 @@ private final class WriterHarness {
     let snapshot = writer.snapshot
     let logged = try saboteur.textRows("SELECT revision FROM changes ORDER BY revision")
     var outcome = Outcome(
-      changes: output.changes, records: snapshot.records, revision: snapshot.revision,
-      logged: logged.compactMap { Int64($0) })
+      changes: output.changes, records: snapshot.records, users: writer.users.values,
+      revision: snapshot.revision, logged: logged.compactMap { Int64($0) })
     for (ticket, answer) in output.answers {
       let write = Int(ticket.slot - firstSlot)
       outcome.answeredWrites.append(write)

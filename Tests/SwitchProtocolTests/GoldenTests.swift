@@ -38,47 +38,72 @@ import Testing
   }
 
   @Test(arguments: [
-    (#"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"wifi"}}"#, Call.get(key: "wifi")),
-    (#"{"jsonrpc":"2.0","id":1,"method":"list"}"#, .list(prefix: nil)),
-    (#"{"jsonrpc":"2.0","id":1,"method":"list","params":{"prefix":"n.*"}}"#, .list(prefix: "n.")),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"wifi"}}"#,
+      Call.get(key: "wifi", user: nil)
+    ),
+    (#"{"jsonrpc":"2.0","id":1,"method":"list"}"#, .list(prefix: nil, user: nil)),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"list","params":{"prefix":"n.*"}}"#,
+      .list(prefix: "n.", user: nil)
+    ),
     (
       #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":false,"ifRevision":4}}"#,
-      .write(key: "wifi", .set(checked: false, ifRevision: 4))
+      .write(key: "wifi", .set(checked: false, ifRevision: 4), user: nil)
     ),
     (
       #"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"wifi"}}"#,
-      .write(key: "wifi", .toggle(ifRevision: nil))
+      .write(key: "wifi", .toggle(ifRevision: nil), user: nil)
     ),
     (
       #"{"jsonrpc":"2.0","id":1,"method":"reset","params":{"key":"wifi"}}"#,
-      .write(key: "wifi", .reset)
+      .write(key: "wifi", .reset, user: nil)
     ),
     (
       #"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":["wifi","n.*"],"since":3}}"#,
-      .watch(patterns: [.exact("wifi"), .prefix("n.")], since: 3)
+      .watch(patterns: [.exact("wifi"), .prefix("n.")], since: 3, user: nil)
     ),
-    (#"{"jsonrpc":"2.0","id":1,"method":"watch"}"#, .watch(patterns: nil, since: nil)),
+    (#"{"jsonrpc":"2.0","id":1,"method":"watch"}"#, .watch(patterns: nil, since: nil, user: nil)),
     (#"{"jsonrpc":"2.0","id":1,"method":"unwatch","params":{"watch":"w1"}}"#, .unwatch(id: "w1")),
     (
       #"{"jsonrpc":"2.0","id":1,"method":"history","params":{"key":"wifi","limit":5,"before":9}}"#,
-      .history(key: "wifi", limit: 5, before: 9)
+      .history(key: "wifi", limit: 5, before: 9, user: nil)
     ),
-    (#"{"jsonrpc":"2.0","id":1,"method":"history"}"#, .history(key: nil, limit: 100, before: nil)),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"history"}"#,
+      .history(key: nil, limit: 100, before: nil, user: nil)
+    ),
     (
       #"{"jsonrpc":"2.0","id":1,"method":"lock","params":{"key":"wifi","reason":"r","checked":true}}"#,
-      .write(key: "wifi", .lock(reason: "r", checked: true))
+      .write(key: "wifi", .lock(reason: "r", checked: true), user: nil)
     ),
     (
       #"{"jsonrpc":"2.0","id":1,"method":"unlock","params":{"key":"wifi"}}"#,
-      .write(key: "wifi", .unlock)
+      .write(key: "wifi", .unlock, user: nil)
     ),
     (
       #"{"jsonrpc":"2.0","id":1,"method":"disable","params":{"key":"wifi","reason":"r"}}"#,
-      .write(key: "wifi", .disable(reason: "r"))
+      .write(key: "wifi", .disable(reason: "r"), user: nil)
     ),
     (
       #"{"jsonrpc":"2.0","id":1,"method":"enable","params":{"key":"wifi"}}"#,
-      .write(key: "wifi", .enable)
+      .write(key: "wifi", .enable, user: nil)
+    ),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"wifi","user":1001}}"#,
+      .get(key: "wifi", user: .user(1001))
+    ),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":true,"user":0}}"#,
+      .write(key: "wifi", .set(checked: true, ifRevision: nil), user: 0)
+    ),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"user":"*"}}"#,
+      .watch(patterns: nil, since: nil, user: .everyone)
+    ),
+    (
+      #"{"jsonrpc":"2.0","id":1,"method":"history","params":{"user":"*"}}"#,
+      .history(key: nil, limit: 100, before: nil, user: .everyone)
     ),
     (#"{"jsonrpc":"2.0","id":1,"method":"reload","params":{}}"#, .reload),
     (#"{"jsonrpc":"2.0","id":1,"method":"status"}"#, .status),
@@ -109,6 +134,21 @@ import Testing
         "checked", nil
       ),
       (#"{"jsonrpc":"2.0","id":1,"method":"set","params":{"checked":true}}"#, "key", nil),
+      (
+        #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"wifi","user":"*"}}"#, "user",
+        "wifi"
+      ),
+      (#"{"jsonrpc":"2.0","id":1,"method":"list","params":{"user":-1}}"#, "user", nil),
+      (#"{"jsonrpc":"2.0","id":1,"method":"list","params":{"user":"1000"}}"#, "user", nil),
+      (
+        #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":true,"user":4294967296}}"#,
+        "user", "wifi"
+      ),
+      (
+        #"{"jsonrpc":"2.0","id":1,"method":"lock","params":{"key":"wifi","user":1000}}"#, "user",
+        "wifi"
+      ),
+      (#"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"user":"all"}}"#, "user", nil),
       (#"{"jsonrpc":"2.0","id":1,"method":"get","params":["wifi"]}"#, "params", nil),
       (#"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":7}}"#, "key", nil),
       (#"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"Bad Key"}}"#, "key", nil),

@@ -1,0 +1,147 @@
+/// The rules of user-scope switches (docs/semantics.md rules 11–12): each
+/// user writes their own value; holds and disables are the switch's.
+extension Rules {
+  /// Decides a `set`, `toggle` or `reset` of a user's own value of a
+  /// user-scope switch: the user is `caller.subject` and `own` their value
+  /// (nil: never set). Order of checks as for any write: UnknownSwitch →
+  /// PermissionDenied for naming another user → Disabled → ReadOnly →
+  /// Conflict; then a no-op is detected. Writing one's own value needs no
+  /// `Writers` membership. While a hold fixes the value nobody writes it,
+  /// administrators included; under a hold that does not, an administrator may.
+  public static func decideUserValue(
+    _ operation: Operation, key: String, definition: SwitchDefinition?, record: SwitchRecord?,
+    own: UserValue?, policy: PolicyRule?, caller: Caller
+  ) -> Result<UserDecision, Refusal> {
+    guard let definition, let record else { return .failure(.unknownSwitch(key: key)) }
+    let user = caller.subject
+    if !caller.mayActAs(user) { return .failure(actingAsRefusal(key: key, user: user)) }
+    let state = record.state
+    if state.disabled { return .failure(disabled(key: key, state: state, policy: policy)) }
+    if state.readOnly && (!caller.isAdmin || state.valueFixed) {
+      return .failure(readOnly(key: key, state: state, policy: policy))
+    }
+    let seen = Visibility.record(record, own: own, definition: definition)
+    let current = seen.state.checked
+    let next: Bool
+    switch operation {
+    case .set(let checked, let ifRevision):
+      if let refusal = conflict(key: key, ifRevision: ifRevision, record: seen) {
+        return .failure(refusal)
+      }
+      next = checked
+    case .toggle(let ifRevision):
+      if let refusal = conflict(key: key, ifRevision: ifRevision, record: seen) {
+        return .failure(refusal)
+      }
+      next = !current
+    case .reset:
+      next = definition.defaultChecked
+    case .lock, .unlock, .disable, .enable, .apply:
+      // Not a value: `decide` takes these, for every user at once.
+      return decide(
+        operation, key: key, definition: definition, record: record, policy: policy,
+        caller: caller
+      ).map { _ in UserDecision(definition, record, policy, user: user, own: own, next: nil) }
+    }
+    return .success(
+      UserDecision(
+        definition, record, policy, user: user, own: own, next: next == current ? nil : next))
+  }
+
+  /// `PermissionDenied` for naming another user without being an administrator.
+  public static func actingAsRefusal(key: String?, user: UInt32) -> Refusal {
+    .permissionDenied(
+      key: key, action: "act as user \(user) on",
+      requirement: "only an administrator may act as another user")
+  }
+
+  /// The state a switch-level operation leaves; nil when it changes nothing.
+  /// On a user-scope switch, `lock` with `checked` fixes the value for every
+  /// user until `unlock`; where nothing fixes it, `checked` is what a user
+  /// who never set it reads (the default).
+  static func settle(
+    _ next: SwitchState, from state: SwitchState, _ operation: Operation,
+    _ definition: SwitchDefinition
+  ) -> SwitchState? {
+    guard definition.scope == .user else { return next == state ? nil : next }
+    var next = next
+    switch operation {
+    case .lock(_, let checked): if checked != nil { next.valueFixed = true }
+    case .unlock: next.valueFixed = false
+    default: break
+    }
+    return settleForUsers(next, from: state, definition)
+  }
+
+  /// The state a policy leaves a switch in, by its scope (`applyPolicy`):
+  /// on a user-scope switch a policy's `Checked=` fixes the value for every user.
+  public static func applyPolicy(
+    _ rule: PolicyRule?, to state: SwitchState, definition: SwitchDefinition
+  ) -> SwitchState {
+    var next = applyPolicy(rule, to: state)
+    guard definition.scope == .user else { return next }
+    if let rule, rule.readOnly {
+      next.valueFixed = rule.checked != nil
+    } else if state.heldBy == .policy {
+      next.valueFixed = false
+    }
+    return settleForUsers(next, from: state, definition) ?? state
+  }
+
+  /// `next` with a value nothing fixes set to the default; nil when it
+  /// differs from `state` in nothing a user reads (a default that changed
+  /// since is a schema change, not a change of the switch).
+  private static func settleForUsers(
+    _ next: SwitchState, from state: SwitchState, _ definition: SwitchDefinition
+  ) -> SwitchState? {
+    func meaning(_ s: SwitchState) -> SwitchState {
+      var s = s
+      if !s.valueFixed { s.checked = false }
+      return s
+    }
+    guard meaning(next) != meaning(state) else { return nil }
+    var settled = next
+    if !settled.valueFixed { settled.checked = definition.defaultChecked }
+    return settled
+  }
+}
+
+/// What the rules decided for a write of one user's own value.
+public struct UserDecision: Equatable, Sendable {
+  public var definition: SwitchDefinition
+  /// The switch-level record (holds, disables) before the call.
+  public var record: SwitchRecord
+  public var policy: PolicyRule?
+  /// Whose value.
+  public var user: UInt32
+  /// Their value before the call (nil: never set).
+  public var own: UserValue?
+  /// Their new value; nil when the call changes nothing.
+  public var next: Bool?
+
+  public init(
+    _ definition: SwitchDefinition, _ record: SwitchRecord, _ policy: PolicyRule?, user: UInt32,
+    own: UserValue?, next: Bool?
+  ) {
+    self.definition = definition
+    self.record = record
+    self.policy = policy
+    self.user = user
+    self.own = own
+    self.next = next
+  }
+
+  /// The switch as this user reads it before the call.
+  public var before: SwitchRecord { Visibility.record(record, own: own, definition: definition) }
+
+  /// The change this write makes, at `revision` and `time`; nil for a no-op.
+  public func change(revision: Int64, time: Int64, cause: Cause, actor: Actor) -> Change? {
+    guard let next else { return nil }
+    let previous = before.state
+    var state = previous
+    state.checked = next
+    return Change(
+      revision: revision, time: time, key: definition.key, cause: cause, actor: actor,
+      state: state, previous: previous, user: user)
+  }
+}

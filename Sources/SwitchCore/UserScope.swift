@@ -1,0 +1,128 @@
+/// Whose value a switch keeps (`Scope=`, docs/semantics.md rules 11–13).
+public enum Scope: Sendable, Hashable, CaseIterable {
+  /// One value for the machine.
+  case system
+  /// One value per user (uid); holds and disables stay the switch's.
+  case user
+
+  /// The word `Scope=` takes.
+  public var configName: String {
+    switch self {
+    case .system: return "system"
+    case .user: return "user"
+    }
+  }
+
+  public init?(configName: String) {
+    guard let match = Scope.allCases.first(where: { $0.configName == configName }) else {
+      return nil
+    }
+    self = match
+  }
+}
+
+/// One user's own value of a user-scope switch, and its last change.
+public struct UserValue: Equatable, Sendable {
+  public var checked: Bool
+  /// The global revision of the change that set it.
+  public var revision: Int64
+  /// Milliseconds since the epoch.
+  public var changedAt: Int64
+
+  public init(checked: Bool, revision: Int64, changedAt: Int64) {
+    self.checked = checked
+    self.revision = revision
+    self.changedAt = changedAt
+  }
+}
+
+/// Every user's own values: by key, then by uid. A user missing from a key
+/// never set it.
+public typealias UserValues = [String: [UInt32: UserValue]]
+
+/// Whose world a read, a watch or a history page shows.
+public enum Viewpoint: Equatable, Hashable, Sendable {
+  /// One user's: system switches, the switch-level changes of user-scope
+  /// switches, and that user's own values.
+  case user(UInt32)
+  /// An administrator's `"user": "*"`: every user's value changes, and
+  /// user-scope switches as a user who never set them sees them.
+  case everyone
+
+  /// The uid, nil for everyone.
+  public var uid: UInt32? {
+    if case .user(let uid) = self { return uid }
+    return nil
+  }
+}
+
+/// Who sees what of user-scope switches: the one place every read,
+/// snapshot, event, replay and history page takes it from.
+public enum Visibility {
+  /// What a user reads of a user-scope switch in `state`: the fixed value
+  /// while a hold fixes one, else their own value, else the default.
+  public static func state(_ state: SwitchState, own: Bool?, defaultChecked: Bool) -> SwitchState {
+    guard !state.valueFixed else { return state }
+    var seen = state
+    seen.checked = own ?? defaultChecked
+    return seen
+  }
+
+  /// A user-scope switch as `viewpoint` reads it now: its switch-level
+  /// `record` with the user's own value, and the revision and time of the
+  /// last change that user sees. `everyone` reads what a user who never
+  /// set it reads.
+  public static func record(
+    _ record: SwitchRecord, own: UserValue?, definition: SwitchDefinition
+  ) -> SwitchRecord {
+    self.record(record, own: own, defaultChecked: definition.defaultChecked)
+  }
+
+  /// `record(_:own:definition:)` given only the definition's default.
+  public static func record(
+    _ record: SwitchRecord, own: UserValue?, defaultChecked: Bool
+  ) -> SwitchRecord {
+    var seen = record
+    seen.state = state(record.state, own: own?.checked, defaultChecked: defaultChecked)
+    if let own, own.revision > record.revision {
+      seen.revision = own.revision
+      seen.changedAt = own.changedAt
+    }
+    return seen
+  }
+
+  /// What a user reads of a user-scope switch's value, and the revision
+  /// and time of the last change they see: `record(_:own:defaultChecked:)`
+  /// without copying the switch.
+  public static func value(
+    _ record: SwitchRecord, own: UserValue?, defaultChecked: Bool
+  ) -> (checked: Bool, revision: Int64, changedAt: Int64?) {
+    let checked = record.state.valueFixed ? record.state.checked : own?.checked ?? defaultChecked
+    if let own, own.revision > record.revision {
+      return (checked, own.revision, own.changedAt)
+    }
+    return (checked, record.revision, record.changedAt)
+  }
+
+  /// Whether `viewpoint` is shown `change` at all: another user's value
+  /// change is never shown to a user.
+  public static func shows(_ change: Change, to viewpoint: Viewpoint) -> Bool {
+    guard let user = change.user, case .user(let viewer) = viewpoint else { return true }
+    return user == viewer
+  }
+
+  /// `change` as `viewpoint` sees it, or nil when it is not shown (another
+  /// user's value) or changes nothing that viewer sees. A switch-level
+  /// change of a user-scope switch gets the viewer's own value (`own`, as
+  /// of that change; nil: never set) wherever no hold fixes the value.
+  public static func view(_ change: Change, for viewpoint: Viewpoint, own: Bool?) -> Change? {
+    guard shows(change, to: viewpoint) else { return nil }
+    guard change.user == nil, let own, viewpoint != .everyone else {
+      return change.fields.isEmpty ? nil : change
+    }
+    var seen = change
+    if !seen.state.valueFixed { seen.state.checked = own }
+    if !seen.previous.valueFixed { seen.previous.checked = own }
+    return seen.fields.isEmpty ? nil : seen
+  }
+}

@@ -1,0 +1,92 @@
+import SwitchCore
+import SwitchStore
+
+/// A page of a `since` replay: the log rows' bounds (to detect pruning and
+/// move the cursor) and the changes the watch's viewer is shown, as it
+/// sees them. A viewer's stream skips the revisions it is not shown.
+struct ReplayPage: Sendable {
+  var first: Int64?
+  var last: Int64?
+  var shown: [Change]
+}
+
+/// Whose world a replay or a history page shows, with what the log reader
+/// needs to show a switch-level change of a user-scope switch with the
+/// viewer's own value as of that change (`Visibility.view`).
+struct ReaderView: Sendable {
+  var viewpoint: Viewpoint
+  /// The viewer's own values of user-scope switches, as the loop has them:
+  /// the newest of each chain the reader walks down.
+  var own: [String: UserValue] = [:]
+  /// For a history of one key: it is user-scope, so users' rows exist to merge.
+  var keyIsUserScope = false
+
+  /// `changes` (in any order) as the viewer sees them; hidden ones dropped.
+  func shown(_ changes: [Change], _ store: SwitchStore) throws(StoreError) -> [Change] {
+    var result: [Change] = []
+    result.reserveCapacity(changes.count)
+    for change in changes {
+      if let seen = try view(change, store) { result.append(seen) }
+    }
+    return result
+  }
+
+  private func view(_ change: Change, _ store: SwitchStore) throws(StoreError) -> Change? {
+    var ownThen: Bool?
+    if change.user == nil, case .user(let uid) = viewpoint, let head = own[change.key] {
+      ownThen = try store.userValue(key: change.key, user: uid, at: change.revision, head: head)
+    }
+    return Visibility.view(change, for: viewpoint, own: ownThen)
+  }
+
+  /// A `history` page as the viewer sees it, newest first. One key: the
+  /// switch's chain, merged with the viewer's own chain of that key (every
+  /// user's rows, for `everyone`). No key: the log, without what the
+  /// viewer is not shown.
+  func history(
+    _ store: SwitchStore, key: String?, before: Int64, limit: Int, newest: Int64?
+  ) throws(StoreError) -> [Change] {
+    if key == nil && viewpoint == .everyone {
+      return try store.history(key: nil, before: before, limit: limit)
+    }
+    // A change that alters nothing this viewer sees is dropped, so a page
+    // is read on below it until it holds `limit` entries or the log ends.
+    var entries: [Change] = []
+    var cursor = before
+    while entries.count < limit {
+      let wanted = limit - entries.count
+      let rows = try rows(store, key: key, before: cursor, limit: wanted, newest: newest)
+      entries += try shown(rows, store)
+      guard let last = rows.last, rows.count == wanted else { break }
+      cursor = last.revision
+    }
+    return entries
+  }
+
+  /// The log rows a history page is made of, newest first, before views.
+  private func rows(
+    _ store: SwitchStore, key: String?, before: Int64, limit: Int, newest: Int64?
+  ) throws(StoreError) -> [Change] {
+    guard let key else {
+      return try store.history(before: before, limit: limit) {
+        Visibility.shows($0, to: viewpoint)
+      }
+    }
+    let switchLevel = try store.history(key: key, before: before, limit: limit, newest: newest)
+    var users: [Change] = []
+    switch viewpoint {
+    case .user(let uid):
+      if let head = own[key] {
+        users = try store.userHistory(
+          key: key, user: uid, before: before, limit: limit, newest: head.revision)
+      }
+    case .everyone where keyIsUserScope:
+      users = try store.history(before: before, limit: limit) {
+        $0.key == key && $0.user != nil
+      }
+    case .everyone:
+      break
+    }
+    return Array((switchLevel + users).sorted { $0.revision > $1.revision }.prefix(limit))
+  }
+}

@@ -1,0 +1,98 @@
+import SwitchCore
+import SwitchProtocol
+
+// Per-user reads: whose world a request sees (its `user` param), and the
+// Switch objects of user-scope switches as one user reads them. Who sees
+// what is SwitchCore's (`Visibility`); this file only carries it.
+
+extension Server {
+  /// The viewpoint of a read: the `user` it names, else the caller's own.
+  /// Naming another user, or every user (`"*"`), is an administrator's right.
+  /// (Typed throws: the common case, no `user`, costs no error value.)
+  func viewpoint(_ named: Viewpoint?, for caller: Caller, key: String?) throws(RPCError)
+    -> Viewpoint
+  {
+    switch named {
+    case nil:
+      return .user(caller.subject)
+    case .user(let uid):
+      guard caller.mayActAs(uid) else {
+        throw RPCError(Rules.actingAsRefusal(key: key, user: uid))
+      }
+      return .user(uid)
+    case .everyone:
+      guard caller.isAdmin else {
+        throw RPCError(
+          Refusal.permissionDenied(
+            key: key, action: "follow every user's values of",
+            requirement: "only an administrator may"))
+      }
+      return .everyone
+    }
+  }
+
+  /// Writes the Switch object at `position` as `viewpoint` reads it, with
+  /// `writable` for `caller`. A system switch's object is the cached one; a
+  /// user-scope switch's is written from the loop's copy (no SQLite), as
+  /// cheaply: its schema and switch-level members are encoded once.
+  func writeSwitch(
+    _ w: inout JSONWriter, at position: Int, for caller: Caller, viewpoint: Viewpoint
+  ) {
+    let key = catalog.sortedKeys[position]
+    guard encodings.isUserScoped(at: position), case .user(let uid) = viewpoint,
+      let record = records[key],
+      let template = encodings.template(at: position, definition: { catalog.switches[key] })
+    else {
+      guard let bytes = encodedSwitch(at: position) else { return }
+      let scope: Scope = encodings.isUserScoped(at: position) ? .user : .system
+      WireEncoding.writeSwitch(
+        &w, encoded: bytes, writable: isWritable(key, for: caller, scope: scope))
+      return
+    }
+    let state = record.state
+    let seen = Visibility.value(
+      record, own: userValues[key]?[uid], defaultChecked: template.defaultChecked)
+    let policy = isPolicyHeld(state) ? catalog.policies[key] : nil
+    // The members between `checked` and `effective` do not depend on `checked`.
+    let middle = encodings.middle(at: position, template: template, state: state) {
+      Rules.policySource(state: state, rule: policy)
+    }
+    // The viewpoint was allowed, so `writable` is the caller's own.
+    WireEncoding.writeSwitch(
+      &w, template: template, checked: seen.checked, middle: middle,
+      effective: seen.checked && !state.disabled, user: uid, revision: seen.revision,
+      changedAt: seen.changedAt,
+      writable: Rules.writable(state: state, policy: policy, caller: caller, scope: .user))
+  }
+
+  /// A user-scope switch as user `uid` reads it (`seen`), with `writable`
+  /// for `caller` acting as that user, encoded here whole: a write's
+  /// answer, whose state need not be the loop's copy.
+  func writeUserSwitch(
+    _ w: inout JSONWriter, definition: SwitchDefinition, seen: SwitchRecord, user uid: UInt32,
+    for caller: Caller
+  ) {
+    let policy = isPolicyHeld(seen.state) ? catalog.policies[definition.key] : nil
+    WireEncoding.writeSwitch(
+      &w, template: SwitchTemplate(definition), record: seen,
+      policySource: Rules.policySource(state: seen.state, rule: policy), user: uid,
+      writable: Rules.writable(
+        state: seen.state, policy: policy, caller: caller.acting(as: uid), scope: .user))
+  }
+
+  /// A policy holds or disables it: its rule is needed (`policySource`).
+  private func isPolicyHeld(_ state: SwitchState) -> Bool {
+    state.heldBy == .policy || state.disabledBy == .policy
+  }
+
+  /// The viewer's own values of user-scope switches, for the log reader to
+  /// show them as of each change (`ReaderView`).
+  func readerView(_ viewpoint: Viewpoint) -> ReaderView {
+    guard case .user(let uid) = viewpoint else { return ReaderView(viewpoint: viewpoint) }
+    var own: [String: UserValue] = [:]
+    for (key, users) in userValues where catalog.switches[key]?.scope == .user {
+      if let value = users[uid] { own[key] = value }
+    }
+    return ReaderView(viewpoint: viewpoint, own: own)
+  }
+}

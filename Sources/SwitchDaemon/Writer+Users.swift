@@ -1,0 +1,92 @@
+import SwitchCore
+import SwitchProtocol
+
+/// The writer's copy of every user's own values of user-scope switches,
+/// with what a failed commit must undo and what the next checkpoint writes.
+struct WriterUserValues {
+  var values: UserValues = [:]
+  /// What each value set in the group being committed replaced (nil: never set), oldest first.
+  private var undo: [(key: String, user: UInt32, value: UserValue?)] = []
+  private var changedSinceCheckpoint: Set<UserKey> = []
+
+  private struct UserKey: Hashable {
+    var key: String
+    var user: UInt32
+  }
+
+  mutating func set(_ key: String, user: UInt32, _ value: UserValue) {
+    undo.append((key, user, values[key]?[user]))
+    values[key, default: [:]][user] = value
+  }
+
+  /// The group committed: its values stay, and go into the next checkpoint.
+  mutating func committed() {
+    for entry in undo { changedSinceCheckpoint.insert(UserKey(key: entry.key, user: entry.user)) }
+    undo.removeAll(keepingCapacity: true)
+  }
+
+  /// The group's commit failed: every value it set goes back, newest first.
+  mutating func rollBack() {
+    for entry in undo.reversed() {
+      values[entry.key, default: [:]][entry.user] = entry.value
+      if values[entry.key]?.isEmpty == true { values[entry.key] = nil }
+    }
+    undo.removeAll(keepingCapacity: true)
+  }
+
+  /// The rows the next checkpoint writes.
+  var rowsToCheckpoint: [(key: String, user: UInt32, value: UserValue)] {
+    changedSinceCheckpoint.compactMap { changed in
+      values[changed.key]?[changed.user].map { (changed.key, changed.user, $0) }
+    }
+  }
+
+  mutating func checkpointed() { changedSinceCheckpoint.removeAll(keepingCapacity: true) }
+}
+
+extension Writer {
+  /// Decides a `set`, `toggle` or `reset` of a user's own value of a
+  /// user-scope switch (the caller's, or the one it acts as) and, when it
+  /// changes something, takes the next revision for it.
+  /// - Returns: the change to commit; nil when refused or a no-op (answered here).
+  func writeUserValue(
+    _ ticket: Ticket, _ key: String, _ operation: Operation, _ caller: Caller, time: Int64,
+    _ answers: inout [(Ticket, WriterOutput.Answer)]
+  ) -> Change? {
+    let user = caller.subject
+    let decision = Rules.decideUserValue(
+      operation, key: key, definition: catalog.switches[key], record: records[key],
+      own: users.values[key]?[user], policy: catalog.policies[key], caller: caller)
+    let decided: UserDecision
+    switch decision {
+    case .failure(let refusal):
+      answers.append((ticket, .write(.failure(RPCError(refusal)))))
+      return nil
+    case .success(let made): decided = made
+    }
+    guard
+      let change = decided.change(
+        revision: revision + 1, time: time, cause: operation.cause, actor: caller.actor)
+    else {
+      answers.append((ticket, .write(.success(WriteOutcome(decided, changed: false)))))
+      return nil
+    }
+    revision += 1
+    let value = UserValue(checked: change.state.checked, revision: revision, changedAt: time)
+    users.set(key, user: user, value)
+    answers.append((ticket, .write(.success(WriteOutcome(decided, changed: true, value)))))
+    return change
+  }
+}
+
+extension WriteOutcome {
+  /// A write of one user's value: the switch as that user reads it after it.
+  init(_ decision: UserDecision, changed: Bool, _ after: UserValue? = nil) {
+    self.changed = changed
+    record = Visibility.record(
+      decision.record, own: after ?? decision.own, definition: decision.definition)
+    definition = decision.definition
+    policySource = Rules.policySource(state: decision.record.state, rule: decision.policy)
+    user = decision.user
+  }
+}

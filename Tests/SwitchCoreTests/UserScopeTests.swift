@@ -1,0 +1,210 @@
+import Testing
+
+@testable import SwitchCore
+
+/// Rules 11–13 of docs/semantics.md: each user's own value, holds for
+/// everyone, and who sees what.
+@Suite struct UserScopeTests {
+  static let definition = SwitchDefinition(
+    key: "email.marketing", label: "Marketing emails", defaultChecked: true, scope: .user)
+  static let free = SwitchRecord(key: "email.marketing", state: SwitchState(checked: true))
+  // A system account: it may not write system switches, but writes its own values.
+  static let alice = Caller(
+    actor: .peer(uid: 1000, gid: 1000, pid: 1), isAdmin: false, mayWrite: false)
+  static let bob = Caller(
+    actor: .peer(uid: 1001, gid: 1001, pid: 2), isAdmin: false, mayWrite: true)
+  static let admin = Caller(actor: .peer(uid: 0, gid: 0, pid: 3), isAdmin: true, mayWrite: true)
+
+  static func decide(
+    _ operation: Operation, _ caller: Caller, record: SwitchRecord = free, own: UserValue? = nil
+  ) -> Result<UserDecision, Refusal> {
+    Rules.decideUserValue(
+      operation, key: definition.key, definition: definition, record: record, own: own,
+      policy: nil, caller: caller)
+  }
+
+  @Test func aUserWhoNeverSetItReadsTheDefaultAndWritesTheirOwn() throws {
+    let seen = Visibility.record(Self.free, own: nil, definition: Self.definition)
+    #expect(seen.state.checked == true)
+    let decided = try Self.decide(.set(checked: false, ifRevision: nil), Self.alice).get()
+    #expect(decided.user == 1000)
+    #expect(decided.next == false)
+    let change = try #require(
+      decided.change(revision: 7, time: 1, cause: .set, actor: Self.alice.actor))
+    #expect(change.user == 1000)
+    #expect(change.fields == [.checked])
+    // A toggle flips what the user reads; setting what they read is a no-op.
+    let own = UserValue(checked: false, revision: 7, changedAt: 1)
+    #expect(try Self.decide(.toggle(ifRevision: nil), Self.alice, own: own).get().next == true)
+    #expect(
+      try Self.decide(.set(checked: false, ifRevision: nil), Self.alice, own: own).get().next
+        == nil)
+    #expect(try Self.decide(.reset, Self.alice).get().next == nil)
+    #expect(try Self.decide(.reset, Self.alice, own: own).get().next == true)
+  }
+
+  @Test func namingAnotherUserIsAnAdministratorsRight() throws {
+    let refused = Self.decide(.set(checked: false, ifRevision: nil), Self.bob.acting(as: 1000))
+    guard case .failure(.permissionDenied) = refused else {
+      Issue.record("expected PermissionDenied, got \(refused)")
+      return
+    }
+    // Naming oneself is allowed.
+    #expect(
+      try Self.decide(.set(checked: false, ifRevision: nil), Self.bob.acting(as: 1001)).get()
+        .user == 1001)
+    let acting = try Self.decide(.set(checked: false, ifRevision: nil), Self.admin.acting(as: 1000))
+      .get()
+    #expect(acting.user == 1000)
+    // On a system switch too, whatever its scope.
+    let system = SwitchDefinition(key: "wifi", label: "Wi-Fi", defaultChecked: true)
+    let onSystem = Rules.decide(
+      .set(checked: false, ifRevision: nil), key: "wifi", definition: system,
+      record: SwitchRecord(key: "wifi", state: SwitchState(checked: true)), policy: nil,
+      caller: Self.bob.acting(as: 1000))
+    guard case .failure(.permissionDenied) = onSystem else {
+      Issue.record("expected PermissionDenied, got \(onSystem)")
+      return
+    }
+  }
+
+  @Test func aHoldThatFixesTheValueIsReadByEveryoneAndWrittenByNoOne() throws {
+    let locked = try #require(
+      try Rules.decide(
+        .lock(reason: "corp", checked: false), key: Self.definition.key,
+        definition: Self.definition, record: Self.free, policy: nil, caller: Self.admin
+      ).get().next)
+    #expect(locked.valueFixed)
+    #expect(locked.checked == false)
+    let record = SwitchRecord(key: Self.definition.key, state: locked, revision: 9)
+    let own = UserValue(checked: true, revision: 3, changedAt: 1)
+    #expect(Visibility.record(record, own: own, definition: Self.definition).state.checked == false)
+    for caller in [Self.alice, Self.admin.acting(as: 1000)] {
+      let refused = Self.decide(.set(checked: true, ifRevision: nil), caller, record: record)
+      guard case .failure(.readOnly) = refused else {
+        Issue.record("expected ReadOnly, got \(refused)")
+        continue
+      }
+    }
+    #expect(!Rules.writable(state: locked, policy: nil, caller: Self.admin, scope: .user))
+    // Unlocking gives each user their own choice back.
+    let unlocked = try #require(
+      try Rules.decide(
+        .unlock, key: Self.definition.key, definition: Self.definition, record: record,
+        policy: nil, caller: Self.admin
+      ).get().next)
+    #expect(!unlocked.valueFixed)
+    let after = SwitchRecord(key: Self.definition.key, state: unlocked, revision: 10)
+    #expect(Visibility.record(after, own: own, definition: Self.definition).state.checked == true)
+    #expect(Visibility.record(after, own: nil, definition: Self.definition).state.checked == true)
+  }
+
+  @Test func aHoldThatDoesNotFixTheValueLetsOnlyAdministratorsWrite() throws {
+    let held = try #require(
+      try Rules.decide(
+        .lock(reason: nil, checked: nil), key: Self.definition.key, definition: Self.definition,
+        record: Self.free, policy: nil, caller: Self.admin
+      ).get().next)
+    #expect(!held.valueFixed)
+    let record = SwitchRecord(key: Self.definition.key, state: held, revision: 2)
+    guard
+      case .failure(.readOnly) = Self.decide(.toggle(ifRevision: nil), Self.alice, record: record)
+    else {
+      Issue.record("a user wrote under a hold")
+      return
+    }
+    #expect(
+      try Self.decide(.toggle(ifRevision: nil), Self.admin.acting(as: 1000), record: record).get()
+        .next == false)
+    #expect(Rules.writable(state: held, policy: nil, caller: Self.admin, scope: .user))
+    #expect(!Rules.writable(state: held, policy: nil, caller: Self.alice, scope: .user))
+    // A system account writes its own value of a free user-scope switch.
+    #expect(Rules.writable(state: Self.free.state, policy: nil, caller: Self.alice, scope: .user))
+  }
+
+  @Test func disabledWinsForEveryUser() {
+    var state = Self.free.state
+    state.disabled = true
+    state.disabledBy = .admin
+    let record = SwitchRecord(key: Self.definition.key, state: state)
+    for caller in [Self.alice, Self.admin] {
+      guard case .failure(.disabled) = Self.decide(.reset, caller, record: record) else {
+        Issue.record("expected Disabled")
+        continue
+      }
+    }
+  }
+
+  @Test func ifRevisionIsTheRevisionTheUserSees() throws {
+    let record = SwitchRecord(
+      key: Self.definition.key, state: SwitchState(checked: true), revision: 5)
+    let own = UserValue(checked: false, revision: 8, changedAt: 1)
+    #expect(Visibility.record(record, own: own, definition: Self.definition).revision == 8)
+    guard
+      case .failure(.conflict(_, 5, 8)) = Self.decide(
+        .set(checked: true, ifRevision: 5), Self.alice, record: record, own: own)
+    else {
+      Issue.record("expected a Conflict at revision 8")
+      return
+    }
+    #expect(
+      try Self.decide(.set(checked: true, ifRevision: 8), Self.alice, record: record, own: own)
+        .get().next == true)
+  }
+
+  @Test func aPolicyCheckedFixesTheValueAndLiftingItDoesNot() {
+    let rule = PolicyRule(key: Self.definition.key, readOnly: true, checked: false, reason: "corp")
+    let fixed = Rules.applyPolicy(rule, to: Self.free.state, definition: Self.definition)
+    #expect(fixed.valueFixed && fixed.checked == false && fixed.heldBy == .policy)
+    let lifted = Rules.applyPolicy(nil, to: fixed, definition: Self.definition)
+    #expect(!lifted.valueFixed && lifted.checked == true && !lifted.readOnly)
+    // A default that changed since is not a change of the switch.
+    var stale = Self.free.state
+    stale.checked = false
+    #expect(Rules.applyPolicy(nil, to: stale, definition: Self.definition) == stale)
+  }
+
+  @Test func nobodySeesAnotherUsersValue() throws {
+    let previous = SwitchState(checked: true)
+    var state = previous
+    state.checked = false
+    let aliceChange = Change(
+      revision: 4, time: 1, key: Self.definition.key, cause: .set, actor: Self.alice.actor,
+      state: state, previous: previous, user: 1000)
+    #expect(Visibility.view(aliceChange, for: .user(1001), own: nil) == nil)
+    #expect(Visibility.view(aliceChange, for: .user(1000), own: nil) == aliceChange)
+    #expect(Visibility.view(aliceChange, for: .everyone, own: nil) == aliceChange)
+  }
+
+  @Test func aSwitchLevelChangeIsShownAsEachViewerSeesIt() throws {
+    var held = SwitchState(checked: false, readOnly: true, heldBy: .admin, valueFixed: true)
+    held.readOnlyReason = "corp"
+    let unlock = Change(
+      revision: 9, time: 1, key: Self.definition.key, cause: .unlock, actor: Self.admin.actor,
+      state: SwitchState(checked: true), previous: held)
+    // A user whose own value is off: the fixed off stays off, the hold goes.
+    let off = try #require(Visibility.view(unlock, for: .user(1000), own: false))
+    #expect(off.state.checked == false && off.previous.checked == false)
+    #expect(off.fields == [.readOnly, .readOnlyReason, .heldBy])
+    // One whose own value is on, and one who never set it: on comes back.
+    let on = try #require(Visibility.view(unlock, for: .user(1001), own: true))
+    #expect(on.fields.first == .checked)
+    #expect(Visibility.view(unlock, for: .user(1002), own: nil) == unlock)
+    #expect(Visibility.view(unlock, for: .everyone, own: nil) == unlock)
+  }
+
+  @Test func scopeIsReadFromTheSchema() throws {
+    let built = CatalogBuilder.build(
+      ConfigSources(
+        daemonConf: nil,
+        switchFiles: [
+          (
+            name: "switches.d/10-a.conf",
+            text: "[a]\nLabel=A\nDefault=on\nScope=user\n\n[b]\nLabel=B\nDefault=on\nScope=system\n"
+          )
+        ], policyFiles: []))
+    let catalog = try #require(built.catalog)
+    #expect(catalog.switches["a"]?.scope == .user)
+    #expect(catalog.switches["b"]?.scope == .system)
+  }
+}

@@ -1,0 +1,154 @@
+import CSQLite
+import SwitchCore
+import Testing
+
+@testable import SwitchStore
+
+/// Per-user values (schema 3): a user's change is a log row with its `user`, chained per key
+/// and user; `user_values` holds them as of the checkpoint; a schema-2 file keeps its values.
+@Suite struct UserValueTests {
+  /// A change of `user`'s own value of `key`.
+  static func userChange(
+    _ revision: Int64, key: String = "email", user: UInt32, checked: Bool
+  ) -> Change {
+    var change = sampleChange(revision, key: key, checked: checked)
+    change.user = user
+    change.actor = .peer(uid: user, gid: user, pid: 7)
+    return change
+  }
+
+  /// A switch-level change (a lock that fixes the value) of `key`.
+  static func lockChange(_ revision: Int64, key: String = "email", fixed: Bool) -> Change {
+    var change = sampleChange(revision, key: key, checked: false, cause: .lock)
+    change.state.readOnly = true
+    change.state.heldBy = .admin
+    change.state.valueFixed = fixed
+    change.previous = SwitchState(checked: true)
+    return change
+  }
+
+  @Test func userValuesAreLoadedWithAndWithoutACheckpoint() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let store = try SwitchStore(path: path)
+      try store.insertNew([SwitchRecord(key: "email", state: SwitchState(checked: true))])
+      try store.commit([
+        Self.userChange(1, user: 1000, checked: false),
+        Self.userChange(2, user: 1001, checked: true),
+        Self.lockChange(3, fixed: true),
+        Self.userChange(4, user: 1000, checked: true),
+      ])
+      // Not checkpointed yet: the values come from the log's tail (as after kill -9).
+      let expected: UserValues = [
+        "email": [
+          1000: UserValue(checked: true, revision: 4, changedAt: sampleChange(4).time),
+          1001: UserValue(checked: true, revision: 2, changedAt: sampleChange(2).time),
+        ]
+      ]
+      #expect(try store.loadUserValues() == expected)
+      let record = try #require(try store.loadSwitches().first)
+      #expect(record.revision == 3 && record.state.valueFixed && record.state.readOnly)
+      try store.checkpoint()
+      store.close()
+      let reopened = try SwitchStore(path: path)
+      defer { reopened.close() }
+      #expect(try reopened.loadUserValues() == expected)
+      #expect(try reopened.loadSwitches().first?.state.valueFixed == true)
+    }
+  }
+
+  @Test func chainsAreKeptPerKeyAndUser() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db")
+      defer { store.close() }
+      try store.commit([
+        Self.userChange(1, user: 1000, checked: false),
+        Self.userChange(2, user: 1001, checked: false),
+        Self.lockChange(3, fixed: false),
+        Self.userChange(4, user: 1000, checked: true),
+      ])
+      try store.commit([
+        Self.userChange(5, user: 1001, checked: true), sampleChange(6, key: "email"),
+      ])
+      #expect(try store.history(key: "email", before: nil, limit: 10).map(\.revision) == [6, 3])
+      #expect(
+        try store.userHistory(key: "email", user: 1000, before: nil, limit: 10, newest: 4)
+          .map(\.revision) == [4, 1])
+      #expect(
+        try store.userHistory(key: "email", user: 1001, before: 5, limit: 10, newest: 5)
+          .map(\.revision) == [2])
+      #expect(
+        try store.userHistory(key: "email", user: 1001, before: nil, limit: 10, newest: 5)
+          .allSatisfy { $0.user == 1001 })
+      // Every row but another user's, newest first.
+      #expect(
+        try store.history(before: nil, limit: 10) { $0.user == nil || $0.user == 1000 }
+          .map(\.revision) == [6, 4, 3, 1])
+    }
+  }
+
+  @Test func aUsersValueAsOfAnyRevision() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db")
+      defer { store.close() }
+      try store.commit([
+        Self.lockChange(1, fixed: false),
+        Self.userChange(2, user: 1000, checked: false),
+        Self.lockChange(3, fixed: false),
+        Self.userChange(4, user: 1000, checked: true),
+        Self.lockChange(5, fixed: false),
+      ])
+      let head = UserValue(checked: true, revision: 4, changedAt: 0)
+      func value(at revision: Int64) throws -> Bool? {
+        try store.userValue(key: "email", user: 1000, at: revision, head: head)
+      }
+      #expect(try value(at: 1) == nil)
+      #expect(try value(at: 3) == false)
+      #expect(try value(at: 5) == true)
+      #expect(try store.userValue(key: "email", user: 1001, at: 5, head: nil) == nil)
+      // Once the older rows are pruned, the oldest retained row tells what it replaced.
+      _ = try store.prune(keep: 2)
+      #expect(try value(at: 3) == false)
+    }
+  }
+
+  /// A database written by the current release (schema 2) opens, migrates, and keeps its values
+  /// and history; new user rows then chain apart from the migrated key chains.
+  @Test func schemaTwoIsMigratedKeepingItsValues() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let old = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+      try old.execute(Schema.migrations[0])
+      try old.execute(Schema.migrations[1])
+      try old.execute("PRAGMA user_version = 2")
+      try old.execute(
+        """
+        INSERT INTO switches(key, checked, read_only, disabled, revision, changed_at)
+          VALUES ('wifi', 0, 0, 0, 1, 100), ('email', 1, 1, 0, 2, 200);
+        UPDATE switches SET held_by = 'admin' WHERE key = 'email';
+        INSERT INTO changes(revision, key, cause, time, s_checked, s_read_only, s_disabled,
+          p_checked, p_read_only, p_disabled, key_previous)
+        VALUES (1, 'wifi', 'set', 100, 0, 0, 0, 1, 0, 0, NULL),
+          (2, 'email', 'lock', 200, 1, 1, 0, 1, 0, 0, NULL),
+          (3, 'wifi', 'toggle', 300, 1, 0, 0, 0, 0, 0, 1);
+        UPDATE meta SET value = 2 WHERE name = 'checkpoint';
+        """)
+      old.close()
+
+      let store = try SwitchStore(path: path)
+      defer { store.close() }
+      #expect(try store.connection.textRows("PRAGMA user_version") == ["3"])
+      let records = try store.loadSwitches()
+      #expect(records.map(\.key) == ["email", "wifi"])
+      #expect(records[1].state.checked == true && records[1].revision == 3)
+      #expect(records[0].state.heldBy == .admin && !records[0].state.valueFixed)
+      #expect(try store.loadUserValues().isEmpty)
+      #expect(try store.history(key: "wifi", before: nil, limit: 10).map(\.revision) == [3, 1])
+      #expect(try store.changes(after: 0, upTo: 10, limit: 10).allSatisfy { $0.user == nil })
+      try store.commit([Self.userChange(4, key: "email", user: 1000, checked: false)])
+      try store.commit([sampleChange(5, key: "email")])
+      #expect(try store.history(key: "email", before: nil, limit: 10).map(\.revision) == [5, 2])
+      #expect(try store.loadUserValues()["email"]?[1000]?.checked == false)
+    }
+  }
+}
