@@ -170,14 +170,24 @@ def test_space_switches_it_and_enter_does_not(page, daemon):
     expect(control).to_be_focused()
 
 
-def test_a_change_made_elsewhere_appears(page, daemon):
-    before = daemon.get("airplane-mode")
-    switch(page, "Wi-Fi").focus()
-    result = daemon.ctl("toggle", "airplane-mode")
+def test_a_change_made_elsewhere_appears_and_its_dependents_follow(page, daemon):
+    assert not daemon.get("airplane-mode")["checked"]
+    switch(page, "Chat notifications").focus()
+    result = daemon.ctl("on", "airplane-mode")
     assert result.returncode == 0, result.stderr
-    expect(switch(page, "Airplane mode")).to_have_attribute(
-        "aria-checked", "false" if before["checked"] else "true")
-    expect(switch(page, "Wi-Fi")).to_be_focused()  # a redraw does not take the focus
+    expect(switch(page, "Airplane mode")).to_have_attribute("aria-checked", "true")
+    # Wi-Fi and Bluetooth conflict with airplane mode (the shipped Config):
+    # drawn disabled, saying why, their own values kept.
+    for label in ("Wi-Fi", "Bluetooth"):
+        expect(switch(page, label)).to_have_attribute("aria-disabled", "true")
+        expect(switch(page, label)).to_have_accessible_description(re.compile("Airplane mode is on"))
+    expect(switch(page, "Chat notifications")).to_be_focused()  # a redraw does not take the focus
+    # Back off, so that the tests after this one find the radios as they were.
+    result = daemon.ctl("off", "airplane-mode")
+    assert result.returncode == 0, result.stderr
+    for label in ("Wi-Fi", "Bluetooth"):
+        expect(switch(page, label)).not_to_have_attribute("aria-disabled", "true")
+    expect(switch(page, "Chat notifications")).to_be_focused()
 
 
 def test_read_only_stays_focusable_says_why_and_ignores_activation(page, daemon):
