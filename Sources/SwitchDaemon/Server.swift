@@ -49,6 +49,8 @@ final class Server {
   private let databasePath: String
   let readerJobs = BlockingQueue<ReaderJob>()
   let readerOutputs = BlockingQueue<ReaderOutput>()
+  /// History page buffers the loop has copied out, going back to the reader.
+  let readerSpares = BlockingQueue<[UInt8]>()
   let jobs: BlockingQueue<WriterJob>
   let outputs: BlockingQueue<WriterOutput>
   let notifier: Notifier
@@ -115,7 +117,8 @@ final class Server {
     // The reader wakes the loop through the writer's eventfd: one wake-up
     // drains both threads' outputs.
     let readerOutputs = self.readerOutputs
-    try LogReader.start(databasePath: databasePath, jobs: readerJobs) { output in
+    try LogReader.start(databasePath: databasePath, jobs: readerJobs, spares: readerSpares) {
+      output in
       readerOutputs.push(output)
       var one: UInt64 = 1
       _ = write(wakeFD, &one, 8)
@@ -731,6 +734,8 @@ final class Server {
         switch result {
         case .success(let result):
           answer(ticket, on: connection) { w in w.raw(result) }
+          // Back to the reader for its next page (an outsized one is let go).
+          if result.capacity <= 1 << 20 { readerSpares.push(result) }
         case .failure(let error):
           fail(ticket, on: connection, .storageFailure("reading the change log failed: \(error)"))
         }

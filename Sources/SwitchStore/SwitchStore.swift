@@ -172,39 +172,53 @@ public final class SwitchStore {
   public func history(key: String?, before: Int64?, limit: Int, newest: Int64? = nil)
     throws(StoreError) -> [Change]
   {
-    guard limit > 0 else { return [] }
-    return try run { () throws(SQLiteError) in
+    var result: [Change] = []
+    try history(key: key, before: before, limit: limit, newest: newest) { result.append($0) }
+    return result
+  }
+
+  /// The same rows, handed to `body` one at a time as they are read: a caller that encodes
+  /// a page keeps no array of them, and may pause between rows.
+  public func history(
+    key: String?, before: Int64?, limit: Int, newest: Int64? = nil, _ body: (Change) -> Void
+  ) throws(StoreError) {
+    guard limit > 0 else { return }
+    try run { () throws(SQLiteError) in
       if let key {
         var head = newest ?? 0
         if newest == nil { head = try newestRevision(of: key) }
-        return try history(of: key, newest: head, before: before, limit: limit)
+        try history(of: key, newest: head, before: before, limit: limit, body)
+        return
       }
       let statement = statements.history
+      defer { statement.reset() }
       try statement.bind(before ?? .max, at: 1)
       try statement.bind(Int64(limit), at: 2)
-      return try readChanges(statement)
+      while try statement.step() { body(try statement.readChange()) }
     }
   }
 
   /// Walks `key`'s chain down from its newest change, or from the mark just above `before`.
   /// Rows are never changed once written and pruning only removes the oldest, so the walk
   /// needs no snapshot: it ends at the first revision no longer in the log.
-  private func history(of key: String, newest: Int64, before: Int64?, limit: Int)
-    throws(SQLiteError) -> [Change]
-  {
+  private func history(
+    of key: String, newest: Int64, before: Int64?, limit: Int, _ body: (Change) -> Void
+  ) throws(SQLiteError) {
     var next: Int64?
     if let before { next = try markAtOrAbove(key: key, revision: before) }
     if next == nil && newest > 0 { next = newest }
-    var result: [Change] = []
+    var count = 0
     let statement = statements.changeAndPrevious
-    while let revision = next, result.count < limit {
+    while let revision = next, count < limit {
       defer { statement.reset() }
       try statement.bind(revision, at: 1)
       guard try statement.step() else { break }
-      if revision < before ?? .max { result.append(try statement.readChange()) }
+      if revision < before ?? .max {
+        body(try statement.readChange())
+        count += 1
+      }
       next = statement.optionalInt64(at: 21)
     }
-    return result
   }
 
   /// Whether the store knows `key`: it has a row, or changes not yet checkpointed into one.
