@@ -54,10 +54,31 @@ public enum WireEncoding {
 
   /// A State object.
   public static func writeState(_ w: inout JSONWriter, _ s: SwitchState) {
+    // A history entry has two, most of them free: one copy instead of six.
+    if s.isFree {
+      w.raw(s.checked ? freeStates.checked : freeStates.unchecked)
+      return
+    }
+    writeStateMembers(&w, s)
+  }
+
+  private static func writeStateMembers(_ w: inout JSONWriter, _ s: SwitchState) {
     w.raw("{\"checked\":")
     w.bool(s.checked)
     writeHoldMembers(&w, s)
     w.raw("}")
+  }
+
+  /// The two free State objects, encoded once by the general path.
+  private static let freeStates = (
+    unchecked: encoded { writeStateMembers(&$0, SwitchState(checked: false)) },
+    checked: encoded { writeStateMembers(&$0, SwitchState(checked: true)) }
+  )
+
+  private static func encoded(_ body: (inout JSONWriter) -> Void) -> [UInt8] {
+    var w = JSONWriter(capacity: 256)
+    body(&w)
+    return w.bytes
   }
 
   /// `,"readOnly":…` through `,"invalidReason":…`: the members a Switch
