@@ -18,8 +18,9 @@ enum ReaderJob: Sendable {
 
 /// What the log reader thread hands back, in the order it was asked.
 enum ReaderOutput: Sendable {
-  /// The page's result object, encoded here: a page of 1,000 entries is
-  /// too much JSON to write on the loop between two other clients' requests.
+  /// The page's whole response object (without its newline), encoded here:
+  /// a page of 1,000 entries is too much JSON to write, or even to copy, on
+  /// the loop between two other clients' requests.
   case history(Ticket, Result<[UInt8], StoreError>)
   case replay(connection: UInt64, watch: String, after: Int64, Result<[Change], StoreError>)
   /// The thread closed its connection and ended.
@@ -62,16 +63,18 @@ enum LogReader {
       for job in jobs.takeAll() {
         switch job {
         case .history(let ticket, let key, let before, let limit, let newest, let viewer):
-          // The buffer of a page the loop has already copied out, if one came
-          // back: a page is ~500 KB, and fresh memory each time costs page faults
-          // here and returning it to the kernel on the loop.
+          // A buffer the loop is done with, if one came back: a page is
+          // ~500 KB, and fresh memory each time costs page faults here and
+          // giving it back to the kernel on the loop.
           var w = JSONWriter(capacity: 0)
           w.bytes = spares.drain().last ?? []
           w.bytes.removeAll(keepingCapacity: true)
+          ResponseEncoding.beginResult(&w, id: ticket.id)
           let page = Result { () throws(StoreError) in
             try encodeHistory(
               &w, store, key: key, before: before, limit: limit, newest: newest, for: viewer)
           }
+          ResponseEncoding.endResult(&w)
           deliver(.history(ticket, page.map { w.bytes }))
         case .replay(let connection, let watch, let after, let upTo, let limit):
           deliver(

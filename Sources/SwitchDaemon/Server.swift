@@ -49,7 +49,7 @@ final class Server {
   private let databasePath: String
   let readerJobs = BlockingQueue<ReaderJob>()
   let readerOutputs = BlockingQueue<ReaderOutput>()
-  /// History page buffers the loop has copied out, going back to the reader.
+  /// Emptied buffers going back to the reader for its next history page.
   let readerSpares = BlockingQueue<[UInt8]>()
   let jobs: BlockingQueue<WriterJob>
   let outputs: BlockingQueue<WriterOutput>
@@ -732,10 +732,11 @@ final class Server {
         guard let connection = connections[ticket.connection] else { continue }
         connection.readsInFlight -= 1
         switch result {
-        case .success(let result):
-          answer(ticket, on: connection) { w in w.raw(result) }
-          // Back to the reader for its next page (an outsized one is let go).
-          if result.capacity <= 1 << 20 { readerSpares.push(result) }
+        case .success(var response):
+          connection.queue(response: &response, slot: ticket.slot, part: ticket.part)
+          // What is left (the connection's emptied output buffer, or the page
+          // once copied) goes back to the reader for its next page.
+          if response.capacity > 0 && response.capacity <= 1 << 20 { readerSpares.push(response) }
         case .failure(let error):
           fail(ticket, on: connection, .storageFailure("reading the change log failed: \(error)"))
         }
