@@ -147,6 +147,8 @@ final class HistoryPager: Sendable {
   private func run(_ fd: Int32) {
     var before: Int64?
     var nextPage = nowNanoseconds()
+    var page: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
     while !stopping.load(ordering: .sequentiallyConsistent) {
       let now = nowNanoseconds()
       if nextPage > now { usleep(UInt32((nextPage - now) / 1000)) }
@@ -162,7 +164,9 @@ final class HistoryPager: Sendable {
       }
       let params = before.map { "{\"limit\":1000,\"before\":\($0)}" } ?? "{\"limit\":1000}"
       guard sendAll(fd, rpc("history", params)),
-        let page = readLines(fd, lines: 1, deadline: nowNanoseconds() + 60_000_000_000),
+        readLines(
+          fd, lines: 1, deadline: nowNanoseconds() + 60_000_000_000, into: &page,
+          buffer: &buffer),
         !String(decoding: page.prefix(64), as: UTF8.self).contains("\"error\"")
       else {
         failures.add(1, ordering: .relaxed)
