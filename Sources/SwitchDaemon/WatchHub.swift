@@ -1,8 +1,11 @@
 import SwitchCore
+import SwitchProtocol
 
 /// One `watch`: its patterns, and where a replay of `since` has got to.
 final class Watch {
   let id: String
+  /// Every `changed` event to this watch starts with these bytes.
+  let eventHead: [UInt8]
   let connection: UInt64
   let patterns: [KeyPattern]?
   /// While replaying `since`, the last revision sent; live events wait
@@ -16,6 +19,7 @@ final class Watch {
 
   init(id: String, connection: UInt64, patterns: [KeyPattern]?, replayCursor: Int64?) {
     self.id = id
+    self.eventHead = WireEncoding.changedEventHead(watch: id)
     self.connection = connection
     self.patterns = patterns
     self.replayCursor = replayCursor

@@ -182,11 +182,25 @@ public enum WireEncoding {
   public static func writeChangedEvent(
     _ w: inout JSONWriter, watch: String, members: [UInt8]
   ) {
+    writeChangedEvent(&w, head: changedEventHead(watch: watch), members: members)
+  }
+
+  /// The same line from the part before `members`, which depends on the
+  /// watch alone: made once per watch (`changedEventHead`), each event to
+  /// it is then three copies, with no escaping.
+  public static func writeChangedEvent(_ w: inout JSONWriter, head: [UInt8], members: [UInt8]) {
+    w.raw(head)
+    w.raw(members)
+    w.raw(changedEventEnd)
+  }
+
+  /// `{"jsonrpc":"2.0","method":"changed","params":{"watch":"w1",`
+  public static func changedEventHead(watch: String) -> [UInt8] {
+    var w = JSONWriter(capacity: 64)
     w.raw(changedEventHead)
     w.string(watch)
     w.bytes.append(UInt8(ascii: ","))
-    w.raw(members)
-    w.raw(changedEventEnd)
+    return w.bytes
   }
 
   private static let changedEventHead = Array(
