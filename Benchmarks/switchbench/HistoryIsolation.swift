@@ -5,10 +5,11 @@ import Synchronization
 /// changes, with a second client connected and idle, and while that client
 /// pages through the whole log (`history`, limit 1000, `before` paging).
 /// Log reads run on the log reader thread, so the loop keeps answering
-/// `get` from memory: p99 within 2x of the idle value (issue 11). On two
-/// cores that other work keeps busy, the reader and the loop can end up
-/// sharing one, and the figure then shows the scheduler's time slice
-/// (about a millisecond) rather than the loop waiting for the disk.
+/// `get` from memory: p99 within 2x of the idle value (issue 11). The
+/// reader yields its core every 32 entries, so a loop woken on that core
+/// waits tens of microseconds, not the scheduler's slice (about a
+/// millisecond); what is left on two busy cores is the page's CPU (the
+/// reader's ~1 ms, the transfer of ~500 KB) competing with everything else.
 extension Bench {
   func measureHistoryIsolation() throws {
     let rows = options.bigLogRows
@@ -147,6 +148,8 @@ final class HistoryPager: Sendable {
   private func run(_ fd: Int32) {
     var before: Int64?
     var nextPage = nowNanoseconds()
+    var page: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
     while !stopping.load(ordering: .sequentiallyConsistent) {
       let now = nowNanoseconds()
       if nextPage > now { usleep(UInt32((nextPage - now) / 1000)) }
@@ -162,7 +165,9 @@ final class HistoryPager: Sendable {
       }
       let params = before.map { "{\"limit\":1000,\"before\":\($0)}" } ?? "{\"limit\":1000}"
       guard sendAll(fd, rpc("history", params)),
-        let page = readLines(fd, lines: 1, deadline: nowNanoseconds() + 60_000_000_000),
+        readLines(
+          fd, lines: 1, deadline: nowNanoseconds() + 60_000_000_000, into: &page,
+          buffer: &buffer),
         !String(decoding: page.prefix(64), as: UTF8.self).contains("\"error\"")
       else {
         failures.add(1, ordering: .relaxed)

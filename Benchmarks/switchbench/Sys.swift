@@ -132,25 +132,36 @@ func countNewlines(_ raw: UnsafeRawBufferPointer) -> Int {
 /// (monotonic ns) passes; returns the bytes, or nil on EOF/timeout.
 func readLines(_ fd: Int32, lines: Int, deadline: UInt64) -> [UInt8]? {
   var out: [UInt8] = []
-  var seen = 0
   var buffer = [UInt8](repeating: 0, count: 65_536)
+  return readLines(fd, lines: lines, deadline: deadline, into: &out, buffer: &buffer) ? out : nil
+}
+
+/// `readLines` into `out` (emptied first) through `buffer`, both kept by a
+/// client that reads big answers over and over: fresh ones for each 500 KB
+/// history page would cost the benchmark's own CPU, which the daemon's
+/// threads share the machine with.
+func readLines(
+  _ fd: Int32, lines: Int, deadline: UInt64, into out: inout [UInt8], buffer: inout [UInt8]
+) -> Bool {
+  out.removeAll(keepingCapacity: true)
+  var seen = 0
   while seen < lines {
     let now = nowNanoseconds()
-    if now >= deadline { return nil }
+    if now >= deadline { return false }
     var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
     let wait = Int32(min(1000, (deadline - now) / 1_000_000 + 1))
     if retryingEINTR({ poll(&pfd, 1, wait) }) <= 0 { continue }
     let n = buffer.withUnsafeMutableBytes { raw in
       retryingEINTR { recv(fd, raw.baseAddress, raw.count, 0) }
     }
-    if n <= 0 { return nil }
+    if n <= 0 { return false }
     buffer.withUnsafeBytes { raw in
       let chunk = UnsafeRawBufferPointer(rebasing: raw[0..<n])
       seen += countNewlines(chunk)
       out.append(contentsOf: chunk)
     }
   }
-  return out
+  return true
 }
 
 /// One request/response exchange on a fresh connection (for set-up steps).

@@ -116,6 +116,25 @@ final class Connection {
     return true
   }
 
+  /// Queues a whole response (an answer object without its newline) for a
+  /// single request's slot. When nothing is waiting to be sent and the slot is
+  /// next, the response's buffer becomes the output queue instead of being
+  /// copied into it (a history page is ~500 KB). `bytes` is left empty,
+  /// holding a buffer the caller may reuse.
+  func queue(response bytes: inout [UInt8], slot seq: UInt64, part: Int) {
+    if out.isEmpty, let first = slots.first, first.seq == seq, !first.isBatch {
+      bytes.append(UInt8(ascii: "\n"))
+      swap(&out, &bytes)
+      outStart = 0
+      responseBytesQueued += out.count
+      dropSlots(1)
+      flushCompletedSlots()
+    } else {
+      fill(slot: seq, part: part, with: bytes)
+    }
+    bytes.removeAll(keepingCapacity: true)
+  }
+
   private func flushCompletedSlots() {
     var done = 0
     for slot in slots {

@@ -1,3 +1,4 @@
+import Glibc
 import SwitchCore
 import SwitchProtocol
 import SwitchStore
@@ -22,8 +23,9 @@ enum ReaderJob: Sendable {
 
 /// What the log reader thread hands back, in the order it was asked.
 enum ReaderOutput: Sendable {
-  /// The page's result object, encoded here: a page of 1,000 entries is
-  /// too much JSON to write on the loop between two other clients' requests.
+  /// The page's whole response object (without its newline), encoded here:
+  /// a page of 1,000 entries is too much JSON to write, or even to copy, on
+  /// the loop between two other clients' requests.
   case history(Ticket, Result<[UInt8], StoreError>)
   case replay(connection: UInt64, watch: String, after: Int64, Result<ReplayPage, StoreError>)
   /// The thread closed its connection and ended.
@@ -37,7 +39,7 @@ enum LogReader {
   /// Starts the thread; returns once its connection is open, or throws
   /// why it could not open it.
   static func start(
-    databasePath: String, jobs: BlockingQueue<ReaderJob>,
+    databasePath: String, jobs: BlockingQueue<ReaderJob>, spares: BlockingQueue<[UInt8]>,
     deliver: @escaping @Sendable (ReaderOutput) -> Void
   ) throws(StoreError) {
     let opened = BlockingQueue<Result<Void, StoreError>>()
@@ -53,23 +55,33 @@ enum LogReader {
         opened.push(.failure(error))
         return
       }
-      serve(store, jobs: jobs, deliver: deliver)
+      serve(store, jobs: jobs, spares: spares, deliver: deliver)
     }
     try opened.takeAll()[0].get()
   }
 
   private static func serve(
-    _ store: SwitchStore, jobs: BlockingQueue<ReaderJob>,
+    _ store: SwitchStore, jobs: BlockingQueue<ReaderJob>, spares: BlockingQueue<[UInt8]>,
     deliver: (ReaderOutput) -> Void
   ) {
     while true {
       for job in jobs.takeAll() {
         switch job {
         case .history(let ticket, let key, let before, let limit, let newest, let viewer, let view):
+          // A buffer the loop is done with, if one came back: a page is
+          // ~500 KB, and fresh memory each time costs page faults here and
+          // giving it back to the kernel on the loop.
+          var w = JSONWriter(capacity: 0)
+          w.bytes = spares.drain().last ?? []
+          w.bytes.removeAll(keepingCapacity: true)
+          ResponseEncoding.beginResult(&w, id: ticket.id)
           let page = Result { () throws(StoreError) in
-            try view.history(store, key: key, before: before, limit: limit, newest: newest)
+            let entries = try view.history(
+              store, key: key, before: before, limit: limit, newest: newest)
+            encodeHistory(&w, entries, for: viewer)
           }
-          deliver(.history(ticket, page.map { encodeHistory($0, for: viewer) }))
+          ResponseEncoding.endResult(&w)
+          deliver(.history(ticket, page.map { w.bytes }))
         case .replay(let connection, let watch, let after, let upTo, let limit, let view):
           deliver(
             .replay(
@@ -89,10 +101,22 @@ enum LogReader {
     }
   }
 
-  /// `history`'s result object, other users' actors hidden unless `viewer` may see them.
-  private static func encodeHistory(_ entries: [Change], for viewer: Caller) -> [UInt8] {
-    var w = JSONWriter(capacity: 64 + entries.count * 160)
-    ResultEncoding.writeHistory(&w, entries: entries, showsActor: viewer.seesActor)
-    return w.bytes
+  /// Entries encoded between two `sched_yield`s: ~40 µs of work on this
+  /// machine. A page is milliseconds of CPU; the loop is woken for every
+  /// request, and when it wakes on this thread's core it would otherwise
+  /// wait for the scheduler's slice (about a millisecond) to run out.
+  static let entriesBetweenYields = 32
+
+  /// `history`'s result object, other users' actors hidden unless `viewer` may
+  /// see them, encoded into `w` entry by entry, yielding the core now and then.
+  private static func encodeHistory(_ w: inout JSONWriter, _ entries: [Change], for viewer: Caller)
+  {
+    ResultEncoding.beginHistory(&w)
+    for (index, change) in entries.enumerated() {
+      ResultEncoding.writeHistoryEntry(
+        &w, change, index: index, showingActor: viewer.seesActor(change.actor))
+      if (index + 1) % entriesBetweenYields == 0 { sched_yield() }
+    }
+    ResultEncoding.endHistory(&w)
   }
 }

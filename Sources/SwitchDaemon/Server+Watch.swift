@@ -152,10 +152,10 @@ extension Server {
         }
         if connection.caller.seesActor(change.actor) {
           if members == nil { members = Self.changeMembers(change, showingActor: true) }
-          appendEvent(members!, watch: watch.id, to: connection)
+          appendEvent(members!, head: watch.eventHead, to: connection)
         } else {
           if withoutActor == nil { withoutActor = Self.changeMembers(change, showingActor: false) }
-          appendEvent(withoutActor!, watch: watch.id, to: connection)
+          appendEvent(withoutActor!, head: watch.eventHead, to: connection)
         }
         if connection.publishMark != mark {
           connection.publishMark = mark
@@ -211,7 +211,7 @@ extension Server {
       if encoded[slot] == nil {
         encoded[slot] = Self.changeMembers(seen, showingActor: showingActor)
       }
-      appendEvent(encoded[slot]!, watch: watch.id, to: connection)
+      appendEvent(encoded[slot]!, head: watch.eventHead, to: connection)
       if connection.publishMark != mark {
         connection.publishMark = mark
         touched.append(connection)
@@ -229,14 +229,15 @@ extension Server {
   private func appendEvent(_ change: Change, watch: String, to connection: Connection) {
     let members = Self.changeMembers(
       change, showingActor: connection.caller.seesActor(change.actor))
-    appendEvent(members, watch: watch, to: connection)
+    appendEvent(members, head: WireEncoding.changedEventHead(watch: watch), to: connection)
   }
 
-  private func appendEvent(_ members: [UInt8], watch: String, to connection: Connection) {
+  /// `head` is the watch's `eventHead`.
+  private func appendEvent(_ members: [UInt8], head: [UInt8], to connection: Connection) {
     // Written straight into the connection's queue: no copy per watcher.
     var w = JSONWriter(capacity: 0)
     swap(&w.bytes, &connection.out)
-    WireEncoding.writeChangedEvent(&w, watch: watch, members: members)
+    WireEncoding.writeChangedEvent(&w, head: head, members: members)
     swap(&w.bytes, &connection.out)
   }
 }

@@ -49,6 +49,8 @@ final class Server {
   private let databasePath: String
   let readerJobs = BlockingQueue<ReaderJob>()
   let readerOutputs = BlockingQueue<ReaderOutput>()
+  /// Emptied buffers going back to the reader for its next history page.
+  let readerSpares = BlockingQueue<[UInt8]>()
   let jobs: BlockingQueue<WriterJob>
   let outputs: BlockingQueue<WriterOutput>
   let notifier: Notifier
@@ -120,7 +122,8 @@ final class Server {
     // The reader wakes the loop through the writer's eventfd: one wake-up
     // drains both threads' outputs.
     let readerOutputs = self.readerOutputs
-    try LogReader.start(databasePath: databasePath, jobs: readerJobs) { output in
+    try LogReader.start(databasePath: databasePath, jobs: readerJobs, spares: readerSpares) {
+      output in
       readerOutputs.push(output)
       var one: UInt64 = 1
       _ = write(wakeFD, &one, 8)
@@ -768,8 +771,11 @@ final class Server {
         guard let connection = connections[ticket.connection] else { continue }
         connection.readsInFlight -= 1
         switch result {
-        case .success(let result):
-          answer(ticket, on: connection) { w in w.raw(result) }
+        case .success(var response):
+          connection.queue(response: &response, slot: ticket.slot, part: ticket.part)
+          // What is left (the connection's emptied output buffer, or the page
+          // once copied) goes back to the reader for its next page.
+          if response.capacity > 0 && response.capacity <= 1 << 20 { readerSpares.push(response) }
         case .failure(let error):
           fail(ticket, on: connection, .storageFailure("reading the change log failed: \(error)"))
         }

@@ -1,8 +1,11 @@
 import SwitchCore
+import SwitchProtocol
 
 /// One `watch`: its patterns, and where a replay of `since` has got to.
 final class Watch {
   let id: String
+  /// Every `changed` event to this watch starts with these bytes.
+  let eventHead: [UInt8]
   let connection: UInt64
   let patterns: [KeyPattern]?
   /// Whose world it shows: the caller's, the user it named, or every user's.
@@ -22,6 +25,7 @@ final class Watch {
   ) {
     self.id = id
     self.viewpoint = viewpoint
+    self.eventHead = WireEncoding.changedEventHead(watch: id)
     self.connection = connection
     self.patterns = patterns
     self.replayCursor = replayCursor

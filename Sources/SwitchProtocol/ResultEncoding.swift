@@ -92,11 +92,27 @@ public enum ResultEncoding {
   public static func writeHistory(
     _ w: inout JSONWriter, entries: [Change], showsActor: (Actor) -> Bool = { _ in true }
   ) {
-    w.raw("{\"entries\":[")
+    beginHistory(&w)
     for (i, change) in entries.enumerated() {
-      if i > 0 { w.raw(",") }
-      WireEncoding.writeEntry(&w, change, showingActor: showsActor(change.actor))
+      writeHistoryEntry(&w, change, index: i, showingActor: showsActor(change.actor))
     }
+    endHistory(&w)
+  }
+
+  /// `writeHistory` in three steps, for a page encoded as it is read:
+  /// `beginHistory`, then each entry with its position, then `endHistory`.
+  public static func beginHistory(_ w: inout JSONWriter) {
+    w.raw("{\"entries\":[")
+  }
+
+  public static func writeHistoryEntry(
+    _ w: inout JSONWriter, _ change: Change, index: Int, showingActor: Bool
+  ) {
+    if index > 0 { w.raw(",") }
+    WireEncoding.writeEntry(&w, change, showingActor: showingActor)
+  }
+
+  public static func endHistory(_ w: inout JSONWriter) {
     w.raw("]}")
   }
 

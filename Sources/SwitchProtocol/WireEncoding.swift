@@ -112,10 +112,31 @@ public enum WireEncoding {
 
   /// A State object.
   public static func writeState(_ w: inout JSONWriter, _ s: SwitchState) {
+    // A history entry has two, most of them free: one copy instead of six.
+    if s.isFree {
+      w.raw(s.checked ? freeStates.checked : freeStates.unchecked)
+      return
+    }
+    writeStateMembers(&w, s)
+  }
+
+  private static func writeStateMembers(_ w: inout JSONWriter, _ s: SwitchState) {
     w.raw("{\"checked\":")
     w.bool(s.checked)
     writeHoldMembers(&w, s)
     w.raw("}")
+  }
+
+  /// The two free State objects, encoded once by the general path.
+  private static let freeStates = (
+    unchecked: encoded { writeStateMembers(&$0, SwitchState(checked: false)) },
+    checked: encoded { writeStateMembers(&$0, SwitchState(checked: true)) }
+  )
+
+  private static func encoded(_ body: (inout JSONWriter) -> Void) -> [UInt8] {
+    var w = JSONWriter(capacity: 256)
+    body(&w)
+    return w.bytes
   }
 
   /// `,"readOnly":…` through `,"invalidReason":…`: the members a Switch
@@ -224,11 +245,25 @@ public enum WireEncoding {
   public static func writeChangedEvent(
     _ w: inout JSONWriter, watch: String, members: [UInt8]
   ) {
+    writeChangedEvent(&w, head: changedEventHead(watch: watch), members: members)
+  }
+
+  /// The same line from the part before `members`, which depends on the
+  /// watch alone: made once per watch (`changedEventHead`), each event to
+  /// it is then three copies, with no escaping.
+  public static func writeChangedEvent(_ w: inout JSONWriter, head: [UInt8], members: [UInt8]) {
+    w.raw(head)
+    w.raw(members)
+    w.raw(changedEventEnd)
+  }
+
+  /// `{"jsonrpc":"2.0","method":"changed","params":{"watch":"w1",`
+  public static func changedEventHead(watch: String) -> [UInt8] {
+    var w = JSONWriter(capacity: 64)
     w.raw(changedEventHead)
     w.string(watch)
     w.bytes.append(UInt8(ascii: ","))
-    w.raw(members)
-    w.raw(changedEventEnd)
+    return w.bytes
   }
 
   private static let changedEventHead = Array(

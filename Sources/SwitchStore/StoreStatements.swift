@@ -339,11 +339,14 @@ extension SQLiteStatement {
 
   /// A stored name that this build does not know: the file was damaged or edited by hand
   /// (a newer switchd that added names would have raised `user_version`).
+  /// `row` names the row for the error only: built per row read, its text would cost
+  /// more than the decoding.
   private func decode<T>(
-    _ parse: (String) -> T?, _ raw: String, row: String, column: String
+    _ parse: (String) -> T?, _ raw: String, row: @autoclosure () -> String, column: String
   ) throws(SQLiteError) -> T {
     guard let value = parse(raw) else {
-      throw .corrupt("\(row) has an unknown \(column) '\(raw)'", context: "`\(sql)` on \(path)")
+      throw .corrupt(
+        "\(row()) has an unknown \(column) '\(raw)'", context: "`\(sql)` on \(path)")
     }
     return value
   }
