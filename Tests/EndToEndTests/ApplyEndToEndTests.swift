@@ -145,10 +145,11 @@ import Testing
       Label=Slow
       Default=off
       ExecApply=@DIR@/hang @DIR@
-      ApplyTimeoutSec=0.5
+      ApplyTimeoutSec=2.5
       """,
       prepare: {
         // Reconcile passes; a write starts a child that would outlive it.
+        // The timeout leaves a loaded machine time to write the child's pid.
         try $0.writeApplier(
           "hang",
           """
@@ -163,7 +164,7 @@ import Testing
       try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
     let error = try client.error("toggle", keyParam("slow"))
     expectErrorObject(error, -32006, "ApplyFailed")
-    #expect(error["data"]?["reason"]?.stringValue == "timed out after 0.5s")
+    #expect(error["data"]?["reason"]?.stringValue == "timed out after 2.5s")
     #expect(try client.result("get", keyParam("slow"))["checked"]?.boolValue == false)
     let child = Int32(
       try readWholeFile(daemon.directory + "/child").split(separator: "\n").first ?? "")

@@ -44,7 +44,8 @@ import Testing
     withTemporaryDirectory { directory in
       let result = ApplyProcess.run(
         arguments: ["/bin/sh", "-c", "sleep 1000 & echo $! > \"$0\"/child; wait", directory],
-        environment: [], timeoutMilliseconds: 300)
+        // Long enough for the shell to write the child's pid on a loaded machine.
+        environment: [], timeoutMilliseconds: 3000)
       #expect(result.outcome == .timedOut)
       let child = Int32(readText(directory + "/child").split(separator: "\n").first ?? "") ?? 0
       #expect(child > 0)
