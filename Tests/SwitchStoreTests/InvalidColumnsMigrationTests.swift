@@ -9,10 +9,7 @@ import Testing
   @Test func aSchemaTwoDatabaseOpensWithItsValuesAndValidSwitches() throws {
     try withTemporaryDirectory { directory in
       let path = directory + "/s.db"
-      let old = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
-      try old.execute(Schema.migrations[0])
-      try old.execute(Schema.migrations[1])
-      try old.execute("PRAGMA user_version = 2")
+      let old = try schemaTwoDatabase(at: path)
       try old.execute(
         """
         INSERT INTO switches(key, checked, read_only, read_only_reason, held_by, disabled,

@@ -1,3 +1,4 @@
+import CSQLite
 import Glibc
 import SwitchCore
 import Testing
@@ -13,6 +14,16 @@ func withTemporaryDirectory<T>(_ body: (String) throws -> T) throws -> T {
   let directory = String(cString: created)
   defer { removeDirectory(directory) }
   return try body(directory)
+}
+
+/// A new database at `path` as the release before per-user values and apply commands wrote
+/// it (schema 2, empty), open for a test to fill before a current store migrates it.
+func schemaTwoDatabase(at path: String) throws -> SQLiteConnection {
+  let old = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+  try old.execute(Schema.migrations[0])
+  try old.execute(Schema.migrations[1])
+  try old.execute("PRAGMA user_version = 2")
+  return old
 }
 
 /// Removes a flat directory: the store only ever creates files (db, -wal, -shm) in it.
