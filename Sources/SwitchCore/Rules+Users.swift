@@ -88,6 +88,20 @@ extension Rules {
     return settleForUsers(next, from: state, definition) ?? state
   }
 
+  /// The switch-level State of `definition`'s switch as the schema now has
+  /// it: on a user-scope switch whose value no hold fixes, `checked` is the
+  /// current default (what a user who never set it reads), so that the next
+  /// switch-level change's `previous` is what such a user read, also after
+  /// `Default=` or `Scope=` changed (a schema change, with no revision).
+  public static func withCurrentDefault(
+    _ state: SwitchState, definition: SwitchDefinition
+  ) -> SwitchState {
+    guard definition.scope == .user, !state.valueFixed else { return state }
+    var settled = state
+    settled.checked = definition.defaultChecked
+    return settled
+  }
+
   /// `next` with a value nothing fixes set to the default; nil when it
   /// differs from `state` in nothing a user reads (a default that changed
   /// since is a schema change, not a change of the switch).

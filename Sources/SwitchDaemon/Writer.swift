@@ -392,6 +392,10 @@ final class Writer {
       newRecords.append(record)
       working[key] = record
     }
+    for (key, definition) in next.switches {
+      guard let record = working[key] else { continue }
+      working[key]?.state = Rules.withCurrentDefault(record.state, definition: definition)
+    }
     var changes: [Change] = []
     var nextRevision = revision
     var toApply:

@@ -240,6 +240,28 @@ struct PerUserEndToEndTests {
     #expect(try alice.result("get", #"{"key":"notifications.chat"}"#).checked == true)
   }
 
+  @Test func aHoldAfterADefaultChangedShowsWhatAUserWhoNeverSetItRead() throws {
+    let daemon = try Self.fixture()
+    let root = try daemon.client()
+    // The default goes from on to off; Bob never set the switch and reads off.
+    try daemon.writeFile(
+      "switches.d/10-test.conf",
+      "[email.marketing]\nLabel=Marketing emails\nDefault=off\nScope=user\n")
+    _ = try root.result("reload")
+    let bob = try daemon.client(asUser: Self.bob)
+    #expect(try bob.result("get", #"{"key":"email.marketing"}"#).checked == false)
+    _ = try bob.result("watch", #"{"keys":["email.marketing"]}"#)
+    let everyone = try daemon.client()
+    _ = try everyone.result("watch", #"{"keys":["email.marketing"],"user":"*"}"#)
+
+    // A hold that fixes nothing changes only the hold for him, as he read it.
+    _ = try root.result("lock", #"{"key":"email.marketing","reason":"IT"}"#)
+    for event in [try bob.nextEvent(), try everyone.nextEvent()] {
+      #expect(event["fields"]?.arrayValue?.contains(.string("checked")) == false)
+      #expect(event["previous"]?.checked == false && event["state"]?.checked == false)
+    }
+  }
+
   @Test func valuesAndResumedWatchesSurviveARestartAndAKill() throws {
     let daemon = try Self.fixture()
     var alice = try daemon.client(asUser: Self.alice)
