@@ -51,7 +51,7 @@ extension Rules {
   /// `PermissionDenied` for naming another user without being an administrator.
   public static func actingAsRefusal(key: String?, user: UInt32) -> Refusal {
     .permissionDenied(
-      key: key, action: "act as user \(user) on",
+      key: key, action: key == nil ? "act as user \(user)" : "act as user \(user) on",
       requirement: "only an administrator may act as another user")
   }
 

@@ -139,10 +139,17 @@ struct PerUserEndToEndTests {
       try root.result("history", #"{"key":"email.marketing","user":1000}"#)["entries"]?
       .arrayValue ?? []
     #expect(asAlice.map { $0["user"] } == [.int(1000)])
+    let everyUser = try bob.error("history", #"{"user":"*"}"#)
+    #expect(everyUser["data"]?["name"] == .string("PermissionDenied"))
+    // A sentence for a person, also when no switch is named.
     #expect(
-      try bob.error("history", #"{"user":"*"}"#)["data"]?["name"] == .string("PermissionDenied"))
+      everyUser["message"]?.stringValue
+        == "You may not follow every user's values: only an administrator may.")
+    let another = try bob.error("watch", #"{"user":1000}"#)
+    #expect(another["data"]?["name"] == .string("PermissionDenied"))
     #expect(
-      try bob.error("watch", #"{"user":1000}"#)["data"]?["name"] == .string("PermissionDenied"))
+      another["message"]?.stringValue
+        == "You may not act as user 1000: only an administrator may act as another user.")
     // InvalidParams comes before naming another user.
     #expect(
       try bob.error("watch", #"{"user":1000,"since":999999}"#)["data"]?["name"]
