@@ -33,6 +33,15 @@ enum WriterJob: Sendable {
     return false
   }
 
+  /// The connection a write or reload came from (nil: SIGHUP, stop, a command's result).
+  var connection: UInt64? {
+    switch self {
+    case .write(let ticket, _, _, _): return ticket.connection
+    case .reload(let ticket): return ticket?.connection
+    case .stop, .applied: return nil
+    }
+  }
+
   /// A reload or stop: the writer does not hold a group open past one.
   var isControl: Bool {
     switch self {
