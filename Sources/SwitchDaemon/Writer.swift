@@ -406,9 +406,15 @@ final class Writer {
       newRecords.append(record)
       working[key] = record
     }
+    // The loop takes these too, so that both copies of a switch stay alike.
+    var defaulted: [SwitchRecord] = []
     for (key, definition) in next.switches {
-      guard let record = working[key] else { continue }
-      working[key]?.state = Rules.withCurrentDefault(record.state, definition: definition)
+      guard var record = working[key] else { continue }
+      let state = Rules.withCurrentDefault(record.state, definition: definition)
+      if state == record.state { continue }
+      record.state = state
+      working[key] = record
+      defaulted.append(record)
     }
     var changes: [Change] = []
     var nextRevision = revision
@@ -447,6 +453,12 @@ final class Writer {
     records = working
     revision = nextRevision
     catalog = next
+    // Their rows take the default too, so that a later `Scope=system` reads,
+    // also after a restart, the value this configuration showed.
+    if !defaulted.isEmpty {
+      for record in defaulted { changedSinceCheckpoint.insert(record.key) }
+      checkpoint()
+    }
     if oldestRetained == nil, let first = changes.first { oldestRetained = first.revision }
     let parked = toApply.map {
       parkSystemApply(
@@ -454,7 +466,8 @@ final class Writer {
         counted: true)
     }
     let update = CatalogUpdate(
-      catalog: next, access: AccessRules.resolve(next.settings, log: log), newRecords: newRecords)
+      catalog: next, access: AccessRules.resolve(next.settings, log: log),
+      newRecords: newRecords + defaulted)
     return (update, changes, parked)
   }
 

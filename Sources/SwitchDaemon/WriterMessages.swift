@@ -74,7 +74,9 @@ struct WriteOutcome: Sendable {
 struct CatalogUpdate: Sendable {
   var catalog: Catalog
   var access: AccessRules
-  /// Rows created for switches the new schema declares for the first time.
+  /// Records the loop takes as they are: rows created for switches the new
+  /// schema declares for the first time, and user-scope switches whose
+  /// value nothing fixes, at the schema's default now (`withCurrentDefault`).
   var newRecords: [SwitchRecord]
 }
 

@@ -269,6 +269,24 @@ struct PerUserEndToEndTests {
     }
   }
 
+  @Test func aUserSwitchMadeSystemAfterItsDefaultChangedReadsAndTogglesOneValue() throws {
+    let daemon = try Self.fixture()
+    let root = try daemon.client()
+    try daemon.writeFile(
+      "switches.d/10-test.conf",
+      "[email.marketing]\nLabel=Marketing emails\nDefault=off\nScope=user\n")
+    _ = try root.result("reload")
+    try daemon.writeFile(
+      "switches.d/10-test.conf", "[email.marketing]\nLabel=Marketing emails\nDefault=off\n")
+    _ = try root.result("reload")
+    let read = try #require(try root.result("get", #"{"key":"email.marketing"}"#).checked)
+    #expect(daemon.stop() == 0)
+    try daemon.start()
+    let again = try daemon.client()
+    #expect(try again.result("get", #"{"key":"email.marketing"}"#).checked == read)
+    #expect(try again.result("toggle", #"{"key":"email.marketing"}"#)["switch"]?.checked == !read)
+  }
+
   @Test func valuesAndResumedWatchesSurviveARestartAndAKill() throws {
     let daemon = try Self.fixture()
     var alice = try daemon.client(asUser: Self.alice)
