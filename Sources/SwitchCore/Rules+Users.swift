@@ -51,7 +51,7 @@ extension Rules {
   /// `PermissionDenied` for naming another user without being an administrator.
   public static func actingAsRefusal(key: String?, user: UInt32) -> Refusal {
     .permissionDenied(
-      key: key, action: "act as user \(user) on",
+      key: key, action: key == nil ? "act as user \(user)" : "act as user \(user) on",
       requirement: "only an administrator may act as another user")
   }
 
@@ -86,6 +86,20 @@ extension Rules {
       next.valueFixed = false
     }
     return settleForUsers(next, from: state, definition) ?? state
+  }
+
+  /// The switch-level State of `definition`'s switch as the schema now has
+  /// it: on a user-scope switch whose value no hold fixes, `checked` is the
+  /// current default (what a user who never set it reads), so that the next
+  /// switch-level change's `previous` is what such a user read, also after
+  /// `Default=` or `Scope=` changed (a schema change, with no revision).
+  public static func withCurrentDefault(
+    _ state: SwitchState, definition: SwitchDefinition
+  ) -> SwitchState {
+    guard definition.scope == .user, !state.valueFixed else { return state }
+    var settled = state
+    settled.checked = definition.defaultChecked
+    return settled
   }
 
   /// `next` with a value nothing fixes set to the default; nil when it

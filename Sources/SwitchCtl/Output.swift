@@ -293,7 +293,11 @@ enum Output {
       lines.append("Neither read-only nor disabled: anyone who may write switches can change it.")
     }
     if s[WireField.invalid] == .bool(true) {
-      let reason = s[WireField.invalidReason]?.stringValue.map { ": " + printable($0) } ?? "."
+      // The command's own words seldom end a sentence: the period is ours.
+      let reason =
+        s[WireField.invalidReason]?.stringValue.map {
+          ": " + printable($0) + ($0.hasSuffix(".") ? "" : ".")
+        } ?? "."
       lines.append(
         "Invalid: its apply command could not make the value real" + reason
           + " `switchctl apply \(key)` tries again.")

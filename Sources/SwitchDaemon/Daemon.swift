@@ -170,7 +170,8 @@ public enum Daemon {
       server = try Server(
         listener: listener, databasePath: databasePath, catalog: catalog,
         access: started.access,
-        writerSnapshot: started.snapshot, userValues: started.userValues, jobs: jobs,
+        writerSnapshot: started.snapshot, userValues: started.userValues,
+        reconciling: started.reconciling, jobs: jobs,
         outputs: outputs, wakeFD: wakeFD,
         signalFD: signalFD, notifier: notifier, log: log)
     } catch {

@@ -24,7 +24,8 @@ extension Server {
       guard caller.isAdmin else {
         throw RPCError(
           Refusal.permissionDenied(
-            key: key, action: "follow every user's values of",
+            key: key,
+            action: key == nil ? "follow every user's values" : "follow every user's values of",
             requirement: "only an administrator may"))
       }
       return .everyone

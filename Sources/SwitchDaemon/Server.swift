@@ -93,7 +93,7 @@ final class Server {
   init(
     listener: Listener, databasePath: String, catalog: Catalog, access: AccessRules,
     writerSnapshot: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?),
-    userValues: UserValues = [:], jobs: BlockingQueue<WriterJob>,
+    userValues: UserValues = [:], reconciling: Int = 0, jobs: BlockingQueue<WriterJob>,
     outputs: BlockingQueue<WriterOutput>, wakeFD: Int32,
     signalFD: Int32, notifier: Notifier, log: Log
   ) throws {
@@ -103,6 +103,7 @@ final class Server {
     self.access = access
     self.records = writerSnapshot.records
     self.userValues = userValues
+    self.reconciling = reconciling
     self.revision = writerSnapshot.revision
     self.oldestRetained = writerSnapshot.oldest
     self.jobs = jobs

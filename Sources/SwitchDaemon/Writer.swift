@@ -99,8 +99,8 @@ final class Writer {
       }
       for job in batch {
         // Behind a reload or stop that waits for commands, everything waits
-        // but the commands' results.
-        if applying.isHoldingBack, !job.isApplied {
+        // but the commands' results and the writes that need no command.
+        if applying.isHoldingBack, !job.isApplied, !mayPassHeldBack(job) {
           applying.heldBack.append(job)
           continue
         }
@@ -157,6 +157,20 @@ final class Writer {
       if more.contains(where: \.isControl) { break }
     }
     return batch
+  }
+
+  /// Whether `job` may go on while a reload or stop waits for commands
+  /// (rule 16: writes of switches without a command never wait for one):
+  /// a write that no command can be run for under the running
+  /// configuration, from a connection with nothing held back (so that each
+  /// connection's writes keep their order). It is decided as if it had come
+  /// before the reload, which has not been answered yet.
+  private func mayPassHeldBack(_ job: WriterJob) -> Bool {
+    guard case .write(let ticket, let key, let operation, _) = job,
+      !applying.heldBack.contains(where: { $0.connection == ticket.connection })
+    else { return false }
+    if operation.changesValue && catalog.switches[key]?.scope == .user { return true }
+    return catalog.dependencies.reach(of: key).allSatisfy { catalog.switches[$0]?.apply == nil }
   }
 
   static func writers(of jobs: [WriterJob]) -> Set<UInt64> {
@@ -392,6 +406,16 @@ final class Writer {
       newRecords.append(record)
       working[key] = record
     }
+    // The loop takes these too, so that both copies of a switch stay alike.
+    var defaulted: [SwitchRecord] = []
+    for (key, definition) in next.switches {
+      guard var record = working[key] else { continue }
+      let state = Rules.withCurrentDefault(record.state, definition: definition)
+      if state == record.state { continue }
+      record.state = state
+      working[key] = record
+      defaulted.append(record)
+    }
     var changes: [Change] = []
     var nextRevision = revision
     var toApply:
@@ -429,6 +453,12 @@ final class Writer {
     records = working
     revision = nextRevision
     catalog = next
+    // Their rows take the default too, so that a later `Scope=system` reads,
+    // also after a restart, the value this configuration showed.
+    if !defaulted.isEmpty {
+      for record in defaulted { changedSinceCheckpoint.insert(record.key) }
+      checkpoint()
+    }
     if oldestRetained == nil, let first = changes.first { oldestRetained = first.revision }
     let parked = toApply.map {
       parkSystemApply(
@@ -436,7 +466,8 @@ final class Writer {
         counted: true)
     }
     let update = CatalogUpdate(
-      catalog: next, access: AccessRules.resolve(next.settings, log: log), newRecords: newRecords)
+      catalog: next, access: AccessRules.resolve(next.settings, log: log),
+      newRecords: newRecords + defaulted)
     return (update, changes, parked)
   }
 

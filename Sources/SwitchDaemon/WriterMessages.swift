@@ -33,6 +33,15 @@ enum WriterJob: Sendable {
     return false
   }
 
+  /// The connection a write or reload came from (nil: SIGHUP, stop, a command's result).
+  var connection: UInt64? {
+    switch self {
+    case .write(let ticket, _, _, _): return ticket.connection
+    case .reload(let ticket): return ticket?.connection
+    case .stop, .applied: return nil
+    }
+  }
+
   /// A reload or stop: the writer does not hold a group open past one.
   var isControl: Bool {
     switch self {
@@ -65,7 +74,9 @@ struct WriteOutcome: Sendable {
 struct CatalogUpdate: Sendable {
   var catalog: Catalog
   var access: AccessRules
-  /// Rows created for switches the new schema declares for the first time.
+  /// Records the loop takes as they are: rows created for switches the new
+  /// schema declares for the first time, and user-scope switches whose
+  /// value nothing fixes, at the schema's default now (`withCurrentDefault`).
   var newRecords: [SwitchRecord]
 }
 

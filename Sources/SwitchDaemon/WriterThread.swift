@@ -10,6 +10,9 @@ extension Writer {
     var userValues: UserValues
     /// Who administers and writes under the configuration applied.
     var access: AccessRules
+    /// How many switches the start's reconcile is applying: `status` says
+    /// so from the first request, before the loop hears from the writer.
+    var reconciling: Int
   }
 
   /// Starts the writer's thread, which opens the database and then serves
@@ -30,9 +33,12 @@ extension Writer {
           databasePath: databasePath, configDirectory: configDirectory, catalog: catalog,
           log: log, jobs: jobs)
         writer = opened
+        writer.applying.reconcilingReported = writer.applying.reconciling.count
         started.push(
           .success(
-            Started(snapshot: writer.snapshot, userValues: writer.users.values, access: access)))
+            Started(
+              snapshot: writer.snapshot, userValues: writer.users.values, access: access,
+              reconciling: writer.applying.reconcilingReported)))
       } catch {
         started.push(.failure(error))
         return

@@ -100,6 +100,46 @@ import Testing
     #expect(secondEvent["revision"]?.int64Value == (slowEvent["revision"]?.int64Value ?? 0) + 1)
   }
 
+  @Test func aReloadWaitingForASlowCommandHoldsBackNoOtherSwitch() throws {
+    var gate: Gate?
+    let daemon = try DaemonFixture.withAppliers(
+      """
+      [slow]
+      Label=Slow
+      ExecApply=@DIR@/gated @DIR@/gate
+      ApplyTimeoutSec=3600
+
+      [plain]
+      Label=Plain
+
+      [email.marketing]
+      Label=Marketing emails
+      Scope=user
+      """,
+      prepare: {
+        try $0.writeApplier("gated", Gate.gatedApplier)
+        gate = try Gate($0.directory + "/gate")
+      })
+    let slowGate = try #require(gate)
+    // The start's reconcile of `slow` waits on the gate; a reload waits for it.
+    #expect(pollUntil(seconds: 60) { slowGate.runs == 1 })
+    let admin = try daemon.client()
+    try admin.send(raw: #"{"jsonrpc":"2.0","id":"reload","method":"reload","params":{}}"# + "\n")
+    let other = try daemon.client()
+    let status = try other.result("status")
+    #expect(status["lastReload"] == .null && status["reconciling"]?.int64Value == 1)
+
+    // Meanwhile writes of switches without a command, and users' own values, go on.
+    #expect(try other.result("toggle", keyParam("plain"))["changed"]?.boolValue == true)
+    #expect(try other.result("toggle", keyParam("email.marketing"))["changed"]?.boolValue == true)
+    #expect(slowGate.runs == 1)
+
+    try slowGate.open()
+    let answer = try admin.readJSON()
+    #expect(answer["id"]?.stringValue == "reload")
+    #expect(answer["result"]?["switches"]?.int64Value == 3)
+  }
+
   @Test func aReloadThatGivesOrTakesACommandReconcilesOrClearsInvalid() throws {
     let daemon = try DaemonFixture.withAppliers(
       "[wifi]\nLabel=Wi-Fi\nDefault=on\n", prepare: { try $0.writeRecordingApplier() })

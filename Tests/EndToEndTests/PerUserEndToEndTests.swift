@@ -139,10 +139,17 @@ struct PerUserEndToEndTests {
       try root.result("history", #"{"key":"email.marketing","user":1000}"#)["entries"]?
       .arrayValue ?? []
     #expect(asAlice.map { $0["user"] } == [.int(1000)])
+    let everyUser = try bob.error("history", #"{"user":"*"}"#)
+    #expect(everyUser["data"]?["name"] == .string("PermissionDenied"))
+    // A sentence for a person, also when no switch is named.
     #expect(
-      try bob.error("history", #"{"user":"*"}"#)["data"]?["name"] == .string("PermissionDenied"))
+      everyUser["message"]?.stringValue
+        == "You may not follow every user's values: only an administrator may.")
+    let another = try bob.error("watch", #"{"user":1000}"#)
+    #expect(another["data"]?["name"] == .string("PermissionDenied"))
     #expect(
-      try bob.error("watch", #"{"user":1000}"#)["data"]?["name"] == .string("PermissionDenied"))
+      another["message"]?.stringValue
+        == "You may not act as user 1000: only an administrator may act as another user.")
     // InvalidParams comes before naming another user.
     #expect(
       try bob.error("watch", #"{"user":1000,"since":999999}"#)["data"]?["name"]
@@ -238,6 +245,48 @@ struct PerUserEndToEndTests {
     daemon.removeFile("policy.d/50-corp.conf")
     _ = try root.result("reload")
     #expect(try alice.result("get", #"{"key":"notifications.chat"}"#).checked == true)
+  }
+
+  @Test func aHoldAfterADefaultChangedShowsWhatAUserWhoNeverSetItRead() throws {
+    let daemon = try Self.fixture()
+    let root = try daemon.client()
+    // The default goes from on to off; Bob never set the switch and reads off.
+    try daemon.writeFile(
+      "switches.d/10-test.conf",
+      "[email.marketing]\nLabel=Marketing emails\nDefault=off\nScope=user\n")
+    _ = try root.result("reload")
+    let bob = try daemon.client(asUser: Self.bob)
+    #expect(try bob.result("get", #"{"key":"email.marketing"}"#).checked == false)
+    _ = try bob.result("watch", #"{"keys":["email.marketing"]}"#)
+    let everyone = try daemon.client()
+    _ = try everyone.result("watch", #"{"keys":["email.marketing"],"user":"*"}"#)
+
+    // A hold that fixes nothing changes only the hold for him, as he read it.
+    _ = try root.result("lock", #"{"key":"email.marketing","reason":"IT"}"#)
+    for event in [try bob.nextEvent(), try everyone.nextEvent()] {
+      #expect(event["fields"]?.arrayValue?.contains(.string("checked")) == false)
+      #expect(event["previous"]?.checked == false && event["state"]?.checked == false)
+    }
+  }
+
+  @Test func aUserSwitchMadeSystemAfterItsDefaultChangedReadsAndTogglesOneValue() throws {
+    let daemon = try Self.fixture()
+    let root = try daemon.client()
+    try daemon.writeFile(
+      "switches.d/10-test.conf",
+      "[email.marketing]\nLabel=Marketing emails\nDefault=off\nScope=user\n")
+    _ = try root.result("reload")
+    try daemon.writeFile(
+      "switches.d/10-test.conf", "[email.marketing]\nLabel=Marketing emails\nDefault=off\n")
+    _ = try root.result("reload")
+    let shown = try root.result("get", #"{"key":"email.marketing"}"#).checked
+    #expect(shown != nil)
+    let read = shown ?? false
+    #expect(daemon.stop() == 0)
+    try daemon.start()
+    let again = try daemon.client()
+    #expect(try again.result("get", #"{"key":"email.marketing"}"#).checked == read)
+    #expect(try again.result("toggle", #"{"key":"email.marketing"}"#)["switch"]?.checked == !read)
   }
 
   @Test func valuesAndResumedWatchesSurviveARestartAndAKill() throws {

@@ -259,6 +259,16 @@ import Testing
     )
   }
 
+  @Test func whyOfAnInvalidSwitchEndsTheCommandsReasonBeforeTheHint() {
+    guard case .object(var members) = Self.wifi else { return }
+    members.append(JSONMember("invalid", .bool(true)))
+    members.append(JSONMember("invalidReason", .string("rfkill: no wlan device")))
+    #expect(
+      Output.why(Explanation(switchObject: .object(members)))[2]
+        == "Invalid: its apply command could not make the value real: rfkill: no wlan device."
+        + " `switchctl apply wifi` tries again.")
+  }
+
   @Test func whySinceIsWhenTheHolderTookHoldNotTheLatestRelock() {
     let locked = Self.switchJSON(
       key: "wifi", label: "Wi-Fi", checked: true, readOnly: "New reason.", heldBy: "admin")

@@ -14,7 +14,11 @@ final class LoopHarness {
   let socketPath: String
   let server: Server
 
-  init(daemonConf: String) throws {
+  /// `switches` gives the schema, from the harness's directory (for appliers).
+  init(
+    daemonConf: String,
+    switches: (_ directory: String) throws -> String = { _ in "[wifi]\nLabel=Wi-Fi\nDefault=on\n" }
+  ) throws {
     var template = Array("/tmp/switchd-loop-XXXXXX".utf8CString)
     guard let made = mkdtemp(&template) else { throw HarnessError("mkdtemp failed") }
     directory = String(cString: made)
@@ -23,8 +27,7 @@ final class LoopHarness {
     mkdir(config, 0o755)
     mkdir(config + "/switches.d", 0o755)
     try Self.write(config + "/switchd.conf", daemonConf)
-    try Self.write(
-      config + "/switches.d/10-test.conf", "[wifi]\nLabel=Wi-Fi\nDefault=on\n")
+    try Self.write(config + "/switches.d/10-test.conf", try switches(directory))
     let loaded = ConfigLoader.load(directory: config)
     guard let catalog = loaded.catalog else { throw HarnessError("config: \(loaded.errors)") }
     let log = Log(level: catalog.settings.logLevel)
@@ -38,7 +41,8 @@ final class LoopHarness {
     server = try Server(
       listener: listener, databasePath: directory + "/switches.db", catalog: catalog,
       access: started.access,
-      writerSnapshot: started.snapshot, jobs: jobs, outputs: outputs, wakeFD: wakeFD,
+      writerSnapshot: started.snapshot, reconciling: started.reconciling, jobs: jobs,
+      outputs: outputs, wakeFD: wakeFD,
       signalFD: -1, notifier: Notifier(environment: [:]), log: log)
   }
 
