@@ -191,9 +191,10 @@ extension Writer {
         (write.operation == .apply && plan.key == write.key)
           || Rules.needsApply(definition, from: plan.previous, to: plan.state)
       else { continue }
-      steps.append(ApplyStep(key: plan.key, command: command, state: plan.state, cause: plan.cause))
-      undo.append(
-        ApplyStep(key: plan.key, command: command, state: plan.previous, cause: plan.cause))
+      // SWITCH_CAUSE is the method (CONFIG.md), also for the dependents it changes.
+      let cause = write.operation.cause
+      steps.append(ApplyStep(key: plan.key, command: command, state: plan.state, cause: cause))
+      undo.append(ApplyStep(key: plan.key, command: command, state: plan.previous, cause: cause))
     }
     guard !steps.isEmpty else { return .proceed(planned) }
     var effective: [String: Bool] = [:]
@@ -226,7 +227,8 @@ extension Writer {
       id,
       .system(SystemApply(id: id, key: key, target: target, cause: cause, counted: counted)),
       keys: [key])
-    let cause: Cause = target == nil ? .reconcile : cause
+    // SWITCH_CAUSE is `policy` for what a configuration made, dependents included (CONFIG.md).
+    let cause: Cause = target == nil ? .reconcile : .policy
     pool.submit(
       ApplyTask(
         id: id, steps: [ApplyStep(key: key, command: command, state: state, cause: cause)],

@@ -429,7 +429,9 @@ final class Writer {
       let cause = plans[key]?.cause ?? .reconcile
       let definition = next.switches[key]
       if let command = definition?.apply {
-        let newCommand = reconcilingEvery || catalog.switches[key]?.apply != command
+        // A new timeout alone is not a new command: nothing to apply again.
+        let newCommand =
+          reconcilingEvery || catalog.switches[key]?.apply?.arguments != command.arguments
         if newCommand || Rules.needsApply(definition, from: current, to: target) {
           toApply.append((key, command, target == current ? nil : target, target, cause))
           continue

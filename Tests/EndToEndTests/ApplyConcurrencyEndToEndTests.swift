@@ -153,7 +153,12 @@ import Testing
     let wifi = try admin.result("get", keyParam("wifi"))
     #expect(wifi["invalid"]?.boolValue == true)
     #expect(wifi["invalidReason"]?.stringValue == "radio missing")
-    // A reload that keeps the same command runs nothing.
+    // A reload that keeps the same command runs nothing, also with only a new timeout.
+    _ = try admin.result("reload")
+    #expect(daemon.recordedRuns("wifi.log").count == 1)
+    try daemon.writeFile(
+      "switches.d/10-test.conf",
+      withCommand + "\(daemon.directory)/wifi.log\nApplyTimeoutSec=7\n")
     _ = try admin.result("reload")
     #expect(daemon.recordedRuns("wifi.log").count == 1)
 

@@ -56,8 +56,8 @@ import Testing
 
     let on = try client.result("set", #"{"key":"airplane-mode","checked":true}"#)
     #expect(on["changed"]?.boolValue == true)
-    #expect(Self.runs(daemon, "wifi.log") == ["on reconcile", "off dependency"])
-    #expect(Self.runs(daemon, "bluetooth.log") == ["on reconcile", "off dependency"])
+    #expect(Self.runs(daemon, "wifi.log") == ["on reconcile", "off set"])
+    #expect(Self.runs(daemon, "bluetooth.log") == ["on reconcile", "off set"])
     // The switch and its two dependents: one revision each.
     #expect(try client.result("status")["revision"]?.int64Value == before + 3)
     let wifi = try client.result("get", keyParam("wifi"))
@@ -66,8 +66,8 @@ import Testing
     #expect(wifi["invalid"]?.boolValue == false)
 
     _ = try client.result("set", #"{"key":"airplane-mode","checked":false}"#)
-    #expect(Self.runs(daemon, "wifi.log").last == "on dependency")
-    #expect(Self.runs(daemon, "bluetooth.log").last == "on dependency")
+    #expect(Self.runs(daemon, "wifi.log").last == "on set")
+    #expect(Self.runs(daemon, "bluetooth.log").last == "on set")
     #expect(try client.result("get", keyParam("wifi"))["effective"]?.boolValue == true)
   }
 
@@ -93,7 +93,7 @@ import Testing
     // Whatever ran was put back: Wi-Fi ends on as it started.
     let wifi = Self.runs(daemon, "wifi.log")
     #expect(
-      wifi == ["on reconcile"] || wifi == ["on reconcile", "off dependency", "on dependency"])
+      wifi == ["on reconcile"] || wifi == ["on reconcile", "off set", "on set"])
 
     // No event came for the refused call: the next one is the next change.
     unlink(daemon.directory + "/bluetooth.log.fail")
