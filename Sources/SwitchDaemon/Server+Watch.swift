@@ -42,7 +42,8 @@ extension Server {
     }
     let replayFrom = since.flatMap { $0 < revision ? $0 : nil }
     let id = hub.add(
-      connection: connection.id, patterns: patterns, viewpoint: viewpoint, replayFrom: replayFrom)
+      connection: connection.id, owner: connection, patterns: patterns, viewpoint: viewpoint,
+      replayFrom: replayFrom)
     connection.watchIDs.append(id)
     if replayFrom != nil { connection.replaysUnfinished += 1 }
     let current = revision
@@ -147,7 +148,7 @@ extension Server {
       var members: [UInt8]?
       var withoutActor: [UInt8]?
       hub.forEachMatch(change.key) { watch in
-        guard watch.replayCursor == nil, let connection = connections[watch.connection] else {
+        guard watch.replayCursor == nil, let connection = watch.owner, !connection.isClosed else {
           return
         }
         if connection.caller.seesActor(change.actor) {
@@ -169,7 +170,7 @@ extension Server {
       {
         closeConnection(connection, why: "a watcher fell behind by more than MaxQueuedBytes")
       } else {
-        pump(connection)
+        sendEvents(connection)
       }
     }
   }
