@@ -36,6 +36,9 @@ final class FanOutRunner {
   /// Until the first watcher had its event (sorted by `finish()`): the
   /// publish path before the fan-out (for switchd, the commit with its sync).
   private(set) var firstLatencies: [UInt64] = []
+  /// From the first watcher's event to the last one's (sorted by
+  /// `finish()`): the fan-out alone, whatever came before it.
+  private(set) var spreads: [UInt64] = []
   /// Seconds to connect and subscribe every watcher and bystander.
   private(set) var subscribeSeconds = 0.0
   /// Events a bystander received (must stay 0).
@@ -93,6 +96,7 @@ final class FanOutRunner {
     if record {
       latencies.append(last - sent)
       firstLatencies.append(first - sent)
+      spreads.append(last - first)
     }
   }
 
@@ -101,6 +105,7 @@ final class FanOutRunner {
     latenciesByRound = latencies
     latencies.sort()
     firstLatencies.sort()
+    spreads.sort()
     var buffer = [UInt8](repeating: 0, count: 65_536)
     for fd in fds[plan.watchers..<(plan.watchers + plan.bystanders.count)] {
       let got = buffer.withUnsafeMutableBytes { raw in
@@ -120,6 +125,10 @@ final class FanOutRunner {
 
   func firstWatcherPercentileMicroseconds(_ p: Double) -> Double {
     LoadResult(latencies: firstLatencies).percentileMicroseconds(p)
+  }
+
+  func spreadPercentileMicroseconds(_ p: Double) -> Double {
+    LoadResult(latencies: spreads).percentileMicroseconds(p)
   }
 
   /// The median over `blocks` consecutive blocks of rounds of the ratio of
