@@ -33,6 +33,12 @@ final class FanOutRunner {
   /// The same, in the order of the rounds (runners that take turns can be
   /// compared round by round).
   private(set) var latenciesByRound: [UInt64] = []
+  /// Until the first watcher had its event (sorted by `finish()`): the
+  /// publish path before the fan-out (for switchd, the commit with its sync).
+  private(set) var firstLatencies: [UInt64] = []
+  /// From the first watcher's event to the last one's (sorted by
+  /// `finish()`): the fan-out alone, whatever came before it.
+  private(set) var spreads: [UInt64] = []
   /// Seconds to connect and subscribe every watcher and bystander.
   private(set) var subscribeSeconds = 0.0
   /// Events a bystander received (must stay 0).
@@ -86,14 +92,20 @@ final class FanOutRunner {
     guard request.withUnsafeBytes({ sendAll(publisher, $0) }) else {
       throw BenchError("fan-out: publish failed")
     }
-    let last = try drain(until: sent + 30_000_000_000)
-    if record { latencies.append(last - sent) }
+    let (first, last) = try drain(until: sent + 30_000_000_000)
+    if record {
+      latencies.append(last - sent)
+      firstLatencies.append(first - sent)
+      spreads.append(last - first)
+    }
   }
 
   /// Sorts the latencies and counts what bystanders received.
   func finish() {
     latenciesByRound = latencies
     latencies.sort()
+    firstLatencies.sort()
+    spreads.sort()
     var buffer = [UInt8](repeating: 0, count: 65_536)
     for fd in fds[plan.watchers..<(plan.watchers + plan.bystanders.count)] {
       let got = buffer.withUnsafeMutableBytes { raw in
@@ -109,6 +121,14 @@ final class FanOutRunner {
 
   func percentileMicroseconds(_ p: Double) -> Double {
     LoadResult(latencies: latencies).percentileMicroseconds(p)
+  }
+
+  func firstWatcherPercentileMicroseconds(_ p: Double) -> Double {
+    LoadResult(latencies: firstLatencies).percentileMicroseconds(p)
+  }
+
+  func spreadPercentileMicroseconds(_ p: Double) -> Double {
+    LoadResult(latencies: spreads).percentileMicroseconds(p)
   }
 
   /// The median over `blocks` consecutive blocks of rounds of the ratio of
@@ -133,13 +153,14 @@ final class FanOutRunner {
   }
 
   /// Reads every connection until each has seen its expected newlines;
-  /// returns when the last watcher got there (ns).
-  private func drain(until deadline: UInt64) throws -> UInt64 {
+  /// returns when the first and the last watcher got there (ns).
+  private func drain(until deadline: UInt64) throws -> (first: UInt64, last: UInt64) {
     var polls = fds.indices.map { i in
       pollfd(fd: counts[i] < expected[i] ? fds[i] : -1, events: Int16(POLLIN), revents: 0)
     }
     var remaining = polls.filter { $0.fd >= 0 }.count
     var lastWatcher = nowNanoseconds()
+    var firstWatcher: UInt64?
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
     defer { buffer.deallocate() }
     while remaining > 0 {
@@ -163,11 +184,14 @@ final class FanOutRunner {
         if counts[i] >= expected[i] {
           polls[i].fd = -1
           remaining -= 1
-          if i < plan.watchers { lastWatcher = nowNanoseconds() }
+          if i < plan.watchers {
+            lastWatcher = nowNanoseconds()
+            if firstWatcher == nil { firstWatcher = lastWatcher }
+          }
         }
       }
     }
-    return lastWatcher
+    return (firstWatcher ?? lastWatcher, lastWatcher)
   }
 }
 

@@ -220,6 +220,52 @@ final class Connection {
     return .drained
   }
 
+  /// Queues an event line: the watch's `head`, then the `rest` every
+  /// watcher of the change shares.
+  func queueEvent(head: [UInt8], rest: [UInt8]) {
+    out.append(contentsOf: head)
+    out.append(contentsOf: rest)
+  }
+
+  /// Sends an event line straight from its two shared parts when nothing is
+  /// queued before it (no copy into the queue), and queues what the socket
+  /// does not take. True when all of it went out; false when something is
+  /// queued, for a pump to send (or to find the peer gone).
+  func sendEvent(head: [UInt8], rest: [UInt8]) -> Bool {
+    guard unsentCount == 0 else {
+      queueEvent(head: head, rest: rest)
+      return false
+    }
+    let sent = head.withUnsafeBytes { h in
+      rest.withUnsafeBytes { r in
+        // A tuple, not an array: nothing to allocate per event.
+        var parts = (
+          iovec(iov_base: UnsafeMutableRawPointer(mutating: h.baseAddress), iov_len: h.count),
+          iovec(iov_base: UnsafeMutableRawPointer(mutating: r.baseAddress), iov_len: r.count)
+        )
+        return withUnsafeMutablePointer(to: &parts) { pair in
+          pair.withMemoryRebound(to: iovec.self, capacity: 2) { iov in
+            var message = msghdr()
+            message.msg_iov = iov
+            message.msg_iovlen = 2
+            return retryingEINTR {
+              sendmsg(fd, &message, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            }
+          }
+        }
+      }
+    }
+    if sent == head.count + rest.count { return true }
+    let taken = max(sent, 0)
+    if taken < head.count {
+      out.append(contentsOf: head[taken...])
+      out.append(contentsOf: rest)
+    } else {
+      out.append(contentsOf: rest[(taken - head.count)...])
+    }
+    return false
+  }
+
   /// Keeps the queue compact when most of it has been sent.
   func compactOut() {
     if outStart > 65_536 && outStart * 2 > out.count {

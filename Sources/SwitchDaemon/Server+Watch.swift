@@ -42,7 +42,8 @@ extension Server {
     }
     let replayFrom = since.flatMap { $0 < revision ? $0 : nil }
     let id = hub.add(
-      connection: connection.id, patterns: patterns, viewpoint: viewpoint, replayFrom: replayFrom)
+      connection: connection.id, owner: connection, patterns: patterns, viewpoint: viewpoint,
+      replayFrom: replayFrom)
     connection.watchIDs.append(id)
     if replayFrom != nil { connection.replaysUnfinished += 1 }
     let current = revision
@@ -144,18 +145,29 @@ extension Server {
         publishPerViewer(change, mark: mark, touched: &touched)
         continue
       }
-      var members: [UInt8]?
-      var withoutActor: [UInt8]?
+      // The line after each watch's head, shared by its watchers.
+      var rest: [UInt8]?
+      var restWithoutActor: [UInt8]?
       hub.forEachMatch(change.key) { watch in
-        guard watch.replayCursor == nil, let connection = connections[watch.connection] else {
+        guard watch.replayCursor == nil, let connection = watch.owner, !connection.isClosed else {
           return
         }
+        let line: [UInt8]
         if connection.caller.seesActor(change.actor) {
-          if members == nil { members = Self.changeMembers(change, showingActor: true) }
-          appendEvent(members!, head: watch.eventHead, to: connection)
+          if rest == nil { rest = Self.eventRest(change, showingActor: true) }
+          line = rest!
         } else {
-          if withoutActor == nil { withoutActor = Self.changeMembers(change, showingActor: false) }
-          appendEvent(withoutActor!, head: watch.eventHead, to: connection)
+          if restWithoutActor == nil {
+            restWithoutActor = Self.eventRest(change, showingActor: false)
+          }
+          line = restWithoutActor!
+        }
+        // A publish of one change (the usual case) sends each watcher its
+        // event at once; several changes go out together in one send each.
+        if changes.count == 1 {
+          if connection.sendEvent(head: watch.eventHead, rest: line) { return }
+        } else {
+          connection.queueEvent(head: watch.eventHead, rest: line)
         }
         if connection.publishMark != mark {
           connection.publishMark = mark
@@ -169,7 +181,7 @@ extension Server {
       {
         closeConnection(connection, why: "a watcher fell behind by more than MaxQueuedBytes")
       } else {
-        pump(connection)
+        sendEvents(connection)
       }
     }
   }
@@ -217,6 +229,14 @@ extension Server {
         touched.append(connection)
       }
     }
+  }
+
+  /// An event line after the watch's head: the change's members and the end.
+  private static func eventRest(_ change: Change, showingActor: Bool) -> [UInt8] {
+    var w = JSONWriter(capacity: 512)
+    WireEncoding.writeChangeMembers(&w, change, showingActor: showingActor)
+    w.raw(WireEncoding.changedEventEnd)
+    return w.bytes
   }
 
   private static func changeMembers(_ change: Change, showingActor: Bool) -> [UInt8] {

@@ -303,7 +303,7 @@ final class Server {
       let connection = Connection(
         id: id, fd: fd, peer: peer, caller: caller, maxFrameBytes: limits.maxFrameBytes)
       connections[id] = connection
-      connection.interest = UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP)
+      connection.interest = Self.readingInterest
       register(fd, token: id, events: connection.interest)
     }
   }
@@ -389,6 +389,25 @@ final class Server {
     settle(connection)
   }
 
+  /// Sends the events a publish queued. A watcher with nothing else to do —
+  /// no request waiting, no frame read, no replay, input open — needs just
+  /// the send, which is all a pump would do for it (fan-out to a thousand
+  /// watchers is a thousand of these); and when the send drains the queue
+  /// of a connection that reads as usual, its epoll interest stands. Anything
+  /// else gets the whole pump.
+  func sendEvents(_ connection: Connection) {
+    guard !connection.hasPending, connection.framer.bufferedCount == 0,
+      connection.replaysUnfinished == 0, !connection.inputClosed, !stopping
+    else { return pump(connection) }
+    switch sendQueued(connection) {
+    case .failed: return
+    case .drained where connection.interest == Self.readingInterest: return
+    default: settle(connection)
+    }
+  }
+
+  private static let readingInterest = UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP)
+
   /// Runs pending requests in order and frames new ones while the output
   /// has room; true when it ran or framed anything.
   private func runRequests(_ connection: Connection) -> Bool {
@@ -457,7 +476,7 @@ final class Server {
     let mayRead =
       !stopping && !connection.inputClosed && connection.unsentCount <= limits.highWater
       && connection.framer.bufferedCount <= limits.maxFrameBytes + Self.readChunk
-    if mayRead { want |= UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP) }
+    if mayRead { want |= Self.readingInterest }
     if connection.unsentCount > 0 { want |= UInt32(SHIM_EPOLLOUT) }
     if want != connection.interest {
       connection.interest = want

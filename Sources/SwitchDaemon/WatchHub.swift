@@ -7,6 +7,10 @@ final class Watch {
   /// Every `changed` event to this watch starts with these bytes.
   let eventHead: [UInt8]
   let connection: UInt64
+  /// The connection itself, so that publishing to a watch looks nothing up
+  /// (the hub drops the watch when the connection closes; nil only where
+  /// the hub is used alone).
+  let owner: Connection?
   let patterns: [KeyPattern]?
   /// Whose world it shows: the caller's, the user it named, or every user's.
   let viewpoint: Viewpoint
@@ -20,10 +24,11 @@ final class Watch {
   fileprivate var stamp: UInt64 = 0
 
   init(
-    id: String, connection: UInt64, patterns: [KeyPattern]?, viewpoint: Viewpoint,
-    replayCursor: Int64?
+    id: String, connection: UInt64, owner: Connection?, patterns: [KeyPattern]?,
+    viewpoint: Viewpoint, replayCursor: Int64?
   ) {
     self.id = id
+    self.owner = owner
     self.viewpoint = viewpoint
     self.eventHead = WireEncoding.changedEventHead(watch: id)
     self.connection = connection
@@ -51,13 +56,13 @@ struct WatchHub {
   var count: Int { watches.count }
 
   mutating func add(
-    connection: UInt64, patterns: [KeyPattern]?, viewpoint: Viewpoint = .everyone,
-    replayFrom: Int64?
+    connection: UInt64, owner: Connection? = nil, patterns: [KeyPattern]?,
+    viewpoint: Viewpoint = .everyone, replayFrom: Int64?
   ) -> String {
     let id = "w\(nextID)"
     nextID += 1
     let watch = Watch(
-      id: id, connection: connection, patterns: patterns, viewpoint: viewpoint,
+      id: id, connection: connection, owner: owner, patterns: patterns, viewpoint: viewpoint,
       replayCursor: replayFrom)
     watches[id] = watch
     guard let patterns else {

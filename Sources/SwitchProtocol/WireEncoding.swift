@@ -268,7 +268,9 @@ public enum WireEncoding {
 
   private static let changedEventHead = Array(
     #"{"jsonrpc":"2.0","method":"changed","params":{"watch":"#.utf8)
-  private static let changedEventEnd = Array("}}\n".utf8)
+  /// What follows an event's members: the line can go out as the watch's
+  /// head, then the members and this end, shared by every watcher.
+  public static let changedEventEnd = Array("}}\n".utf8)
 
   /// A whole `schemaChanged` notification line (with its newline) for one watch.
   public static func writeSchemaChangedEvent(

@@ -66,6 +66,40 @@ import Testing
     let everyEventOnce = revisions.elementsEqual(1...Int64(toggles))
     #expect(everyEventOnce, "events in revision order, once each")
   }
+
+  /// Toggles one at a time (each publish has one change, sent to the
+  /// watcher at once) while the watcher reads nothing: its socket fills,
+  /// and an event the socket does not take (in whole or in part) is queued,
+  /// the later ones behind it. Once it reads, every event arrives whole,
+  /// once, in order.
+  @Test func aLiveWatcherThatReadsLateGetsEveryEventWholeAndInOrder() throws {
+    let harness = try LoopHarness(
+      daemonConf: "[Daemon]\nAdminGroup=\nMaxQueuedBytes=8388608\nLogLevel=warning\n")
+    defer { harness.stop() }
+    let watcher = try TestClient(harness)
+    defer { close(watcher.fd) }
+    let watch = #"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":["wifi"]}}"# + "\n"
+    watcher.drive(input: Array(watch.utf8)) { $0.lines.count >= 1 }
+    let writer = try TestClient(harness)
+    defer { close(writer.fd) }
+    let toggles = 1500
+    var queuedBehindTheSocket = false
+    for id in 1...toggles {
+      let toggle = #"{"jsonrpc":"2.0","id":\#(id),"method":"toggle","params":{"key":"wifi"}}"#
+      writer.drive(input: Array((toggle + "\n").utf8)) { $0.lines.count >= id }
+      queuedBehindTheSocket =
+        queuedBehindTheSocket || harness.server.connections.values.contains { $0.unsentCount > 0 }
+    }
+    #expect(writer.answered(inOrder: 1...toggles))
+    #expect(queuedBehindTheSocket, "the watcher's socket filled up")
+    watcher.drive(input: []) { $0.lines.count >= toggles + 1 }
+    let revisions = watcher.lines.dropFirst().compactMap {
+      (try? JSONParser.parse($0, maxDepth: 64))?["params"]?["revision"]?.int64Value
+    }
+    #expect(revisions.count == toggles, "whole events received")
+    let everyEventOnce = revisions.elementsEqual(1...Int64(toggles))
+    #expect(everyEventOnce, "events in revision order, once each")
+  }
 }
 
 /// The test's client: writes its input as the socket takes it, turns the
