@@ -43,6 +43,9 @@ struct ApplyTask: Sendable {
   var steps: [ApplyStep]
   /// What each step's switch was before, to put back when a later step fails.
   var undo: [ApplyStep]
+  /// Every step runs and reports its own result (a configuration change:
+  /// a policy is not refused when a command fails; its switch is `invalid`).
+  var eachOwn = false
 }
 
 /// What came of an `ApplyTask`, posted back to the writer's queue.
@@ -51,6 +54,8 @@ struct ApplyResult: Sendable {
   /// nil: every step applied. Else the first failure's reason; the steps
   /// before it were undone.
   var failure: String?
+  /// For an `eachOwn` task: each failed step's reason, by key.
+  var failures: [String: String] = [:]
 }
 
 /// A few threads that run apply commands, so that neither the event loop
@@ -88,6 +93,12 @@ final class ApplyPool {
   private static func work(_ tasks: BlockingQueue<ApplyTask?>, _ results: BlockingQueue<WriterJob>)
   {
     while let task = tasks.takeOne() {
+      if task.eachOwn {
+        var failures: [String: String] = [:]
+        for step in task.steps { if let reason = step.run() { failures[step.key] = reason } }
+        results.push(.applied(ApplyResult(id: task.id, failure: nil, failures: failures)))
+        continue
+      }
       var failure: String?
       for (index, step) in task.steps.enumerated() {
         guard let reason = step.run() else { continue }

@@ -54,6 +54,10 @@ enum GroupItem: Sendable {
   case write(WriteRequest)
   /// A policy change or reconcile whose command has run (failure nil: applied).
   case system(SystemApply, failure: String?)
+  /// A reload whose commands have run: it is carried out alone, not in a group.
+  case reload(ParkedReload, failures: [String: String])
+  /// Frees what a finished job held, and decides the writes that waited for it.
+  case release(UInt64)
 
   var connection: UInt64? {
     if case .write(let write) = self { return write.ticket.connection }
@@ -61,11 +65,23 @@ enum GroupItem: Sendable {
   }
 }
 
+/// A reload whose policy or dependency changes need apply commands: they
+/// run first, then the whole configuration change commits in one group
+/// (rule 17: one transaction), each switch `invalid` if its command failed.
+struct ParkedReload: Sendable {
+  var id: UInt64
+  var ticket: Ticket?
+  var next: Catalog
+  /// The effective value each command was run for, by key.
+  var applied: [String: Bool]
+}
+
 /// The writer's book of apply commands under way.
 struct ApplyBook {
   enum Parked {
     case write(WriteRequest, effective: [String: Bool])
     case system(SystemApply)
+    case reload(ParkedReload)
   }
   private var nextID: UInt64 = 0
   private(set) var parked: [UInt64: Parked] = [:]
@@ -135,6 +151,8 @@ struct ApplyBook {
       return .write(write)
     case .system(let system):
       return .system(system, failure: result.failure)
+    case .reload(let reload):
+      return .reload(reload, failures: result.failures)
     }
   }
 

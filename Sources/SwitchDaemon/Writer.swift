@@ -109,7 +109,14 @@ final class Writer {
           items.append(
             .write(WriteRequest(ticket: ticket, key: key, operation: operation, caller: caller)))
         case .applied(let result):
-          if let item = applying.resume(result) { items.append(item) }
+          guard let item = applying.resume(result) else { break }
+          if case .reload(let parked, let failures) = item {
+            flushItems()
+            deliver(finishReload(parked.ticket, parked.next, ran: (parked.applied, failures)))
+            items.append(.release(parked.id))
+          } else {
+            items.append(item)
+          }
         case .reload(let ticket):
           flushItems()
           if !applying.busy.isEmpty {
@@ -270,6 +277,12 @@ final class Writer {
           revision += 1
           _ = record(change, replacing: old)
         }
+      case .reload:
+        return  // carried out by `run`, never in a group
+      case .release(let id):
+        applying.release(id)
+        while let next = applying.nextReady() { process(.write(next), resumed: true) }
+        return
       }
       settled.append(item)
       // The writes that waited for this one's keys, in order.
@@ -338,9 +351,32 @@ final class Writer {
         ticket, .invalidConfig(loaded.errors),
         ReloadRecord(time: time, result: .refused, errors: loaded.errors))
     }
+    let first = commandsFirst(next)
+    if !first.steps.isEmpty {
+      // Its commands run first; the change then commits in one group.
+      let id = applying.newID()
+      var applied: [String: Bool] = [:]
+      for step in first.steps { applied[step.key] = step.state.isOnAndInEffect }
+      applying.park(
+        id, .reload(ParkedReload(id: id, ticket: ticket, next: next, applied: applied)),
+        keys: first.keys)
+      pool.submit(ApplyTask(id: id, steps: first.steps, undo: [], eachOwn: true))
+      return WriterOutput(catalog: nil, changes: [], answers: [], oldestRetained: oldestRetained)
+    }
+    return finishReload(ticket, next, ran: nil)
+  }
+
+  /// Makes a valid configuration `next` the running one and answers the
+  /// reload; `ran`: the commands that ran first (effective value and
+  /// failure by key), if any.
+  private func finishReload(
+    _ ticket: Ticket?, _ next: Catalog,
+    ran: (applied: [String: Bool], failures: [String: String])?
+  ) -> WriterOutput {
+    let time = wallClockMilliseconds()
     let restartRequired = Rules.settingsNeedingRestart(from: startSettings, to: next.settings)
     do {
-      let applied = try apply(next, reconcilingEvery: false)
+      let applied = try apply(next, reconcilingEvery: false, ran: ran)
       var output = WriterOutput(
         catalog: applied.update, changes: applied.changes, answers: [],
         oldestRetained: oldestRetained)
@@ -395,7 +431,8 @@ final class Writer {
   /// changed, and, with `reconcilingEvery` (the start), always. A switch
   /// whose command is gone is no longer `invalid`.
   private func apply(
-    _ next: Catalog, reconcilingEvery: Bool
+    _ next: Catalog, reconcilingEvery: Bool,
+    ran: (applied: [String: Bool], failures: [String: String])? = nil
   ) throws -> (update: CatalogUpdate, changes: [Change], parked: [UInt64]) {
     let time = wallClockMilliseconds()
     var newRecords: [SwitchRecord] = []
@@ -432,7 +469,10 @@ final class Writer {
         // A new timeout alone is not a new command: nothing to apply again.
         let newCommand =
           reconcilingEvery || catalog.switches[key]?.apply?.arguments != command.arguments
-        if newCommand || Rules.needsApply(definition, from: current, to: target) {
+        if let effective = ran?.applied[key], effective == target.isOnAndInEffect {
+          // Its command ran before this configuration change (`commandsFirst`).
+          target = target.applied(failure: ran?.failures[key])
+        } else if newCommand || Rules.needsApply(definition, from: current, to: target) {
           toApply.append((key, command, target == current ? nil : target, target, cause))
           continue
         }
@@ -471,6 +511,26 @@ final class Writer {
       catalog: next, access: AccessRules.resolve(next.settings, log: log),
       newRecords: newRecords + defaulted)
     return (update, changes, parked)
+  }
+
+  /// The apply commands a reload to `next` must run before it commits: of
+  /// each switch with a command whose State the policies and dependencies
+  /// change, when its effective value changes or its command is new. Also
+  /// every key the change touches, to hold while they run.
+  private func commandsFirst(_ next: Catalog) -> (steps: [ApplyStep], keys: [String]) {
+    let plans = Self.plannedChanges(applying: next, records: records)
+    var steps: [ApplyStep] = []
+    for plan in plans {
+      guard let definition = next.switches[plan.key], let command = definition.apply else {
+        continue
+      }
+      let newCommand = catalog.switches[plan.key]?.apply?.arguments != command.arguments
+      guard newCommand || Rules.needsApply(definition, from: plan.previous, to: plan.state) else {
+        continue
+      }
+      steps.append(ApplyStep(key: plan.key, command: command, state: plan.state, cause: .policy))
+    }
+    return (steps, steps.isEmpty ? [] : plans.map(\.key))
   }
 
   // MARK: Checkpoints and retention

@@ -120,4 +120,57 @@ import Testing
     #expect(second["id"]?.int64Value == 2)
     expectErrorObject(second["error"] ?? .null, -32003, "Disabled")
   }
+
+  @Test func aPolicyThatTurnsAirplaneModeOnRunsTheRadiosCommandsFirstThenCommitsAsOne() throws {
+    var gate: Gate?
+    let daemon = try DaemonFixture.withAppliers(
+      """
+      [airplane-mode]
+      Label=Airplane mode
+      Default=off
+
+      [wifi]
+      Label=Wi-Fi
+      Default=on
+      Conflicts=airplane-mode
+      ExecApply=@DIR@/gated @DIR@/gate
+      """,
+      prepare: {
+        try $0.writeApplier("gated", Gate.gatedApplier)
+        gate = try Gate($0.directory + "/gate")
+      })
+    let wifiGate = try #require(gate)
+    // The start's reconcile of Wi-Fi waits on the gate: let it through.
+    try wifiGate.open()
+    let client = try daemon.client()
+    #expect(
+      try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
+    let watcher = try daemon.client()
+    _ = try watcher.result("watch")
+    let before = try #require(try client.result("status")["revision"]?.int64Value)
+
+    try daemon.writeFile(
+      "policy.d/50-test.conf", "[airplane-mode]\nReadOnly=yes\nChecked=on\nReason=Flying.\n")
+    let admin = try daemon.client()
+    try admin.send(raw: #"{"jsonrpc":"2.0","id":"reload","method":"reload","params":{}}"# + "\n")
+    // Wi-Fi's command runs first; until it ends nothing of the reload is committed.
+    #expect(pollUntil(seconds: 60) { wifiGate.runs == 2 })
+    #expect(try client.result("get", keyParam("airplane-mode"))["checked"]?.boolValue == false)
+    #expect(try client.result("status")["revision"]?.int64Value == before)
+
+    try wifiGate.open()
+    let answer = try admin.readJSON()
+    #expect(answer["id"]?.stringValue == "reload")
+    #expect(answer["result"] != nil)
+    let first = try watcher.nextEvent()
+    let second = try watcher.nextEvent()
+    #expect(first["key"]?.stringValue == "airplane-mode")
+    #expect(first["cause"]?.stringValue == "policy")
+    #expect(first["revision"]?.int64Value == before + 1)
+    #expect(second["key"]?.stringValue == "wifi")
+    #expect(second["cause"]?.stringValue == "dependency")
+    #expect(second["revision"]?.int64Value == before + 2)
+    #expect(second["state"]?["disabledBy"]?.stringValue == "dependency")
+    #expect(second["state"]?["invalid"]?.boolValue == false)
+  }
 }
