@@ -140,6 +140,18 @@ public enum Rules {
     definition?.apply != nil && before.isOnAndInEffect != after.isOnAndInEffect
   }
 
+  /// Whether a configuration change must run the switch's apply command
+  /// (rule 15): it has one, and that command is new or changed (a new
+  /// timeout alone is not) or the effective value changes.
+  public static func needsApply(
+    _ definition: SwitchDefinition?, replacing previous: SwitchDefinition?,
+    from before: SwitchState, to after: SwitchState
+  ) -> Bool {
+    guard let command = definition?.apply else { return false }
+    return previous?.apply?.arguments != command.arguments
+      || needsApply(definition, from: before, to: after)
+  }
+
   /// Disabled wins over read-only; an administrator may set what it or a
   /// policy holds, unless the policy fixes the value.
   static func valueRefusal(

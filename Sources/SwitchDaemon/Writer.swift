@@ -466,13 +466,13 @@ final class Writer {
       let cause = plans[key]?.cause ?? .reconcile
       let definition = next.switches[key]
       if let command = definition?.apply {
-        // A new timeout alone is not a new command: nothing to apply again.
-        let newCommand =
-          reconcilingEvery || catalog.switches[key]?.apply?.arguments != command.arguments
         if let effective = ran?.applied[key], effective == target.isOnAndInEffect {
           // Its command ran before this configuration change (`commandsFirst`).
           target = target.applied(failure: ran?.failures[key])
-        } else if newCommand || Rules.needsApply(definition, from: current, to: target) {
+        } else if reconcilingEvery
+          || Rules.needsApply(
+            definition, replacing: catalog.switches[key], from: current, to: target)
+        {
           toApply.append((key, command, target == current ? nil : target, target, cause))
           continue
         }
@@ -521,13 +521,10 @@ final class Writer {
     let plans = Self.plannedChanges(applying: next, records: records)
     var steps: [ApplyStep] = []
     for plan in plans {
-      guard let definition = next.switches[plan.key], let command = definition.apply else {
-        continue
-      }
-      let newCommand = catalog.switches[plan.key]?.apply?.arguments != command.arguments
-      guard newCommand || Rules.needsApply(definition, from: plan.previous, to: plan.state) else {
-        continue
-      }
+      guard let definition = next.switches[plan.key], let command = definition.apply,
+        Rules.needsApply(
+          definition, replacing: catalog.switches[plan.key], from: plan.previous, to: plan.state)
+      else { continue }
       steps.append(ApplyStep(key: plan.key, command: command, state: plan.state, cause: .policy))
     }
     return (steps, steps.isEmpty ? [] : plans.map(\.key))

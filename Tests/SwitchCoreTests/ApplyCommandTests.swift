@@ -94,6 +94,22 @@ import Testing
     #expect(!Rules.needsApply(with, from: SwitchState(checked: false), to: disabledOn))
     #expect(!Rules.needsApply(without, from: SwitchState(checked: false), to: on))
   }
+
+  @Test func aConfigurationChangeNeedsTheCommandWhenItIsNewOrTheValueChanges() {
+    let with = SwitchDefinition(
+      key: "wifi", label: "Wi-Fi", defaultChecked: false, apply: ApplyCommand(arguments: ["/a"]))
+    var slower = with
+    slower.apply?.timeoutMilliseconds = 30_000
+    var other = with
+    other.apply = ApplyCommand(arguments: ["/b"])
+    let without = SwitchDefinition(key: "wifi", label: "Wi-Fi", defaultChecked: false)
+    let on = SwitchState(checked: true)
+    #expect(Rules.needsApply(with, replacing: without, from: on, to: on))
+    #expect(Rules.needsApply(with, replacing: other, from: on, to: on))
+    #expect(!Rules.needsApply(with, replacing: slower, from: on, to: on))
+    #expect(Rules.needsApply(with, replacing: with, from: SwitchState(checked: false), to: on))
+    #expect(!Rules.needsApply(without, replacing: with, from: SwitchState(checked: false), to: on))
+  }
 }
 
 @Suite struct ApplyOperationRulesTests {
