@@ -1,4 +1,5 @@
 import Glibc
+import SwitchSystem
 import Synchronization
 
 /// Every process the benchmark started, by PID, so each one is ended on

@@ -1,4 +1,5 @@
 import Glibc
+import SwitchSystem
 import Synchronization
 
 /// Isolation: `get` latency on a switchd whose log holds `bigLogRows`

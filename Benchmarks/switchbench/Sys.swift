@@ -307,25 +307,6 @@ func runThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
   for thread in threads { pthread_join(thread, nil) }
 }
 
-/// Starts a joinable thread running `body`.
-func startJoinableThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
-  final class Box: Sendable {  // one pointer for pthread_create; holds a Sendable closure
-    let body: @Sendable () -> Void
-    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-  }
-  let context = Unmanaged.passRetained(Box(body)).toOpaque()
-  var thread = pthread_t()
-  let rc = pthread_create(
-    &thread, nil,
-    { raw in
-      let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-      box.body()
-      return nil
-    }, context)
-  precondition(rc == 0, "pthread_create failed: \(rc)")
-  return thread
-}
-
 /// Per-thread results, each thread storing its own once at its end.
 final class ResultSlots<T: Sendable>: Sendable {
   private let items: Mutex<[T?]>

@@ -2,6 +2,7 @@ import Glibc
 import SwitchCore
 import SwitchProtocol
 import SwitchStore
+import SwitchSystem
 
 /// What the event loop asks of the log reader thread. Every bound is
 /// decided by the loop before it asks: the reader never sees the loop's

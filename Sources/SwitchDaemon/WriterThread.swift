@@ -1,6 +1,7 @@
 import Glibc
 import SwitchCore
 import SwitchStore
+import SwitchSystem
 
 extension Writer {
   /// What the writer's thread hands back once the database is open.
@@ -26,7 +27,7 @@ extension Writer {
     jobs: BlockingQueue<WriterJob>, outputs: BlockingQueue<WriterOutput>, wakeFD: Int32
   ) throws -> Started {
     let started = BlockingQueue<Result<Started, any Error>>()
-    SwitchDaemon.startThread {
+    SwitchSystem.startThread {
       let writer: Writer
       do {
         let (opened, access) = try Writer.start(

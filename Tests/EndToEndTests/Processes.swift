@@ -1,4 +1,5 @@
 import Glibc
+import SwitchSystem
 import Synchronization
 
 struct ProcessResult {
@@ -195,22 +196,4 @@ final class TestThread<Result: Sendable>: @unchecked Sendable {
     }
     return result!
   }
-}
-
-/// Starts a joinable POSIX thread running `body`.
-private func startJoinableThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
-  final class Box: @unchecked Sendable {  // handed to exactly one thread, then released
-    let body: @Sendable () -> Void
-    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-  }
-  let context = Unmanaged.passRetained(Box(body)).toOpaque()
-  var thread = pthread_t()
-  let rc = pthread_create(
-    &thread, nil,
-    { raw in
-      Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-      return nil
-    }, context)
-  precondition(rc == 0, "pthread_create failed: \(rc)")
-  return thread
 }

@@ -1,8 +1,13 @@
 import Glibc
 
 /// Starts a detached POSIX thread running `body`. (Foundation's `Thread`
-/// would pull Foundation into the daemon for one call.)
-func startThread(_ body: @escaping @Sendable () -> Void) {
+/// would pull Foundation in for one call.)
+public func startThread(_ body: @escaping @Sendable () -> Void) {
+  pthread_detach(startJoinableThread(body))
+}
+
+/// Starts a joinable POSIX thread running `body`; the caller joins or detaches it.
+public func startJoinableThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
   // A class, because pthread_create passes one pointer; Sendable, because
   // it holds nothing but a Sendable closure.
   final class Box: Sendable {
@@ -14,10 +19,9 @@ func startThread(_ body: @escaping @Sendable () -> Void) {
   let rc = pthread_create(
     &thread, nil,
     { raw in
-      let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-      box.body()
+      Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
       return nil
     }, context)
   precondition(rc == 0, "pthread_create failed: \(rc)")
-  pthread_detach(thread)
+  return thread
 }
