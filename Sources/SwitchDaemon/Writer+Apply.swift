@@ -174,6 +174,9 @@ struct ApplyBook {
   }
 
   var isHoldingBack: Bool { !heldBack.isEmpty }
+
+  /// No command under way and no write waiting for one: every write may be decided.
+  var isIdle: Bool { busy.isEmpty && waiting.isEmpty }
 }
 
 extension Writer {

@@ -225,12 +225,14 @@ final class Writer {
           settled.append(item)
           return
         }
-        let touching = catalog.dependencies.reach(of: write.key)
-        // A write back from its command holds its keys; one from the queue was let go.
-        let mayGo = resumed || write.applied != nil
-        guard mayGo || applying.mayDecide(write, touching: touching) else {
-          applying.wait(write, touching: touching)
-          return
+        // A write back from its command holds its keys; one from the queue
+        // was let go; with no command under way nothing can hold it.
+        if !resumed && write.applied == nil && !applying.isIdle {
+          let touching = catalog.dependencies.reach(of: write.key)
+          guard applying.mayDecide(write, touching: touching) else {
+            applying.wait(write, touching: touching)
+            return
+          }
         }
         finished = write.applied?.id
         let key = write.key
