@@ -61,9 +61,12 @@ final class DaemonFixture {
     socketPath = directory + "/switchd.sock"
     databasePath = directory + "/state/switches.db"
     logPath = directory + "/switchd.log"
-    mkdir(configDirectory, 0o755)
-    mkdir(configDirectory + "/switches.d", 0o755)
-    mkdir(configDirectory + "/policy.d", 0o755)
+    // Modes are set with chmod, not left to mkdir and the umask: an in-process
+    // server of another test narrows the process's umask while it binds.
+    for path in [configDirectory, configDirectory + "/switches.d", configDirectory + "/policy.d"] {
+      mkdir(path, 0o755)
+      chmod(path, 0o755)
+    }
     chmod(directory, 0o755)
     try writeFile("switchd.conf", daemonConf)
     try writeFile("switches.d/10-test.conf", switches)
@@ -79,6 +82,7 @@ final class DaemonFixture {
   /// Writes a file relative to the config directory.
   func writeFile(_ relative: String, _ text: String) throws {
     try writeWholeFile(configDirectory + "/" + relative, text)
+    chmod(configDirectory + "/" + relative, 0o644)  // not the umask's (see init)
   }
 
   func removeFile(_ relative: String) {
