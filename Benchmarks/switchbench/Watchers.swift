@@ -54,7 +54,10 @@ extension Bench {
       "fan-out: \(options.rounds) rounds to \(watchers) watchers, switchd"
         + (floor == nil ? "" : ", echo broadcast") + (peer == nil ? "" : ", Redis pub/sub")
         + " in turn")
+    let roundsStarted = nowSeconds()
     try runRounds(runners, rounds: options.rounds, warmup: 10)
+    // Between two of switchd's commits, every runner takes its turn once.
+    let cycleSeconds = (nowSeconds() - roundsStarted) / Double(options.rounds + 10)
     let peakRSS = daemon.peakRSSKiB
     let peerRSS = redis.flatMap { procStatusKiB($0.pid, "VmHWM") }
     let name = "fan-out to \(count(watchers)) watchers"
@@ -100,6 +103,16 @@ extension Bench {
       blockRow = peerRow(blockRow, nil, name: "Redis pub/sub")
     }
     add(blockRow)
+    let flushes = try flushAfterIdle(
+      directory: directory, gapSeconds: cycleSeconds, flushes: min(200, options.rounds))
+    let idle = fixed(cycleSeconds * 1000, 1)
+    for (label, p) in [("p50", 50.0), ("p99", 99.0)] {
+      add(
+        Row(
+          section: "fan-out",
+          measure: "floor under switchd's figure: fdatasync after \(idle) ms idle \(label)",
+          unit: .microseconds, value: flushes.percentileMicroseconds(p)))
+    }
     add(
       peerRow(
         Row(
