@@ -52,6 +52,17 @@ extension Bench {
       Row(
         section: "history", measure: "get p50 \(paging)", unit: .microseconds,
         value: busy.p50, reference: idle.p50, referenceName: "get p50, other client idle"))
+    // The machine's floor under the p99: a sleeping thread on the other
+    // CPU woken after 2 ms of quiet (a CPU of a paging machine is idle for
+    // 0.5-5 ms at a time).
+    let wakes = try crossCPUWake(gapSeconds: 0.002, wakes: 500)
+    for (label, p) in [("p50", 50.0), ("p99", 99.0)] {
+      add(
+        Row(
+          section: "history",
+          measure: "floor: a thread on the other CPU runs after 2 ms of quiet, \(label)",
+          unit: .microseconds, value: wakes.percentileMicroseconds(p)))
+    }
     add(
       Row(
         section: "history", measure: "history entries paged per second meanwhile",

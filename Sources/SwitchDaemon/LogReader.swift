@@ -78,7 +78,8 @@ enum LogReader {
           ResponseEncoding.beginResult(&w, id: ticket.id)
           let page = Result { () throws(StoreError) in
             let entries = try view.history(
-              store, key: key, before: before, limit: limit, newest: newest)
+              store, key: key, before: before, limit: limit, newest: newest,
+              pause: { sched_yield() })
             encodeHistory(&w, entries, for: viewer)
           }
           ResponseEncoding.endResult(&w)

@@ -43,25 +43,40 @@ struct ReaderView: Sendable {
   /// switch's chain, merged with the viewer's own chain of that key (every
   /// user's rows, for `everyone`). No key: the log, without what the
   /// viewer is not shown.
+  ///
+  /// The whole log is read `rowsPerRead` rows at a time with `pause()`
+  /// between: a page of 1,000 rows is about half a millisecond of SQLite,
+  /// and the reader gives its core back now and then (`LogReader`). A key's
+  /// history is read at once: its chain walk starts from the key's newest
+  /// change each time.
   func history(
-    _ store: SwitchStore, key: String?, before: Int64, limit: Int, newest: Int64?
+    _ store: SwitchStore, key: String?, before: Int64, limit: Int, newest: Int64?,
+    pause: () -> Void = {}
   ) throws(StoreError) -> [Change] {
-    if key == nil && viewpoint == .everyone {
-      return try store.history(key: nil, before: before, limit: limit)
-    }
     // A change that alters nothing this viewer sees is dropped, so a page
     // is read on below it until it holds `limit` entries or the log ends.
     var entries: [Change] = []
     var cursor = before
     while entries.count < limit {
-      let wanted = limit - entries.count
-      let rows = try rows(store, key: key, before: cursor, limit: wanted, newest: newest)
-      entries += try shown(rows, store)
+      let left = limit - entries.count
+      let wanted = key == nil ? min(Self.rowsPerRead, left) : left
+      let rows: [Change]
+      if key == nil && viewpoint == .everyone {
+        rows = try store.history(key: nil, before: cursor, limit: wanted)
+        entries += rows
+      } else {
+        rows = try self.rows(store, key: key, before: cursor, limit: wanted, newest: newest)
+        entries += try shown(rows, store)
+      }
       guard let last = rows.last, rows.count == wanted else { break }
       cursor = last.revision
+      pause()
     }
     return entries
   }
+
+  /// Log rows read between two pauses of a history page of the whole log.
+  static let rowsPerRead = 64
 
   /// The log rows a history page is made of, newest first, before views.
   private func rows(

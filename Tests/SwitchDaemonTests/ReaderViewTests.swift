@@ -1,0 +1,58 @@
+import Glibc
+import SwitchCore
+import SwitchStore
+import Testing
+
+@testable import SwitchDaemon
+
+/// A history page of the whole log is read in runs of `rowsPerRead` rows
+/// with a pause between (so the log reader can give its core back); the
+/// page must be the same as one read at once, for every viewer.
+@Suite struct ReaderViewTests {
+  /// 300 changes on three keys; every third is user 1000's or user 1001's
+  /// own value, so a user's page skips the other user's rows.
+  private static func changes() -> [Change] {
+    (1...300).map { (revision: Int64) in
+      let user: UInt32? = revision % 3 == 0 ? (revision % 2 == 0 ? 1000 : 1001) : nil
+      return Change(
+        revision: revision, time: 1_790_000_000_000 + revision,
+        key: ["wifi", "bluetooth", "email.marketing"][Int(revision % 3)], cause: .set,
+        actor: .peer(uid: 1000, gid: 1000, pid: 4321),
+        state: SwitchState(checked: revision % 2 == 0),
+        previous: SwitchState(checked: revision % 2 != 0), user: user)
+    }
+  }
+
+  @Test(arguments: [Viewpoint.everyone, .user(1000)])
+  func aPageReadInRunsIsThePageReadAtOnce(viewpoint: Viewpoint) throws {
+    try withStore { store in
+      let view = ReaderView(viewpoint: viewpoint)
+      for (before, limit) in [(Int64(301), 200), (301, 1000), (150, 64), (100, 65), (40, 500)] {
+        var pauses = 0
+        let page = try view.history(
+          store, key: nil, before: before, limit: limit, newest: nil, pause: { pauses += 1 })
+        let atOnce = try store.history(before: before, limit: 10_000) {
+          Visibility.shows($0, to: viewpoint)
+        }
+        let expected = Array(try view.shown(atOnce, store).prefix(limit))
+        #expect(
+          page.map(\.revision) == expected.map(\.revision), "before \(before), limit \(limit)")
+        #expect(page == expected)
+        // Every run but the last is followed by a pause.
+        let runs = (page.count + ReaderView.rowsPerRead - 1) / ReaderView.rowsPerRead
+        #expect(pauses >= max(0, runs - 1))
+      }
+    }
+  }
+
+  private func withStore(_ body: (SwitchStore) throws -> Void) throws {
+    var template = Array("/tmp/switchd-readerview-XXXXXX".utf8CString)
+    guard let made = mkdtemp(&template) else { throw HarnessError("mkdtemp failed") }
+    let directory = String(cString: made)
+    defer { _ = Glibc.system("rm -rf '\(directory)'") }
+    let store = try SwitchStore(path: "\(directory)/s.db")
+    defer { store.close() }
+    try store.commit(Self.changes())
+    try body(store)
+  }
+}
