@@ -28,6 +28,17 @@ final class Bench {
 
   func add(_ row: Row) { rows.append(row) }
 
+  /// A floor's p50 and p99, as rows without a target: `measure` is the
+  /// row's name before the percentile.
+  func addFloor(_ result: LoadResult, section: String, measure: String) {
+    for (label, p) in [("p50", 50.0), ("p99", 99.0)] {
+      add(
+        Row(
+          section: section, measure: "\(measure) \(label)", unit: .microseconds,
+          value: result.percentileMicroseconds(p)))
+    }
+  }
+
   /// Starts a switchd on `config` with a database and socket named `name`.
   func startDaemon(_ name: String, config: String, environment: [String]? = nil) throws
     -> DaemonProcess

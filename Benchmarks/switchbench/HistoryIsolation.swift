@@ -56,13 +56,9 @@ extension Bench {
     // CPU woken after 2 ms of quiet (a CPU of a paging machine is idle for
     // 0.5-5 ms at a time).
     let wakes = try crossCPUWake(gapSeconds: 0.002, wakes: 500)
-    for (label, p) in [("p50", 50.0), ("p99", 99.0)] {
-      add(
-        Row(
-          section: "history",
-          measure: "floor: a thread on the other CPU runs after 2 ms of quiet, \(label)",
-          unit: .microseconds, value: wakes.percentileMicroseconds(p)))
-    }
+    addFloor(
+      wakes, section: "history",
+      measure: "floor: a thread on the other CPU runs after 2 ms of quiet,")
     add(
       Row(
         section: "history", measure: "history entries paged per second meanwhile",

@@ -106,13 +106,9 @@ extension Bench {
     let flushes = try flushAfterIdle(
       directory: directory, gapSeconds: cycleSeconds, flushes: min(200, options.rounds))
     let idle = fixed(cycleSeconds * 1000, 1)
-    for (label, p) in [("p50", 50.0), ("p99", 99.0)] {
-      add(
-        Row(
-          section: "fan-out",
-          measure: "floor under switchd's figure: fdatasync after \(idle) ms idle \(label)",
-          unit: .microseconds, value: flushes.percentileMicroseconds(p)))
-    }
+    addFloor(
+      flushes, section: "fan-out",
+      measure: "floor under switchd's figure: fdatasync after \(idle) ms idle")
     add(
       peerRow(
         Row(
