@@ -24,8 +24,14 @@ public enum Operation: Equatable, Sendable {
   }
 
   /// set, toggle and reset: they change a value, which is a user's own
-  /// on a user-scope switch; the others act on the switch for everyone.
-  public var changesValue: Bool { privilege == .writer }
+  /// on a user-scope switch; the others act on the switch for everyone
+  /// (`apply` needs the same privilege as a write but changes no value).
+  public var changesValue: Bool {
+    switch self {
+    case .set, .toggle, .reset: return true
+    case .lock, .unlock, .disable, .enable, .apply: return false
+    }
+  }
 
   /// The verb for a person: "You may not lock wifi".
   public var verb: String {

@@ -15,6 +15,14 @@ extension Rules {
     guard let definition, let record else { return .failure(.unknownSwitch(key: key)) }
     let user = caller.subject
     if !caller.mayActAs(user) { return .failure(actingAsRefusal(key: key, user: user)) }
+    if !operation.changesValue {
+      // Not a value: `decide` takes these, for every user at once, with
+      // its own order of checks (`apply` changes nothing a hold guards).
+      return decide(
+        operation, key: key, definition: definition, record: record, policy: policy,
+        caller: caller
+      ).map { _ in UserDecision(definition, record, policy, user: user, own: own, next: nil) }
+    }
     let state = record.state
     if state.disabled { return .failure(disabled(key: key, state: state, policy: policy)) }
     if state.readOnly && (!caller.isAdmin || state.valueFixed) {
@@ -34,14 +42,9 @@ extension Rules {
         return .failure(refusal)
       }
       next = !current
-    case .reset:
+    default:
+      // reset: the operations that change no value were taken by `decide` above.
       next = definition.defaultChecked
-    case .lock, .unlock, .disable, .enable, .apply:
-      // Not a value: `decide` takes these, for every user at once.
-      return decide(
-        operation, key: key, definition: definition, record: record, policy: policy,
-        caller: caller
-      ).map { _ in UserDecision(definition, record, policy, user: user, own: own, next: nil) }
     }
     return .success(
       UserDecision(

@@ -135,6 +135,28 @@ import Testing
     }
   }
 
+  /// `apply` changes no value: on a user-scope switch (which has no
+  /// command) it is InvalidParams, also when the switch is disabled or held
+  /// (PROTOCOL.md, `apply`), not Disabled or ReadOnly.
+  @Test func applyIsNoApplyCommandWhateverTheSwitchsState() {
+    #expect(Operation.apply.changesValue == false)
+    #expect(Operation.reset.changesValue && !Operation.lock(reason: nil, checked: nil).changesValue)
+    var disabled = Self.free.state
+    disabled.disabled = true
+    disabled.disabledBy = .admin
+    var held = Self.free.state
+    held.readOnly = true
+    held.heldBy = .admin
+    held.valueFixed = true
+    for state in [Self.free.state, disabled, held] {
+      let record = SwitchRecord(key: Self.definition.key, state: state)
+      guard case .failure(.noApplyCommand) = Self.decide(.apply, Self.bob, record: record) else {
+        Issue.record("expected the no-command refusal for \(state)")
+        continue
+      }
+    }
+  }
+
   @Test func ifRevisionIsTheRevisionTheUserSees() throws {
     let record = SwitchRecord(
       key: Self.definition.key, state: SwitchState(checked: true), revision: 5)
