@@ -115,6 +115,15 @@ struct SwitchEncodings {
 }
 
 extension Server {
+  /// The schema members of `definition`'s Switch: the cached ones while
+  /// its key is declared, else made now.
+  func template(of definition: SwitchDefinition) -> SwitchTemplate {
+    guard let position = encodings.positions[definition.key],
+      let template = encodings.template(at: position, definition: { definition })
+    else { return SwitchTemplate(definition) }
+    return template
+  }
+
   /// The Switch object of a declared `key`; nil for a key the schema does not declare.
   func encodedSwitch(_ key: String) -> [UInt8]? {
     guard let position = encodings.positions[key] else { return nil }

@@ -75,7 +75,7 @@ extension Server {
   ) {
     let policy = isPolicyHeld(seen.state) ? catalog.policies[definition.key] : nil
     WireEncoding.writeSwitch(
-      &w, template: SwitchTemplate(definition), record: seen,
+      &w, template: template(of: definition), record: seen,
       policySource: Rules.policySource(state: seen.state, rule: policy), user: uid,
       writable: Rules.writable(
         state: seen.state, policy: policy, caller: caller.acting(as: uid), scope: .user))

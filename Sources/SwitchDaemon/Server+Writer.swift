@@ -109,19 +109,11 @@ extension Server {
       writeSwitch(&w, key: key, for: caller, viewpoint: .user(caller.subject))
       return
     }
-    // The switch changed again after this write (in the same group): its
-    // schema members are still the cached ones.
+    // The switch changed again after this write (in the same group).
     var object = JSONWriter(capacity: 512)
-    if let position = encodings.positions[key],
-      let template = encodings.template(at: position, definition: { outcome.definition })
-    {
-      WireEncoding.writeSwitch(
-        &object, template: template, record: outcome.record, policySource: outcome.policySource)
-    } else {
-      WireEncoding.writeSwitch(
-        &object, definition: outcome.definition, record: outcome.record,
-        policySource: outcome.policySource)
-    }
+    WireEncoding.writeSwitch(
+      &object, template: template(of: outcome.definition), record: outcome.record,
+      policySource: outcome.policySource)
     let writable = Rules.writable(
       state: outcome.record.state, policy: catalog.policies[key], caller: caller)
     WireEncoding.writeSwitch(&w, encoded: object.bytes, writable: writable)

@@ -176,8 +176,14 @@ final class Writer {
     guard case .write(let ticket, let key, let operation, _) = job,
       !applying.heldBack.contains(where: { $0.connection == ticket.connection })
     else { return false }
-    if operation.changesValue && catalog.switches[key]?.scope == .user { return true }
+    if writesUserValue(key, operation) { return true }
     return catalog.dependencies.reach(of: key).allSatisfy { catalog.switches[$0]?.apply == nil }
+  }
+
+  /// Whether `operation` writes the caller's own value of `key` (a
+  /// user-scope switch): it never runs a command nor touches dependents.
+  private func writesUserValue(_ key: String, _ operation: Operation) -> Bool {
+    operation.changesValue && catalog.switches[key]?.scope == .user
   }
 
   static func writers(of jobs: [WriterJob]) -> Set<UInt64> {
@@ -214,7 +220,7 @@ final class Writer {
       var finished: UInt64?
       switch item {
       case .write(let write):
-        if write.operation.changesValue && catalog.switches[write.key]?.scope == .user {
+        if writesUserValue(write.key, write.operation) {
           // A user's own value: no apply command and no dependents (both
           // are for system switches), so it never waits.
           if let change = writeUserValue(

@@ -38,7 +38,6 @@ public enum WireField {
   public static let previous = "previous"
   public static let readOnly = "readOnly"
   public static let readOnlyReason = "readOnlyReason"
-  public static let reconciling = "reconciling"
   public static let reason = "reason"
   public static let restartRequired = "restartRequired"
   public static let result = "result"
@@ -50,7 +49,6 @@ public enum WireField {
   public static let switches = "switches"
   public static let time = "time"
   public static let uid = "uid"
-  public static let scope = "scope"
   public static let user = "user"
   /// The `user` param's value for every user (`watch`, `history`).
   public static let everyUser = "*"

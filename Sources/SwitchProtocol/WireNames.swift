@@ -55,13 +55,3 @@ extension StateField {
     }
   }
 }
-
-extension Scope {
-  /// `scope` of a Switch object.
-  public var wireName: String {
-    switch self {
-    case .system: return "system"
-    case .user: return "user"
-    }
-  }
-}
