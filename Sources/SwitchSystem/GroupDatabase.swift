@@ -10,21 +10,11 @@ public enum GroupDatabase {
   }
 
   static func gid(named name: String, initialCapacity: Int) -> UInt32? {
-    var capacity = max(1, initialCapacity)
-    while true {
+    lookUpGrowingBuffer(initialCapacity: initialCapacity) { buffer in
       var entry = group()
       var result: UnsafeMutablePointer<group>?
-      var buffer = [CChar](repeating: 0, count: capacity)
       let rc = getgrnam_r(name, &entry, &buffer, buffer.count, &result)
-      if rc == ERANGE && capacity < maxBufferBytes {
-        capacity *= 2
-        continue
-      }
-      guard rc == 0, result != nil else { return nil }
-      return entry.gr_gid
+      return (rc, result == nil ? nil : entry.gr_gid)
     }
   }
-
-  /// Where growing stops: a group entry past this is broken, not large.
-  static let maxBufferBytes = 64 << 20
 }
