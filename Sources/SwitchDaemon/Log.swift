@@ -87,13 +87,6 @@ public final class Log: Sendable {
   }
 }
 
-/// Seconds on the monotonic clock.
-func monotonicSeconds() -> Double {
-  var ts = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &ts)
-  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
 /// Milliseconds since the Unix epoch, for change times.
 func wallClockMilliseconds() -> Int64 {
   var ts = timespec()

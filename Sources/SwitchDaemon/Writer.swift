@@ -1,6 +1,7 @@
 import SwitchCore
 import SwitchProtocol
 import SwitchStore
+import SwitchSystem
 
 /// The one writer: owns the read-write SQLite connection and the
 /// authoritative copy of every switch, decides each write with SwitchCore's

@@ -86,11 +86,11 @@ public enum ApplyProcess {
   ) -> Bool {
     let exitFD = shim_pidfd_open(pid)
     defer { if exitFD >= 0 { _ = close(exitFD) } }
-    let deadline = monotonicMilliseconds() + Int64(timeoutMilliseconds)
+    let deadline = monotonicSeconds() + Double(timeoutMilliseconds) / 1000
     var outputOpen = true
     while true {
       if shim_child_exited(pid) == 1 { return true }
-      let remaining = deadline - monotonicMilliseconds()
+      let remaining = Int64(((deadline - monotonicSeconds()) * 1000).rounded(.up))
       if remaining <= 0 { return false }
       var polled: [pollfd] = []
       if outputOpen { polled.append(pollfd(fd: errorOutput, events: Int16(POLLIN), revents: 0)) }
@@ -104,12 +104,6 @@ public enum ApplyProcess {
         outputOpen = collector.read(errorOutput)
       }
     }
-  }
-
-  private static func monotonicMilliseconds() -> Int64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
   }
 
   /// Calls `body` with a NULL-terminated array of C strings that live for the call.

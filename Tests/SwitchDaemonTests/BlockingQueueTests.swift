@@ -1,3 +1,4 @@
+import SwitchSystem
 import Testing
 
 @testable import SwitchDaemon

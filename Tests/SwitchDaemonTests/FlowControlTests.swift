@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchSystem
 import Testing
 
 @testable import SwitchDaemon

@@ -1,4 +1,5 @@
 import Glibc
+import SwitchSystem
 import Testing
 
 @testable import SwitchDaemon

@@ -1,5 +1,6 @@
 import Glibc
 import SwitchCore
+import SwitchSystem
 import Testing
 
 @testable import SwitchDaemon
