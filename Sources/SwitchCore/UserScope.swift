@@ -59,15 +59,6 @@ public enum Viewpoint: Equatable, Hashable, Sendable {
 /// Who sees what of user-scope switches: the one place every read,
 /// snapshot, event, replay and history page takes it from.
 public enum Visibility {
-  /// What a user reads of a user-scope switch in `state`: the fixed value
-  /// while a hold fixes one, else their own value, else the default.
-  public static func state(_ state: SwitchState, own: Bool?, defaultChecked: Bool) -> SwitchState {
-    guard !state.valueFixed else { return state }
-    var seen = state
-    seen.checked = own ?? defaultChecked
-    return seen
-  }
-
   /// A user-scope switch as `viewpoint` reads it now: its switch-level
   /// `record` with the user's own value, and the revision and time of the
   /// last change that user sees. `everyone` reads what a user who never
@@ -75,25 +66,18 @@ public enum Visibility {
   public static func record(
     _ record: SwitchRecord, own: UserValue?, definition: SwitchDefinition
   ) -> SwitchRecord {
-    self.record(record, own: own, defaultChecked: definition.defaultChecked)
+    let seen = value(record, own: own, defaultChecked: definition.defaultChecked)
+    var result = record
+    result.state.checked = seen.checked
+    result.revision = seen.revision
+    result.changedAt = seen.changedAt
+    return result
   }
 
-  /// `record(_:own:definition:)` given only the definition's default.
-  public static func record(
-    _ record: SwitchRecord, own: UserValue?, defaultChecked: Bool
-  ) -> SwitchRecord {
-    var seen = record
-    seen.state = state(record.state, own: own?.checked, defaultChecked: defaultChecked)
-    if let own, own.revision > record.revision {
-      seen.revision = own.revision
-      seen.changedAt = own.changedAt
-    }
-    return seen
-  }
-
-  /// What a user reads of a user-scope switch's value, and the revision
-  /// and time of the last change they see: `record(_:own:defaultChecked:)`
-  /// without copying the switch.
+  /// What a user reads of a user-scope switch's value (the fixed value
+  /// while a hold fixes one, else their own, else the default), and the
+  /// revision and time of the last change they see: `record` without
+  /// copying the switch.
   public static func value(
     _ record: SwitchRecord, own: UserValue?, defaultChecked: Bool
   ) -> (checked: Bool, revision: Int64, changedAt: Int64?) {
