@@ -51,6 +51,30 @@ extension Rules {
         definition, record, policy, user: user, own: own, next: next == current ? nil : next))
   }
 
+  /// Whose world a read sees: the user it names (`viewpoint`), else the
+  /// caller's own. Naming another user, or every user, is an
+  /// administrator's right.
+  public static func viewpoint(
+    _ named: Viewpoint?, caller: Caller, key: String?
+  ) -> Result<Viewpoint, Refusal> {
+    switch named {
+    case nil:
+      return .success(.user(caller.subject))
+    case .user(let uid):
+      return caller.mayActAs(uid)
+        ? .success(.user(uid)) : .failure(actingAsRefusal(key: key, user: uid))
+    case .everyone:
+      guard caller.isAdmin else {
+        return .failure(
+          .permissionDenied(
+            key: key,
+            action: key == nil ? "follow every user's values" : "follow every user's values of",
+            requirement: "only an administrator may"))
+      }
+      return .success(.everyone)
+    }
+  }
+
   /// `PermissionDenied` for naming another user without being an administrator.
   public static func actingAsRefusal(key: String?, user: UInt32) -> Refusal {
     .permissionDenied(

@@ -6,29 +6,14 @@ import SwitchProtocol
 // what is SwitchCore's (`Visibility`); this file only carries it.
 
 extension Server {
-  /// The viewpoint of a read: the `user` it names, else the caller's own.
-  /// Naming another user, or every user (`"*"`), is an administrator's right.
-  /// (Typed throws: the common case, no `user`, costs no error value.)
+  /// The viewpoint of a read (`Rules.viewpoint`). (Typed throws: the
+  /// common case, no `user`, costs no error value.)
   func viewpoint(_ named: Viewpoint?, for caller: Caller, key: String?) throws(RPCError)
     -> Viewpoint
   {
-    switch named {
-    case nil:
-      return .user(caller.subject)
-    case .user(let uid):
-      guard caller.mayActAs(uid) else {
-        throw RPCError(Rules.actingAsRefusal(key: key, user: uid))
-      }
-      return .user(uid)
-    case .everyone:
-      guard caller.isAdmin else {
-        throw RPCError(
-          Refusal.permissionDenied(
-            key: key,
-            action: key == nil ? "follow every user's values" : "follow every user's values of",
-            requirement: "only an administrator may"))
-      }
-      return .everyone
+    switch Rules.viewpoint(named, caller: caller, key: key) {
+    case .success(let viewpoint): return viewpoint
+    case .failure(let refusal): throw RPCError(refusal)
     }
   }
 

@@ -157,6 +157,20 @@ import Testing
     }
   }
 
+  @Test func namingAnotherUserOrEveryUserIsAnAdministratorsRight() throws {
+    #expect(try Rules.viewpoint(nil, caller: Self.alice, key: nil).get() == .user(1000))
+    #expect(try Rules.viewpoint(.user(1000), caller: Self.alice, key: nil).get() == .user(1000))
+    #expect(try Rules.viewpoint(.user(1000), caller: Self.admin, key: nil).get() == .user(1000))
+    #expect(try Rules.viewpoint(.everyone, caller: Self.admin, key: nil).get() == .everyone)
+    for named in [Viewpoint.user(1001), .everyone] {
+      guard case .failure(.permissionDenied) = Rules.viewpoint(named, caller: Self.alice, key: nil)
+      else {
+        Issue.record("expected PermissionDenied for \(named)")
+        continue
+      }
+    }
+  }
+
   @Test func ifRevisionIsTheRevisionTheUserSees() throws {
     let record = SwitchRecord(
       key: Self.definition.key, state: SwitchState(checked: true), revision: 5)
