@@ -252,7 +252,7 @@ final class Writer {
         case .success(let decided):
           let planned =
             decided.next.map {
-              Self.plannedChanges(
+              Rules.plannedChanges(
                 of: key, to: $0, cause: write.operation.cause, catalog: catalog, records: records)
             } ?? []
           switch applyStage(write, decided, planned) {
@@ -468,7 +468,7 @@ final class Writer {
       [(key: String, command: ApplyCommand, target: SwitchState?, state: SwitchState, cause: Cause)] =
         []
     var plans: [String: PlannedChange] = [:]
-    for plan in Self.plannedChanges(applying: next, records: working) { plans[plan.key] = plan }
+    for plan in Rules.plannedChanges(applying: next, records: working) { plans[plan.key] = plan }
     for key in next.dependencies.order {
       guard let current = working[key]?.state else { continue }
       var target = plans[key]?.state ?? current
@@ -527,7 +527,7 @@ final class Writer {
   /// change, when its effective value changes or its command is new. Also
   /// every key the change touches, to hold while they run.
   private func commandsFirst(_ next: Catalog) -> (steps: [ApplyStep], keys: [String]) {
-    let plans = Self.plannedChanges(applying: next, records: records)
+    let plans = Rules.plannedChanges(applying: next, records: records)
     var steps: [ApplyStep] = []
     for plan in plans {
       guard let definition = next.switches[plan.key], let command = definition.apply,

@@ -1,15 +1,20 @@
-import SwitchCore
-
 /// A change decided but not yet numbered: one switch's new State and what
 /// made it. The writer gives it a revision, a time and an actor.
-struct PlannedChange: Equatable {
-  var key: String
-  var cause: Cause
-  var state: SwitchState
-  var previous: SwitchState
+public struct PlannedChange: Equatable, Sendable {
+  public var key: String
+  public var cause: Cause
+  public var state: SwitchState
+  public var previous: SwitchState
+
+  public init(key: String, cause: Cause, state: SwitchState, previous: SwitchState) {
+    self.key = key
+    self.cause = cause
+    self.state = state
+    self.previous = previous
+  }
 }
 
-extension Writer {
+extension Rules {
   /// Every change one decided write makes, in the order to commit them: the
   /// switch itself (as its dependencies leave it: `enable` of a switch whose
   /// dependency still holds shows the dependency), then each switch whose
@@ -18,7 +23,7 @@ extension Writer {
   ///
   /// The one place a write becomes a set of changes, so whatever must happen
   /// before they commit (apply commands, rule 14) sees the whole set.
-  static func plannedChanges(
+  public static func plannedChanges(
     of key: String, to next: SwitchState, cause: Cause, catalog: Catalog,
     records: [String: SwitchRecord]
   ) -> [PlannedChange] {
@@ -42,7 +47,7 @@ extension Writer {
   /// dependencies now say (`cause: dependency`) in one change per switch,
   /// each switch after the switches it lists, so one pass settles all.
   /// `records` holds a row for every switch `next` declares.
-  static func plannedChanges(
+  public static func plannedChanges(
     applying next: Catalog, records: [String: SwitchRecord]
   ) -> [PlannedChange] {
     let dependencies = next.dependencies

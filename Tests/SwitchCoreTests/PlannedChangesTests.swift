@@ -1,12 +1,11 @@
-import SwitchCore
 import Testing
 
-@testable import SwitchDaemon
+@testable import SwitchCore
 
 /// The one function that turns a decided write, or a new configuration, into
 /// the set of changes to commit together (rule 17): what the apply commands
 /// of issue 13 run before.
-@Suite struct WriterDependenciesTests {
+@Suite struct PlannedChangesTests {
   static let catalog = Catalog(
     switches: [
       SwitchDefinition(key: "airplane-mode", label: "Airplane mode", defaultChecked: false),
@@ -34,7 +33,7 @@ import Testing
         checked: false, disabled: true, disabledReason: "Not here.", disabledBy: .policy),
       "vpn": SwitchState(checked: true),
     ])
-    let planned = Writer.plannedChanges(
+    let planned = Rules.plannedChanges(
       of: "airplane-mode", to: SwitchState(checked: true), cause: .set, catalog: Self.catalog,
       records: records)
     #expect(
@@ -46,7 +45,7 @@ import Testing
           key: "wifi", cause: .dependency, state: Self.byAirplane,
           previous: SwitchState(checked: true)),
       ])
-    let alone = Writer.plannedChanges(
+    let alone = Rules.plannedChanges(
       of: "vpn", to: SwitchState(checked: false), cause: .toggle, catalog: Self.catalog,
       records: records)
     #expect(alone.map(\.key) == ["vpn"])
@@ -58,7 +57,7 @@ import Testing
     let records = Self.records([
       "airplane-mode": SwitchState(checked: true), "wifi": disabled,
     ])
-    let planned = Writer.plannedChanges(
+    let planned = Rules.plannedChanges(
       of: "wifi", to: SwitchState(checked: true), cause: .enable, catalog: Self.catalog,
       records: records)
     #expect(
@@ -73,7 +72,7 @@ import Testing
       "airplane-mode": SwitchState(checked: true), "wifi": SwitchState(checked: true),
       "bluetooth": SwitchState(checked: true), "vpn": SwitchState(checked: true),
     ])
-    let planned = Writer.plannedChanges(applying: Self.catalog, records: records)
+    let planned = Rules.plannedChanges(applying: Self.catalog, records: records)
     #expect(planned.map(\.key) == ["bluetooth", "wifi"])
     #expect(planned.map(\.cause) == [.policy, .dependency])
     // The policy's disable wins over the dependency.
