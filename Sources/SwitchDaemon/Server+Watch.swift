@@ -105,7 +105,8 @@ extension Server {
       return
     }
     for change in page.shown where watch.matches(change.key) {
-      appendEvent(change, watch: id, to: connection)
+      let rest = Self.eventRest(change, showingActor: connection.caller.seesActor(change.actor))
+      connection.queueEvent(head: watch.eventHead, rest: rest)
     }
     let cursor = page.last ?? after
     watch.replayCursor = cursor >= revision ? nil : cursor
@@ -210,7 +211,7 @@ extension Server {
   private func publishPerViewer(_ change: Change, mark: Int64, touched: inout [Connection]) {
     var encoded: [Int: [UInt8]] = [:]
     hub.forEachMatch(change.key) { watch in
-      guard watch.replayCursor == nil, let connection = connections[watch.connection] else {
+      guard watch.replayCursor == nil, let connection = watch.owner, !connection.isClosed else {
         return
       }
       var own: Bool?
@@ -221,9 +222,9 @@ extension Server {
       let showingActor = connection.caller.seesActor(change.actor)
       let slot = (own.map { $0 ? 1 : 2 } ?? 0) * 2 + (showingActor ? 1 : 0)
       if encoded[slot] == nil {
-        encoded[slot] = Self.changeMembers(seen, showingActor: showingActor)
+        encoded[slot] = Self.eventRest(seen, showingActor: showingActor)
       }
-      appendEvent(encoded[slot]!, head: watch.eventHead, to: connection)
+      connection.queueEvent(head: watch.eventHead, rest: encoded[slot]!)
       if connection.publishMark != mark {
         connection.publishMark = mark
         touched.append(connection)
@@ -237,27 +238,5 @@ extension Server {
     WireEncoding.writeChangeMembers(&w, change, showingActor: showingActor)
     w.raw(WireEncoding.changedEventEnd)
     return w.bytes
-  }
-
-  private static func changeMembers(_ change: Change, showingActor: Bool) -> [UInt8] {
-    var w = JSONWriter(capacity: 512)
-    WireEncoding.writeChangeMembers(&w, change, showingActor: showingActor)
-    return w.bytes
-  }
-
-  /// A replayed event, as the connection's caller may see it.
-  private func appendEvent(_ change: Change, watch: String, to connection: Connection) {
-    let members = Self.changeMembers(
-      change, showingActor: connection.caller.seesActor(change.actor))
-    appendEvent(members, head: WireEncoding.changedEventHead(watch: watch), to: connection)
-  }
-
-  /// `head` is the watch's `eventHead`.
-  private func appendEvent(_ members: [UInt8], head: [UInt8], to connection: Connection) {
-    // Written straight into the connection's queue: no copy per watcher.
-    var w = JSONWriter(capacity: 0)
-    swap(&w.bytes, &connection.out)
-    WireEncoding.writeChangedEvent(&w, head: head, members: members)
-    swap(&w.bytes, &connection.out)
   }
 }

@@ -237,22 +237,13 @@ public enum WireEncoding {
   }
 
   /// A whole `changed` notification line (with its newline) for one watch.
-  /// `members` is `writeChangeMembers` output, made once per change and
-  /// shared by every watch it goes to.
-  /// It runs once per watcher of every change, so its fixed parts are
-  /// byte arrays made once: appending an array is a copy, where appending
-  /// a `StaticString` goes through the generic sequence path.
+  /// `members` is `writeChangeMembers` output. The daemon sends the same
+  /// line in parts: the watch's `changedEventHead`, made once per watch,
+  /// then the members and `changedEventEnd`, made once per change.
   public static func writeChangedEvent(
     _ w: inout JSONWriter, watch: String, members: [UInt8]
   ) {
-    writeChangedEvent(&w, head: changedEventHead(watch: watch), members: members)
-  }
-
-  /// The same line from the part before `members`, which depends on the
-  /// watch alone: made once per watch (`changedEventHead`), each event to
-  /// it is then three copies, with no escaping.
-  public static func writeChangedEvent(_ w: inout JSONWriter, head: [UInt8], members: [UInt8]) {
-    w.raw(head)
+    w.raw(changedEventHead(watch: watch))
     w.raw(members)
     w.raw(changedEventEnd)
   }
