@@ -82,11 +82,8 @@ struct ReaderView: Sendable {
   private func rows(
     _ store: SwitchStore, key: String?, before: Int64, limit: Int, newest: Int64?
   ) throws(StoreError) -> [Change] {
-    guard let key else {
-      return try store.history(before: before, limit: limit) {
-        Visibility.shows($0, to: viewpoint)
-      }
-    }
+    // The whole log: `shown` drops what this viewer is not shown.
+    guard let key else { return try store.history(key: nil, before: before, limit: limit) }
     let switchLevel = try store.history(key: key, before: before, limit: limit, newest: newest)
     var users: [Change] = []
     switch viewpoint {
