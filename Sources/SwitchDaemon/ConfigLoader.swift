@@ -12,23 +12,30 @@ public enum ConfigLoader {
     public var errors: [String]
   }
 
-  public static func load(directory: String) -> Loaded {
+  /// Loads `directory` as CONFIG.md says, trusting only what `trust` does
+  /// ("Files switchd trusts"): an untrusted or unreadable file is an error
+  /// that names it and is never parsed, so no message quotes its lines.
+  public static func load(directory: String, trust: TrustedFiles = TrustedFiles()) -> Loaded {
+    let root: TrustedDirectoryHandle
+    do throws(TrustedFiles.Problem) {
+      root = try trust.openDirectory(directory)
+    } catch .missing {
+      return failed(["\(directory): the configuration directory does not exist"])
+    } catch {
+      return failed(["\(error)"])
+    }
     var errors: [String] = []
-    var st = stat()
-    guard stat(directory, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
-      return Loaded(
-        catalog: nil, diagnostics: [],
-        errors: ["\(directory): the configuration directory does not exist"])
-    }
     var daemonConf: [UInt8]?
-    switch readConfigFile(directory + "/switchd.conf") {
-    case .success(let bytes): daemonConf = bytes
-    case .failure(let error) where error.errno == ENOENT: daemonConf = nil
-    case .failure(let error): errors.append("switchd.conf: cannot be read: \(error)")
+    do throws(TrustedFiles.Problem) {
+      daemonConf = try trust.read(CatalogBuilder.daemonConfName, in: root, limit: maxFileBytes)
+    } catch .missing {
+      daemonConf = nil
+    } catch {
+      errors.append("\(error)")
     }
-    let switchFiles = readDropIns(directory: directory, folder: "switches.d", errors: &errors)
-    let policyFiles = readDropIns(directory: directory, folder: "policy.d", errors: &errors)
-    if !errors.isEmpty { return Loaded(catalog: nil, diagnostics: [], errors: errors) }
+    let switchFiles = readDropIns(in: root, "switches.d", trust: trust, errors: &errors)
+    let policyFiles = readDropIns(in: root, "policy.d", trust: trust, errors: &errors)
+    if !errors.isEmpty { return failed(errors) }
     let sources = ConfigSources(
       daemonConf: daemonConf, switchFiles: switchFiles, policyFiles: policyFiles)
     let (catalog, diagnostics) = CatalogBuilder.build(sources)
@@ -36,44 +43,60 @@ public enum ConfigLoader {
     return Loaded(catalog: found.isEmpty ? catalog : nil, diagnostics: diagnostics, errors: found)
   }
 
-  /// `*.conf` files of `directory/folder` in lexical order of their names.
+  private static func failed(_ errors: [String]) -> Loaded {
+    Loaded(catalog: nil, diagnostics: [], errors: errors)
+  }
+
+  /// Configuration, not data: a larger file is refused.
+  static let maxFileBytes = 16 << 20
+
+  /// `*.conf` files of `folder` in lexical order of their names (none when
+  /// the folder is absent).
   static func readDropIns(
-    directory: String, folder: String, errors: inout [String]
+    in root: borrowing TrustedDirectoryHandle, _ folder: String, trust: TrustedFiles,
+    errors: inout [String]
   ) -> [ConfigSources.File] {
-    guard let dir = opendir(directory + "/" + folder) else {
-      if errno != ENOENT {
-        errors.append("\(folder): cannot be read: \(SystemError.last("opendir"))")
-      }
+    let directory: TrustedDirectoryHandle
+    do throws(TrustedFiles.Problem) {
+      directory = try trust.openDirectory(in: root, folder)
+    } catch .missing {
+      return []
+    } catch {
+      errors.append("\(error)")
       return []
     }
-    defer { closedir(dir) }
-    var names: [String] = []
-    while let entry = readdir(dir) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-        String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-      }
-      if name.hasSuffix(".conf"), !name.hasPrefix(".") { names.append(name) }
+    let names: [String]
+    do throws(TrustedFiles.Problem) {
+      names = try directory.names().filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }
+    } catch {
+      errors.append("\(error)")
+      return []
     }
-    names.sort { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
     var files: [ConfigSources.File] = []
     for name in names {
-      let relative = folder + "/" + name
-      switch readConfigFile(directory + "/" + relative) {
-      case .success(let bytes): files.append(ConfigSources.File(name: relative, bytes: bytes))
-      case .failure(let error): errors.append("\(relative): cannot be read: \(error)")
+      do throws(TrustedFiles.Problem) {
+        let bytes = try trust.read(name, in: directory, limit: maxFileBytes)
+        files.append(ConfigSources.File(name: folder + "/" + name, bytes: bytes))
+      } catch {
+        errors.append("\(error)")
       }
     }
     return files
   }
 
-  /// Reads a whole file (at most 16 MiB: configuration, not data). Bytes,
-  /// not text: the parser reports a line that is not UTF-8.
-  static func readConfigFile(_ path: String) -> Result<[UInt8], SystemError> {
-    guard let file = Descriptor(opening: path, O_RDONLY) else {
+  /// Reads a whole regular file of the system's (login.defs), never
+  /// blocking on a FIFO or device in its place. Bytes, not text.
+  static func readSystemFile(_ path: String) -> Result<[UInt8], SystemError> {
+    guard let file = Descriptor(opening: path, O_RDONLY | O_NONBLOCK | O_NOCTTY) else {
       return .failure(.last("open \(path)"))
     }
+    var status = stat()
+    guard fstat(file.raw, &status) == 0 else { return .failure(.last("fstat \(path)")) }
+    guard status.st_mode & S_IFMT == S_IFREG else {
+      return .failure(SystemError(errno: EINVAL, call: "read \(path) (not a regular file)"))
+    }
     do throws(SystemError) {
-      return .success(try file.readAll(limit: 16 << 20))
+      return .success(try file.readAll(limit: maxFileBytes))
     } catch {
       return .failure(SystemError(errno: error.errno, call: "\(error.call) \(path)"))
     }
@@ -108,7 +131,7 @@ extension AccessRules {
     rules.writers = WritersGroup.resolve(settings.writers, lookUp: gid(named:))
     if let warning = rules.writers.warning { warnings.append(warning) }
     // A missing or unreadable file means the defaults, as for useradd.
-    rules.humanUIDs = LoginDefs.humanUIDs(try? ConfigLoader.readConfigFile(loginDefs).get())
+    rules.humanUIDs = LoginDefs.humanUIDs(try? ConfigLoader.readSystemFile(loginDefs).get())
     return (rules, warnings)
   }
 

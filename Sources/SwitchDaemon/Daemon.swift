@@ -138,6 +138,7 @@ public enum Daemon {
       log.error("cannot lock the database \(databasePath): \(error)")
       return 1
     }
+    let access = AccessRules.resolve(catalog.settings, log: log)
     let jobs = BlockingQueue<WriterJob>()
     let outputs = BlockingQueue<WriterOutput>()
     let wakeFD = shim_eventfd()
@@ -145,7 +146,7 @@ public enum Daemon {
     do {
       started = try Writer.startThread(
         databasePath: databasePath, configDirectory: options.configDirectory, catalog: catalog,
-        log: log, jobs: jobs, outputs: outputs, wakeFD: wakeFD)
+        access: access, log: log, jobs: jobs, outputs: outputs, wakeFD: wakeFD)
     } catch {
       log.error("cannot open the database: \(error)")
       return 1
@@ -168,8 +169,8 @@ public enum Daemon {
     let server: Server
     do {
       server = try Server(
-        listener: listener, databasePath: databasePath, catalog: catalog,
-        access: started.access,
+        listener: listener, databasePath: databasePath,
+        configDirectory: options.configDirectory, catalog: catalog, access: access,
         writerSnapshot: started.snapshot, userValues: started.userValues,
         reconciling: started.reconciling, jobs: jobs,
         outputs: outputs, wakeFD: wakeFD,
@@ -179,7 +180,6 @@ public enum Daemon {
       listener.close()
       return 1
     }
-    server.configDirectory = options.configDirectory
     server.listenerPath = listener.path
     log.info(
       "switchd \(SwitchdVersion.current) serving \(listener.path)"

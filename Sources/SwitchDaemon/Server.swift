@@ -91,7 +91,8 @@ final class Server {
   private var nextWatchdog = 0.0
 
   init(
-    listener: Listener, databasePath: String, catalog: Catalog, access: AccessRules,
+    listener: Listener, databasePath: String, configDirectory: String, catalog: Catalog,
+    access: AccessRules,
     writerSnapshot: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?),
     userValues: UserValues = [:], reconciling: Int = 0, jobs: BlockingQueue<WriterJob>,
     outputs: BlockingQueue<WriterOutput>, wakeFD: Int32,
@@ -99,6 +100,8 @@ final class Server {
   ) throws {
     self.listener = listener
     self.databasePath = databasePath
+    self.configDirectory = configDirectory
+    self.configReader = ConfigReader(directory: configDirectory, log: log, writerJobs: jobs)
     self.catalog = catalog
     self.access = access
     self.records = writerSnapshot.records
@@ -211,6 +214,7 @@ final class Server {
     if stopSentToReader && readerStopped && !stopSentToWriter {
       jobs.push(.stop)
       stopSentToWriter = true
+      configReader.stop()
     }
   }
 
@@ -223,7 +227,7 @@ final class Server {
       if signal == SIGHUP {
         notifier.send("RELOADING=1")
         log.info("SIGHUP: reloading the configuration")
-        writesThisTurn.append(.reload(nil))
+        configReader.reload(nil)
       } else if signal == SIGTERM || signal == SIGINT {
         beginShutdown(signal == SIGTERM ? "SIGTERM" : "SIGINT")
       }
@@ -668,7 +672,8 @@ final class Server {
       submit(.write(write, key: key, operation, acting), for: connection, pending)
     case .reload:
       notifier.send("RELOADING=1")
-      submit(.reload(ticket(pending, connection)), for: connection, pending)
+      guard admitWrite(for: connection, pending) else { return }
+      configReader.reload(ticket(pending, connection))
     case .watch(let patterns, let since, let user):
       watch(pending, on: connection, patterns: patterns, since: since, user: user)
     case .unwatch(let id):
@@ -708,16 +713,22 @@ final class Server {
   /// of the loop (`handOverWrites`), so the writes of every client that was
   /// ready in the same turn share one transaction and one sync.
   private func submit(_ job: WriterJob, for connection: Connection, _ pending: PendingRequest) {
-    // The writer was told to stop: it would never answer this one.
-    if stopSentToWriter {
-      fail(pending, on: connection, .overloaded("switchd is stopping; try again once it is back"))
-      return
-    }
-    connection.writesInFlight += 1
+    guard admitWrite(for: connection, pending) else { return }
     if case .write(let ticket, _, _, _) = job, let uid = ticket.countedAgainst {
       writesPerUser.handedOver(uid: uid)
     }
     writesThisTurn.append(job)
+  }
+
+  /// Counts a write (or reload) the writer will answer, unless the writer
+  /// was told to stop: it would never answer this one.
+  private func admitWrite(for connection: Connection, _ pending: PendingRequest) -> Bool {
+    if stopSentToWriter {
+      fail(pending, on: connection, .overloaded("switchd is stopping; try again once it is back"))
+      return false
+    }
+    connection.writesInFlight += 1
+    return true
   }
 
   private func handOverWrites() {
@@ -739,7 +750,9 @@ final class Server {
   }
 
   var listenerPath = ""
-  var configDirectory = ""
+  let configDirectory: String
+  /// Reads the configuration for `reload` and SIGHUP, off the loop.
+  let configReader: ConfigReader
   /// The last reload (by `reload` or SIGHUP) and how it ended, for `status`.
   var lastReload: ReloadRecord?
   /// Switches the reconcile of the start or of a reload is still applying.

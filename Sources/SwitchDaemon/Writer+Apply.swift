@@ -72,6 +72,7 @@ struct ParkedReload: Sendable {
   var id: UInt64
   var ticket: Ticket?
   var next: Catalog
+  var access: AccessRules
   /// The effective value each command was run for, by key.
   var applied: [String: Bool]
 }

@@ -40,12 +40,12 @@ final class Writer {
 
   /// Opens the database, loads every switch, and applies `catalog`: rows for
   /// new switches, policy changes with `cause: policy`.
-  /// - Returns: the writer and who administers and writes under the configuration it applied.
-  /// The results of apply commands come back on `jobs`.
+  /// `access` is who administers and writes under `catalog`. The results of
+  /// apply commands come back on `jobs`.
   static func start(
-    databasePath: String, configDirectory: String, catalog: Catalog, log: Log,
-    jobs: BlockingQueue<WriterJob>
-  ) throws -> (Writer, AccessRules) {
+    databasePath: String, configDirectory: String, catalog: Catalog, access: AccessRules,
+    log: Log, jobs: BlockingQueue<WriterJob>
+  ) throws -> Writer {
     let store = try SwitchStore(path: databasePath)
     var records: [String: SwitchRecord] = [:]
     for record in try store.loadSwitches() { records[record.key] = record }
@@ -60,8 +60,8 @@ final class Writer {
     writer.users.values = userValues
     // Every switch with a command is applied: the machine may have booted,
     // or switchd crashed between a command and its commit.
-    let applied = try writer.apply(catalog, reconcilingEvery: true)
-    return (writer, applied.update.access)
+    _ = try writer.apply(catalog, access: access, reconcilingEvery: true)
+    return writer
   }
 
   private init(
@@ -113,18 +113,20 @@ final class Writer {
           guard let item = applying.resume(result) else { break }
           if case .reload(let parked, let failures) = item {
             flushItems()
-            deliver(finishReload(parked.ticket, parked.next, ran: (parked.applied, failures)))
+            deliver(
+              finishReload(
+                parked.ticket, parked.next, parked.access, ran: (parked.applied, failures)))
             items.append(.release(parked.id))
           } else {
             items.append(item)
           }
-        case .reload(let ticket):
+        case .reload(let ticket, let read):
           flushItems()
           if !applying.busy.isEmpty {
             applying.heldBack.append(job)
             continue
           }
-          deliver(reload(ticket))
+          deliver(reload(ticket, read))
         case .stop:
           flushItems()
           if !applying.busy.isEmpty {
@@ -346,19 +348,16 @@ final class Writer {
 
   // MARK: Configuration
 
-  /// Re-reads the configuration directory and applies it; the output
-  /// carries the answer (when asked by `reload`) and the record `status` shows.
-  private func reload(_ ticket: Ticket?) -> WriterOutput {
+  /// Applies a configuration the config reader read (`ConfigReader`: the
+  /// files are never read here, where a slow one would hold up every write);
+  /// the output carries the answer (when asked by `reload`) and the record
+  /// `status` shows.
+  private func reload(_ ticket: Ticket?, _ read: ConfigurationRead) -> WriterOutput {
     let time = wallClockMilliseconds()
-    let loaded = ConfigLoader.load(directory: configDirectory)
-    for diagnostic in loaded.diagnostics where diagnostic.severity == .warning {
-      log.warning("\(diagnostic)")
-    }
-    guard let next = loaded.catalog else {
-      for error in loaded.errors { log.error("reload refused: \(error)") }
+    guard case .valid(let next, let access) = read else {
+      guard case .refused(let errors) = read else { fatalError("unreachable") }
       return reloadFailed(
-        ticket, .invalidConfig(loaded.errors),
-        ReloadRecord(time: time, result: .refused, errors: loaded.errors))
+        ticket, .invalidConfig(errors), ReloadRecord(time: time, result: .refused, errors: errors))
     }
     let first = commandsFirst(next)
     if !first.steps.isEmpty {
@@ -367,25 +366,27 @@ final class Writer {
       var applied: [String: Bool] = [:]
       for step in first.steps { applied[step.key] = step.state.isOnAndInEffect }
       applying.park(
-        id, .reload(ParkedReload(id: id, ticket: ticket, next: next, applied: applied)),
+        id,
+        .reload(
+          ParkedReload(id: id, ticket: ticket, next: next, access: access, applied: applied)),
         keys: first.keys)
       pool.submit(ApplyTask(id: id, steps: first.steps, undo: [], eachOwn: true))
       return WriterOutput(catalog: nil, changes: [], answers: [], oldestRetained: oldestRetained)
     }
-    return finishReload(ticket, next, ran: nil)
+    return finishReload(ticket, next, access, ran: nil)
   }
 
   /// Makes a valid configuration `next` the running one and answers the
   /// reload; `ran`: the commands that ran first (effective value and
   /// failure by key), if any.
   private func finishReload(
-    _ ticket: Ticket?, _ next: Catalog,
+    _ ticket: Ticket?, _ next: Catalog, _ access: AccessRules,
     ran: (applied: [String: Bool], failures: [String: String])?
   ) -> WriterOutput {
     let time = wallClockMilliseconds()
     let restartRequired = Rules.settingsNeedingRestart(from: startSettings, to: next.settings)
     do {
-      let applied = try apply(next, reconcilingEvery: false, ran: ran)
+      let applied = try apply(next, access: access, reconcilingEvery: false, ran: ran)
       var output = WriterOutput(
         catalog: applied.update, changes: applied.changes, answers: [],
         oldestRetained: oldestRetained)
@@ -440,7 +441,7 @@ final class Writer {
   /// changed, and, with `reconcilingEvery` (the start), always. A switch
   /// whose command is gone is no longer `invalid`.
   private func apply(
-    _ next: Catalog, reconcilingEvery: Bool,
+    _ next: Catalog, access: AccessRules, reconcilingEvery: Bool,
     ran: (applied: [String: Bool], failures: [String: String])? = nil
   ) throws -> (update: CatalogUpdate, changes: [Change], parked: [UInt64]) {
     let time = wallClockMilliseconds()
@@ -517,7 +518,7 @@ final class Writer {
         counted: true)
     }
     let update = CatalogUpdate(
-      catalog: next, access: AccessRules.resolve(next.settings, log: log),
+      catalog: next, access: access,
       newRecords: newRecords + defaulted)
     return (update, changes, parked)
   }

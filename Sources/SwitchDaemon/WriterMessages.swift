@@ -21,8 +21,9 @@ struct Ticket: Sendable {
 /// What the event loop asks of the writer thread.
 enum WriterJob: Sendable {
   case write(Ticket, key: String, Operation, Caller)
-  /// Re-read the configuration directory (SIGHUP has no ticket).
-  case reload(Ticket?)
+  /// Make a configuration the config reader read the running one, or
+  /// refuse it (SIGHUP has no ticket).
+  case reload(Ticket?, ConfigurationRead)
   /// Finish what is queued, then end the thread.
   case stop
   /// An apply command (`ApplyPool`) has finished.
@@ -37,7 +38,7 @@ enum WriterJob: Sendable {
   var connection: UInt64? {
     switch self {
     case .write(let ticket, _, _, _): return ticket.connection
-    case .reload(let ticket): return ticket?.connection
+    case .reload(let ticket, _): return ticket?.connection
     case .stop, .applied: return nil
     }
   }
@@ -49,6 +50,13 @@ enum WriterJob: Sendable {
     case .reload, .stop: return true
     }
   }
+}
+
+/// A configuration directory as the config reader thread read it: valid,
+/// with who administers and writes under it, or refused with every error.
+enum ConfigurationRead: Sendable {
+  case valid(Catalog, AccessRules)
+  case refused(errors: [String])
 }
 
 /// The result of a write: whether it changed the switch, and the switch after it.

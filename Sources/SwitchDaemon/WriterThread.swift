@@ -9,8 +9,6 @@ extension Writer {
     var snapshot: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?)
     /// Every user's own values of user-scope switches.
     var userValues: UserValues
-    /// Who administers and writes under the configuration applied.
-    var access: AccessRules
     /// How many switches the start's reconcile is applying: `status` says
     /// so from the first request, before the loop hears from the writer.
     var reconciling: Int
@@ -23,22 +21,22 @@ extension Writer {
   /// - Returns: the switches as the writer loaded them, once it has.
   /// - Throws: why the database could not be opened (the thread has ended).
   static func startThread(
-    databasePath: String, configDirectory: String, catalog: Catalog, log: Log,
-    jobs: BlockingQueue<WriterJob>, outputs: BlockingQueue<WriterOutput>, wakeFD: Int32
+    databasePath: String, configDirectory: String, catalog: Catalog, access: AccessRules,
+    log: Log, jobs: BlockingQueue<WriterJob>, outputs: BlockingQueue<WriterOutput>,
+    wakeFD: Int32
   ) throws -> Started {
     let started = BlockingQueue<Result<Started, any Error>>()
     SwitchSystem.startThread {
       let writer: Writer
       do {
-        let (opened, access) = try Writer.start(
+        writer = try Writer.start(
           databasePath: databasePath, configDirectory: configDirectory, catalog: catalog,
-          log: log, jobs: jobs)
-        writer = opened
+          access: access, log: log, jobs: jobs)
         writer.applying.reconcilingReported = writer.applying.reconciling.count
         started.push(
           .success(
             Started(
-              snapshot: writer.snapshot, userValues: writer.users.values, access: access,
+              snapshot: writer.snapshot, userValues: writer.users.values,
               reconciling: writer.applying.reconcilingReported)))
       } catch {
         started.push(.failure(error))

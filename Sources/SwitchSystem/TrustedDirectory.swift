@@ -97,9 +97,4 @@ public enum TrustedDirectory {
     guard rc == 0 else { throw .system(.last(following ? "stat \(path)" : "lstat \(path)")) }
     return st
   }
-
-  private static func octal(_ mode: mode_t) -> String {
-    let digits = String(mode & 0o7777, radix: 8)
-    return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
-  }
 }

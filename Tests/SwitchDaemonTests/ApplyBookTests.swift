@@ -94,7 +94,7 @@ import Testing
     var book = ApplyBook()
     let id = book.newID()
     book.park(id, .write(Self.write(1, "wifi"), effective: ["wifi": true]), keys: ["wifi"])
-    book.heldBack = [.reload(nil), .stop]
+    book.heldBack = [.reload(nil, .refused(errors: [])), .stop]
     #expect(book.isHoldingBack)
     #expect(book.takeHeldBack() == nil)
     book.release(id)

@@ -31,16 +31,17 @@ final class LoopHarness {
     let loaded = ConfigLoader.load(directory: config)
     guard let catalog = loaded.catalog else { throw HarnessError("config: \(loaded.errors)") }
     let log = Log(level: catalog.settings.logLevel)
+    let access = AccessRules.resolve(catalog.settings, log: log)
     let jobs = BlockingQueue<WriterJob>()
     let outputs = BlockingQueue<WriterOutput>()
     let wakeFD = shim_eventfd()
     let started = try Writer.startThread(
       databasePath: directory + "/switches.db", configDirectory: config, catalog: catalog,
-      log: log, jobs: jobs, outputs: outputs, wakeFD: wakeFD)
+      access: access, log: log, jobs: jobs, outputs: outputs, wakeFD: wakeFD)
     let listener = try Listener.bind(path: socketPath, mode: 0o600)
     server = try Server(
-      listener: listener, databasePath: directory + "/switches.db", catalog: catalog,
-      access: started.access,
+      listener: listener, databasePath: directory + "/switches.db", configDirectory: config,
+      catalog: catalog, access: access,
       writerSnapshot: started.snapshot, reconciling: started.reconciling, jobs: jobs,
       outputs: outputs, wakeFD: wakeFD,
       signalFD: -1, notifier: Notifier(environment: [:]), log: log)

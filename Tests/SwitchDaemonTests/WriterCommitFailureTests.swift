@@ -172,9 +172,8 @@ private final class WriterHarness {
     }
     let databasePath = directory + "/switches.db"
     writer = try Writer.start(
-      databasePath: databasePath, configDirectory: config, catalog: catalog, log: Log(),
-      jobs: BlockingQueue<WriterJob>()
-    ).0
+      databasePath: databasePath, configDirectory: config, catalog: catalog,
+      access: AccessRules(daemonUID: getuid()), log: Log(), jobs: BlockingQueue<WriterJob>())
     initial = writer.snapshot
     saboteur = try SQLiteConnection(path: databasePath, flags: SQLITE_OPEN_READWRITE)
   }
