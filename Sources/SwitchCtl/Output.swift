@@ -196,11 +196,11 @@ enum Output {
           lines.append(member.name + ": none since switchd started")
           continue
         }
+        // Only an administrator is shown the errors; anyone their count.
         let errors = (member.value[WireField.errors]?.arrayValue ?? []).compactMap(\.stringValue)
+        let count = member.value[WireField.errorCount]?.int64Value ?? Int64(errors.count)
         var text = time + " " + (member.value[WireField.result]?.stringValue ?? "?")
-        if !errors.isEmpty {
-          text += errors.count == 1 ? " (1 error)" : " (\(errors.count) errors)"
-        }
+        if count > 0 { text += count == 1 ? " (1 error)" : " (\(count) errors)" }
         lines.append(member.name + ": " + text)
         lines += errors.map { "  " + printable($0) }
       case WireField.caller:

@@ -126,6 +126,13 @@ public enum Daemon {
       log.error("cannot create the directory for \(databasePath): \(error)")
       return 1
     }
+    let ownFiles = ["", "-wal", "-shm", ".lock"].map { databasePath + $0 }
+    do {
+      try TrustedDirectory.checkOwnFiles(ownFiles, uid: uid)
+    } catch {
+      log.error("\(error); not starting")
+      return 1
+    }
     let lock: LockFile
     do {
       lock = try LockFile(path: databasePath + ".lock")
@@ -146,9 +153,18 @@ public enum Daemon {
     do {
       started = try Writer.startThread(
         databasePath: databasePath, configDirectory: options.configDirectory, catalog: catalog,
-        access: access, log: log, jobs: jobs, outputs: outputs, wakeFD: wakeFD)
+        access: access, log: log, jobs: jobs, outputs: outputs, wakeFD: wakeFD,
+        announced: (lock.announcedRevision, lock.recordedRevision))
     } catch {
       log.error("cannot open the database: \(error)")
+      return 1
+    }
+    // Again, now that SQLite made what was missing: another user may have
+    // made one in the moment between the first check and the open.
+    do {
+      try TrustedDirectory.checkOwnFiles(ownFiles, uid: uid)
+    } catch {
+      log.error("\(error); not starting")
       return 1
     }
     let listener: Listener

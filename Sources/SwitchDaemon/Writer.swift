@@ -37,16 +37,32 @@ final class Writer {
   /// Apply commands under way (Writer+Apply.swift) and the threads that run them.
   var applying = ApplyBook()
   let pool: ApplyPool
+  /// Where the newest revision is kept beside the database (the lock file).
+  var announced: AnnouncedRevision?
+  /// Set once a commit found the database file moved: said once in the log.
+  private var reportedFilesMoved = false
 
   /// Opens the database, loads every switch, and applies `catalog`: rows for
   /// new switches, policy changes with `cause: policy`.
-  /// `access` is who administers and writes under `catalog`. The results of
-  /// apply commands come back on `jobs`.
+  /// `access` is who administers and writes under `catalog`; `announced`
+  /// keeps the newest revision beside the database, to say at start when
+  /// the database holds fewer. The results of apply commands come back on `jobs`.
   static func start(
     databasePath: String, configDirectory: String, catalog: Catalog, access: AccessRules,
-    log: Log, jobs: BlockingQueue<WriterJob>
+    log: Log, jobs: BlockingQueue<WriterJob>,
+    announced: (record: AnnouncedRevision, previous: Int64?)? = nil
   ) throws -> Writer {
     let store = try SwitchStore(path: databasePath)
+    if let previous = announced?.previous {
+      let found = try store.currentRevision()
+      if found < previous {
+        log.warning(
+          "the database \(databasePath) is at revision \(found), but switchd announced revision "
+            + "\(previous) before: it was restored from an older backup, replaced or emptied. "
+            + "Revisions \(found + 1)-\(previous) will be used again for new changes; a watcher "
+            + "that resumes with a \"since\" beyond \(found) is refused and must read again")
+      }
+    }
     var records: [String: SwitchRecord] = [:]
     for record in try store.loadSwitches() { records[record.key] = record }
     // After a crash the rows lag the log; bring them up to date once, so from
@@ -61,6 +77,8 @@ final class Writer {
     // Every switch with a command is applied: the machine may have booted,
     // or switchd crashed between a command and its commit.
     _ = try writer.apply(catalog, access: access, reconcilingEvery: true)
+    writer.announced = announced?.record
+    writer.announced?.record(writer.revision)
     return writer
   }
 
@@ -87,7 +105,12 @@ final class Writer {
   }
 
   /// Serves jobs until `.stop`, handing each output to `deliver`.
-  func run(jobs: BlockingQueue<WriterJob>, deliver: (WriterOutput) -> Void) {
+  func run(jobs: BlockingQueue<WriterJob>, deliver handOff: (WriterOutput) -> Void) {
+    func deliver(_ output: WriterOutput) {
+      // Recorded before the loop announces it (the record may lag, never lead).
+      if !output.changes.isEmpty { announced?.record(revision) }
+      handOff(output)
+    }
     if let output = applyBookOutput() { deliver(output) }
     while true {
       let batch = applying.takeHeldBack() ?? takeGroup(from: jobs)
@@ -323,7 +346,7 @@ final class Writer {
       for old in undo.reversed() { records[old.key] = old }
       users.rollBack()
       revision = firstRevision
-      log.rateLimited(.error, cause: "commit", "a commit failed, nothing changed: \(error)")
+      logCommitFailure(error)
       if settled.count == 1 {
         let failure = RPCError.storageFailure("\(error)")
         var tickets: [(Ticket, WriterOutput.Answer)] = []
@@ -344,6 +367,19 @@ final class Writer {
       merged.oldestRetained = oldestRetained
       return merged
     }
+  }
+
+  /// A failed commit in the log; a database file that was moved, once,
+  /// since every commit after it fails the same way.
+  private func logCommitFailure(_ error: any Error) {
+    guard case .filesMoved = error as? StoreError else {
+      log.rateLimited(.error, cause: "commit", "a commit failed, nothing changed: \(error)")
+      return
+    }
+    if reportedFilesMoved { return }
+    reportedFilesMoved = true
+    log.error(
+      "\(error); writes after revision \(revision) are refused, reads go on from memory")
   }
 
   // MARK: Configuration

@@ -23,7 +23,7 @@ extension Writer {
   static func startThread(
     databasePath: String, configDirectory: String, catalog: Catalog, access: AccessRules,
     log: Log, jobs: BlockingQueue<WriterJob>, outputs: BlockingQueue<WriterOutput>,
-    wakeFD: Int32
+    wakeFD: Int32, announced: (record: AnnouncedRevision, previous: Int64?)? = nil
   ) throws -> Started {
     let started = BlockingQueue<Result<Started, any Error>>()
     SwitchSystem.startThread {
@@ -31,7 +31,7 @@ extension Writer {
       do {
         writer = try Writer.start(
           databasePath: databasePath, configDirectory: configDirectory, catalog: catalog,
-          access: access, log: log, jobs: jobs)
+          access: access, log: log, jobs: jobs, announced: announced)
         writer.applying.reconcilingReported = writer.applying.reconciling.count
         started.push(
           .success(

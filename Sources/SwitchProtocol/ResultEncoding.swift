@@ -149,8 +149,13 @@ public enum ResultEncoding {
       WireEncoding.writeTime(&w, reload.time)
       w.raw(",\"result\":")
       w.string(reload.result.wireName)
-      w.raw(",\"errors\":")
-      w.strings(reload.errors)
+      w.raw(",\"errorCount\":")
+      w.int(Int64(reload.errors.count))
+      // The errors quote configuration lines: administrators only (CONFIG.md).
+      if status.caller.administrator {
+        w.raw(",\"errors\":")
+        w.strings(reload.errors)
+      }
       w.raw("}")
     } else {
       w.null()

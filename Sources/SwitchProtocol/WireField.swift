@@ -18,6 +18,7 @@ public enum WireField {
   public static let disabledReason = "disabledReason"
   public static let entries = "entries"
   public static let errors = "errors"
+  public static let errorCount = "errorCount"
   public static let fields = "fields"
   public static let gid = "gid"
   public static let heldBy = "heldBy"

@@ -6,6 +6,9 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
   case sqlite(SQLiteError)
   /// PRAGMA quick_check failed, or the file is not a database: never silently replaced.
   case damaged(path: String, detail: String)
+  /// The file (or its WAL) was removed or replaced under the running store:
+  /// nothing more is committed, since nothing more would survive a restart.
+  case filesMoved(path: String, detail: String)
   /// Written by a newer switchd (user_version above ours): refused, not downgraded.
   case newerSchema(path: String, found: Int32, supported: Int32)
 
@@ -17,6 +20,9 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
     case .damaged(let path, let detail):
       return "the database \(path) is damaged (\(detail)): move it aside and restore a backup, "
         + "or delete it to start from the defaults"
+    case .filesMoved(_, let detail):
+      return "the database file was removed or replaced (\(detail)); nothing more is "
+        + "written to it: restart switchd"
     case .newerSchema(let path, let found, let supported):
       return "the database \(path) has schema version \(found), newer than the \(supported) "
         + "this switchd supports: run the newer switchd, or move the file aside to start from "

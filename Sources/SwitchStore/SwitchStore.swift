@@ -9,7 +9,7 @@
 // method is one query or one transaction, and maps `SQLiteError` to `StoreError` in one place.
 //
 // Threading: nothing here is Sendable. A store and its connection belong to one thread at a
-// time (the daemon keeps the writer behind a Mutex or on a writer thread), so SQLite is opened
+// time (the daemon's writer thread, its log reader thread), so SQLite is opened
 // NOMUTEX and skips its own locking. A reader opens its own store in `.readOnly` mode; WAL lets
 // it read committed data while the writer commits.
 //
@@ -62,6 +62,8 @@ public final class SwitchStore {
   /// last mark: a cache of what the file holds, filled by `loadSwitches()` or on a key's first
   /// commit after opening (from the log's tail or the key's row), emptied when a commit fails.
   private var chains: [ChainKey: KeyChain] = [:]
+  /// The files as the writer opened them (nil for a reader).
+  private var files: DatabaseFiles?
 
   /// A chain of `key_previous`: a key's switch-level changes (user nil), or one user's values.
   private struct ChainKey: Hashable {
@@ -112,6 +114,15 @@ public final class SwitchStore {
     self.statements = try Self.run(path) { () throws(SQLiteError) in
       try StoreStatements(connection)
     }
+    if mode == .readWrite { files = DatabaseFiles(path: path) }
+  }
+
+  /// Refuses to write once the file or its WAL is not the one opened (a
+  /// `stat` of each per transaction).
+  private func checkFilesInPlace() throws(StoreError) {
+    // A closed store has no files to lose (SQLite removed the WAL at close).
+    guard connection.handle != nil else { return }
+    if let detail = files?.check() { throw .filesMoved(path: path, detail: detail) }
   }
 
   /// Closes the database; later calls throw. Idempotent.
@@ -340,6 +351,7 @@ public final class SwitchStore {
   /// Each record is stored as given (its `revision` and `changedAt` too).
   public func insertNew(_ records: [SwitchRecord]) throws(StoreError) {
     guard !records.isEmpty else { return }
+    try checkFilesInPlace()
     try transaction { () throws(SQLiteError) in
       let statement = statements.insertSwitchIfAbsent
       for record in records {
@@ -359,6 +371,7 @@ public final class SwitchStore {
   /// failure: ROLLBACK, throw, nothing changed. When it returns, the changes are durable.
   public func commit(_ changes: [Change]) throws(StoreError) {
     guard !changes.isEmpty else { return }
+    try checkFilesInPlace()
     do throws(StoreError) {
       try commitChanges(changes)
     } catch {

@@ -52,6 +52,34 @@ public enum TrustedDirectory {
     }
   }
 
+  /// Files in a trusted directory that belong to the daemon (its database,
+  /// WAL, shared memory and lock): each that exists must be a regular file
+  /// of `uid`'s or root's that others may not write to. In a sticky folder
+  /// such as `/tmp` another user may have made one first, to read or
+  /// rewrite what switchd keeps.
+  public static func checkOwnFiles(_ paths: [String], uid: uid_t) throws(Failure) {
+    for path in paths {
+      var st = stat()
+      guard lstat(path, &st) == 0 else {
+        if errno == ENOENT { continue }
+        throw .system(.last("lstat \(path)"))
+      }
+      guard (st.st_mode & S_IFMT) == S_IFREG else {
+        throw .untrusted(
+          path: path, reason: "it is \(TrustedFiles.kind(st.st_mode)), not a regular file")
+      }
+      guard st.st_uid == uid || st.st_uid == 0 else {
+        throw .untrusted(
+          path: path,
+          reason: "it is owned by \(TrustedFiles.Problem.named(st.st_uid)), not by "
+            + "\(TrustedFiles.Problem.named(uid)), the user switchd runs as")
+      }
+      if st.st_mode & 0o002 != 0 {
+        throw .untrusted(path: path, reason: "others may write to it (mode \(octal(st.st_mode)))")
+      }
+    }
+  }
+
   /// An existing directory (or a link to one) that the user or root owns
   /// and nobody else may write to, unless it is sticky.
   static func checkTrusted(_ path: String, uid: uid_t) throws(Failure) {

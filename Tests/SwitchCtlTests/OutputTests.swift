@@ -187,6 +187,12 @@ import Testing
         "  policy.d/a.conf:1: bad", "  switches.d/b.conf:2: worse",
         "caller: uid 1000, gid 100, administrator: no, writes system switches: yes",
       ])
+    // A caller who is not an administrator is told only how many.
+    #expect(
+      Output.status(
+        json(
+          #"{"lastReload":{"time":"2026-12-01T08:00:00.000Z","result":"refused","errorCount":3}}"#
+        )) == ["lastReload: 2026-12-01T08:00:00.000Z refused (3 errors)"])
     #expect(
       Output.status(json(#"{"lastReload":null,"future":true}"#)) == [
         "lastReload: none since switchd started", "future: yes",

@@ -97,13 +97,14 @@ import Testing
     #expect(Self.text { ResultEncoding.writeEmpty(&$0) } == "{}")
   }
 
-  static func status(lastReload: ReloadRecord?) -> StatusReport {
+  static func status(lastReload: ReloadRecord?, administrator: Bool = false) -> StatusReport {
     StatusReport(
       version: "1.2.3", revision: 42, switches: 5, policies: 2, connections: 3, watches: 1,
       uptimeSeconds: 60, database: "/var/lib/switchd/switches.db",
       socket: "/run/switchd/switchd.sock", configDirectory: "/etc/switchd",
       lastReload: lastReload, reconciling: 2,
-      caller: .init(uid: 1000, gid: 100, administrator: false, writesSystemSwitches: true))
+      caller: .init(
+        uid: 1000, gid: 100, administrator: administrator, writesSystemSwitches: true))
   }
 
   static let statusHead =
@@ -121,16 +122,24 @@ import Testing
     #expect(
       Self.text { ResultEncoding.writeStatus(&$0, Self.status(lastReload: applied)) }
         == Self.statusHead
-        + #"{"time":"2026-11-30T03:41:07.002Z","result":"applied","errors":[]}"#
+        + #"{"time":"2026-11-30T03:41:07.002Z","result":"applied","errorCount":0}"#
         + Self.statusCaller)
     let refused = ReloadRecord(
       time: 1_796_010_067_002, result: .refused,
       errors: ["switches.d/a.conf:1: x", "policy.d/b.conf:2: y"])
+    // The errors quote configuration lines: only an administrator sees them.
     #expect(
       Self.text { ResultEncoding.writeStatus(&$0, Self.status(lastReload: refused)) }
         == Self.statusHead
-        + #"{"time":"2026-11-30T03:41:07.002Z","result":"refused","#
-        + #""errors":["switches.d/a.conf:1: x","policy.d/b.conf:2: y"]}"# + Self.statusCaller)
+        + #"{"time":"2026-11-30T03:41:07.002Z","result":"refused","errorCount":2}"#
+        + Self.statusCaller)
+    let asAdministrator = Self.text {
+      ResultEncoding.writeStatus(&$0, Self.status(lastReload: refused, administrator: true))
+    }
+    #expect(
+      asAdministrator.contains(
+        #""result":"refused","errorCount":2,"#
+          + #""errors":["switches.d/a.conf:1: x","policy.d/b.conf:2: y"]}"#))
   }
 
   @Test func invalidConfigListsEveryError() {

@@ -1,0 +1,228 @@
+import Glibc
+import SwitchProtocol
+import Testing
+
+/// CONFIG.md "Files switchd trusts", tried as an administrator's accident
+/// and a local attacker would: FIFOs, links, folders others may write to,
+/// files of other users, with the real binaries.
+@Suite struct TrustedFilesEndToEndTests {
+  /// `switchd --check-config` on the fixture's directory (bounded: a hang fails it).
+  static func checkConfig(_ daemon: DaemonFixture) -> ProcessResult {
+    runProcess([Products.path("switchd"), "--check-config", daemon.configDirectory], timeout: 60)
+  }
+
+  /// The errors a `reload` is refused with (`InvalidConfig`).
+  static func reloadErrors(_ client: RPCClient) throws -> [String] {
+    let error = try client.error("reload")
+    expectErrorObject(error, -32010, "InvalidConfig")
+    return (error["data"]?["errors"]?.arrayValue ?? []).compactMap(\.stringValue)
+  }
+
+  @Test func aFIFOInPolicyDIsAnErrorNamingItAndHangsNothing() throws {
+    let daemon = try DaemonFixture()
+    let fifo = daemon.configDirectory + "/policy.d/x.conf"
+    #expect(mkfifo(fifo, 0o644) == 0)
+    chmod(fifo, 0o644)
+
+    let check = Self.checkConfig(daemon)
+    #expect(check.status == 1, "\(check.stdout)\(check.stderr)")
+    #expect(check.stdout.contains("policy.d/x.conf: is a FIFO (named pipe), not a regular file"))
+
+    // `reload` is answered and refused; the running configuration stays and
+    // writes go on.
+    let client = try daemon.client()
+    let errors = try Self.reloadErrors(client)
+    #expect(errors.count == 1 && errors[0].contains("policy.d/x.conf: is a FIFO"), "\(errors)")
+    #expect(try client.result("toggle", keyParam("wifi"))["changed"]?.boolValue == true)
+
+    // SIGHUP as well; then SIGTERM stops it cleanly.
+    daemon.signal(SIGHUP)
+    let refused = try pollUntil {
+      try client.result("status")["lastReload"]?["time"]?.stringValue != nil
+    }
+    #expect(refused)
+    #expect(try client.result("status")["lastReload"]?["result"]?.stringValue == "refused")
+    #expect(try client.result("get", keyParam("wifi"))["checked"]?.boolValue == false)
+    client.close()
+    #expect(daemon.stop() == 0)
+
+    // A daemon started with it says why and does not start.
+    #expect(try daemon.startExpectingRefusal() == .exited(1))
+    #expect(daemon.log.contains("policy.d/x.conf: is a FIFO"), "\(daemon.log)")
+  }
+
+  @Test func foldersAndFilesOthersMayWriteAreRefusedNamingOwnerAndMode() throws {
+    let daemon = try DaemonFixture()
+    let switchesD = daemon.configDirectory + "/switches.d"
+    let owner = "uid \(getuid())"
+
+    // A schema folder anyone may write to: a local user could drop in a
+    // switch whose apply command runs as the daemon's user at the next reload.
+    let marker = daemon.directory + "/evil-ran"
+    try daemon.writeFile(
+      "switches.d/99-evil.conf",
+      "[evil]\nLabel=Evil\nDefault=off\nExecApply=/bin/touch \(marker)\n")
+    chmod(switchesD, 0o777)
+    let check = Self.checkConfig(daemon)
+    #expect(check.status == 1)
+    #expect(check.stdout.contains("switches.d: not trusted: owner \(owner)"), "\(check.stdout)")
+    #expect(check.stdout.contains("mode 0777"), "\(check.stdout)")
+    let client = try daemon.client()
+    let errors = try Self.reloadErrors(client)
+    #expect(errors.contains { $0.contains("switches.d: not trusted") && $0.contains("0777") })
+    expectErrorObject(try client.error("get", keyParam("evil")), -32001, "UnknownSwitch")
+    #expect(access(marker, F_OK) != 0, "the planted apply command ran")
+
+    // Sticky does not make it safe (it does for /tmp's files, not for what is read).
+    chmod(switchesD, 0o1777)
+    #expect(try Self.reloadErrors(client).contains { $0.contains("mode 1777") })
+    chmod(switchesD, 0o755)
+    daemon.removeFile("switches.d/99-evil.conf")
+
+    // A file its group may write to.
+    chmod(switchesD + "/10-test.conf", 0o664)
+    let groupWritable = Self.checkConfig(daemon)
+    #expect(groupWritable.status == 1)
+    #expect(
+      groupWritable.stdout.contains("switches.d/10-test.conf: not trusted: owner \(owner)")
+        && groupWritable.stdout.contains("mode 0664: its group may write to it"),
+      "\(groupWritable.stdout)")
+    chmod(switchesD + "/10-test.conf", 0o644)
+
+    // The configuration directory itself.
+    chmod(daemon.configDirectory, 0o757)
+    #expect(try Self.reloadErrors(client).contains { $0.contains("config: not trusted") })
+    chmod(daemon.configDirectory, 0o755)
+    #expect(try client.result("reload")["switches"]?.int64Value == 5)
+    client.close()
+
+    // At start too.
+    daemon.stop()
+    chmod(daemon.configDirectory + "/policy.d", 0o777)
+    #expect(try daemon.startExpectingRefusal() == .exited(1))
+    #expect(daemon.log.contains("policy.d: not trusted"), "\(daemon.log)")
+  }
+
+  @Test(.needsRoot("chowns configuration files to another uid"))
+  func filesOfAnotherUserAreRefused() throws {
+    let daemon = try DaemonFixture()
+    let file = daemon.configDirectory + "/switches.d/10-test.conf"
+    #expect(chown(file, 65534, 65534) == 0)
+    let check = Self.checkConfig(daemon)
+    #expect(check.status == 1)
+    #expect(
+      check.stdout.contains("10-test.conf: not trusted: owner uid 65534"), "\(check.stdout)")
+    #expect(check.stdout.contains("it is not owned by uid 0"), "\(check.stdout)")
+    let client = try daemon.client()
+    #expect(try Self.reloadErrors(client).contains { $0.contains("owner uid 65534") })
+    #expect(chown(file, 0, 0) == 0)
+    #expect(try client.result("reload")["switches"]?.int64Value == 5)
+  }
+
+  @Test(.needsRoot("a root-only file, read by switchctl as another uid"))
+  func aLinkToARootOnlyFileLeaksNoLineToOtherUsers() throws {
+    let daemon = try DaemonFixture()
+    // Like /etc/shadow: root's, mode 0600 (it passes the ownership test, so
+    // its lines may be quoted, but to administrators only).
+    let secret = daemon.directory + "/shadow"
+    try writeWholeFile(secret, "root:$6$secrethash:19000:0:99999:7:::\n")
+    chmod(secret, 0o600)
+    #expect(symlink(secret, daemon.configDirectory + "/policy.d/50-link.conf") == 0)
+
+    let client = try daemon.client()
+    let errors = try Self.reloadErrors(client)
+    #expect(!errors.isEmpty)
+    client.close()
+
+    let asOther = daemon.ctl(["status"], asUser: 65534)
+    #expect(asOther.status == 0, "\(asOther.stderr)")
+    #expect(!asOther.stdout.contains("secrethash"), "\(asOther.stdout)")
+    #expect(asOther.stdout.contains("refused (\(errors.count) error"), "\(asOther.stdout)")
+    let json = daemon.ctl(["--json", "status"], asUser: 65534)
+    #expect(!json.stdout.contains("secrethash"), "\(json.stdout)")
+    let reload = try JSONParser.parse(json.stdout, maxDepth: 64)["lastReload"]
+    #expect(reload?["errorCount"]?.int64Value == Int64(errors.count))
+    #expect(reload?["errors"] == nil)
+
+    // An administrator is shown them.
+    #expect(daemon.ctl(["status"]).stdout.contains("50-link.conf"))
+
+    // A link to something that is not a regular file is never opened.
+    unlink(daemon.configDirectory + "/policy.d/50-link.conf")
+    let fifo = daemon.directory + "/fifo"
+    #expect(mkfifo(fifo, 0o600) == 0)
+    #expect(symlink(fifo, daemon.configDirectory + "/policy.d/50-link.conf") == 0)
+    let check = Self.checkConfig(daemon)
+    #expect(
+      check.stdout.contains("50-link.conf: is a symbolic link to a FIFO (named pipe)"),
+      "\(check.stdout)")
+  }
+
+  @Test(.needsRoot("plants database files owned by another uid"))
+  func databaseFilesOfAnotherUserAreRefusedAtStart() throws {
+    let daemon = try DaemonFixture(start: false)
+    // A sticky folder anyone may write to, as /tmp is.
+    let state = daemon.directory + "/state"
+    mkdir(state, 0o1777)
+    chmod(state, 0o1777)
+    for suffix in ["", "-wal", "-shm"] {
+      let planted = daemon.databasePath + suffix
+      try writeWholeFile(planted, "")
+      chmod(planted, 0o666)
+      #expect(chown(planted, 65534, 65534) == 0)
+      #expect(try daemon.startExpectingRefusal() == .exited(1), "\(suffix)")
+      #expect(
+        daemon.log.contains("refusing to use \(planted): it is owned by uid 65534"),
+        "\(daemon.log)")
+      #expect(Durability.fileBytes(planted)?.isEmpty == true, "the planted file was written")
+      for other in ["", "-wal", "-shm"] where other != suffix {
+        #expect(!Durability.fileExists(daemon.databasePath + other), "\(other) was created")
+      }
+      unlink(planted)
+    }
+    try daemon.start()
+    var status = stat()
+    #expect(stat(daemon.databasePath, &status) == 0 && status.st_uid == 0)
+  }
+
+  @Test func aDatabaseRemovedUnderTheDaemonRefusesWritesAndIsNoticedAtRestart() throws {
+    let daemon = try DaemonFixture()
+    let client = try daemon.client()
+    for _ in 0..<3 { _ = try client.result("toggle", keyParam("wifi")) }
+    for suffix in ["", "-wal", "-shm"] { unlink(daemon.databasePath + suffix) }
+
+    for _ in 0..<2 {
+      let error = try client.error("toggle", keyParam("wifi"))
+      expectErrorObject(error, -32007, "StorageFailure")
+      #expect(
+        error["message"]?.stringValue?.contains("the database file was removed or replaced")
+          == true,
+        "\(error.jsonText)")
+      #expect(error["message"]?.stringValue?.contains("restart switchd") == true)
+    }
+    // Reads go on from memory, as of the last acknowledged write.
+    let wifi = try client.result("get", keyParam("wifi"))
+    #expect(wifi["checked"]?.boolValue == false && wifi["revision"]?.int64Value == 3)
+    let said = daemon.log.split(separator: "\n").filter { $0.contains("removed or replaced") }
+    #expect(said.count == 1, "\(said)")
+    client.close()
+    #expect(daemon.stop() == 0)
+
+    // Started again on what is now an empty database: the log says that
+    // revisions it announced will be used again.
+    try daemon.start()
+    #expect(daemon.log.contains("is at revision 0, but switchd announced revision 3 before"))
+    #expect(try daemon.client().result("status")["revision"]?.int64Value == 0)
+  }
+
+  @Test func aDatabaseReplacedUnderTheDaemonRefusesWrites() throws {
+    let daemon = try DaemonFixture()
+    let client = try daemon.client()
+    _ = try client.result("toggle", keyParam("wifi"))
+    let copy = daemon.directory + "/state/copy.db"
+    try Durability.writeBytes(copy, Durability.fileBytes(daemon.databasePath) ?? [])
+    #expect(rename(copy, daemon.databasePath) == 0)
+    expectErrorObject(try client.error("toggle", keyParam("wifi")), -32007, "StorageFailure")
+    #expect(try client.result("get", keyParam("wifi"))["revision"]?.int64Value == 1)
+  }
+}
