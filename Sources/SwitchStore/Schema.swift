@@ -1,112 +1,139 @@
-/// The database schema as a list of forward migrations, versioned with `PRAGMA user_version`.
+/// The database schema as named forward migrations, one per feature, versioned with
+/// `PRAGMA user_version`.
 ///
 /// `migrations[n]` takes a database from version n to n + 1; a new database (version 0) runs
 /// them all. Never edit a migration that has shipped: append a new one. A database whose
 /// version is above `currentVersion` was written by a newer switchd and is refused.
+struct Migration: Sendable {
+  /// What the migration brings, for a person reading the list.
+  let name: String
+  let sql: String
+  /// A query that finds the migration already in the file (a count above 0), for the one
+  /// migration that older builds shipped inside another (see `userValues`).
+  var foundBy: String? = nil
+}
+
 enum Schema {
-  static let migrations: [String] = [
-    // 1: switches, the change log, and the global revision.
-    """
-    CREATE TABLE switches (
-      key TEXT PRIMARY KEY,
-      checked INTEGER NOT NULL,
-      read_only INTEGER NOT NULL,
-      read_only_reason TEXT,
-      held_by TEXT,
-      disabled INTEGER NOT NULL,
-      disabled_reason TEXT,
-      disabled_by TEXT,
-      revision INTEGER NOT NULL,
-      changed_at INTEGER
-    ) WITHOUT ROWID;
-    CREATE TABLE changes (
-      revision INTEGER PRIMARY KEY,
-      key TEXT NOT NULL,
-      cause TEXT NOT NULL,
-      time INTEGER NOT NULL,
-      actor_uid INTEGER,
-      actor_gid INTEGER,
-      actor_pid INTEGER,
-      s_checked INTEGER NOT NULL,
-      s_read_only INTEGER NOT NULL,
-      s_read_only_reason TEXT,
-      s_held_by TEXT,
-      s_disabled INTEGER NOT NULL,
-      s_disabled_reason TEXT,
-      s_disabled_by TEXT,
-      p_checked INTEGER NOT NULL,
-      p_read_only INTEGER NOT NULL,
-      p_read_only_reason TEXT,
-      p_held_by TEXT,
-      p_disabled INTEGER NOT NULL,
-      p_disabled_reason TEXT,
-      p_disabled_by TEXT
-    );
-    CREATE INDEX changes_by_key ON changes(key, revision);
-    -- The global revision lives here, not in max(changes.revision): pruning may empty the log.
-    CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-    INSERT INTO meta(name, value) VALUES ('revision', 0);
-    """,
-    // 2: a commit appends to the log and nothing else. `changes_by_key` put one entry per key
-    // into a different page of the index, so a commit of writes to 8 keys wrote ~8 more pages
-    // to the WAL. Instead each log row points to the previous change of its key, and every
-    // 64th change of a key (and its first after each start) is entered in `key_marks`, a
-    // sparse index that bounds the walk for an arbitrary `before`. The switch rows are copied
-    // from the log now and then (`meta.checkpoint`: the revision they hold), not per commit.
-    """
-    ALTER TABLE changes ADD COLUMN key_previous INTEGER;
-    WITH chain AS (
-      SELECT revision, lag(revision) OVER (PARTITION BY key ORDER BY revision) AS previous
-      FROM changes
-    )
-    UPDATE changes SET key_previous = chain.previous FROM chain
-    WHERE changes.revision = chain.revision;
-    CREATE TABLE key_marks (
-      key TEXT NOT NULL,
-      revision INTEGER NOT NULL,
-      PRIMARY KEY (key, revision)
-    ) WITHOUT ROWID;
-    INSERT INTO key_marks(key, revision)
-      SELECT key, revision FROM (
-        SELECT key, revision, row_number() OVER (PARTITION BY key ORDER BY revision) AS n
+  static let migrations: [Migration] = [changeLog, keyChains, applyCommands, userValues]
+
+  /// 1: switches, the change log, and the global revision.
+  static let changeLog = Migration(
+    name: "switches and their change log",
+    sql: """
+      CREATE TABLE switches (
+        key TEXT PRIMARY KEY,
+        checked INTEGER NOT NULL,
+        read_only INTEGER NOT NULL,
+        read_only_reason TEXT,
+        held_by TEXT,
+        disabled INTEGER NOT NULL,
+        disabled_reason TEXT,
+        disabled_by TEXT,
+        revision INTEGER NOT NULL,
+        changed_at INTEGER
+      ) WITHOUT ROWID;
+      CREATE TABLE changes (
+        revision INTEGER PRIMARY KEY,
+        key TEXT NOT NULL,
+        cause TEXT NOT NULL,
+        time INTEGER NOT NULL,
+        actor_uid INTEGER,
+        actor_gid INTEGER,
+        actor_pid INTEGER,
+        s_checked INTEGER NOT NULL,
+        s_read_only INTEGER NOT NULL,
+        s_read_only_reason TEXT,
+        s_held_by TEXT,
+        s_disabled INTEGER NOT NULL,
+        s_disabled_reason TEXT,
+        s_disabled_by TEXT,
+        p_checked INTEGER NOT NULL,
+        p_read_only INTEGER NOT NULL,
+        p_read_only_reason TEXT,
+        p_held_by TEXT,
+        p_disabled INTEGER NOT NULL,
+        p_disabled_reason TEXT,
+        p_disabled_by TEXT
+      );
+      CREATE INDEX changes_by_key ON changes(key, revision);
+      -- The global revision lives here, not in max(changes.revision): pruning may empty the log.
+      CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+      INSERT INTO meta(name, value) VALUES ('revision', 0);
+      """)
+
+  /// 2: a commit appends to the log and nothing else. `changes_by_key` put one entry per key
+  /// into a different page of the index, so a commit of writes to 8 keys wrote ~8 more pages
+  /// to the WAL. Instead each log row points to the previous change of its key, and every
+  /// 64th change of a key (and its first after each start) is entered in `key_marks`, a
+  /// sparse index that bounds the walk for an arbitrary `before`. The switch rows are copied
+  /// from the log now and then (`meta.checkpoint`: the revision they hold), not per commit.
+  static let keyChains = Migration(
+    name: "key chains and checkpointed switch rows",
+    sql: """
+      ALTER TABLE changes ADD COLUMN key_previous INTEGER;
+      WITH chain AS (
+        SELECT revision, lag(revision) OVER (PARTITION BY key ORDER BY revision) AS previous
         FROM changes
-      ) WHERE n % 64 = 1;
-    DROP INDEX changes_by_key;
-    INSERT INTO meta(name, value)
-      SELECT 'checkpoint', max(value, coalesce((SELECT max(revision) FROM changes), 0))
-      FROM meta WHERE name = 'revision';
-    """,
-    // 3: apply commands and dependencies (issue 13). `invalid`/`invalid_reason`: whether a
-    // switch's apply command could not make its value real, and why; kept in the switch rows
-    // and in both States of each logged change (rows and changes written before hold a valid
-    // switch). The log may now hold the causes 'apply', 'reconcile' and 'dependency', which an
-    // older switchd would read as damage: the version keeps it from opening the file.
-    // And per-user values of user-scope switches. A change of one user's value is a log row
-    // with its `user`; `key_previous` then chains the changes of that key and user, so a
-    // key's switch-level chain (user NULL) is unchanged and a user's chain is short.
-    // `user_values` holds each user's value as of `meta.checkpoint`, like `switches`.
-    // `value_fixed`: a hold fixes the value of a user-scope switch for every user.
-    """
-    ALTER TABLE switches ADD COLUMN invalid INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE switches ADD COLUMN invalid_reason TEXT;
-    ALTER TABLE changes ADD COLUMN s_invalid INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE changes ADD COLUMN s_invalid_reason TEXT;
-    ALTER TABLE changes ADD COLUMN p_invalid INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE changes ADD COLUMN p_invalid_reason TEXT;
-    ALTER TABLE changes ADD COLUMN user INTEGER;
-    ALTER TABLE changes ADD COLUMN s_value_fixed INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE changes ADD COLUMN p_value_fixed INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE switches ADD COLUMN value_fixed INTEGER NOT NULL DEFAULT 0;
-    CREATE TABLE user_values (
-      key TEXT NOT NULL,
-      user INTEGER NOT NULL,
-      checked INTEGER NOT NULL,
-      revision INTEGER NOT NULL,
-      changed_at INTEGER NOT NULL,
-      PRIMARY KEY (key, user)
-    ) WITHOUT ROWID;
-    """,
-  ]
+      )
+      UPDATE changes SET key_previous = chain.previous FROM chain
+      WHERE changes.revision = chain.revision;
+      CREATE TABLE key_marks (
+        key TEXT NOT NULL,
+        revision INTEGER NOT NULL,
+        PRIMARY KEY (key, revision)
+      ) WITHOUT ROWID;
+      INSERT INTO key_marks(key, revision)
+        SELECT key, revision FROM (
+          SELECT key, revision, row_number() OVER (PARTITION BY key ORDER BY revision) AS n
+          FROM changes
+        ) WHERE n % 64 = 1;
+      DROP INDEX changes_by_key;
+      INSERT INTO meta(name, value)
+        SELECT 'checkpoint', max(value, coalesce((SELECT max(revision) FROM changes), 0))
+        FROM meta WHERE name = 'revision';
+      """)
+
+  /// 3: apply commands and dependencies. `invalid`/`invalid_reason`: whether a switch's apply
+  /// command could not make its value real, and why; kept in the switch rows and in both
+  /// States of each logged change (rows and changes written before hold a valid switch). The
+  /// log may now hold the causes 'apply', 'reconcile' and 'dependency', which an older switchd
+  /// would read as damage: the version keeps it from opening the file.
+  static let applyCommands = Migration(
+    name: "apply commands: invalid and its reason",
+    sql: """
+      ALTER TABLE switches ADD COLUMN invalid INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE switches ADD COLUMN invalid_reason TEXT;
+      ALTER TABLE changes ADD COLUMN s_invalid INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE changes ADD COLUMN s_invalid_reason TEXT;
+      ALTER TABLE changes ADD COLUMN p_invalid INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE changes ADD COLUMN p_invalid_reason TEXT;
+      """)
+
+  /// 4: per-user values of user-scope switches. A change of one user's value is a log row
+  /// with its `user`; `key_previous` then chains the changes of that key and user, so a key's
+  /// switch-level chain (user NULL) is unchanged and a user's chain is short. `user_values`
+  /// holds each user's value as of `meta.checkpoint`, like `switches`. `value_fixed`: a hold
+  /// fixes the value of a user-scope switch for every user.
+  ///
+  /// Builds before 2026-12 shipped this inside migration 3, so a version-3 file of theirs
+  /// already has it: `foundBy` sees the column and the step only moves the version on.
+  static let userValues = Migration(
+    name: "per-user values",
+    sql: """
+      ALTER TABLE changes ADD COLUMN user INTEGER;
+      ALTER TABLE changes ADD COLUMN s_value_fixed INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE changes ADD COLUMN p_value_fixed INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE switches ADD COLUMN value_fixed INTEGER NOT NULL DEFAULT 0;
+      CREATE TABLE user_values (
+        key TEXT NOT NULL,
+        user INTEGER NOT NULL,
+        checked INTEGER NOT NULL,
+        revision INTEGER NOT NULL,
+        changed_at INTEGER NOT NULL,
+        PRIMARY KEY (key, user)
+      ) WITHOUT ROWID;
+      """,
+    foundBy: "SELECT count(*) FROM pragma_table_info('changes') WHERE name = 'user'")
 
   /// The schema version this build writes and reads.
   static var currentVersion: Int32 { Int32(migrations.count) }
@@ -128,8 +155,17 @@ enum Schema {
     do throws(SQLiteError) {
       let found = try version(of: connection)
       if found < currentVersion {
-        for index in Int(found)..<migrations.count {
-          try connection.execute(migrations[index])
+        for (index, migration) in migrations.enumerated().dropFirst(Int(found)) {
+          if let query = migration.foundBy, try connection.textRows(query).first != "0" {
+            continue
+          }
+          do throws(SQLiteError) {
+            try connection.execute(migration.sql)
+          } catch {
+            var failed = error
+            failed.context = "migration \(index + 1) (\(migration.name)): \(error.context)"
+            throw failed
+          }
         }
         // PRAGMA takes no bound parameters; the value is our own integer, not input.
         try connection.execute("PRAGMA user_version = \(currentVersion)")

@@ -3,7 +3,7 @@
 // Layers, bottom up. `SQLiteError`, `SQLiteStatement` and `SQLiteConnection` wrap the C API
 // once: every result code becomes a `SQLiteError` with its codes, statements are prepared once
 // (`SQLITE_PREPARE_PERSISTENT`) and finalized by `close()` or deinit. `Schema` holds the
-// forward migrations, versioned with `PRAGMA user_version`. `StoreStatements` holds every SQL
+// named forward migrations, versioned with `PRAGMA user_version`. `StoreStatements` holds every SQL
 // text and binds and reads rows; `StorageNames` spells SwitchCore's enums for the file (a file
 // format, kept apart from the wire names). `SwitchStore` is what the daemon calls: each public
 // method is one query or one transaction, and maps `SQLiteError` to `StoreError` in one place.

@@ -120,7 +120,7 @@ import Testing
     try withTemporaryDirectory { directory in
       let path = directory + "/s.db"
       let old = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
-      try old.execute(Schema.migrations[0])
+      try old.execute(Schema.changeLog.sql)
       try old.execute("PRAGMA user_version = 1")
       var random = SplitMix64(seed: 3)
       for revision in 1...200 {

@@ -20,8 +20,8 @@ func withTemporaryDirectory<T>(_ body: (String) throws -> T) throws -> T {
 /// it (schema 2, empty), open for a test to fill before a current store migrates it.
 func schemaTwoDatabase(at path: String) throws -> SQLiteConnection {
   let old = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
-  try old.execute(Schema.migrations[0])
-  try old.execute(Schema.migrations[1])
+  try old.execute(Schema.changeLog.sql)
+  try old.execute(Schema.keyChains.sql)
   try old.execute("PRAGMA user_version = 2")
   return old
 }

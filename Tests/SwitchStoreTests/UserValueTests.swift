@@ -134,7 +134,7 @@ import Testing
 
       let store = try SwitchStore(path: path)
       defer { store.close() }
-      #expect(try store.connection.textRows("PRAGMA user_version") == ["3"])
+      #expect(try store.connection.textRows("PRAGMA user_version") == ["\(Schema.currentVersion)"])
       let records = try store.loadSwitches()
       #expect(records.map(\.key) == ["email", "wifi"])
       #expect(records[1].state.checked == true && records[1].revision == 3)
