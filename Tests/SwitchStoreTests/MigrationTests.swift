@@ -56,7 +56,8 @@ import Testing
     try withTemporaryDirectory { directory in
       let path = directory + "/s.db"
       let old = try database(
-        at: path, version: 3, extraSQL: Schema.userValues.sql + "\n"
+        at: path, version: 3,
+        extraSQL: Schema.userValues.sql + "\n"
           + "INSERT INTO user_values(key, user, checked, revision, changed_at) "
           + "VALUES ('email', 1000, 0, 1, 100);")
       old.close()
