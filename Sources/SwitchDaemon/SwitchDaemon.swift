@@ -18,6 +18,14 @@
 // through the SwitchSystem target (EINTR, sockaddr_un, owned descriptors,
 // trusted directories) and CShim (what Glibc's module hides).
 //
+// Rooms, one folder a thread or job:
+//   Daemon/  start-up, flags, the log, systemd's notify socket, the queues threads meet at
+//   Config/  reading a configuration directory (ConfigLoader) and the config reader thread
+//   Loop/    the event loop: connections, framing, dispatch, watches, publishing
+//   Writer/  the writer thread: group commit, configuration changes, apply bookkeeping
+//   Reader/  the log reader thread: history pages and `watch since` replays
+//   Apply/   the threads that run apply commands
+//
 // A write: decode → authorize → writer decides with `Rules.decide` →
 // one transaction for every write queued (group commit) → the loop
 // publishes the events → answers. A read is answered from the loop's copy
