@@ -1,0 +1,41 @@
+import SwitchCore
+import SwitchProtocol
+import SwitchStore
+import SwitchSystem
+
+// Checkpoints of the switch rows, and pruning the log to HistoryRetention.
+extension Writer {
+  /// Writes the rows of the switches changed since the last checkpoint. A
+  /// failure only means a longer replay at the next start: it is retried later.
+  func checkpoint() {
+    do {
+      try store.checkpoint(
+        changedSinceCheckpoint.compactMap { records[$0] }, userRows: users.rowsToCheckpoint,
+        at: revision)
+      changedSinceCheckpoint.removeAll(keepingCapacity: true)
+      users.checkpointed()
+      checkpointed = revision
+    } catch {
+      log.rateLimited(.warning, cause: "checkpoint", "updating the switch rows failed: \(error)")
+    }
+  }
+
+  /// Prunes the log once it exceeds `HistoryRetention` by a margin, so
+  /// pruning runs now and then in chunks, not after every commit.
+  func prune() -> WriterOutput? {
+    let retention = catalog.settings.historyRetention
+    guard let oldest = oldestRetained else { return nil }
+    let kept = revision - oldest + 1
+    let margin = Int64(min(1000, max(1, retention / 10)))
+    guard kept > Int64(retention) + margin else { return nil }
+    do {
+      if revision > checkpointed { checkpoint() }  // the rows must hold what goes
+      _ = try store.prune(keep: retention)
+      oldestRetained = try store.oldestRetainedRevision()
+      return WriterOutput(catalog: nil, changes: [], answers: [], oldestRetained: oldestRetained)
+    } catch {
+      log.rateLimited(.warning, cause: "prune", "pruning the change log failed: \(error)")
+      return nil
+    }
+  }
+}

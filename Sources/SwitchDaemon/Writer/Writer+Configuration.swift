@@ -1,0 +1,199 @@
+import SwitchCore
+import SwitchProtocol
+import SwitchStore
+import SwitchSystem
+
+// Configuration changes: a reload the config reader read, and the start's, as changes.
+extension Writer {
+  /// Applies a configuration the config reader read (`ConfigReader`: the
+  /// files are never read here, where a slow one would hold up every write);
+  /// the output carries the answer (when asked by `reload`) and the record
+  /// `status` shows.
+  func reload(_ ticket: Ticket?, _ read: ConfigurationRead) -> WriterOutput {
+    let time = wallClockMilliseconds()
+    guard case .valid(let next, let access) = read else {
+      guard case .refused(let errors) = read else { fatalError("unreachable") }
+      return reloadFailed(
+        ticket, .invalidConfig(errors), ReloadRecord(time: time, result: .refused, errors: errors))
+    }
+    let first = commandsFirst(next)
+    if !first.steps.isEmpty {
+      // Its commands run first; the change then commits in one group.
+      let id = applying.newID()
+      var applied: [String: Bool] = [:]
+      for step in first.steps { applied[step.key] = step.state.isOnAndInEffect }
+      applying.park(
+        id,
+        .reload(
+          ParkedReload(id: id, ticket: ticket, next: next, access: access, applied: applied)),
+        keys: first.keys)
+      pool.submit(ApplyTask(id: id, steps: first.steps, undo: [], eachOwn: true))
+      return WriterOutput(catalog: nil, changes: [], answers: [], oldestRetained: oldestRetained)
+    }
+    return finishReload(ticket, next, access, ran: nil)
+  }
+
+  /// Makes a valid configuration `next` the running one and answers the
+  /// reload; `ran`: the commands that ran first (effective value and
+  /// failure by key), if any.
+  func finishReload(
+    _ ticket: Ticket?, _ next: Catalog, _ access: AccessRules,
+    ran: (applied: [String: Bool], failures: [String: String])?
+  ) -> WriterOutput {
+    let time = wallClockMilliseconds()
+    let restartRequired = Rules.settingsNeedingRestart(from: startSettings, to: next.settings)
+    do {
+      let applied = try apply(next, access: access, reconcilingEvery: false, ran: ran)
+      var output = WriterOutput(
+        catalog: applied.update, changes: applied.changes, answers: [],
+        oldestRetained: oldestRetained)
+      let summary = ReloadSummary(
+        switches: next.switches.count, policies: next.policyCount,
+        restartRequired: restartRequired)
+      if let ticket {
+        // Answered once the commands it started have run, so that the
+        // caller then reads what the policies and new commands made.
+        if applied.parked.isEmpty {
+          output.answers = [(ticket, .reload(.success(summary)))]
+        } else {
+          applying.reloadAnswer = (ticket, .reload(.success(summary)), Set(applied.parked))
+        }
+      }
+      output.reload = ReloadRecord(time: time, result: .applied)
+      log.notice(
+        "reloaded \(configDirectory): \(summary.switches) switches, \(summary.policies) policies, "
+          + "\(output.changes.count) changed by policy")
+      if !restartRequired.isEmpty {
+        log.warning(
+          "reload: \(restartRequired.joined(separator: ", ")) changed; "
+            + "that takes effect only when switchd restarts")
+      }
+      return output
+    } catch {
+      log.error("reload failed, the running configuration stays: \(error)")
+      return reloadFailed(
+        ticket, .storageFailure("\(error)"),
+        ReloadRecord(time: time, result: .failed, errors: ["\(error)"]))
+    }
+  }
+
+  func reloadFailed(
+    _ ticket: Ticket?, _ error: RPCError, _ record: ReloadRecord
+  ) -> WriterOutput {
+    var output = WriterOutput(
+      catalog: nil, changes: [], answers: ticket.map { [($0, .reload(.failure(error)))] } ?? [])
+    output.reload = record
+    return output
+  }
+
+  /// Makes `next` the configuration: creates rows for new switches at their
+  /// default, and applies the policies and dependencies as changes (one
+  /// revision per switch whose State changes). On failure the old
+  /// configuration stays in force; rows already inserted for new switches
+  /// hold only their defaults.
+  ///
+  /// A switch with an apply command is parked (its command runs, then its
+  /// change commits, `invalid` if the command failed) when a policy or a
+  /// dependency changes its effective value, when its command is new or
+  /// changed, and, with `reconcilingEvery` (the start), always. A switch
+  /// whose command is gone is no longer `invalid`.
+  func apply(
+    _ next: Catalog, access: AccessRules, reconcilingEvery: Bool,
+    ran: (applied: [String: Bool], failures: [String: String])? = nil
+  ) throws -> (update: CatalogUpdate, changes: [Change], parked: [UInt64]) {
+    let time = wallClockMilliseconds()
+    var newRecords: [SwitchRecord] = []
+    var working = records
+    for key in next.sortedKeys where records[key] == nil {
+      guard let definition = next.switches[key] else { continue }
+      let record = SwitchRecord(key: key, state: SwitchState(checked: definition.defaultChecked))
+      newRecords.append(record)
+      working[key] = record
+    }
+    // The loop takes these too, so that both copies of a switch stay alike.
+    var defaulted: [SwitchRecord] = []
+    for (key, definition) in next.switches {
+      guard var record = working[key] else { continue }
+      let state = Rules.withCurrentDefault(record.state, definition: definition)
+      if state == record.state { continue }
+      record.state = state
+      working[key] = record
+      defaulted.append(record)
+    }
+    var changes: [Change] = []
+    var nextRevision = revision
+    var toApply:
+      [(key: String, command: ApplyCommand, target: SwitchState?, state: SwitchState, cause: Cause)] =
+        []
+    var plans: [String: PlannedChange] = [:]
+    for plan in Rules.plannedChanges(applying: next, records: working) { plans[plan.key] = plan }
+    for key in next.dependencies.order {
+      guard let current = working[key]?.state else { continue }
+      var target = plans[key]?.state ?? current
+      let cause = plans[key]?.cause ?? .reconcile
+      let definition = next.switches[key]
+      if let command = definition?.apply {
+        if let effective = ran?.applied[key], effective == target.isOnAndInEffect {
+          // Its command ran before this configuration change (`commandsFirst`).
+          target = target.applied(failure: ran?.failures[key])
+        } else if reconcilingEvery
+          || Rules.needsApply(
+            definition, replacing: catalog.switches[key], from: current, to: target)
+        {
+          toApply.append((key, command, target == current ? nil : target, target, cause))
+          continue
+        }
+      } else if target.invalid {
+        target = target.applied(failure: nil)
+      }
+      if target == current { continue }
+      nextRevision += 1
+      changes.append(
+        Change(
+          revision: nextRevision, time: time, key: key, cause: cause,
+          actor: cause == .reconcile ? .reconcile : .policy, state: target, previous: current))
+      working[key] = SwitchRecord(key: key, state: target, revision: nextRevision, changedAt: time)
+    }
+    if !newRecords.isEmpty { try store.insertNew(newRecords) }
+    if !changes.isEmpty {
+      try store.commit(changes)
+      for change in changes { changedSinceCheckpoint.insert(change.key) }
+    }
+    records = working
+    revision = nextRevision
+    catalog = next
+    // Their rows take the default too, so that a later `Scope=system` reads,
+    // also after a restart, the value this configuration showed.
+    if !defaulted.isEmpty {
+      for record in defaulted { changedSinceCheckpoint.insert(record.key) }
+      checkpoint()
+    }
+    if oldestRetained == nil, let first = changes.first { oldestRetained = first.revision }
+    let parked = toApply.map {
+      parkSystemApply(
+        $0.key, command: $0.command, state: $0.state, target: $0.target, cause: $0.cause,
+        counted: true)
+    }
+    let update = CatalogUpdate(
+      catalog: next, access: access,
+      newRecords: newRecords + defaulted)
+    return (update, changes, parked)
+  }
+
+  /// The apply commands a reload to `next` must run before it commits: of
+  /// each switch with a command whose State the policies and dependencies
+  /// change, when its effective value changes or its command is new. Also
+  /// every key the change touches, to hold while they run.
+  func commandsFirst(_ next: Catalog) -> (steps: [ApplyStep], keys: [String]) {
+    let plans = Rules.plannedChanges(applying: next, records: records)
+    var steps: [ApplyStep] = []
+    for plan in plans {
+      guard let definition = next.switches[plan.key], let command = definition.apply,
+        Rules.needsApply(
+          definition, replacing: catalog.switches[plan.key], from: plan.previous, to: plan.state)
+      else { continue }
+      steps.append(ApplyStep(key: plan.key, command: command, state: plan.state, cause: .policy))
+    }
+    return (steps, steps.isEmpty ? [] : plans.map(\.key))
+  }
+}

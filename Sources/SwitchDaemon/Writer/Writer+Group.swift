@@ -1,0 +1,245 @@
+import SwitchCore
+import SwitchProtocol
+import SwitchStore
+import SwitchSystem
+
+// Writes: taking a group, deciding each write with SwitchCore's rules, and one commit.
+extension Writer {
+  /// The jobs of the next group: what is queued, plus the writes of the
+  /// last group's writers that are on their way (`GroupCommitPacer`).
+  func takeGroup(from jobs: BlockingQueue<WriterJob>) -> [WriterJob] {
+    var batch = jobs.takeAll()
+    var awaited = pacer.awaited(present: Self.writers(of: batch))
+    guard !awaited.isEmpty, !batch.contains(where: \.isControl) else { return batch }
+    let deadline = monotonicSeconds() + pacer.budgetSeconds
+    while !awaited.isEmpty && monotonicSeconds() < deadline {
+      let more = jobs.takeAll(before: deadline)
+      batch += more
+      awaited.subtract(Self.writers(of: more))
+      if more.contains(where: \.isControl) { break }
+    }
+    return batch
+  }
+
+  /// Whether `job` may go on while a reload or stop waits for commands
+  /// (rule 16: writes of switches without a command never wait for one):
+  /// a write that no command can be run for under the running
+  /// configuration, from a connection with nothing held back (so that each
+  /// connection's writes keep their order). It is decided as if it had come
+  /// before the reload, which has not been answered yet.
+  func mayPassHeldBack(_ job: WriterJob) -> Bool {
+    guard case .write(let ticket, let key, let operation, _) = job,
+      !applying.heldBack.contains(where: { $0.connection == ticket.connection })
+    else { return false }
+    if writesUserValue(key, operation) { return true }
+    return catalog.dependencies.reach(of: key).allSatisfy { catalog.switches[$0]?.apply == nil }
+  }
+
+  /// Whether `operation` writes the caller's own value of `key` (a
+  /// user-scope switch): it never runs a command nor touches dependents.
+  func writesUserValue(_ key: String, _ operation: Operation) -> Bool {
+    operation.changesValue && catalog.switches[key]?.scope == .user
+  }
+
+  static func writers(of jobs: [WriterJob]) -> Set<UInt64> {
+    var connections = Set<UInt64>()
+    for case .write(let ticket, _, _, _) in jobs { connections.insert(ticket.connection) }
+    return connections
+  }
+
+  /// A group being decided: its changes and answers, and what to put back
+  /// if its commit fails.
+  struct Group {
+    let time: Int64
+    let firstRevision: Int64
+    var changes: [Change] = []
+    var answers: [(Ticket, WriterOutput.Answer)] = []
+    /// What each change replaced, in order; restored newest first, so the oldest wins.
+    var undo: [SwitchRecord] = []
+    /// The items this group settled (answered or committed), to retry alone.
+    var settled: [GroupItem] = []
+  }
+
+  /// Decides every item against the current copy, then commits all the
+  /// changes in one transaction. If the commit fails, the copy is restored
+  /// and each item is tried alone, so every answer tells the truth.
+  /// A write whose apply command must run first is parked (Writer+Apply.swift)
+  /// and comes back in a later group.
+  func commitGroup(_ items: [GroupItem]) -> WriterOutput {
+    var group = Group(time: wallClockMilliseconds(), firstRevision: revision)
+    for item in items { decide(item, into: &group) }
+    if group.changes.isEmpty {
+      pacer.committedNothing()
+      return WriterOutput(
+        catalog: nil, changes: [], answers: group.answers, oldestRetained: oldestRetained)
+    }
+    do {
+      let started = monotonicSeconds()
+      try store.commit(group.changes)
+      pacer.committed(
+        Set(group.settled.compactMap(\.connection)), seconds: monotonicSeconds() - started)
+      for change in group.changes where change.user == nil {
+        changedSinceCheckpoint.insert(change.key)
+      }
+      users.committed()
+      if oldestRetained == nil { oldestRetained = group.changes[0].revision }
+      return WriterOutput(
+        catalog: nil, changes: group.changes, answers: group.answers,
+        oldestRetained: oldestRetained)
+    } catch {
+      for old in group.undo.reversed() { records[old.key] = old }
+      users.rollBack()
+      revision = group.firstRevision
+      logCommitFailure(error)
+      return settleAlone(group.settled, after: error)
+    }
+  }
+
+  /// After a failed commit: a lone item is refused; each item of a larger
+  /// group is decided and committed again alone. Parked writes keep their
+  /// place; answers of writes that needed no commit stand (they are
+  /// settled again alone, with the same answer).
+  private func settleAlone(_ settled: [GroupItem], after error: any Error) -> WriterOutput {
+    guard settled.count > 1 else {
+      var output = WriterOutput(
+        catalog: nil, changes: [], answers: [], oldestRetained: oldestRetained)
+      if case .write(let write)? = settled.first {
+        output.answers = [(write.ticket, .write(.failure(.storageFailure("\(error)"))))]
+      }
+      return output
+    }
+    var merged = WriterOutput(catalog: nil, changes: [], answers: [])
+    for item in settled {
+      let alone = commitGroup([item])
+      merged.changes += alone.changes
+      merged.answers += alone.answers
+    }
+    merged.oldestRetained = oldestRetained
+    return merged
+  }
+
+  /// Decides `item` and, when it frees what it held, the writes that
+  /// waited for that, one at a time in the order they become ready.
+  private func decide(_ item: GroupItem, into group: inout Group) {
+    guard let finished = decideOne(item, resumed: false, into: &group) else { return }
+    applying.release(finished)
+    while let next = applying.nextReady() {
+      if let alsoFinished = decideOne(.write(next), resumed: true, into: &group) {
+        applying.release(alsoFinished)
+      }
+    }
+  }
+
+  /// Decides one item into `group`. Returns the id of the apply job whose
+  /// keys it frees, if any.
+  private func decideOne(
+    _ item: GroupItem, resumed: Bool, into group: inout Group
+  ) -> UInt64? {
+    switch item {
+    case .write(let write):
+      if writesUserValue(write.key, write.operation) {
+        // A user's own value: no apply command and no dependents (both
+        // are for system switches), so it never waits.
+        if let change = writeUserValue(
+          write.ticket, write.key, write.operation, write.caller, time: group.time,
+          &group.answers)
+        {
+          group.changes.append(change)
+        }
+        group.settled.append(item)
+        return nil
+      }
+      // A write back from its command holds its keys; one from the queue
+      // was let go; with no command under way nothing can hold it.
+      if !resumed && write.applied == nil && !applying.isIdle {
+        let touching = catalog.dependencies.reach(of: write.key)
+        guard applying.mayDecide(write, touching: touching) else {
+          applying.wait(write, touching: touching)
+          return nil
+        }
+      }
+      guard decideSystemWrite(write, into: &group) else { return nil }
+      group.settled.append(item)
+      return write.applied?.id
+    case .system(let system, let failure):
+      if let old = records[system.key],
+        let change = systemChange(
+          system, failure: failure, revision: revision + 1, time: group.time)
+      {
+        revision += 1
+        record(change, replacing: old, into: &group)
+      }
+      group.settled.append(item)
+      return system.id
+    case .reload:
+      return nil  // carried out by `run`, never in a group
+    case .release(let id):
+      return id
+    }
+  }
+
+  /// A write of a system switch (or of a switch-level state): decided with
+  /// `Rules.decide`, planned with its dependents, through the apply stage.
+  /// - Returns: false when it was parked for its command.
+  private func decideSystemWrite(_ write: WriteRequest, into group: inout Group) -> Bool {
+    let key = write.key
+    let decision = Rules.decide(
+      write.operation, key: key, definition: catalog.switches[key], record: records[key],
+      policy: catalog.policies[key], caller: write.caller)
+    switch decision {
+    case .failure(let refusal):
+      group.answers.append((write.ticket, .write(.failure(RPCError(refusal)))))
+    case .success(let decided):
+      let planned =
+        decided.next.map {
+          Rules.plannedChanges(
+            of: key, to: $0, cause: write.operation.cause, catalog: catalog, records: records)
+        } ?? []
+      switch applyStage(write, decided, planned) {
+      case .parked:
+        return false
+      case .failed(let reason):
+        group.answers.append(
+          (write.ticket, .write(.failure(.applyFailed(key: key, reason: reason)))))
+      case .proceed(let plans) where plans.isEmpty:
+        group.answers.append(
+          (write.ticket, .write(.success(WriteOutcome(decided, changed: false)))))
+      case .proceed(let plans):
+        // The switch and the dependents it disables or enables: one revision each.
+        for plan in plans {
+          guard let old = records[plan.key] else { continue }
+          revision += 1
+          record(
+            Change(
+              revision: revision, time: group.time, key: plan.key, cause: plan.cause,
+              actor: write.caller.actor, state: plan.state, previous: plan.previous),
+            replacing: old, into: &group)
+        }
+        group.answers.append(
+          (write.ticket, .write(.success(WriteOutcome(decided, changed: true, records[key])))))
+      }
+    }
+    return true
+  }
+
+  /// Takes a decided change into the writer's copy and the group.
+  private func record(_ change: Change, replacing old: SwitchRecord, into group: inout Group) {
+    group.undo.append(old)
+    records[change.key] = SwitchRecord(
+      key: change.key, state: change.state, revision: change.revision, changedAt: group.time)
+    group.changes.append(change)
+  }
+
+  /// A failed commit in the log; a database file that was moved, once,
+  /// since every commit after it fails the same way.
+  func logCommitFailure(_ error: any Error) {
+    guard case .filesMoved = error as? StoreError else {
+      log.rateLimited(.error, cause: "commit", "a commit failed, nothing changed: \(error)")
+      return
+    }
+    if reportedFilesMoved { return }
+    reportedFilesMoved = true
+    log.error(
+      "\(error); writes after revision \(revision) are refused, reads go on from memory")
+  }
+}
