@@ -55,3 +55,27 @@ public struct Change: Equatable, Sendable {
   /// The State fields this change altered, in wire order.
   public var fields: [StateField] { state.changedFields(from: previous) }
 }
+
+extension Change {
+  /// The switch as this change leaves it: what every copy of the switches
+  /// (the writer's, the loop's, the store's rows) takes for a change of the
+  /// switch itself (`user` nil). The one place a committed change becomes a record.
+  public var record: SwitchRecord {
+    SwitchRecord(key: key, state: state, revision: revision, changedAt: time)
+  }
+
+  /// The user's value as this change of it leaves it (`user` set).
+  public var userValue: UserValue {
+    UserValue(checked: state.checked, revision: revision, changedAt: time)
+  }
+
+  /// Takes this committed change into a copy of the switches and the
+  /// users' values: the record of the switch, or the value of its user.
+  public func adopt(into records: inout [String: SwitchRecord], _ userValues: inout UserValues) {
+    if let user {
+      userValues[key, default: [:]][user] = userValue
+    } else {
+      records[key] = record
+    }
+  }
+}

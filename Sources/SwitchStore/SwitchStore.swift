@@ -144,10 +144,7 @@ public final class SwitchStore {
         records[record.key] = record
       }
       try forEachChangeAfterCheckpoint { change in
-        guard change.user == nil else { return }
-        records[change.key] = SwitchRecord(
-          key: change.key, state: change.state, revision: change.revision,
-          changedAt: change.time)
+        if change.user == nil { records[change.key] = change.record }
       }
       // The writer's chains start where the file ends (see `chains`).
       for record in records.values where chains[ChainKey(key: record.key)] == nil {
@@ -179,9 +176,7 @@ public final class SwitchStore {
       }
       if let key { values[key] = users }
       try forEachChangeAfterCheckpoint { change in
-        guard let user = change.user else { return }
-        values[change.key, default: [:]][user] = UserValue(
-          checked: change.state.checked, revision: change.revision, changedAt: change.time)
+        if let user = change.user { values[change.key, default: [:]][user] = change.userValue }
       }
       // A user's chain is looked up on its first commit (`startChain`): there may be millions.
       return values

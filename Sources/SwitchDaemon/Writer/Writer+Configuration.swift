@@ -148,11 +148,11 @@ extension Writer {
       }
       if target == current { continue }
       nextRevision += 1
-      changes.append(
-        Change(
-          revision: nextRevision, time: time, key: key, cause: cause,
-          actor: cause == .reconcile ? .reconcile : .policy, state: target, previous: current))
-      working[key] = SwitchRecord(key: key, state: target, revision: nextRevision, changedAt: time)
+      let change = Change(
+        revision: nextRevision, time: time, key: key, cause: cause,
+        actor: cause == .reconcile ? .reconcile : .policy, state: target, previous: current)
+      changes.append(change)
+      working[key] = change.record
     }
     if !newRecords.isEmpty { try store.insertNew(newRecords) }
     if !changes.isEmpty {

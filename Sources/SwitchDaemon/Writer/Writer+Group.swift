@@ -225,8 +225,7 @@ extension Writer {
   /// Takes a decided change into the writer's copy and the group.
   private func record(_ change: Change, replacing old: SwitchRecord, into group: inout Group) {
     group.undo.append(old)
-    records[change.key] = SwitchRecord(
-      key: change.key, state: change.state, revision: change.revision, changedAt: group.time)
+    records[change.key] = change.record
     group.changes.append(change)
   }
 

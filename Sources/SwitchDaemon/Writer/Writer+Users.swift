@@ -72,7 +72,7 @@ extension Writer {
       return nil
     }
     revision += 1
-    let value = UserValue(checked: change.state.checked, revision: revision, changedAt: time)
+    let value = change.userValue
     users.set(key, user: user, value)
     answers.append((ticket, .write(.success(WriteOutcome(decided, changed: true, value)))))
     return change
