@@ -134,19 +134,35 @@
         "disabledReason", "disabledBy", "invalid", "invalidReason"];
 
     /**
-     * Notes on `s` whether this caller may write it at all (`mayWrite`):
-     * `writable: false` on a switch that is neither held nor disabled says
-     * the caller may not write (not a Writer); `writable` absent (an older
-     * daemon) leaves it to trying.
+     * Notes on `s` whether this caller may write it at all (`mayWrite`), and
+     * why not (`mayWriteReason`): `writable: false` on a switch that is
+     * neither held nor disabled says the caller may not write (not a
+     * Writer), and its `writableReason` is the daemon's sentence for that;
+     * `writable` absent (an older daemon) leaves it to trying.
      */
     function noteWritable(s) {
-        if (s.writable === true)
+        if (s.writable === true) {
             s.mayWrite = true;
-        else if (s.writable === false && !s.disabled && !s.readOnly)
+        } else if (s.writable === false && !s.disabled && !s.readOnly) {
             s.mayWrite = false;
+            s.mayWriteReason = s.writableReason || null;
+        }
         if (s.writable === undefined)
             s.writable = !s.disabled && !s.readOnly && s.mayWrite !== false;
         return s;
+    }
+
+    /**
+     * `writable` and `writableReason` after an event changed the hold or the
+     * disable (events carry neither): a free switch is writable by whoever
+     * may write, and says the daemon's reason to whoever may not; a held or
+     * disabled one is taken as not writable (an administrator may still set
+     * some: `get` says so) and its hold or disable says why.
+     */
+    function guessWritable(s) {
+        const free = !s.disabled && !s.readOnly;
+        s.writable = free && s.mayWrite !== false;
+        s.writableReason = free && s.mayWrite === false ? s.mayWriteReason || null : null;
     }
 
     /**
@@ -185,7 +201,8 @@
             const newer = (incoming.revision || 0) >= (held.revision || 0);
             for (const [name, value] of Object.entries(incoming)) {
                 const isState = STATE_FIELDS.includes(name) || name === "revision" ||
-                    name === "changedAt" || name === "effective" || name === "writable";
+                    name === "changedAt" || name === "effective" || name === "writable" ||
+                    name === "writableReason";
                 if (!isState || newer)
                     held[name] = value;
             }
@@ -207,13 +224,11 @@
             held.effective = held.checked && !held.disabled;
             held.revision = event.revision;
             held.changedAt = event.time;
-            // An event does not carry `writable`. The daemon's stays true
-            // while neither the hold nor the disable changed; when one did,
-            // a free switch is writable by whoever may write, and a held one
-            // is taken as not writable (an administrator may still set some:
-            // `get` says so) until the daemon says otherwise.
+            // An event does not carry `writable`: the daemon's stays while
+            // neither the hold nor the disable changed, and is guessed when
+            // one did, until the daemon says otherwise.
             if (held.disabled !== was.disabled || held.readOnly !== was.readOnly)
-                held.writable = !held.disabled && !held.readOnly && held.mayWrite !== false;
+                guessWritable(held);
             return true;
         }
 

@@ -289,7 +289,8 @@ function reasonText(s) {
         const by = { policy: "by policy", admin: "by an administrator" }[s.heldBy] || "";
         lines.push(s.readOnlyReason ? `Read-only: ${s.readOnlyReason}` : `Read-only, held ${by}.`.replace(" .", "."));
     } else if (s.writable === false) {
-        lines.push("Read-only for you: this account may not change it.");
+        // The daemon's sentence, the one a write would be refused with (say why).
+        lines.push(s.writableReason || "You may not change this setting.");
     }
     if (s.invalid)
         lines.push(`Not applied: ${s.invalidReason || "the system did not take this value"}`);

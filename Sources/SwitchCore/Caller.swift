@@ -69,7 +69,26 @@ public struct Caller: Equatable, Sendable {
   public static func peer(
     uid: UInt32, gid: UInt32, pid: Int32, groups: [UInt32], access: AccessRules
   ) -> Caller {
-    func isMember(_ group: UInt32) -> Bool { gid == group || groups.contains(group) }
+    rights(of: uid, actor: .peer(uid: uid, gid: gid, pid: pid), access: access) { group in
+      gid == group || groups.contains(group)
+    }
+  }
+
+  /// The rights of user `uid` by the group database as it was at start or
+  /// at the last reload (`AccessRules.members`), found without a look-up:
+  /// what `writable` in the snapshot of a watch that names this user is
+  /// computed for. Not a process: its actor's gid and pid are 0.
+  public static func user(_ uid: UInt32, access: AccessRules) -> Caller {
+    rights(of: uid, actor: .peer(uid: uid, gid: 0, pid: 0), access: access) { group in
+      access.members[group]?.contains(uid) == true
+    }
+  }
+
+  /// `Caller.peer` and `Caller.user`: the same rules, with the groups
+  /// known in their two ways (`isMember`).
+  private static func rights(
+    of uid: UInt32, actor: Actor, access: AccessRules, isMember: (UInt32) -> Bool
+  ) -> Caller {
     let isAdmin = uid == 0 || uid == access.daemonUID || access.adminGroup.map(isMember) == true
     let mayWrite: Bool
     let requirement: String
@@ -79,16 +98,15 @@ public struct Caller: Equatable, Sendable {
       requirement =
         "only human accounts (uid \(access.humanUIDs.lowerBound)–\(access.humanUIDs.upperBound))"
         + " and administrators may change system switches"
-    case .members(let group):
+    case .members(let group, let name):
       mayWrite = isAdmin || isMember(group)
-      requirement = WritersGroup.membersRequirement
+      requirement = "only members of the group \(name) may change system switches"
     case .missing:
       mayWrite = isAdmin
-      requirement = WritersGroup.membersRequirement
+      requirement = "only administrators may change system switches"
     }
     return Caller(
-      actor: .peer(uid: uid, gid: gid, pid: pid), isAdmin: isAdmin, mayWrite: mayWrite,
-      writeRequirement: requirement)
+      actor: actor, isAdmin: isAdmin, mayWrite: mayWrite, writeRequirement: requirement)
   }
 }
 
@@ -104,15 +122,30 @@ public struct AccessRules: Equatable, Sendable {
   public var writers: WritersGroup
   /// Human accounts: `UID_MIN`…`UID_MAX` of login.defs (`LoginDefs`).
   public var humanUIDs: ClosedRange<UInt32>
+  /// The uids in the admin group and the Writers group, by gid: users whose
+  /// primary group it is (passwd) and its listed members (group). Kept so
+  /// that the loop knows a named user's rights (`Caller.user`) without a
+  /// look-up that could block it; as current as the last start or reload.
+  public var members: [UInt32: Set<UInt32>]
 
   public init(
     daemonUID: UInt32, adminGroup: UInt32? = nil, writers: WritersGroup = .humanAccounts,
-    humanUIDs: ClosedRange<UInt32> = LoginDefs.defaultHumanUIDs
+    humanUIDs: ClosedRange<UInt32> = LoginDefs.defaultHumanUIDs,
+    members: [UInt32: Set<UInt32>] = [:]
   ) {
     self.daemonUID = daemonUID
     self.adminGroup = adminGroup
     self.writers = writers
     self.humanUIDs = humanUIDs
+    self.members = members
+  }
+
+  /// The groups whose members `members` keeps: the admin and Writers groups.
+  public var groupsWithRights: [UInt32] {
+    var groups: [UInt32] = []
+    if let adminGroup { groups.append(adminGroup) }
+    if case .members(let gid, _) = writers, gid != adminGroup { groups.append(gid) }
+    return groups
   }
 }
 
@@ -121,20 +154,20 @@ public struct AccessRules: Equatable, Sendable {
 public enum WritersGroup: Equatable, Sendable {
   /// No `Writers` group is configured: human accounts write, system accounts do not.
   case humanAccounts
-  /// Members of this gid write.
-  case members(UInt32)
+  /// Members of this gid write; `name` is the setting, as refusals say it.
+  case members(UInt32, name: String)
   /// `Writers` names a group that does not exist. It was set to restrict, so
   /// nobody but administrators writes: a typo must not open writes to all.
   case missing(name: String)
 
-  /// The refusal's sentence when a `Writers` group is configured.
+  /// The refusal's sentence of a caller made without access rules.
   public static let membersRequirement = "only members of the Writers group may change switches"
 
   /// `name` is the setting (nil or empty: unset); `lookUp` finds its gid.
   public static func resolve(_ name: String?, lookUp: (String) -> UInt32?) -> WritersGroup {
     guard let name, !name.isEmpty else { return .humanAccounts }
     guard let gid = lookUp(name) else { return .missing(name: name) }
-    return .members(gid)
+    return .members(gid, name: name)
   }
 
   /// The warning to log for a group that does not exist, nil otherwise.

@@ -14,8 +14,8 @@ extension Rules {
   ) -> Result<UserDecision, Refusal> {
     guard let definition, let record else { return .failure(.unknownSwitch(key: key)) }
     let user = caller.subject
-    if !caller.mayActAs(user) { return .failure(actingAsRefusal(key: key, user: user)) }
     if !operation.changesValue {
+      if !caller.mayActAs(user) { return .failure(actingAsRefusal(key: key, user: user)) }
       // Not a value: `decide` takes these, for every user at once, with
       // its own order of checks (`apply` changes nothing a hold guards).
       return decide(
@@ -23,10 +23,10 @@ extension Rules {
         caller: caller
       ).map { _ in UserDecision(definition, record, policy, user: user, own: own, next: nil) }
     }
-    let state = record.state
-    if state.disabled { return .failure(disabled(key: key, state: state, policy: policy)) }
-    if state.readOnly && (!caller.isAdmin || state.valueFixed) {
-      return .failure(readOnly(key: key, state: state, policy: policy))
+    if let refusal = writeRefusal(
+      key: key, state: record.state, policy: policy, caller: caller, scope: .user)
+    {
+      return .failure(refusal)
     }
     let seen = Visibility.record(record, own: own, definition: definition)
     let current = seen.state.checked

@@ -37,16 +37,7 @@ public enum Rules {
     let state = record.state
     switch operation {
     case .set, .toggle, .reset:
-      if let named = caller.actingAs, !caller.mayActAs(named) {
-        return .failure(actingAsRefusal(key: key, user: named))
-      }
-      if !caller.has(operation.privilege) {
-        return .failure(
-          .permissionDenied(
-            key: key, action: "change",
-            requirement: caller.writeRequirement))
-      }
-      if let refusal = valueRefusal(key: key, state: state, policy: policy, caller: caller) {
+      if let refusal = writeRefusal(key: key, state: state, policy: policy, caller: caller) {
         return .failure(refusal)
       }
       var next = state
@@ -167,20 +158,44 @@ public enum Rules {
     return nil
   }
 
-  /// `writable`: whether `caller` may change the value of a switch in `state`
-  /// now (it may write, and the switch is neither disabled nor read-only for it).
+  /// Why a `set`, `toggle` or `reset` of a switch in `state` by `caller`
+  /// would be refused, by the order of checks up to Conflict; nil when it
+  /// would not. The writes' rules refuse with it and `writability` reports
+  /// it, so a Switch object's `writableReason` is the refusal's own sentence.
   /// Anyone writes their own value of a user-scope switch; an administrator
   /// writes a user's under a hold that does not fix the value.
-  public static func writable(
-    state: SwitchState, policy: PolicyRule?, caller: Caller, scope: Scope = .system
-  ) -> Bool {
-    guard scope == .user else {
-      let refusal = valueRefusal(key: "", state: state, policy: policy, caller: caller)
-      return caller.mayWrite && refusal == nil
+  static func writeRefusal(
+    key: String, state: SwitchState, policy: PolicyRule?, caller: Caller, scope: Scope = .system
+  ) -> Refusal? {
+    switch scope {
+    case .system:
+      if let named = caller.actingAs, !caller.mayActAs(named) {
+        return actingAsRefusal(key: key, user: named)
+      }
+      if !caller.has(.writer) {
+        return .permissionDenied(key: key, action: "change", requirement: caller.writeRequirement)
+      }
+      return valueRefusal(key: key, state: state, policy: policy, caller: caller)
+    case .user:
+      if !caller.mayActAs(caller.subject) { return actingAsRefusal(key: key, user: caller.subject) }
+      if state.disabled { return disabled(key: key, state: state, policy: policy) }
+      if state.readOnly && (!caller.isAdmin || state.valueFixed) {
+        return readOnly(key: key, state: state, policy: policy)
+      }
+      return nil
     }
-    if state.disabled { return false }
-    if state.readOnly { return caller.isAdmin && !state.valueFixed }
-    return caller.mayActAs(caller.subject)
+  }
+
+  /// `writable` and `writableReason` of `key`'s switch in `state` for
+  /// `caller`: whether it may change the value now, and if not, why.
+  public static func writability(
+    key: String, state: SwitchState, policy: PolicyRule?, caller: Caller, scope: Scope = .system
+  ) -> Writability {
+    guard
+      let refusal = writeRefusal(
+        key: key, state: state, policy: policy, caller: caller, scope: scope)
+    else { return .writable }
+    return .refused(refusal)
   }
 
   static func conflict(key: String, ifRevision: Int64?, record: SwitchRecord) -> Refusal? {
@@ -221,6 +236,20 @@ public enum Rules {
     if state.disabledBy == .policy, let source = rule?.disabledSource { return source }
     if state.heldBy == .policy, let source = rule?.readOnlySource { return source }
     return nil
+  }
+}
+
+/// Whether one caller may change a switch's value now: `writable` and
+/// `writableReason` of its Switch object (docs/protocol.md).
+public enum Writability: Equatable, Sendable {
+  case writable
+  /// A `set`, `toggle` or `reset` would be refused with this.
+  case refused(Refusal)
+
+  /// `writableReason`: the refusal's sentence; nil while writable.
+  public var reason: String? {
+    guard case .refused(let refusal) = self else { return nil }
+    return refusal.message
   }
 }
 

@@ -290,7 +290,15 @@ enum Output {
           since: explanation.heldSince, reason: s[WireField.readOnlyReason]))
     }
     if s[WireField.disabled] != .bool(true) && s[WireField.readOnly] != .bool(true) {
-      lines.append("Neither read-only nor disabled: anyone who may write switches can change it.")
+      // Free, yet this caller may not change it: the daemon's sentence says why.
+      if s[WireField.writable] == .bool(false),
+        let reason = s[WireField.writableReason]?.stringValue
+      {
+        lines.append("Neither read-only nor disabled. " + printable(reason))
+      } else {
+        lines.append(
+          "Neither read-only nor disabled: anyone who may write switches can change it.")
+      }
     }
     if s[WireField.invalid] == .bool(true) {
       // The command's own words seldom end a sentence: the period is ours.

@@ -51,9 +51,11 @@ public enum ResultEncoding {
   }
 
   /// A JSON array of Switch objects, each encoded for anyone and given the
-  /// caller's `writable` here: `[a,b,…]`.
+  /// caller's `writable` and `writableReason` here: `[a,b,…]`.
   @inlinable
-  public static func writeSwitchArray<Items: Sequence<(encoded: [UInt8], writable: Bool)>>(
+  public static func writeSwitchArray<
+    Items: Sequence<(encoded: [UInt8], writable: Writability)>
+  >(
     _ w: inout JSONWriter, _ items: Items
   ) {
     writeArray(&w, items) { w, item in

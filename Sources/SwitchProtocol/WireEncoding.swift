@@ -16,10 +16,11 @@ public enum WireEncoding {
   }
 
   /// A Switch object, its schema members copied from `template`; with
-  /// `writable` (for one caller) as its last member when given.
+  /// `writable` and `writableReason` (for one caller) as its last members
+  /// when given.
   public static func writeSwitch(
     _ w: inout JSONWriter, template: SwitchTemplate, record: SwitchRecord,
-    policySource: SourceLocation?, user: UInt32? = nil, writable: Bool? = nil
+    policySource: SourceLocation?, user: UInt32? = nil, writable: Writability? = nil
   ) {
     writeSwitch(
       &w, template: template, record: record,
@@ -48,7 +49,7 @@ public enum WireEncoding {
   /// A Switch object whose middle members `switchMiddle` encoded.
   public static func writeSwitch(
     _ w: inout JSONWriter, template: SwitchTemplate, record: SwitchRecord, middle: [UInt8],
-    user: UInt32?, writable: Bool?
+    user: UInt32?, writable: Writability?
   ) {
     writeSwitch(
       &w, template: template, checked: record.state.checked, middle: middle,
@@ -61,7 +62,7 @@ public enum WireEncoding {
   /// once (appending a `StaticString` goes through the generic sequence path).
   public static func writeSwitch(
     _ w: inout JSONWriter, template: SwitchTemplate, checked: Bool, middle: [UInt8],
-    effective: Bool, user: UInt32?, revision: Int64, changedAt: Int64?, writable: Bool?
+    effective: Bool, user: UInt32?, revision: Int64, changedAt: Int64?, writable: Writability?
   ) {
     w.raw(template.head)
     w.raw(checked ? Parts.true : Parts.false)
@@ -80,10 +81,23 @@ public enum WireEncoding {
     } else {
       w.null()
     }
+    if let writable {
+      writeWritableEnd(&w, writable)
+    } else {
+      w.raw(Parts.end)
+    }
+  }
+
+  /// `writable`, `writableReason` and the closing brace: the refusal's
+  /// sentence is written only for a caller who may not write.
+  private static func writeWritableEnd(_ w: inout JSONWriter, _ writable: Writability) {
     switch writable {
-    case true?: w.raw(Parts.writableEnd)
-    case false?: w.raw(Parts.notWritableEnd)
-    case nil: w.raw(Parts.end)
+    case .writable:
+      w.raw(Parts.writableEnd)
+    case .refused(let refusal):
+      w.raw(Parts.notWritableReason)
+      w.string(refusal.message)
+      w.raw(Parts.end)
     }
   }
 
@@ -98,16 +112,16 @@ public enum WireEncoding {
     static let ineffectiveSystem = Array(
       #","effective":false,"scope":"system","user":null,"revision":"#.utf8)
     static let changedAt = Array(#","changedAt":"#.utf8)
-    static let writableEnd = Array(#","writable":true}"#.utf8)
-    static let notWritableEnd = Array(#","writable":false}"#.utf8)
+    static let writableEnd = Array(#","writable":true,"writableReason":null}"#.utf8)
+    static let notWritableReason = Array(#","writable":false,"writableReason":"#.utf8)
     static let end = Array("}".utf8)
   }
 
   /// A Switch object `writeSwitch` encoded (for anyone, so it can be kept),
-  /// with the caller's `writable` added as its last member.
-  public static func writeSwitch(_ w: inout JSONWriter, encoded: [UInt8], writable: Bool) {
+  /// with the caller's `writable` and `writableReason` added as its last members.
+  public static func writeSwitch(_ w: inout JSONWriter, encoded: [UInt8], writable: Writability) {
     w.bytes.append(contentsOf: encoded.dropLast())  // all but the closing brace
-    w.raw(writable ? ",\"writable\":true}" : ",\"writable\":false}")
+    writeWritableEnd(&w, writable)
   }
 
   /// A State object.

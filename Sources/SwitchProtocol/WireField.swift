@@ -54,6 +54,8 @@ public enum WireField {
   /// The `user` param's value for every user (`watch`, `history`).
   public static let everyUser = "*"
   public static let watch = "watch"
+  public static let writable = "writable"
+  public static let writableReason = "writableReason"
   public static let writesSystemSwitches = "writesSystemSwitches"
 
   /// The method of the change notification a watch receives.

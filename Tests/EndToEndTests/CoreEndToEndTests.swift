@@ -14,7 +14,7 @@ import Testing
         "key", "label", "description", "checked", "defaultChecked", "readOnly", "readOnlyReason",
         "heldBy", "disabled", "disabledReason", "disabledBy", "invalid", "invalidReason",
         "checkedIcon", "uncheckedIcon", "group", "order", "policySource", "effective", "scope",
-        "user", "revision", "changedAt", "writable",
+        "user", "revision", "changedAt", "writable", "writableReason",
       ])
     #expect(wifi["label"]?.stringValue == "Wi-Fi")
     #expect(wifi["checked"]?.boolValue == true)

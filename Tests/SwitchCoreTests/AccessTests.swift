@@ -49,21 +49,43 @@ import Testing
 
   @Test func aWritersGroupDecidesInsteadOfTheRange() {
     var rules = Self.rules
-    rules.writers = .members(50)
+    rules.writers = .members(50, name: "staff")
     #expect(Self.peer(33, groups: [50], rules).mayWrite)  // a system account, but a member
     #expect(Self.peer(7, gid: 50, rules).mayWrite)  // primary group
     let human = Self.peer(1000, rules)
     #expect(!human.mayWrite)
-    #expect(human.writeRequirement == WritersGroup.membersRequirement)
+    #expect(human.writeRequirement == "only members of the group staff may change system switches")
     #expect(Self.peer(1500, rules).mayWrite && Self.peer(0, rules).mayWrite)
     // A Writers group that does not exist restricts to administrators.
     rules.writers = WritersGroup.resolve("no-such-group") { _ in nil }
     #expect(rules.writers == .missing(name: "no-such-group") && rules.writers.warning != nil)
     #expect(!Self.peer(1000, rules).mayWrite && !Self.peer(7, groups: [50], rules).mayWrite)
+    #expect(
+      Self.peer(1000, rules).writeRequirement == "only administrators may change system switches")
     #expect(Self.peer(7, groups: [40], rules).mayWrite)
     #expect(WritersGroup.resolve(nil) { _ in 1 } == .humanAccounts)
     #expect(WritersGroup.resolve("") { _ in 1 } == .humanAccounts)
-    #expect(WritersGroup.resolve("staff") { _ in 50 } == .members(50))
+    #expect(WritersGroup.resolve("staff") { _ in 50 } == .members(50, name: "staff"))
+  }
+
+  /// A user named by a watch, not connected: rights by the members the
+  /// rules keep (primary group or listed), decided as for a peer.
+  @Test func aNamedUsersRightsComeFromTheKeptMembers() {
+    var rules = Self.rules
+    rules.writers = .members(50, name: "staff")
+    rules.members = [40: [33], 50: [7, 1001]]
+    #expect(rules.groupsWithRights == [40, 50])
+    let admin = Caller.user(33, access: rules)
+    #expect(admin.isAdmin && admin.mayWrite && admin.uid == 33)
+    let writer = Caller.user(1001, access: rules)
+    #expect(!writer.isAdmin && writer.mayWrite)
+    let outsider = Caller.user(1000, access: rules)
+    #expect(!outsider.isAdmin && !outsider.mayWrite)
+    #expect(outsider.writeRequirement == Self.peer(1000, rules).writeRequirement)
+    #expect(Caller.user(0, access: rules).isAdmin && Caller.user(1500, access: rules).isAdmin)
+    // Without Writers= it is the uid range, as for a peer.
+    #expect(Caller.user(1000, access: Self.rules).mayWrite)
+    #expect(!Caller.user(33, access: AccessRules(daemonUID: 0)).mayWrite)
   }
 
   @Test func theRefusalAndWritableFollowFromTheSameRule() {
@@ -82,8 +104,12 @@ import Testing
         == "You may not change wifi: only human accounts (uid 1000–60000) and administrators "
         + "may change system switches.")
     let free = SwitchState(checked: false)
-    #expect(!Rules.writable(state: free, policy: nil, caller: system))
-    #expect(Rules.writable(state: free, policy: nil, caller: Self.peer(1000)))
+    #expect(
+      Rules.writability(key: "wifi", state: free, policy: nil, caller: system)
+        == .refused(refusal))
+    #expect(
+      Rules.writability(key: "wifi", state: free, policy: nil, caller: Self.peer(1000))
+        == .writable)
   }
 
   @Test func actorsOfOtherUsersAreHiddenFromNonAdministrators() {

@@ -357,20 +357,40 @@ import Testing
     #expect((try? KeyPattern.parse("Bad").get()) == nil)
   }
 
-  /// `writable` says exactly whether this caller's `set` of the other value would be taken.
+  /// `writable` says exactly whether this caller's `set` of the other value
+  /// would be taken, and `writableReason` is the sentence it would be refused with.
   @Test(arguments: Kind.allCases)
-  func writableAgreesWithWhatASetWouldDo(kind: Kind) {
+  func writabilityAgreesWithWhatASetWouldDo(kind: Kind) {
     let (state, rule) = Self.state(kind)
-    for caller in [Self.user, Self.reader, Self.admin] {
+    for caller in [Self.user, Self.reader, Self.admin, Self.user.acting(as: 1001)] {
       let decision = Rules.decide(
         .set(checked: !state.checked, ifRevision: nil), key: "wifi", definition: Self.definition,
         record: SwitchRecord(key: "wifi", state: state, revision: 1), policy: rule, caller: caller)
-      let taken: Bool
+      let expected: Writability
       switch decision {
-      case .success: taken = true
-      case .failure: taken = false
+      case .success: expected = .writable
+      case .failure(let refusal): expected = .refused(refusal)
       }
-      #expect(Rules.writable(state: state, policy: rule, caller: caller) == taken, "\(kind)")
+      let writability = Rules.writability(key: "wifi", state: state, policy: rule, caller: caller)
+      #expect(writability == expected, "\(kind) \(caller.actor)")
+      #expect((writability == .writable) == (writability.reason == nil))
     }
+  }
+
+  @Test func theReasonIsTheRefusalsSentence() {
+    let (held, heldRule) = Self.state(.policyHeld)
+    #expect(
+      Rules.writability(key: "wifi", state: held, policy: heldRule, caller: Self.user).reason
+        == "wifi is read-only: policy.")
+    let (both, _) = Self.state(.heldAndDisabled)
+    #expect(
+      Rules.writability(key: "wifi", state: both, policy: nil, caller: Self.admin).reason
+        == "wifi is disabled: disabled wins.")
+    let free = SwitchState(checked: false)
+    #expect(
+      Rules.writability(key: "wifi", state: free, policy: nil, caller: Self.reader).reason
+        == "You may not change wifi: \(WritersGroup.membersRequirement).")
+    #expect(
+      Rules.writability(key: "wifi", state: free, policy: nil, caller: Self.user).reason == nil)
   }
 }

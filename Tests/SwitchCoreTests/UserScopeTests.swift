@@ -23,6 +23,36 @@ import Testing
       policy: nil, caller: caller)
   }
 
+  static func writability(_ state: SwitchState, _ caller: Caller) -> Writability {
+    Rules.writability(
+      key: definition.key, state: state, policy: nil, caller: caller, scope: .user)
+  }
+
+  /// `writable` and `writableReason` of a user-scope switch are what a
+  /// `set` of the other value by that user would get.
+  @Test func writabilityAgreesWithWhatASetOfOnesOwnValueWouldDo() {
+    var locked = Self.free.state
+    locked.readOnly = true
+    locked.heldBy = .policy
+    locked.valueFixed = true
+    locked.readOnlyReason = "Fixed."
+    var disabled = Self.free.state
+    disabled.disabled = true
+    disabled.disabledBy = .admin
+    for state in [Self.free.state, locked, disabled] {
+      for caller in [Self.alice, Self.bob, Self.admin, Self.alice.acting(as: 1001)] {
+        let record = SwitchRecord(key: Self.definition.key, state: state, revision: 1)
+        let decision = Self.decide(.set(checked: false, ifRevision: nil), caller, record: record)
+        let expected: Writability
+        switch decision {
+        case .success: expected = .writable
+        case .failure(let refusal): expected = .refused(refusal)
+        }
+        #expect(Self.writability(state, caller) == expected, "\(state) \(caller)")
+      }
+    }
+  }
+
   @Test func aUserWhoNeverSetItReadsTheDefaultAndWritesTheirOwn() throws {
     let seen = Visibility.record(Self.free, own: nil, definition: Self.definition)
     #expect(seen.state.checked == true)
@@ -86,7 +116,9 @@ import Testing
         continue
       }
     }
-    #expect(!Rules.writable(state: locked, policy: nil, caller: Self.admin, scope: .user))
+    #expect(
+      Self.writability(locked, Self.admin)
+        == .refused(.readOnly(key: Self.definition.key, reason: "corp", heldBy: .admin)))
     // Unlocking gives each user their own choice back.
     let unlocked = try #require(
       try Rules.decide(
@@ -116,10 +148,12 @@ import Testing
     #expect(
       try Self.decide(.toggle(ifRevision: nil), Self.admin.acting(as: 1000), record: record).get()
         .next == false)
-    #expect(Rules.writable(state: held, policy: nil, caller: Self.admin, scope: .user))
-    #expect(!Rules.writable(state: held, policy: nil, caller: Self.alice, scope: .user))
+    #expect(Self.writability(held, Self.admin) == .writable)
+    #expect(
+      Self.writability(held, Self.alice)
+        == .refused(.readOnly(key: Self.definition.key, reason: nil, heldBy: .admin)))
     // A system account writes its own value of a free user-scope switch.
-    #expect(Rules.writable(state: Self.free.state, policy: nil, caller: Self.alice, scope: .user))
+    #expect(Self.writability(Self.free.state, Self.alice) == .writable)
   }
 
   @Test func disabledWinsForEveryUser() {

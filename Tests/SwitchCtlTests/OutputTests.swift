@@ -265,6 +265,21 @@ import Testing
     )
   }
 
+  @Test func whyOfAFreeSwitchThisCallerMayNotChangeSaysWhy() {
+    guard case .object(var members) = Self.wifi else { return }
+    members.append(JSONMember("writable", .bool(false)))
+    members.append(
+      JSONMember(
+        "writableReason",
+        .string(
+          "You may not change wifi: only members of the group staff may change system switches."
+        )))
+    #expect(
+      Output.why(Explanation(switchObject: .object(members)))[1]
+        == "Neither read-only nor disabled. You may not change wifi: only members of the group "
+        + "staff may change system switches.")
+  }
+
   @Test func whyOfAnInvalidSwitchEndsTheCommandsReasonBeforeTheHint() {
     guard case .object(var members) = Self.wifi else { return }
     members.append(JSONMember("invalid", .bool(true)))

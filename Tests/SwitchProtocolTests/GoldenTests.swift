@@ -269,17 +269,33 @@ import Testing
         + #""revision":42,"changedAt":"2026-11-30T03:40:00.123Z"}"#)
   }
 
-  @Test func writableIsTheCallersAndComesLast() {
+  @Test func writableAndItsReasonAreTheCallersAndComeLast() {
     var object = JSONWriter()
     WireEncoding.writeSwitch(
       &object, definition: Self.definition,
       record: SwitchRecord(key: "wifi", state: SwitchState(checked: false)), policySource: nil)
-    for writable in [true, false] {
+    let withoutBrace = String(decoding: object.bytes.dropLast(), as: UTF8.self)
+    let refusal = Refusal.permissionDenied(
+      key: "wifi", action: "change",
+      requirement: "only members of the group \"staff\" may change system switches")
+    for (writable, end) in [
+      (Writability.writable, #","writable":true,"writableReason":null}"#),
+      (
+        .refused(refusal),
+        #","writable":false,"writableReason":"You may not change wifi: "#
+          + #"only members of the group \"staff\" may change system switches."}"#
+      ),
+    ] {
       var w = JSONWriter()
       WireEncoding.writeSwitch(&w, encoded: object.bytes, writable: writable)
-      let withoutBrace = String(decoding: object.bytes.dropLast(), as: UTF8.self)
-      #expect(
-        String(decoding: w.bytes, as: UTF8.self) == withoutBrace + #","writable":\#(writable)}"#)
+      #expect(String(decoding: w.bytes, as: UTF8.self) == withoutBrace + end)
+      // An object written whole for one caller (a user-scope switch's) ends alike.
+      var perCaller = JSONWriter()
+      WireEncoding.writeSwitch(
+        &perCaller, template: SwitchTemplate(Self.definition),
+        record: SwitchRecord(key: "wifi", state: SwitchState(checked: false)), policySource: nil,
+        writable: writable)
+      #expect(perCaller.bytes == w.bytes)
     }
   }
 

@@ -12,8 +12,11 @@ import Testing
     return String(decoding: w.bytes, as: UTF8.self)
   }
 
-  static let one = (encoded: Array(#"{"key":"a"}"#.utf8), writable: true)
-  static let two = (encoded: Array(#"{"key":"b"}"#.utf8), writable: false)
+  static let one = (encoded: Array(#"{"key":"a"}"#.utf8), writable: Writability.writable)
+  static let two = (
+    encoded: Array(#"{"key":"b"}"#.utf8),
+    writable: Writability.refused(.readOnly(key: "b", reason: "Held.", heldBy: .admin))
+  )
 
   @Test func listGolden() {
     #expect(
@@ -22,12 +25,13 @@ import Testing
           ResultEncoding.writeSwitchArray(&$0, [Self.one, Self.two])
         }
       }
-        == #"{"revision":42,"switches":[{"key":"a","writable":true},{"key":"b","writable":false}]}"#
+        == #"{"revision":42,"switches":[{"key":"a","writable":true,"writableReason":null},"#
+        + #"{"key":"b","writable":false,"writableReason":"b is read-only: Held."}]}"#
     )
     #expect(
       Self.text {
         ResultEncoding.writeList(&$0, revision: 0) {
-          ResultEncoding.writeSwitchArray(&$0, [(encoded: [UInt8], writable: Bool)]())
+          ResultEncoding.writeSwitchArray(&$0, [(encoded: [UInt8], writable: Writability)]())
         }
       }
         == #"{"revision":0,"switches":[]}"#)
@@ -40,7 +44,8 @@ import Testing
           ResultEncoding.writeSwitchArray(&$0, [Self.one])
         }
       }
-        == #"{"watch":"w1","revision":7,"switches":[{"key":"a","writable":true}]}"#)
+        == #"{"watch":"w1","revision":7,"switches":[{"key":"a","writable":true,"#
+        + #""writableReason":null}]}"#)
     // With `since`, the snapshot is left out.
     #expect(
       Self.text { ResultEncoding.writeReplayingWatch(&$0, watch: "w2", revision: 7) }

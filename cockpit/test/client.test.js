@@ -89,6 +89,29 @@ test("a switch that is neither held nor disabled but not writable stays so after
     assert.equal(free.switches.get("wifi").writable, true);
 });
 
+test("the daemon's reason why this caller may not write outlives events, a hold's does not", () => {
+    const table = new SwitchTable();
+    const why = "You may not change wifi: only members of the group staff may change system switches.";
+    table.reset([wifi({ writable: false, writableReason: why })], 1);
+    table.applyEvent(change(2, true));
+    assert.equal(table.switches.get("wifi").writableReason, why);
+    // Held: the hold says why (the page shows its reason) until it is lifted.
+    const held = { readOnly: true, heldBy: "admin", readOnlyReason: "Held." };
+    table.applyEvent({ ...change(3, true), state: { ...change(3, true).state, ...held } });
+    assert.equal(table.switches.get("wifi").writable, false);
+    assert.equal(table.switches.get("wifi").writableReason, null);
+    table.applyEvent(change(4, true));
+    assert.equal(table.switches.get("wifi").writable, false);
+    assert.equal(table.switches.get("wifi").writableReason, why);
+    // A writer's switch says nothing.
+    const free = new SwitchTable();
+    free.reset([wifi({ writable: true, writableReason: null })], 1);
+    free.applyEvent({ ...change(2, false), state: { ...change(2, false).state, ...held } });
+    free.applyEvent(change(3, false));
+    assert.equal(free.switches.get("wifi").writable, true);
+    assert.equal(free.switches.get("wifi").writableReason, null);
+});
+
 test("an administrator's writable on a held switch survives a change of its value", () => {
     const table = new SwitchTable();
     const held = { readOnly: true, heldBy: "admin", readOnlyReason: "Held." };

@@ -89,13 +89,15 @@ def _group_alive(pgid):
 class Daemon:
     """A switchd in its own temp directory (config, socket, database by flag)."""
 
-    def __init__(self, switches=None, policies=None):
+    def __init__(self, switches=None, policies=None, settings=""):
         self.directory = Path(tempfile.mkdtemp(prefix="switchd-cockpit-"))
         os.chmod(self.directory, 0o755)  # the non-administrator's bridge opens the socket
         self.config = self.directory / "config"
         shutil.copytree(REPO / "Config", self.config)
-        # The test copy: no admin group (root administers), history kept.
-        (self.config / "switchd.conf").write_text("[Daemon]\nAdminGroup=\nSocketMode=0666\n")
+        # The test copy: no admin group (root administers), history kept;
+        # `settings`: more lines of [Daemon].
+        (self.config / "switchd.conf").write_text(
+            "[Daemon]\nAdminGroup=\nSocketMode=0666\n" + settings)
         if switches is not None:
             for old in (self.config / "switches.d").glob("*.conf"):
                 old.unlink()

@@ -73,3 +73,26 @@ def test_a_switch_an_administrator_holds_is_read_only_here_too(page, daemon):
     expect(page.get_by_role("region", name="Why: Wi-Fi", exact=True)
            .get_by_text(re.compile("Held read-only by an administrator"))).to_be_visible()
     assert daemon.get("wifi")["revision"] == before["revision"]
+
+
+def test_a_switch_this_account_may_not_change_says_why(browser, account):
+    """Outside the `Writers` group the account changes no system switch: the
+    page says so with the daemon's own sentence, the one a write gets."""
+    daemon = Daemon(settings="Writers=root\n").start()
+    cockpit = Cockpit(user=USER).start()
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(cockpit.url(daemon.socket))
+        control = page.get_by_role("switch", name="Wi-Fi", exact=True)
+        expect(control).to_have_attribute("aria-readonly", "true", timeout=30000)
+        refused = daemon.ctl("toggle", "wifi", user=USER)
+        reason = "You may not change wifi: only members of the group root may change system switches."
+        assert refused.returncode == 6 and reason in refused.stderr, refused.stderr
+        expect(control).to_have_accessible_description(re.compile(re.escape(reason)))
+        expect(page.get_by_text(reason, exact=True)).to_be_visible()
+        expect(page.get_by_text("Read-only for you", exact=False)).to_have_count(0)
+    finally:
+        context.close()
+        cockpit.stop()
+        daemon.cleanup()

@@ -104,9 +104,11 @@ public enum ConfigLoader {
 }
 
 extension AccessRules {
-  /// Resolves who administers and who writes (the groups, the daemon's uid,
-  /// the human uids of login.defs) and logs what is missing. Done at start
-  /// and at reload: the group database and login.defs are the machine's.
+  /// Resolves who administers and who writes (the groups and their
+  /// members, the daemon's uid, the human uids of login.defs) and logs what
+  /// is missing. Done at start and at reload, never on the loop: the user
+  /// and group databases and login.defs are the machine's, and reading
+  /// them can block.
   static func resolve(_ settings: DaemonSettings, log: Log) -> AccessRules {
     let (rules, warnings) = lookUp(settings)
     for warning in warnings { log.warning(warning) }
@@ -130,6 +132,7 @@ extension AccessRules {
     }
     rules.writers = WritersGroup.resolve(settings.writers, lookUp: gid(named:))
     if let warning = rules.writers.warning { warnings.append(warning) }
+    rules.members = GroupDatabase.memberUIDs(of: rules.groupsWithRights)
     // A missing or unreadable file means the defaults, as for useradd.
     rules.humanUIDs = LoginDefs.humanUIDs(try? ConfigLoader.readSystemFile(loginDefs).get())
     return (rules, warnings)

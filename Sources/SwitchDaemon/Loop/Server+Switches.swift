@@ -144,15 +144,16 @@ extension Server {
       policySource: Rules.policySource(state: record.state, rule: catalog.policies[key]))
   }
 
-  /// Whether `caller` may change `key`'s value now (`writable`).
-  func isWritable(_ key: String, for caller: Caller, scope: Scope = .system) -> Bool {
-    guard let record = records[key] else { return false }
-    return Rules.writable(
-      state: record.state, policy: catalog.policies[key], caller: caller, scope: scope)
+  /// Whether `caller` may change `key`'s value now, and if not why
+  /// (`writable`, `writableReason`).
+  func writability(_ key: String, for caller: Caller, scope: Scope = .system) -> Writability {
+    guard let record = records[key] else { return .refused(.unknownSwitch(key: key)) }
+    return Rules.writability(
+      key: key, state: record.state, policy: catalog.policies[key], caller: caller, scope: scope)
   }
 
   /// Writes the Switch object of a declared `key` as `viewpoint` reads it
-  /// (`writable` for `caller`).
+  /// (`writable` and `writableReason` for `caller`).
   func writeSwitch(
     _ w: inout JSONWriter, key: String, for caller: Caller, viewpoint: Viewpoint
   ) {
@@ -161,8 +162,8 @@ extension Server {
   }
 
   /// Writes a JSON array of the Switch objects at `positions` as `viewpoint`
-  /// reads them (`writable` for `caller`); system switches' objects are
-  /// encoded once until they change.
+  /// reads them (`writable` and `writableReason` for `caller`); system
+  /// switches' objects are encoded once until they change.
   func writeSwitches<Positions: Sequence<Int>>(
     _ w: inout JSONWriter, _ positions: Positions, for caller: Caller, viewpoint: Viewpoint
   ) {

@@ -18,9 +18,10 @@ extension Server {
   }
 
   /// Writes the Switch object at `position` as `viewpoint` reads it, with
-  /// `writable` for `caller`. A system switch's object is the cached one; a
-  /// user-scope switch's is written from the loop's copy (no SQLite), as
-  /// cheaply: its schema and switch-level members are encoded once.
+  /// `writable` and `writableReason` for `caller`. A system switch's object
+  /// is the cached one; a user-scope switch's is written from the loop's
+  /// copy (no SQLite), as cheaply: its schema and switch-level members are
+  /// encoded once.
   func writeSwitch(
     _ w: inout JSONWriter, at position: Int, for caller: Caller, viewpoint: Viewpoint
   ) {
@@ -32,7 +33,7 @@ extension Server {
       guard let bytes = encodedSwitch(at: position) else { return }
       let scope: Scope = encodings.isUserScoped(at: position) ? .user : .system
       WireEncoding.writeSwitch(
-        &w, encoded: bytes, writable: isWritable(key, for: caller, scope: scope))
+        &w, encoded: bytes, writable: writability(key, for: caller, scope: scope))
       return
     }
     let state = record.state
@@ -48,12 +49,13 @@ extension Server {
       &w, template: template, checked: seen.checked, middle: middle,
       effective: seen.checked && !state.disabled, user: uid, revision: seen.revision,
       changedAt: seen.changedAt,
-      writable: Rules.writable(state: state, policy: policy, caller: caller, scope: .user))
+      writable: Rules.writability(
+        key: key, state: state, policy: policy, caller: caller, scope: .user))
   }
 
   /// A user-scope switch as user `uid` reads it (`seen`), with `writable`
-  /// for `caller` acting as that user, encoded here whole: a write's
-  /// answer, whose state need not be the loop's copy.
+  /// and `writableReason` for `caller` acting as that user, encoded here
+  /// whole: a write's answer, whose state need not be the loop's copy.
   func writeUserSwitch(
     _ w: inout JSONWriter, definition: SwitchDefinition, seen: SwitchRecord, user uid: UInt32,
     for caller: Caller
@@ -62,8 +64,9 @@ extension Server {
     WireEncoding.writeSwitch(
       &w, template: template(of: definition), record: seen,
       policySource: Rules.policySource(state: seen.state, rule: policy), user: uid,
-      writable: Rules.writable(
-        state: seen.state, policy: policy, caller: caller.acting(as: uid), scope: .user))
+      writable: Rules.writability(
+        key: definition.key, state: seen.state, policy: policy, caller: caller.acting(as: uid),
+        scope: .user))
   }
 
   /// A policy holds or disables it: its rule is needed (`policySource`).

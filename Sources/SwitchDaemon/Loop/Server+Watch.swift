@@ -47,16 +47,26 @@ extension Server {
     connection.watchIDs.append(id)
     if replayFrom != nil { connection.replaysUnfinished += 1 }
     let current = revision
-    let caller = connection.caller
+    let snapshotFor = snapshotCaller(viewpoint, caller: connection.caller)
     answer(pending, on: connection) { w in
       if since == nil {
         ResultEncoding.writeWatch(&w, watch: id, revision: current) {
-          writeSwitches(&$0, positions(matching: patterns), for: caller, viewpoint: viewpoint)
+          writeSwitches(&$0, positions(matching: patterns), for: snapshotFor, viewpoint: viewpoint)
         }
       } else {
         ResultEncoding.writeReplayingWatch(&w, watch: id, revision: current)
       }
     }
+  }
+
+  /// Whom `writable` in a watch's snapshot is computed for: the watch's
+  /// user. Another user named by an administrator has the rights the group
+  /// database gave them at start or the last reload (`Caller.user`: kept in
+  /// memory, since a look-up here would block the loop); the caller itself,
+  /// and every user (`*`), have the caller's own.
+  func snapshotCaller(_ viewpoint: Viewpoint, caller: Caller) -> Caller {
+    guard case .user(let uid) = viewpoint, uid != caller.uid else { return caller }
+    return Caller.user(uid, access: access)
   }
 
   /// Asks the log reader for the next page of every replaying watch of a

@@ -114,8 +114,8 @@ extension Server {
     WireEncoding.writeSwitch(
       &object, template: template(of: outcome.definition), record: outcome.record,
       policySource: outcome.policySource)
-    let writable = Rules.writable(
-      state: outcome.record.state, policy: catalog.policies[key], caller: caller)
+    let writable = Rules.writability(
+      key: key, state: outcome.record.state, policy: catalog.policies[key], caller: caller)
     WireEncoding.writeSwitch(&w, encoded: object.bytes, writable: writable)
   }
 

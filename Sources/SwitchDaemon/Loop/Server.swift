@@ -635,7 +635,7 @@ final class Server {
       }
       // The common case, a system switch read as oneself: the cached object.
       if user == nil && !encodings.isUserScoped(at: position) {
-        let writable = isWritable(key, for: caller)
+        let writable = writability(key, for: caller)
         answer(pending, on: connection) { w in
           WireEncoding.writeSwitch(&w, encoded: bytes, writable: writable)
         }
