@@ -58,12 +58,12 @@ public enum Rules {
       return .success(next == state ? nil : next)
 
     case .lock(let reason, let checked):
-      // Disabled wins: nobody changes a disabled switch, its hold included.
-      if state.disabled {
-        return .failure(disabled(key: key, state: state, policy: policy))
-      }
-      if state.heldBy == .policy {
-        return .failure(readOnly(key: key, state: state, policy: policy))
+      // Nobody changes a disabled switch, its hold included; an
+      // administrator's lock does not lift a policy's hold.
+      if let refusal = holdRefusal(
+        key: key, state: state, policy: policy, readOnlyRefuses: state.heldBy == .policy)
+      {
+        return .failure(refusal)
       }
       var next = state
       next.readOnly = true
@@ -73,11 +73,10 @@ public enum Rules {
       return .success(settle(next, from: state, operation, definition))
 
     case .unlock:
-      if state.disabled {
-        return .failure(disabled(key: key, state: state, policy: policy))
-      }
-      if state.heldBy == .policy {
-        return .failure(readOnly(key: key, state: state, policy: policy))
+      if let refusal = holdRefusal(
+        key: key, state: state, policy: policy, readOnlyRefuses: state.heldBy == .policy)
+      {
+        return .failure(refusal)
       }
       var next = state
       next.readOnly = false
@@ -148,13 +147,22 @@ public enum Rules {
   static func valueRefusal(
     key: String, state: SwitchState, policy: PolicyRule?, caller: Caller
   ) -> Refusal? {
+    let policyFixesValue = state.heldBy == .policy && policy?.fixesValue == true
+    return holdRefusal(
+      key: key, state: state, policy: policy,
+      readOnlyRefuses: !caller.has(.administrator) || policyFixesValue)
+  }
+
+  /// Rule 5, the one place it is decided: a disabled switch refuses with
+  /// `Disabled`, whatever else holds it; else a read-only one refuses with
+  /// `ReadOnly` when its hold stands against this change (`readOnlyRefuses`:
+  /// who is asking and what holds it decide that); else nothing does.
+  /// Writes, user values, `writable`, `lock` and `unlock` all ask it.
+  static func holdRefusal(
+    key: String, state: SwitchState, policy: PolicyRule?, readOnlyRefuses: Bool
+  ) -> Refusal? {
     if state.disabled { return disabled(key: key, state: state, policy: policy) }
-    if state.readOnly {
-      let policyFixesValue = state.heldBy == .policy && policy?.fixesValue == true
-      if !caller.has(.administrator) || policyFixesValue {
-        return readOnly(key: key, state: state, policy: policy)
-      }
-    }
+    if state.readOnly && readOnlyRefuses { return readOnly(key: key, state: state, policy: policy) }
     return nil
   }
 
@@ -178,11 +186,9 @@ public enum Rules {
       return valueRefusal(key: key, state: state, policy: policy, caller: caller)
     case .user:
       if !caller.mayActAs(caller.subject) { return actingAsRefusal(key: key, user: caller.subject) }
-      if state.disabled { return disabled(key: key, state: state, policy: policy) }
-      if state.readOnly && (!caller.isAdmin || state.valueFixed) {
-        return readOnly(key: key, state: state, policy: policy)
-      }
-      return nil
+      return holdRefusal(
+        key: key, state: state, policy: policy,
+        readOnlyRefuses: !caller.isAdmin || state.valueFixed)
     }
   }
 

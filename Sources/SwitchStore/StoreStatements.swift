@@ -292,7 +292,7 @@ extension SQLiteStatement {
     let actor: Actor
     switch (optionalInt64(at: 4), optionalInt64(at: 5), optionalInt64(at: 6)) {
     case (nil, nil, nil):
-      actor = cause == .reconcile ? .reconcile : .policy
+      actor = .configuration(cause)
     case (let uid?, let gid?, let pid?):
       guard let uid = UInt32(exactly: uid), let gid = UInt32(exactly: gid),
         let pid = Int32(exactly: pid)

@@ -268,13 +268,14 @@ extension Writer {
     if let failure {
       log.warning("applying \(system.key) failed, it is marked invalid: \(failure)")
     }
-    let next = (system.target ?? record.state).applied(failure: failure)
-    if next == record.state { return nil }
-    let byConfiguration = system.target != nil && system.target != record.state
-    let cause = byConfiguration ? system.cause : .reconcile
+    guard
+      let plan = Rules.appliedChange(
+        key: system.key, current: record.state, target: system.target, cause: system.cause,
+        failure: failure)
+    else { return nil }
     return Change(
-      revision: revision, time: time, key: system.key, cause: cause,
-      actor: cause == .reconcile ? .reconcile : .policy, state: next, previous: record.state)
+      revision: revision, time: time, key: system.key, cause: plan.cause,
+      actor: .configuration(plan.cause), state: plan.state, previous: plan.previous)
   }
 
   /// The output that tells the loop what changed in the book since it

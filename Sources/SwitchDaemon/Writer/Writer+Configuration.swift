@@ -129,30 +129,26 @@ extension Writer {
     for plan in Rules.plannedChanges(applying: next, records: working) { plans[plan.key] = plan }
     for key in next.dependencies.order {
       guard let current = working[key]?.state else { continue }
-      var target = plans[key]?.state ?? current
-      let cause = plans[key]?.cause ?? .reconcile
       let definition = next.switches[key]
-      if let command = definition?.apply {
-        if let effective = ran?.applied[key], effective == target.isOnAndInEffect {
-          // Its command ran before this configuration change (`commandsFirst`).
-          target = target.applied(failure: ran?.failures[key])
-        } else if reconcilingEvery
-          || Rules.needsApply(
-            definition, replacing: catalog.switches[key], from: current, to: target)
-        {
-          toApply.append((key, command, target == current ? nil : target, target, cause))
-          continue
-        }
-      } else if target.invalid {
-        target = target.applied(failure: nil)
+      // The commands run first (`commandsFirst`) are known by what they applied.
+      let ranFirst = ran?.applied[key].map { (effective: $0, failure: ran?.failures[key]) }
+      let step = Rules.configurationStep(
+        current: current, plan: plans[key], key: key, definition: definition,
+        replacing: catalog.switches[key], reconcilingEvery: reconcilingEvery, ran: ranFirst)
+      switch step {
+      case .unchanged:
+        continue
+      case .applyFirst(let state, let changesState, let cause):
+        guard let command = definition?.apply else { continue }
+        toApply.append((key, command, changesState ? state : nil, state, cause))
+      case .change(let plan):
+        nextRevision += 1
+        let change = Change(
+          revision: nextRevision, time: time, key: key, cause: plan.cause,
+          actor: .configuration(plan.cause), state: plan.state, previous: plan.previous)
+        changes.append(change)
+        working[key] = change.record
       }
-      if target == current { continue }
-      nextRevision += 1
-      let change = Change(
-        revision: nextRevision, time: time, key: key, cause: cause,
-        actor: cause == .reconcile ? .reconcile : .policy, state: target, previous: current)
-      changes.append(change)
-      working[key] = change.record
     }
     if !newRecords.isEmpty { try store.insertNew(newRecords) }
     if !changes.isEmpty {
