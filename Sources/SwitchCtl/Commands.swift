@@ -269,7 +269,7 @@ enum Commands {
       "",
       "Exit status: 0 done, 1 failed (or is-on: off), 2 usage error, 3 read-only,",
       "4 disabled, 5 unknown switch, 6 permission denied, 7 switchd not reachable,",
-      "8 conflict.",
+      "8 conflict (the switch changed since --if-revision N).",
     ]
     return lines
   }

@@ -67,6 +67,13 @@ import Testing
       Self.protocolPage.markdownTable(headed: ["method", "params", "result", "who"]))
     let methods = table.map { $0[0].trimmingCode }
     #expect(methods.sorted() == Method.allCases.map(\.rawValue).sorted())
+    // "who" is the method's privilege, SwitchCore's table.
+    for row in table {
+      guard let method = Method(rawValue: row[0].trimmingCode) else { continue }
+      let who: Privilege =
+        row[3].contains("administrator") ? .administrator : row[3] == "writers" ? .writer : .anyone
+      #expect(who == method.privilege, "\(row)")
+    }
   }
 
   @Test func readmeMethodsAreTheMethods() throws {
