@@ -1,17 +1,20 @@
 # switchd: build, install and uninstall.
 #
 #   make                                   swift build -c release
-#   sudo make install PREFIX=/usr          binaries, apply commands, units, configuration, ...
+#   sudo make install PREFIX=/usr          binaries, apply commands, units, configuration,
+#                                          man pages, ...
 #   make install DESTDIR=/tmp/stage PREFIX=/usr
 #   sudo make uninstall PREFIX=/usr        keeps configuration you changed
 #   make check-units                       .ci/check-units.sh on the built switchd
 #   make man                               docs/man/*.scd -> $(MANBUILD) (needs scdoc)
-#   make install-man DESTDIR=... PREFIX=/usr   the built man pages
+#   make install-man DESTDIR=... PREFIX=/usr   only the man pages (install does it too)
 #   make deb                               dpkg-buildpackage -us -uc -b (see debian/)
 #
 # `install` builds only when the binaries are missing, so `make && sudo make
 # install` does not rebuild as root. SKIP_BUILD=1 never builds (the binaries
-# must exist); SWITCHD_BIN= and SWITCHCTL_BIN= install other binaries.
+# must exist); SWITCHD_BIN= and SWITCHCTL_BIN= install other binaries. The man
+# pages are built (with Debian's scdoc: apt-get install scdoc) when a source
+# is newer than its page; `make man` first keeps that out of `sudo make install`.
 # A build elsewhere: make SCRATCH_PATH=/tmp/build (passed to --scratch-path).
 
 SWIFT ?= swift
@@ -163,6 +166,8 @@ check-units: $(SWITCHD_BIN)
 man: $(MAN_PAGES)
 
 $(MANBUILD)/%: docs/man/%.scd
+	@command -v $(SCDOC) >/dev/null || { echo "$(SCDOC) not found: the man pages are built" \
+	  "with scdoc (apt-get install scdoc), or SCDOC=PATH" >&2; exit 1; }
 	@mkdir -p $(MANBUILD)
 	$(SCDOC) <$< >$@.tmp
 	mv -f $@.tmp $@
@@ -171,6 +176,9 @@ clean-man:
 	rm -rf $(MANBUILD)
 
 # The section is the page's suffix: switchd.8 -> man8/switchd.8.
+install: install-man
+uninstall: uninstall-man
+
 install-man: man
 	@set -e; for page in $(MAN_PAGES); do \
 	  name=$${page##*/}; section=$${name##*.}; \

@@ -19,8 +19,8 @@ need=()
 [ -x /usr/lib/cockpit/cockpit-ws ] || need+=(cockpit-ws)
 command -v cockpit-bridge >/dev/null || need+=(cockpit-bridge)
 if [ ${#need[@]} -gt 0 ]; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${need[@]}"
 fi
 need=()
 command -v chromium >/dev/null || need+=(chromium)
@@ -29,8 +29,8 @@ command -v node >/dev/null || need+=(nodejs)
 command -v setpriv >/dev/null || need+=(util-linux)
 command -v useradd >/dev/null || need+=(passwd)
 if [ ${#need[@]} -gt 0 ]; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${need[@]}"
 fi
 
 if ! "$VENV/bin/python" -c "import playwright, pytest, importlib.metadata as m; \

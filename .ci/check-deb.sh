@@ -51,8 +51,8 @@ command -v git >/dev/null || need+=(git)
 [ -f /usr/include/sqlite3.h ] || need+=(libsqlite3-dev)
 if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]}"
-  apt-get update -qq
-  apt-get install -y -qq "${need[@]}" >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${need[@]}" >/dev/null
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/check-deb.XXXXXX")
@@ -171,9 +171,9 @@ if in_root dpkg -s libsqlite3-0 >/dev/null 2>&1; then fail "the root already has
 elapsed "root ready"
 
 # --- install ----------------------------------------------------------------------
-in_root apt-get update -qq
+in_root apt-get -o DPkg::Lock::Timeout=600 update -qq
 cp "$deb" "$root/tmp/"
-in_root apt-get install -y -qq "./tmp/$(basename "$deb")" >"$work/install.log" 2>&1 || {
+in_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq "./tmp/$(basename "$deb")" >"$work/install.log" 2>&1 || {
   cat "$work/install.log" >&2
   fail "apt-get install ./$(basename "$deb") failed in the root"
 }
@@ -271,7 +271,7 @@ dpkg-deb -R "$deb" "$up"
 sed -i "s/^Version: .*/Version: $version+ci1/" "$up/DEBIAN/control"
 printf '# a comment added upstream\n' >>"$up/etc/switchd/switchd.conf"
 dpkg-deb -b "$up" "$root/tmp/switchd_$version+ci1.deb" >/dev/null
-in_root apt-get install -y -qq -o Dpkg::Options::=--force-confold \
+in_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq -o Dpkg::Options::=--force-confold \
   "./tmp/switchd_$version+ci1.deb" >"$work/upgrade.log" 2>&1 || {
   cat "$work/upgrade.log" >&2
   fail "the upgrade failed"
@@ -287,7 +287,7 @@ stop_daemon
 say "upgrade to $version+ci1: ok (changed conffile kept, values kept)"
 
 # --- remove, purge ------------------------------------------------------------------
-in_root apt-get remove -y -qq switchd >"$work/remove.log" 2>&1 || {
+in_root apt-get -o DPkg::Lock::Timeout=600 remove -y -qq switchd >"$work/remove.log" 2>&1 || {
   cat "$work/remove.log" >&2
   fail "apt-get remove failed"
 }
@@ -299,7 +299,7 @@ done
 [ -f "$root/var/lib/switchd/switches.db" ] || fail "remove did not keep the database"
 say "remove: ok (kept /etc/switchd and the database)"
 
-in_root apt-get purge -y -qq switchd >"$work/purge.log" 2>&1 || {
+in_root apt-get -o DPkg::Lock::Timeout=600 purge -y -qq switchd >"$work/purge.log" 2>&1 || {
   cat "$work/purge.log" >&2
   fail "apt-get purge failed"
 }

@@ -10,12 +10,13 @@
 #   - the installed tree: switchctl in bin, switchd in sbin, rfkill-apply in
 #     libexec/switchd, units with
 #     @SBINDIR@/@BINDIR@/@SYSCONFDIR@ substituted, the shipped configuration under /etc/switchd,
-#     sysusers.d/tmpfiles.d, bash completion, and nothing else;
+#     sysusers.d/tmpfiles.d, bash completion, the man pages (built with scdoc,
+#     installed here when missing) in share/man/manN, the Cockpit page, and
+#     nothing else;
 #   - a reinstall keeps a configuration file the administrator changed (and one
 #     they added) and still refreshes the units;
 #   - uninstall removes everything install added, except those two files;
 #   - PREFIX=/usr/local puts the binaries and units there, /etc stays /etc.
-# (Man pages and the Cockpit page are separate targets: install-man, install-cockpit.)
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -35,6 +36,12 @@ for tool in switchd switchctl; do
     fail "no $scratch/release/$tool (build first: swift build -c release --scratch-path $scratch)"
 done
 command -v make >/dev/null || fail "make not found"
+# `make install` builds the man pages with Debian's scdoc. Another apt-get
+# may hold the dpkg lock (a fresh machine runs its own): wait for it.
+if ! command -v scdoc >/dev/null; then
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq scdoc
+fi
 
 # The Makefile's variables are `?=`: one set in this environment would move
 # the install. Only what is passed on make's command line counts here.
@@ -85,6 +92,13 @@ expect_mode() {
 
 expect_same() {
   cmp -s "$1" "$2" || fail "$2 differs from $1"
+}
+
+# man_page_of docs/man/switchd.8.scd -> man/man8/switchd.8 (below share/).
+man_page_of() {
+  local name=${1##*/}
+  name=${name%.scd}
+  printf 'man/man%s/%s\n' "${name##*.}" "$name"
 }
 
 # check_tree DESTDIR PREFIX: the tree install produced.
@@ -158,6 +172,20 @@ $check"
   bash -n "$dest$prefix/share/bash-completion/completions/switchctl" ||
     fail "the installed bash completion has a syntax error"
 
+  # --- man pages: each docs/man/NAME.N.scd as scdoc built it, in manN, and it renders ---
+  local scd page
+  for scd in "$repo"/docs/man/*.scd; do
+    page=$(man_page_of "$scd")
+    [[ -f $dest$prefix/share/$page ]] || fail "$prefix/share/$page was not installed"
+    expect_mode "$dest$prefix/share/$page" 644
+    expect_same "$scratch/man/${page##*/}" "$dest$prefix/share/$page"
+    grep -q '^\.TH ' "$dest$prefix/share/$page" || fail "$prefix/share/$page is not a man page"
+    if command -v man >/dev/null; then
+      MANWIDTH=80 man -l "$dest$prefix/share/$page" >/dev/null 2>&1 ||
+        fail "man -l cannot render the installed $prefix/share/$page"
+    fi
+  done
+
   # --- nothing else (no *.tmp left by the unit substitution, no README.conf.example) ---
   local expected actual
   expected=$(
@@ -167,6 +195,9 @@ $check"
         "${prefix#/}/lib/systemd/system/switchd.socket" \
         "${prefix#/}/lib/sysusers.d/switchd.conf" "${prefix#/}/lib/tmpfiles.d/switchd.conf" \
         "${prefix#/}/share/bash-completion/completions/switchctl"
+      for scd in "$repo"/docs/man/*.scd; do
+        printf '%s\n' "${prefix#/}/share/$(man_page_of "$scd")"
+      done
       (cd "$repo/libexec" && printf '%s\n' *) | sed "s|^|${prefix#/}/libexec/switchd/|"
       shipped_config | sed 's|^|etc/switchd/|'
       (cd "$repo/cockpit" && printf '%s\n' manifest.json *.html *.js *.css) |

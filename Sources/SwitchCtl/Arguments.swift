@@ -1,4 +1,5 @@
 import SwitchCore
+import SwitchProtocol
 
 /// What switchctl was asked to do: the global options and one command.
 struct Invocation: Equatable {
@@ -161,27 +162,27 @@ enum ArgumentParser {
     }
     invocation.command = try build(spec.name, &parsed)
     try parsed.finish()
-    if let user { try checkUser(user, for: invocation.command, name: spec.name) }
+    if let user { try checkUser(user, for: spec) }
     return invocation
   }
 
-  /// `--user` is for the commands that read or write values; `*` (every
-  /// user) only for `watch` and `history`.
-  private static func checkUser(
-    _ user: String, for command: Command, name: String
-  ) throws(UsageError) {
-    switch command {
-    case .watch, .history:
+  /// `--user` is for the commands that read or write one user's values, `*`
+  /// (every user) only for those that can show every user's (the table's
+  /// `user`).
+  private static func checkUser(_ user: String, for spec: CommandSpec) throws(UsageError) {
+    switch spec.user {
+    case .oneOrEvery, .ignored:
       return
-    case .list, .get, .isOn, .set, .toggle, .reset, .why:
-      if user == "*" {
-        throw UsageError(
-          message: "--user '*' (every user) is for watch and history only.", command: name)
-      }
-    default:
+    case .one:
+      guard user == WireField.everyUser else { return }
+      let every = Commands.all.filter { $0.user == .oneOrEvery }.map(\.name)
       throw UsageError(
-        message: "'\(name)' acts on the switch for every user: --user does not apply.",
-        command: name)
+        message: "--user '*' (every user) is for \(every.joined(separator: " and ")) only.",
+        command: spec.name)
+    case .refused:
+      throw UsageError(
+        message: "'\(spec.name)' does not act as one user: --user does not apply.",
+        command: spec.name)
     }
   }
 

@@ -8,9 +8,21 @@ struct OptionSpec: Sendable {
   var help: String
 }
 
+/// Whose values a command reads or writes, which decides what `--user` does.
+enum UserOption: Sendable, Equatable {
+  /// One user's values: `--user` names that user (a name or a uid).
+  case one
+  /// One user's, or every user's with `--user '*'` (`watch`, `history`).
+  case oneOrEvery
+  /// The switch for every user, or the daemon itself: `--user` is refused.
+  case refused
+  /// Talks to no daemon (`help`): `--user` changes nothing, as with `--help`.
+  case ignored
+}
+
 /// One row of the command table: what the parser accepts and what `--help`
-/// says. The parser reads options from here, so help and behaviour cannot
-/// drift apart.
+/// says. The parser reads options and `--user` from here, so help and
+/// behaviour cannot drift apart.
 struct CommandSpec: Sendable {
   var name: String
   /// Arguments after the name, as the usage line shows them.
@@ -20,6 +32,8 @@ struct CommandSpec: Sendable {
   /// One paragraph for `switchctl COMMAND --help`.
   var description: String
   var options: [OptionSpec] = []
+  /// What `--user` does for this command.
+  var user = UserOption.one
 
   /// `set KEY on|off`.
   var synopsis: String { arguments.isEmpty ? name : name + " " + arguments }
@@ -108,27 +122,34 @@ enum Commands {
         prefix ending in * ("notifications.*"); none watches every switch. With \
         --since, changes after that revision are printed first. If switchd restarts, \
         watch reconnects by itself and resumes after the last revision it printed, so \
-        no change is missed or printed twice; it says so on stderr. With --json, each \
-        line is the event's params object.
+        no change is missed or printed twice; it says so on stderr. With --user, the \
+        changes that user sees ('*': every user's, each user's value as KEY[uid N]); \
+        a change made by another user shows "by another user" unless you administer. \
+        With --json, each line is the event's params object.
         """,
       options: [
         OptionSpec(
           name: "--since", valueName: "REV",
           help: "first print the retained changes after revision REV")
-      ]),
+      ],
+      user: .oneOrEvery),
     CommandSpec(
       name: "history", arguments: "[KEY]",
       summary: "show past changes, newest first",
       description: """
         Prints past changes, newest first, one a line: revision, time, key, what made \
         the change, the fields it changed (before→after) and who made it (uid and pid, \
-        or a policy file). With KEY, only that switch's changes.
+        a policy file, or "another user" when you may not see who). With KEY, only \
+        that switch's changes; with --user, the changes that user sees ('*': every \
+        user's). Prints "no changes" when there are none; --json prints the result \
+        as it came.
         """,
       options: [
         OptionSpec(name: "--limit", valueName: "N", help: "at most N changes (default 100)"),
         OptionSpec(
           name: "--before", valueName: "REV", help: "only changes before revision REV"),
-      ]),
+      ],
+      user: .oneOrEvery),
     CommandSpec(
       name: "lock", arguments: "KEY",
       summary: "make a switch read-only (administrator)",
@@ -140,14 +161,16 @@ enum Commands {
       options: [
         reason,
         OptionSpec(name: "--checked", valueName: "on|off", help: "also set the value"),
-      ]),
+      ],
+      user: .refused),
     CommandSpec(
       name: "unlock", arguments: "KEY",
       summary: "lift an administrator's lock (administrator)",
       description: """
         Lifts an administrator's read-only hold on the switch. What a policy file \
         holds is lifted only by changing the file and reloading.
-        """),
+        """,
+      user: .refused),
     CommandSpec(
       name: "disable", arguments: "KEY",
       summary: "make a switch not apply (administrator)",
@@ -156,14 +179,15 @@ enum Commands {
         change it until it is enabled again. Only an administrator may disable, and \
         not a switch a policy file disables.
         """,
-      options: [reason]),
+      options: [reason], user: .refused),
     CommandSpec(
       name: "enable", arguments: "KEY",
       summary: "make a disabled switch apply again (administrator)",
       description: """
         Enables a switch an administrator disabled. What a policy file disables is \
         enabled only by changing the file and reloading.
-        """),
+        """,
+      user: .refused),
     CommandSpec(
       name: "apply", arguments: "KEY",
       summary: "run the switch's apply command again",
@@ -172,7 +196,8 @@ enum Commands {
         (on when it is on and not disabled), for a switch marked invalid because \
         the system did not take its value. Changes no value; success clears \
         invalid. Exit status 1 with the command's reason when it fails.
-        """),
+        """,
+      user: .refused),
     CommandSpec(
       name: "why", arguments: "KEY",
       summary: "explain a switch: value, holds, reasons, last change",
@@ -192,7 +217,8 @@ enum Commands {
         configuration directory, the time and result of the last reload (with each \
         problem of a refused one), and who you are to switchd (uid, gid, whether you \
         administer and whether you may change switches).
-        """),
+        """,
+      user: .refused),
     CommandSpec(
       name: "reload", arguments: "",
       summary: "re-read the configuration (administrator)",
@@ -202,11 +228,13 @@ enum Commands {
         one stays. Prints the number of switches and policies now in effect, and the \
         settings (Socket=, SocketMode=, Database=) that changed but take effect only \
         when switchd restarts.
-        """),
+        """,
+      user: .refused),
     CommandSpec(
       name: "help", arguments: "[COMMAND]",
       summary: "show help for switchctl or one command",
-      description: "Shows the list of commands, or the usage and description of COMMAND."),
+      description: "Shows the list of commands, or the usage and description of COMMAND.",
+      user: .ignored),
   ]
 
   /// The row for `name`, or nil.
@@ -241,7 +269,7 @@ enum Commands {
       "",
       "Exit status: 0 done, 1 failed (or is-on: off), 2 usage error, 3 read-only,",
       "4 disabled, 5 unknown switch, 6 permission denied, 7 switchd not reachable,",
-      "8 conflict.",
+      "8 conflict (the switch changed since --if-revision N).",
     ]
     return lines
   }
@@ -255,14 +283,31 @@ enum Commands {
     var lines = [usage, ""]
     lines += wrap(spec.description, width: 78)
     var options = spec.options.map { ($0.name + ($0.valueName.map { " " + $0 } ?? ""), $0.help) }
+    if let user = userHelp(spec.user) { options.append(("--user USER", user)) }
     options.append(("--socket PATH", "the daemon's socket"))
     options.append(("--json", "print the result, or the error object, as one line of JSON"))
     let width = options.map { $0.0.count }.max() ?? 0
     lines += ["", "Options:"]
     for (name, help) in options {
-      lines.append("  " + pad(name, width) + "  " + help)
+      let text = wrap(help, width: 78 - 4 - width)
+      lines.append("  " + pad(name, width) + "  " + (text.first ?? ""))
+      lines += text.dropFirst().map { String(repeating: " ", count: 4 + width) + $0 }
     }
     return lines
+  }
+
+  /// What `--user` does for a command, for its help; nil where it is refused.
+  static func userHelp(_ user: UserOption) -> String? {
+    switch user {
+    case .one:
+      return "act as that user (a name or uid) on user-scope switches: administrators only, "
+        + "except for yourself"
+    case .oneOrEvery:
+      return "only the changes that user (a name or uid) sees, or '*' for every user's: "
+        + "administrators only, except for yourself"
+    case .refused, .ignored:
+      return nil
+    }
   }
 
   /// Breaks a paragraph into lines of at most `width` characters, at spaces.

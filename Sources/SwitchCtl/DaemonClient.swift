@@ -9,7 +9,8 @@ enum ClientError: Error, Equatable {
   /// `staleSocket`: the path is a socket file nobody listens on, left by
   /// a daemon that stopped without removing it (a crash, SIGKILL).
   case unreachable(path: String, errno: Int32, staleSocket: Bool = false)
-  /// The path does not fit in `sockaddr_un`.
+  /// The path does not fit in `sockaddr_un` (or is empty): a usage error,
+  /// exit 2, since no daemon can listen there.
   case pathTooLong(path: String)
   /// No reply within the receive timeout.
   case timedOut(path: String, seconds: Int)
@@ -32,8 +33,9 @@ enum ClientError: Error, Equatable {
     case .unreachable(let path, let code, _):
       return "cannot reach switchd at \(path): \(describeErrno(code)) (is it running?)"
     case .pathTooLong(let path):
-      return "cannot reach switchd at \(path): the socket path is longer than "
-        + "\(UnixSocketAddress.maxPathBytes) bytes"
+      return "the socket path \(path) is \(path.utf8.count) bytes long, and a Unix socket path "
+        + "holds at most \(UnixSocketAddress.maxPathBytes): give --socket (or $SWITCHD_SOCKET) "
+        + "a shorter one, such as a symbolic link to the socket"
     case .timedOut(let path, let seconds):
       return "switchd at \(path) did not answer within \(seconds) seconds; it may be stuck"
     case .closed(let path):

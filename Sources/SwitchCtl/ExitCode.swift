@@ -20,6 +20,14 @@ public struct ExitCode: RawRepresentable, Equatable, Sendable {
   public static let unreachable = ExitCode(rawValue: 7)
   public static let conflict = ExitCode(rawValue: 8)
 
+  /// Every status switchctl exits with, once each (`isOff` is `failure`'s
+  /// number): the rows of the exit status tables in docs/protocol.md and
+  /// switchctl(1), which DocumentedTablesTests compares with this list.
+  public static let allCases: [ExitCode] = [
+    .success, .failure, .usage, .readOnly, .disabled, .unknownSwitch, .permissionDenied,
+    .unreachable, .conflict,
+  ]
+
   /// The status for an error the daemon answered with. Codes this build does
   /// not know (a newer daemon) are plain failures.
   public init(_ code: RPCErrorCode) {
@@ -52,7 +60,10 @@ enum Failure: Error {
   var exitCode: ExitCode {
     switch self {
     case .remote(let error): return ExitCode(error.code)
-    case .client(.unreachable), .client(.pathTooLong): return .unreachable
+    case .client(.unreachable): return .unreachable
+    // The path came from the caller (--socket, $SWITCHD_SOCKET): no daemon
+    // can ever be reached there, so the command line is what is wrong.
+    case .client(.pathTooLong): return .usage
     case .client: return .failure
     case .usage: return .usage
     }
@@ -73,7 +84,8 @@ extension Failure {
   /// What `--json` prints on stdout: the daemon's error object as it came
   /// (`{"code","message","data"}`), or one in the same shape for a failure
   /// switchctl found itself (`code` null; `data.name` `Unreachable` when
-  /// switchd cannot be reached, else `ClientFailure`).
+  /// switchd cannot be reached, `Usage` for a socket path that cannot be
+  /// one, else `ClientFailure`).
   var jsonObject: JSONValue {
     switch self {
     case .remote(let error):
@@ -83,8 +95,13 @@ extension Failure {
         JSONMember("data", error.data),
       ])
     case .client(let error):
-      return Self.localObject(
-        error.sentence, name: exitCode == .unreachable ? "Unreachable" : "ClientFailure")
+      let name =
+        switch exitCode {
+        case .unreachable: "Unreachable"
+        case .usage: "Usage"
+        default: "ClientFailure"
+        }
+      return Self.localObject(error.sentence, name: name)
     case .usage(let error):
       return Self.localObject(error.message, name: "Usage")
     }

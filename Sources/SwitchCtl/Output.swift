@@ -70,10 +70,13 @@ enum Output {
     notes(state).reduce(text) { $0 + " (" + $1 + ")" }
   }
 
-  /// Who made a change: `uid 1000 (pid 4321)`, or `policy`.
+  /// Who made a change: `uid 1000 (pid 4321)`, `policy`, or `another user`
+  /// when the daemon hides who (null ids: another user's change, shown to
+  /// someone who does not administer).
   static func actor(_ actor: JSONValue?, withPID: Bool) -> String {
     guard let actor else { return "?" }
     if let source = actor[WireField.source]?.stringValue { return source }
+    if actor[WireField.uid] == .null { return "another user" }
     guard let uid = actor[WireField.uid]?.int64Value else { return "?" }
     if withPID, let pid = actor[WireField.pid]?.int64Value { return "uid \(uid) (pid \(pid))" }
     return "uid \(uid)"
@@ -115,9 +118,11 @@ enum Output {
     return withNotes(text, switchObject)
   }
 
-  /// `history`: `43  2026-11-30T03:41:07.002Z  wifi  toggle  checked: on→off  by uid 1000 (pid 4321)`.
+  /// `history`: `43  2026-11-30T03:41:07.002Z  wifi  toggle  checked: on→off  by uid 1000 (pid 4321)`,
+  /// or `no changes` for an empty page, so that a person sees the command worked.
   static func history(_ result: JSONValue) -> [String] {
-    table((result[WireField.entries]?.arrayValue ?? []).map(historyRow))
+    let entries = result[WireField.entries]?.arrayValue ?? []
+    return entries.isEmpty ? ["no changes"] : table(entries.map(historyRow))
   }
 
   private static func historyRow(_ entry: JSONValue) -> [String] {

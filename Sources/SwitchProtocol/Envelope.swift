@@ -87,7 +87,8 @@ public enum RequestDecoder {
   }
 
   /// Checks one request object: `jsonrpc` is "2.0", `method` a string, `id`
-  /// a string, number or null, `params` an object or array, nothing else.
+  /// a string, number or null, `params` structured (an object or an array,
+  /// as JSON-RPC says), nothing else.
   static func envelope(_ value: JSONValue) -> Incoming.Item {
     guard let members = value.objectMembers else {
       return .failure(
@@ -130,8 +131,12 @@ public enum RequestDecoder {
         guard let name = m.value.stringValue else { return fail("\"method\" must be a string") }
         method = name
       case "params":
+        // JSON-RPC 2.0 allows only a structured value here, so `null` or a
+        // scalar is not a request; an array is one, but switchd takes named
+        // params only (Call.decode answers it InvalidParams). The sentence
+        // names what switchd accepts, never the array it then refuses.
         guard m.value.objectMembers != nil || m.value.arrayValue != nil else {
-          return fail("\"params\" must be an object or an array")
+          return fail("\"params\" must be an object of named params, or left out")
         }
         params = m.value
       case "id": break

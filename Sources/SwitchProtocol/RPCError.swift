@@ -30,6 +30,10 @@ public struct RPCErrorCode: RawRepresentable, Hashable, Sendable {
     -32009: "HistoryCompacted", -32010: "InvalidConfig",
   ]
 
+  /// Every code this build knows (and names), as docs/protocol.md's error
+  /// table lists them; DocumentedTablesTests compares the two.
+  public static var known: [RPCErrorCode] { names.keys.sorted().map { RPCErrorCode(rawValue: $0) } }
+
   /// `data.name`: `ReadOnly`, `Conflict`, …; `Error-32099` for a code this build does not know.
   public var name: String { Self.names[rawValue] ?? "Error\(rawValue)" }
 }

@@ -175,6 +175,39 @@ import Testing
     #expect(out.contains { $0.hasPrefix("  --if-revision N  change it only if") })
   }
 
+  /// `--user` is in the help of every command that takes it, with '*' where
+  /// it is allowed, and the parser refuses it where the help leaves it out:
+  /// both read the table's `user`.
+  @Test func helpShowsUserWhereTheCommandTakesIt() {
+    let watch = runCtl(["help", "watch"]).out
+    #expect(watch.contains { $0.hasPrefix("  --user USER ") && $0.contains("'*'") }, "\(watch)")
+    #expect(runCtl(["help", "history"]).out.contains { $0.hasPrefix("  --user USER ") })
+    let get = runCtl(["get", "--help"]).out
+    #expect(get.contains { $0.hasPrefix("  --user USER ") && !$0.contains("'*'") }, "\(get)")
+    for spec in Commands.all {
+      let help = runCtl(["help", spec.name]).out
+      let shown = help.contains { $0.hasPrefix("  --user USER ") }
+      #expect(shown == (spec.user == .one || spec.user == .oneOrEvery), "\(spec.name)")
+      #expect(help.allSatisfy { $0.count <= 80 }, "\(help)")
+      let arguments = spec.arguments.isEmpty ? [] : ["x"]
+      if spec.user == .refused {
+        #expect(
+          ArgumentParser.parse(["--user", "1000", spec.name] + arguments)
+            == .failure(
+              UsageError(
+                message: "'\(spec.name)' does not act as one user: --user does not apply.",
+                command: spec.name)))
+      }
+    }
+    #expect(
+      ArgumentParser.parse(["--user", "*", "get", "wifi"])
+        == .failure(
+          UsageError(
+            message: "--user '*' (every user) is for watch and history only.", command: "get")))
+    // help talks to no daemon: --user changes nothing, as with --help.
+    #expect(runCtl(["--user", "bob", "help", "watch"]).out == watch)
+  }
+
   @Test func versionPrintsTheVersion() {
     #expect(runCtl(["--version"]).out == ["switchctl " + SwitchdVersion.current])
   }

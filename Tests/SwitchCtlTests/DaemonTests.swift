@@ -145,6 +145,39 @@ import Testing
     #expect(all.out.map { removingWatchID($0) } == expected.map { $0.map(removingWatchID) })
   }
 
+  /// An empty page says so in text; --json is the daemon's result as it came.
+  @Test func anEmptyHistoryPrintsNoChanges() throws {
+    let daemon = try TestDaemon()
+    let s = ["--socket", daemon.socket]
+    let text = runCtl(s + ["history"])
+    #expect(text.code == .success)
+    #expect(text.out == ["no changes"])
+    #expect(runCtl(s + ["history", "wifi"]).out == ["no changes"])
+    _ = runCtl(s + ["toggle", "wifi"])
+    #expect(runCtl(s + ["history", "--before", "1"]).out == ["no changes"])
+    #expect(runCtl(s + ["history", "bluetooth", "--json"]).out == [#"{"entries":[]}"#])
+  }
+
+  /// Another user's change, seen by a user who does not administer: the
+  /// daemon hides who (null ids), and switchctl says "another user".
+  @Test(
+    .needsRoot("switchctl runs as another uid through setpriv"),
+    .enabled(if: access("/usr/bin/setpriv", X_OK) == 0, "needs /usr/bin/setpriv"))
+  func aChangeByAHiddenActorIsByAnotherUser() throws {
+    let daemon = try TestDaemon()
+    _ = runCtl(["--socket", daemon.socket, "toggle", "wifi"])
+    let history = try runProcess(
+      "/usr/bin/setpriv",
+      [
+        "--reuid=65534", "--regid=65534", "--clear-groups",
+        try TestDaemon.productsDirectory() + "/switchctl", "--socket", daemon.socket,
+        "history", "wifi",
+      ])
+    #expect(history.status == 0)
+    try #require(history.out.count == 1, "\(history)")
+    #expect(history.out[0].hasSuffix("  wifi  toggle  checked: on→off  by another user"))
+  }
+
   /// A user who is not an administrator, through the real binary run as a
   /// human account (the first uid of login.defs' range): a held switch is
   /// ReadOnly (3), an administrator verb is PermissionDenied (6), each with

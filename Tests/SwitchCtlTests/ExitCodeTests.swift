@@ -36,7 +36,7 @@ import Testing
       unreachable.lines == [
         "switchctl: cannot reach switchd at /run/x.sock: Connection refused (is it running?)"
       ])
-    #expect(Failure.client(.pathTooLong(path: "/x")).exitCode.rawValue == 7)
+    #expect(Failure.client(.pathTooLong(path: "/x")).exitCode.rawValue == 2)
     let ownSocket = "/run/user/1000/switchd/switchd.sock"
     let stale = Failure.client(
       .unreachable(path: ownSocket, errno: ECONNREFUSED, staleSocket: true))
@@ -70,8 +70,33 @@ import Testing
       ])
     #expect(runCtl(["--socket", "/nonexistent/s", "watch"]).code.rawValue == 7)
     #expect(runCtl(["--socket", "/nonexistent/s", "is-on", "wifi"]).code.rawValue == 7)
+  }
+
+  /// No daemon can listen on a path longer than a socket address holds, so
+  /// it is the command line that is wrong (exit 2, as the README says of a
+  /// bad command line), with a sentence that says what to do; the same from
+  /// $SWITCHD_SOCKET, for watch, and in --json.
+  @Test func aSocketPathTooLongIsAUsageError() {
     let long = "/" + String(repeating: "x", count: 200)
-    #expect(runCtl(["--socket", long, "status"]).code.rawValue == 7)
+    let sentence =
+      "switchctl: the socket path \(long) is 201 bytes long, and a Unix socket path holds at "
+      + "most 107: give --socket (or $SWITCHD_SOCKET) a shorter one, such as a symbolic link to "
+      + "the socket"
+    let run = runCtl(["--socket", long, "status"])
+    #expect(run.code == .usage)
+    #expect(run.out.isEmpty)
+    #expect(run.err == [sentence])
+    let fromVariable = runCtl(
+      ["get", "wifi"], environment: Environment.fixed(["SWITCHD_SOCKET": long]))
+    #expect(fromVariable.code == .usage)
+    #expect(fromVariable.err == [sentence])
+    #expect(runCtl(["--socket", long, "watch"]).code == .usage)
+    let json = runCtl(["--socket", long, "--json", "toggle", "wifi"])
+    #expect(json.code == .usage)
+    let object = SwitchCtlTests.json(json.out.first ?? "null")
+    #expect(object["code"] == .null)
+    #expect(object["data"]?["name"] == .string("Usage"))
+    #expect(object["message"]?.stringValue == String(sentence.dropFirst("switchctl: ".count)))
   }
 
   @Test func malformedKeyIsAnUnknownSwitchWithoutAskingTheDaemon() {

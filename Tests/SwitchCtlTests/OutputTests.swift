@@ -163,6 +163,34 @@ import Testing
     )
   }
 
+  /// Another user's change, as the daemon shows it to someone who does not
+  /// administer: null ids and no source. "by ?" told a person nothing.
+  @Test func aHiddenActorIsAnotherUser() {
+    var hidden = Self.toggleEntry.objectMembers!.filter { $0.name != "actor" }
+    hidden.append(
+      JSONMember("actor", json(#"{"uid":null,"gid":null,"pid":null}"#)))
+    let entry = JSONValue.object(hidden)
+    #expect(Output.event(entry) == "43 wifi off (toggle by another user)")
+    #expect(
+      Output.history(.object([JSONMember("entries", .array([entry]))])) == [
+        "43  2026-11-30T03:41:07.002Z  wifi  toggle  checked: on→off  by another user"
+      ])
+    var explanation = Explanation(switchObject: Self.wifi)
+    explanation.scan([entry])
+    #expect(
+      Output.why(explanation).last
+        == "Last change: revision 43 at 2026-11-30T03:41:07.002Z by another user: toggle, "
+        + "checked: on→off.")
+    // A policy's actor has null ids too, and its source says who.
+    #expect(Output.actor(Self.policyEntry["actor"], withPID: true) == "policy")
+    // An actor that is not there at all is not invented.
+    #expect(Output.actor(nil, withPID: true) == "?")
+  }
+
+  @Test func anEmptyHistoryPageSaysSo() {
+    #expect(Output.history(json(#"{"entries":[]}"#)) == ["no changes"])
+  }
+
   @Test func jsonIsTheCompactResultExactly() {
     let text = #"{"a":1.50,"b":[true,null,"x\u00e9\n"],"c":{"d":-0}}"#
     #expect(Output.json(json(text)) == #"{"a":1.50,"b":[true,null,"xé\n"],"c":{"d":-0}}"#)
