@@ -47,13 +47,16 @@ enum Failure: Error {
   case client(ClientError)
   /// The command line was wrong.
   case usage(UsageError)
+  /// switchctl's own work failed (the file `backup` writes): one sentence,
+  /// without the `switchctl: ` prefix.
+  case local(String)
 
   /// The exit status.
   var exitCode: ExitCode {
     switch self {
     case .remote(let error): return ExitCode(error.code)
     case .client(.unreachable), .client(.pathTooLong): return .unreachable
-    case .client: return .failure
+    case .client, .local: return .failure
     case .usage: return .usage
     }
   }
@@ -65,6 +68,7 @@ enum Failure: Error {
     case .remote(let error): return Output.refusal(error)
     case .client(let error): return ["switchctl: " + error.sentence]
     case .usage(let error): return ["switchctl: " + error.message, error.hint]
+    case .local(let sentence): return ["switchctl: " + sentence]
     }
   }
 }
@@ -87,6 +91,8 @@ extension Failure {
         error.sentence, name: exitCode == .unreachable ? "Unreachable" : "ClientFailure")
     case .usage(let error):
       return Self.localObject(error.message, name: "Usage")
+    case .local(let sentence):
+      return Self.localObject(sentence, name: "ClientFailure")
     }
   }
 
