@@ -10,7 +10,7 @@
 # (default /etc/switchd). Keys match ^[a-z][a-z0-9.-]*$, so the JSON is parsed
 # with grep and sed.
 
-_switchctl_commands='list get is-on set on off toggle reset watch history lock unlock disable enable apply why status reload help'
+_switchctl_commands='list get is-on set on off toggle reset watch history lock unlock disable enable apply why status reload backup help'
 
 # Prints the switch keys, one per line. $1: the --socket argument, or empty.
 _switchctl_keys() {
@@ -144,6 +144,13 @@ _switchctl() {
       ;;
     help)
       ((npos == 0)) && COMPREPLY=($(compgen -W "$_switchctl_commands" -- "$cur"))
+      return 0
+      ;;
+    backup)
+      if ((npos == 0)); then
+        compopt -o filenames 2>/dev/null
+        COMPREPLY=($(compgen -f -- "$cur"))
+      fi
       return 0
       ;;
     *) return 0 ;; # status, reload, or an unknown command

@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #ifndef SO_PEERGROUPS
@@ -156,4 +158,64 @@ int shim_pipe_for_output(int fds[2]) {
     return -1;
   }
   return 0;
+}
+
+ssize_t shim_send_passing(int sock, const void *buf, size_t len, const int *fds, int count,
+                          int flags) {
+  if (count < 1 || count > SHIM_MAX_PASSED_DESCRIPTORS) {
+    errno = EINVAL;
+    return -1;
+  }
+  union {
+    char bytes[CMSG_SPACE(sizeof(int) * SHIM_MAX_PASSED_DESCRIPTORS)];
+    struct cmsghdr align;
+  } control;
+  memset(&control, 0, sizeof(control));
+  struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+  struct msghdr msg = {0};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.bytes;
+  msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)count);
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)count);
+  memcpy(CMSG_DATA(cmsg), fds, sizeof(int) * (size_t)count);
+  return sendmsg(sock, &msg, flags);
+}
+
+ssize_t shim_recv_taking(int sock, void *buf, size_t len, int *fds, int capacity, int *count,
+                         int flags) {
+  *count = 0;
+  if (capacity < 0) capacity = 0;
+  if (capacity > SHIM_MAX_PASSED_DESCRIPTORS) capacity = SHIM_MAX_PASSED_DESCRIPTORS;
+  union {
+    char bytes[CMSG_SPACE(sizeof(int) * SHIM_MAX_PASSED_DESCRIPTORS)];
+    struct cmsghdr align;
+  } control;
+  struct iovec iov = {.iov_base = buf, .iov_len = len};
+  struct msghdr msg = {0};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.bytes;
+  msg.msg_controllen = sizeof(control.bytes);
+  ssize_t n = recvmsg(sock, &msg, flags | MSG_CMSG_CLOEXEC);
+  if (n < 0) return -1;
+  // Every descriptor the kernel installed is taken or closed here; those
+  // that did not fit the control buffer were never installed (MSG_CTRUNC).
+  for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg); cmsg; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+    if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) continue;
+    size_t passed = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < passed; i++) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
+      if (*count < capacity) {
+        fds[(*count)++] = fd;
+      } else {
+        close(fd);
+      }
+    }
+  }
+  return n;
 }

@@ -33,6 +33,8 @@ enum Command: Equatable {
   case why(key: String)
   case status
   case reload
+  /// `backup FILE`: FILE is created here, never by the daemon.
+  case backup(path: String)
   /// `--help`, `help [COMMAND]`, `COMMAND --help`.
   case help(command: String?)
   case version
@@ -243,6 +245,8 @@ enum ArgumentParser {
       return .status
     case "reload":
       return .reload
+    case "backup":
+      return .backup(path: try p.positional("FILE"))
     case "help":
       guard let topic = p.optionalPositional() else { return .help(command: nil) }
       guard Commands.named(topic) != nil else {

@@ -231,6 +231,19 @@ enum Commands {
         """,
       user: .refused),
     CommandSpec(
+      name: "backup", arguments: "FILE",
+      summary: "save a consistent copy of the database (administrator)",
+      description: """
+        Writes a copy of switchd's database to FILE, consistent as of one revision while \
+        writes go on, and prints that revision. FILE must not exist: it is created with \
+        mode 0600 by switchctl itself, with your own rights (switchd passes the copy over \
+        the socket and never opens FILE), and removed again if the backup fails. A \
+        stopped switchd starts from such a copy: see "Backup and restore" in \
+        docs/configuration.md. Only an administrator may back up. Waits up to 10 \
+        minutes for the copy.
+        """,
+      user: .refused),
+    CommandSpec(
       name: "help", arguments: "[COMMAND]",
       summary: "show help for switchctl or one command",
       description: "Shows the list of commands, or the usage and description of COMMAND.",

@@ -68,11 +68,24 @@ final class DaemonClient {
   private var nextID: Int64 = 1
   private let receiveTimeout: Int?
   private var chunk = [UInt8](repeating: 0, count: 65_536)
+  /// Descriptors the daemon passed with its lines (`backup`'s copy), oldest
+  /// first; closed with the client unless taken.
+  private var passed: [Int32] = []
 
   private init(path: String, socket: consuming Descriptor, receiveTimeout: Int?) {
     self.path = path
     self.socket = socket
     self.receiveTimeout = receiveTimeout
+  }
+
+  deinit {
+    for descriptor in passed { Glibc.close(descriptor) }
+  }
+
+  /// The oldest descriptor the daemon passed and nobody took yet; the
+  /// caller owns it. `backup` passes its copy with its answer.
+  func takePassedDescriptor() -> Int32? {
+    passed.isEmpty ? nil : passed.removeFirst()
   }
 
   /// Connects to the daemon's socket. A path starting with `@` names an
@@ -158,9 +171,10 @@ final class DaemonClient {
   }
 
   private func receive() throws(ClientError) {
-    let count = chunk.withUnsafeMutableBytes { buffer in
-      retryingEINTR { Glibc.recv(fd, buffer.baseAddress, buffer.count, 0) }
+    let (count, descriptors) = chunk.withUnsafeMutableBytes { buffer in
+      DescriptorPassing.receive(fd, into: buffer)
     }
+    passed += descriptors
     if count > 0 {
       chunk.withUnsafeBytes { framer.append(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
       return

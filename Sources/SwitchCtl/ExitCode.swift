@@ -55,6 +55,9 @@ enum Failure: Error {
   case client(ClientError)
   /// The command line was wrong.
   case usage(UsageError)
+  /// switchctl's own work failed (the file `backup` writes): one sentence,
+  /// without the `switchctl: ` prefix.
+  case local(String)
 
   /// The exit status.
   var exitCode: ExitCode {
@@ -64,7 +67,7 @@ enum Failure: Error {
     // The path came from the caller (--socket, $SWITCHD_SOCKET): no daemon
     // can ever be reached there, so the command line is what is wrong.
     case .client(.pathTooLong): return .usage
-    case .client: return .failure
+    case .client, .local: return .failure
     case .usage: return .usage
     }
   }
@@ -76,6 +79,7 @@ enum Failure: Error {
     case .remote(let error): return Output.refusal(error)
     case .client(let error): return ["switchctl: " + error.sentence]
     case .usage(let error): return ["switchctl: " + error.message, error.hint]
+    case .local(let sentence): return ["switchctl: " + sentence]
     }
   }
 }
@@ -104,6 +108,8 @@ extension Failure {
       return Self.localObject(error.sentence, name: name)
     case .usage(let error):
       return Self.localObject(error.message, name: "Usage")
+    case .local(let sentence):
+      return Self.localObject(sentence, name: "ClientFailure")
     }
   }
 

@@ -85,6 +85,12 @@ struct Runner {
       show(try call(.status, []), Output.status)
     case .reload:
       show(try call(.reload, []), Output.reload)
+    case .backup(let path):
+      let result = try BackupCommand.run(to: path) { () throws(Failure) in
+        let client = try connect(receiveTimeout: BackupCommand.receiveTimeout)
+        return (try call(client, .backup, []), client.takePassedDescriptor())
+      }
+      show(result) { [BackupCommand.summary($0, path: path)] }
     case .watch(let patterns, let since):
       let watcher = Watcher(
         socketPath: socketPath, patterns: patterns, since: since, user: try userParam(),
@@ -147,9 +153,10 @@ struct Runner {
     return [JSONMember(WireField.key, .string(key))]
   }
 
-  private func connect() throws(Failure) -> DaemonClient {
+  private func connect(receiveTimeout: Int? = nil) throws(Failure) -> DaemonClient {
     do {
-      return try DaemonClient.connect(to: socketPath, receiveTimeout: receiveTimeout)
+      return try DaemonClient.connect(
+        to: socketPath, receiveTimeout: receiveTimeout ?? self.receiveTimeout)
     } catch {
       throw .client(error)
     }

@@ -80,6 +80,20 @@ struct Watcher {
     case .failure(let error):
       // A daemon that has just restarted may still be at its connection limit.
       if reconnected && error.code == .overloaded { return .dropped }
+      // Resuming beyond the daemon's revision (`data.revision`): its database
+      // was restored from a backup, or replaced, after this watch printed
+      // later changes. Revisions after the current one will be new changes,
+      // so say so and watch again from it. (A `--since` beyond it, on the
+      // first call, is the command line's mistake: exit 2 below.)
+      if reconnected, error.code == .invalidParams, let last = resume,
+        let current = error.data[WireField.revision]?.int64Value
+      {
+        console.err(
+          "switchctl: switchd is at revision \(current), behind revision \(last) that this "
+            + "watch had printed (was its database restored?); watching again from \(current)")
+        resume = nil
+        return try follow(client, &resume, reconnected: reconnected)
+      }
       // HistoryCompacted (exit 1) and the rest: the daemon's sentence says why.
       throw .remote(error)
     }

@@ -23,7 +23,7 @@
 //   Config/  reading a configuration directory (ConfigLoader) and the config reader thread
 //   Loop/    the event loop: connections, framing, dispatch, watches, publishing
 //   Writer/  the writer thread: group commit, configuration changes, apply bookkeeping
-//   Reader/  the log reader thread: history pages and `watch since` replays
+//   Reader/  the log reader thread (history pages, `watch since` replays), backups
 //   Apply/   the threads that run apply commands
 //
 // A write: decode → authorize → writer decides with `Rules.decide` →

@@ -4,6 +4,8 @@ import SwitchCore
 public enum Method: String, CaseIterable, Sendable {
   case get, list, set, toggle, reset, watch, unwatch, history
   case lock, unlock, disable, enable, reload, status, apply
+  /// A copy of the database, handed to the caller as an open descriptor.
+  case backup
 
   /// Methods that may change state: the daemon answers them only after
   /// their transaction commits, and a later read waits for them.
@@ -16,9 +18,13 @@ public enum Method: String, CaseIterable, Sendable {
 
   /// What the caller must be (SwitchCore's table: a write method needs what
   /// its change's cause needs; `reload` applies the policy files, so it needs
-  /// what a policy change needs; the rest is for anyone).
+  /// what a policy change needs; `backup` is an administrator's; the rest is
+  /// for anyone).
   public var privilege: Privilege {
     if self == .reload { return Cause.policy.privilege }
+    // The copy holds every user's values and who changed what: the
+    // configuration's owners only.
+    if self == .backup { return .administrator }
     return Cause(wireName: rawValue)?.privilege ?? .anyone
   }
 }
@@ -52,6 +58,7 @@ public enum Call: Equatable, Sendable {
   case history(key: String?, limit: Int, before: Int64?, user: Viewpoint?)
   case reload
   case status
+  case backup
 
   /// Decodes params for `method` strictly: missing, unknown or mistyped
   /// params are `InvalidParams` (`"checked": 1` is mistyped).
@@ -123,6 +130,8 @@ public enum Call: Equatable, Sendable {
         call = .reload
       case .status:
         call = .status
+      case .backup:
+        call = .backup
       }
       try p.rejectUnknown()
       return .success(call)

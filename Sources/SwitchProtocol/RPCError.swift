@@ -93,6 +93,22 @@ public struct RPCError: Error, Equatable, Sendable {
     RPCError(.overloaded, "The daemon is at a limit: \(why).")
   }
 
+  /// `since` is beyond the current revision: the client saw changes this
+  /// database does not have (it was restored from a backup, or replaced).
+  /// `data.revision` is the current one, so the client can start again from
+  /// a fresh snapshot.
+  public static func sinceBeyondRevision(_ since: Int64, current: Int64) -> RPCError {
+    var error = invalidParams(
+      "\"since\" is \(since), beyond the current revision \(current)", param: WireField.since)
+    error.data.append(JSONMember(WireField.revision, .int(current)))
+    return error
+  }
+
+  /// A backup could not be taken; the database is untouched.
+  public static func backupFailed(_ why: String) -> RPCError {
+    RPCError(.storageFailure, "The backup could not be taken (\(why)); nothing changed.")
+  }
+
   public static func historyCompacted(since: Int64, oldest: Int64) -> RPCError {
     RPCError(
       .historyCompacted,

@@ -118,6 +118,16 @@ public enum ResultEncoding {
     w.raw("]}")
   }
 
+  /// `backup`: `{"revision":R,"bytes":n}`, the revision the copy is as of
+  /// and its size; the copy itself is the descriptor passed with this line.
+  public static func writeBackup(_ w: inout JSONWriter, revision: Int64, bytes: Int64) {
+    w.raw("{\"revision\":")
+    w.int(revision)
+    w.raw(",\"bytes\":")
+    w.int(bytes)
+    w.raw("}")
+  }
+
   /// `unwatch`: `{}`.
   public static func writeEmpty(_ w: inout JSONWriter) {
     w.raw("{}")

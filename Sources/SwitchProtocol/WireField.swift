@@ -6,6 +6,7 @@ public enum WireField {
   public static let actor = "actor"
   public static let administrator = "administrator"
   public static let before = "before"
+  public static let bytes = "bytes"
   public static let caller = "caller"
   public static let cause = "cause"
   public static let changed = "changed"

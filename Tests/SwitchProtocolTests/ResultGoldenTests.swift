@@ -168,7 +168,7 @@ import Testing
       let expected: Privilege
       switch method {
       case .set, .toggle, .reset, .apply: expected = .writer
-      case .lock, .unlock, .disable, .enable, .reload: expected = .administrator
+      case .lock, .unlock, .disable, .enable, .reload, .backup: expected = .administrator
       default: expected = .anyone
       }
       #expect(method.privilege == expected, "\(method)")

@@ -77,4 +77,22 @@ int shim_child_exited(int32_t pid);
 /// pipe2 with O_CLOEXEC; the read end is non-blocking.
 int shim_pipe_for_output(int fds[2]);
 
+/// The most descriptors one message passes or takes (SCM_RIGHTS).
+enum { SHIM_MAX_PASSED_DESCRIPTORS = 16 };
+
+/// sendmsg of `len` bytes with `count` descriptors (at most
+/// SHIM_MAX_PASSED_DESCRIPTORS) attached as SCM_RIGHTS: the peer receives
+/// them with the first of these bytes it reads. Returns the bytes sent, or
+/// -1 with errno (nothing passed then).
+ssize_t shim_send_passing(int sock, const void *buf, size_t len, const int *fds, int count,
+                          int flags);
+
+/// recvmsg into `buf` that takes the descriptors passed with these bytes
+/// (SCM_RIGHTS), close-on-exec, into `fds` (room for `capacity`, at most
+/// SHIM_MAX_PASSED_DESCRIPTORS) and sets `*count`. Passed descriptors
+/// beyond `capacity` are closed, never left open. Returns the bytes read,
+/// 0 at end of stream, or -1 with errno.
+ssize_t shim_recv_taking(int sock, void *buf, size_t len, int *fds, int capacity, int *count,
+                         int flags);
+
 #endif

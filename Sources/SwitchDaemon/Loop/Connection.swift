@@ -26,7 +26,8 @@ final class Connection {
   var pendingHead = 0
   /// Writes handed to the writer and not yet answered.
   var writesInFlight = 0
-  /// `history` reads handed to the log reader and not yet answered.
+  /// `history` reads handed to the log reader, and backups to their
+  /// thread, not yet answered.
   var readsInFlight = 0
   /// Response slots, oldest first.
   var slots: [Slot] = []
@@ -39,6 +40,10 @@ final class Connection {
   /// flow-controlled (we stop reading), so only events count towards the
   /// disconnect bound.
   var responseBytesQueued = 0
+  /// Descriptors to pass to the peer (a backup's file), each with the index
+  /// in `out` of the first byte of the line it goes with, in order. Owned
+  /// until passed; closed with the connection (`Connection+Descriptors`).
+  var descriptorsToSend: [(at: Int, fd: Int32)] = []
 
   var watchIDs: [String] = []
   /// Watches started with `since` that have not yet caught up with the
@@ -140,6 +145,7 @@ final class Connection {
     for slot in slots {
       guard slot.remaining == 0 else { break }
       let before = out.count
+      for descriptor in slot.descriptors { descriptorsToSend.append((before, descriptor)) }
       if slot.isBatch {
         out.append(UInt8(ascii: "["))
         for (i, part) in slot.parts.enumerated() {
@@ -200,10 +206,22 @@ final class Connection {
     var sent = 0
     while outStart < out.count {
       if sent >= budget { return .budgetSpent }
+      // A line that passes descriptors starts a send of its own, which carries them.
+      if descriptorsToSend.first?.at == outStart {
+        let n = sendPassingDescriptors(budget: budget - sent)
+        if n < 0 {
+          if errno == EAGAIN || errno == EWOULDBLOCK { return .wouldBlock }
+          return .failed
+        }
+        outStart += n
+        sent += n
+        continue
+      }
+      let end = descriptorsToSend.first?.at ?? out.count
       let n = out.withUnsafeBytes { raw in
         retryingEINTR {
           Glibc.send(
-            fd, raw.baseAddress! + outStart, min(out.count - outStart, budget - sent),
+            fd, raw.baseAddress! + outStart, min(end - outStart, budget - sent),
             Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
         }
       }
@@ -270,6 +288,7 @@ final class Connection {
   func compactOut() {
     if outStart > 65_536 && outStart * 2 > out.count {
       out.removeSubrange(0..<outStart)
+      for i in descriptorsToSend.indices { descriptorsToSend[i].at -= outStart }
       responseBytesQueued = min(responseBytesQueued, out.count)
       outStart = 0
     }
@@ -318,6 +337,8 @@ struct Slot {
   /// array to allocate for the common case).
   var parts: [[UInt8]?]
   var single: [UInt8]?
+  /// Descriptors the line passes (a backup's file), owned until then.
+  var descriptors: [Int32] = []
   var remaining: Int
   /// Bytes of the answers filled in so far.
   var bytes = 0

@@ -20,11 +20,7 @@ extension Server {
       return
     }
     if let since, since > revision {
-      fail(
-        pending, on: connection,
-        .invalidParams(
-          "\"since\" is \(since), beyond the current revision \(revision)",
-          param: WireField.since))
+      fail(pending, on: connection, .sinceBeyondRevision(since, current: revision))
       return
     }
     // After InvalidParams, as the order of checks says.

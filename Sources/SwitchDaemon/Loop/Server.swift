@@ -46,11 +46,12 @@ final class Server {
   let wakeFD: Int32
   private let signalFD: Int32
   private var listener: Listener?
-  private let databasePath: String
+  let databasePath: String
   let readerJobs = BlockingQueue<ReaderJob>()
   let readerOutputs = BlockingQueue<ReaderOutput>()
   /// Emptied buffers going back to the reader for its next history page.
   let readerSpares = BlockingQueue<[UInt8]>()
+  let backups = Backups()
   let jobs: BlockingQueue<WriterJob>
   let outputs: BlockingQueue<WriterOutput>
   let notifier: Notifier
@@ -170,6 +171,7 @@ final class Server {
       case Self.wakeToken:
         drainWriterOutputs()
         drainReaderOutputs()
+        drainBackups()
       case Self.signalToken: handleSignals()
       default: connectionEvent(tokens[i], events[i])
       }
@@ -502,6 +504,7 @@ final class Server {
         .notice, cause: why, "closed a connection (pid \(connection.peer.pid)): \(why)")
     }
     for id in connection.watchIDs { hub.remove(id) }
+    connection.closeUnsentDescriptors()
     _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_DEL), connection.fd, 0, 0)
     close(connection.fd)
   }
@@ -691,6 +694,8 @@ final class Server {
     case .status:
       let report = status(for: connection, caller: caller)
       answer(pending, on: connection) { w in ResultEncoding.writeStatus(&w, report) }
+    case .backup:
+      backup(pending, on: connection)
     }
   }
 

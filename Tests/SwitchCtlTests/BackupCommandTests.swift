@@ -1,0 +1,133 @@
+import Glibc
+import SwitchProtocol
+import SwitchSystem
+import Testing
+
+@testable import SwitchCtl
+
+/// `switchctl backup FILE` without a daemon: the file is switchctl's own
+/// (created new, 0600, before anything is asked), filled from the descriptor
+/// the daemon passed, and gone again when the backup fails.
+@Suite struct BackupCommandTests {
+  /// A fresh directory, removed with its files when `body` returns.
+  static func inDirectory(_ body: (String) throws -> Void) throws {
+    var template = Array("/tmp/switchctl-backup-XXXXXX".utf8CString)
+    guard let made = mkdtemp(&template) else { throw SystemError.last("mkdtemp") }
+    let directory = String(cString: made)
+    defer {
+      for name in ["copy", "backup.db", "kept.db"] { unlink(directory + "/" + name) }
+      rmdir(directory)
+    }
+    try body(directory)
+  }
+
+  /// A read-only descriptor of a file holding `bytes`, as the daemon passes one.
+  static func passedCopy(_ bytes: [UInt8], in directory: String) throws -> Int32 {
+    let path = directory + "/copy"
+    guard let file = Descriptor(opening: path, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600) else {
+      throw SystemError.last("open")
+    }
+    try file.writeAll(bytes)
+    guard let copy = Descriptor(opening: path, O_RDONLY) else { throw SystemError.last("open") }
+    unlink(path)
+    return copy.release()
+  }
+
+  static func result(bytes: Int) -> JSONValue {
+    .object([JSONMember("revision", .int(7)), JSONMember("bytes", .int(Int64(bytes)))])
+  }
+
+  static func contents(_ path: String) throws -> [UInt8] {
+    guard let file = Descriptor(opening: path, O_RDONLY) else { throw SystemError.last("open") }
+    return try file.readAll(limit: 1 << 24)
+  }
+
+  @Test func theCommandLineNamesTheFile() {
+    #expect(
+      ArgumentParser.parse(["backup", "/tmp/b.db"]).map(\.command)
+        == .success(
+          .backup(path: "/tmp/b.db")))
+    guard case .failure(let error) = ArgumentParser.parse(["backup"]) else {
+      Issue.record("accepted without FILE")
+      return
+    }
+    #expect(error.message == "'backup' needs FILE.")
+  }
+
+  @Test func theCopyIsWrittenIntoANewPrivateFile() throws {
+    try Self.inDirectory { directory in
+      let bytes = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+      let copy = try Self.passedCopy(bytes, in: directory)
+      let target = directory + "/backup.db"
+      var existedWhenAsked = false
+      let result = try BackupCommand.run(to: target) { () throws(Failure) in
+        existedWhenAsked = access(target, F_OK) == 0
+        return (Self.result(bytes: bytes.count), copy)
+      }
+      #expect(existedWhenAsked, "the file exists before the daemon is asked")
+      #expect(result[WireField.revision]?.int64Value == 7)
+      #expect(try Self.contents(target) == bytes)
+      var status = stat()
+      #expect(stat(target, &status) == 0)
+      #expect(status.st_mode & 0o777 == 0o600)
+      #expect(status.st_uid == geteuid())
+      #expect(
+        BackupCommand.summary(result, path: target)
+          == "backup of revision 7 written to \(target) (200000 bytes)")
+    }
+  }
+
+  @Test func anExistingFileIsNeverOverwrittenNorIsTheDaemonAsked() throws {
+    try Self.inDirectory { directory in
+      let target = directory + "/kept.db"
+      guard let existing = Descriptor(opening: target, O_WRONLY | O_CREAT, mode: 0o644) else {
+        throw SystemError.last("open")
+      }
+      try existing.writeAll(Array("precious".utf8))
+      var asked = false
+      do throws(Failure) {
+        _ = try BackupCommand.run(to: target) { () throws(Failure) in
+          asked = true
+          return (Self.result(bytes: 0), nil)
+        }
+        Issue.record("an existing file was accepted")
+      } catch {
+        #expect(error.exitCode == .failure)
+        #expect(
+          error.lines == [
+            "switchctl: cannot create \(target): File exists "
+              + "(backup never overwrites: remove it or choose another name)"
+          ])
+      }
+      #expect(!asked)
+      #expect(try Self.contents(target) == Array("precious".utf8))
+    }
+  }
+
+  @Test func aRefusalOrAMissingOrShortCopyLeavesNoFile() throws {
+    try Self.inDirectory { directory in
+      let target = directory + "/backup.db"
+      let refusal = RemoteError(
+        code: .permissionDenied, message: "You may not call backup: only root may.",
+        data: .object([JSONMember("name", .string("PermissionDenied"))]))
+      Self.expectNoFile(at: target) { () throws(Failure) in throw .remote(refusal) }
+      Self.expectNoFile(at: target) { () throws(Failure) in (Self.result(bytes: 10), nil) }
+      let short = try Self.passedCopy(Array("short".utf8), in: directory)
+      Self.expectNoFile(at: target) { () throws(Failure) in (Self.result(bytes: 10), short) }
+    }
+  }
+
+  static func expectNoFile(
+    at target: String, ask: () throws(Failure) -> (result: JSONValue, copy: Int32?),
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) {
+    var failed = false
+    do throws(Failure) {
+      _ = try BackupCommand.run(to: target, ask: ask)
+    } catch {
+      failed = error.exitCode != .success
+    }
+    #expect(failed, "the backup succeeded", sourceLocation: sourceLocation)
+    #expect(access(target, F_OK) != 0, "\(target) was left behind", sourceLocation: sourceLocation)
+  }
+}

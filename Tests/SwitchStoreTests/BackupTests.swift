@@ -1,0 +1,69 @@
+import Glibc
+import SwitchCore
+import Testing
+
+@testable import SwitchStore
+
+/// `backup(into:)`: a copy of the database as of one commit, taken on a
+/// read-only store while the writer keeps committing, that a store opens as
+/// any other.
+@Suite struct BackupTests {
+  @Test func aCopyFromAReadOnlyStoreIsTheDatabaseAsOfOneCommit() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/switches.db"
+      let writer = try SwitchStore(path: path)
+      defer { writer.close() }
+      try commitEach(writer, 1...40, keys: ["wifi", "bluetooth"])
+      // The rows hold revision 40, the log goes on after: the copy must have both.
+      try writer.checkpoint()
+      try commitEach(writer, 41...50, keys: ["wifi", "bluetooth"])
+
+      let reader = try SwitchStore(path: path, mode: .readOnly)
+      defer { reader.close() }
+      let copyPath = directory + "/copy.db"
+      try reader.backup(into: copyPath)
+      // Commits after the copy are not in it.
+      try commitEach(writer, 51...55)
+
+      let copy = try SwitchStore(path: copyPath, mode: .readOnly)
+      defer { copy.close() }
+      #expect(try copy.currentRevision() == 50)
+      #expect(try copy.changes(after: 0, upTo: .max, limit: 1000).map(\.revision) == Array(1...50))
+      let switches = try copy.loadSwitches()
+      #expect(switches.map(\.key) == ["bluetooth", "wifi"])
+      #expect(switches.map(\.revision) == [50, 49])
+      #expect(switches.map(\.state.checked) == [true, false])
+      // A plain rollback-journal file: nothing beside it to carry along.
+      #expect(!fileExists(copyPath + "-wal"))
+      #expect(!fileExists(copyPath + "-journal"))
+    }
+  }
+
+  @Test func aCopyOpensReadWriteAndGoesOnFromItsRevision() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/switches.db"
+      let writer = try SwitchStore(path: path)
+      try commitEach(writer, 1...5)
+      try writer.backup(into: directory + "/copy.db")
+      writer.close()
+
+      let restored = try SwitchStore(path: directory + "/copy.db")
+      defer { restored.close() }
+      #expect(try restored.currentRevision() == 5)
+      try commitEach(restored, 6...7)
+      #expect(try restored.currentRevision() == 7)
+    }
+  }
+
+  @Test func aFileWithContentIsRefusedAndLeftAsItWas() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/switches.db")
+      defer { store.close() }
+      try commitEach(store, 1...3)
+      let target = directory + "/taken.db"
+      try writeFile(target, Array("not a database".utf8))
+      #expect(storeError { () throws(StoreError) in try store.backup(into: target) } != nil)
+      #expect(try readFile(target) == Array("not a database".utf8))
+    }
+  }
+}
