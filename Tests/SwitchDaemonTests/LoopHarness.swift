@@ -41,10 +41,8 @@ final class LoopHarness {
     let listener = try Listener.bind(path: socketPath, mode: 0o600)
     server = try Server(
       listener: listener, databasePath: directory + "/switches.db", configDirectory: config,
-      catalog: catalog, access: access,
-      writerSnapshot: started.snapshot, reconciling: started.reconciling, jobs: jobs,
-      outputs: outputs, wakeFD: wakeFD,
-      signalFD: -1, notifier: Notifier(environment: [:]), log: log)
+      catalog: catalog, access: access, started: started, jobs: jobs, outputs: outputs,
+      wakeFD: wakeFD, signalFD: -1, notifier: Notifier(environment: [:]), log: log)
   }
 
   /// Stops the loop as SIGTERM would and waits for the writer to end.

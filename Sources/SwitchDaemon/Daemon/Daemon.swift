@@ -187,10 +187,8 @@ public enum Daemon {
       server = try Server(
         listener: listener, databasePath: databasePath,
         configDirectory: options.configDirectory, catalog: catalog, access: access,
-        writerSnapshot: started.snapshot, userValues: started.userValues,
-        reconciling: started.reconciling, jobs: jobs,
-        outputs: outputs, wakeFD: wakeFD,
-        signalFD: signalFD, notifier: notifier, log: log)
+        started: started, jobs: jobs, outputs: outputs, wakeFD: wakeFD, signalFD: signalFD,
+        notifier: notifier, log: log)
     } catch {
       log.error("cannot start: \(error)")
       listener.close()

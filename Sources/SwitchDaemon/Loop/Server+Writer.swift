@@ -30,16 +30,8 @@ extension Server {
         guard let connection = connections[ticket.connection] else { continue }
         connection.writesInFlight -= 1
         resumed[connection.id] = connection
-        guard ticket.slot != 0 else { continue }
         let caller = connection.caller.acting(as: ticket.viewer)
-        if connection.writeDirectly(
-          slot: ticket.slot, { write(&$0, answer, id: ticket.id, for: caller) })
-        {
-          continue
-        }
-        var w = JSONWriter(capacity: 512)
-        write(&w, answer, id: ticket.id, for: caller)
-        connection.fill(slot: ticket.slot, part: ticket.part, with: w.bytes)
+        respond(ticket, on: connection) { write(&$0, answer, id: ticket.id, for: caller) }
       }
       for connection in resumed.values { pump(connection) }
       if let schemaChanges, !schemaChanges.isEmpty { announce(schemaChanges) }
@@ -75,17 +67,15 @@ extension Server {
   ) {
     switch answer {
     case .write(.success(let outcome)):
-      ResponseEncoding.beginResult(&w, id: id)
-      ResultEncoding.writeWrite(&w, changed: outcome.changed) {
-        writeSwitch(&$0, outcome, for: caller)
+      Self.writeResponse(&w, id: id) {
+        ResultEncoding.writeWrite(&$0, changed: outcome.changed) {
+          writeSwitch(&$0, outcome, for: caller)
+        }
       }
-      ResponseEncoding.endResult(&w)
     case .reload(.success(let summary)):
-      ResponseEncoding.beginResult(&w, id: id)
-      ResultEncoding.writeReload(&w, summary)
-      ResponseEncoding.endResult(&w)
+      Self.writeResponse(&w, id: id) { ResultEncoding.writeReload(&$0, summary) }
     case .write(.failure(let error)), .reload(.failure(let error)):
-      ResponseEncoding.writeError(&w, id: id, withCurrentSwitch(error, for: caller))
+      Self.writeResponse(&w, id: id, error: withCurrentSwitch(error, for: caller))
     }
   }
 
