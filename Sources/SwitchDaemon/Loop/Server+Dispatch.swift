@@ -156,6 +156,5 @@ extension Server {
         writesSystemSwitches: caller.mayWrite))
   }
 
-
   func markWriterStopped() { writerStopped = true }
 }

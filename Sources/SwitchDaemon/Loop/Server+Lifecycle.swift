@@ -20,7 +20,6 @@ extension Server {
   /// Whether the loop is done: stopping and the writer has ended, or epoll failed.
   var finished: Bool { (writerStopped && stopping) || epollFailed }
 
-
   /// One turn of the loop: waits for events (at most `timeoutMilliseconds`)
   /// and serves them. Tests drive the loop with it from their own thread.
   func turn(timeoutMilliseconds: Int32) {
