@@ -10,7 +10,6 @@ extension Server {
   // MARK: Requests
 
   func execute(_ pending: PendingRequest, on connection: Connection) {
-    let request = pending.request
     if let (slot, _) = pending.answer,
       connection.answeredBytes(slot: slot) > Self.maxBatchAnswerBytes
     {
@@ -21,18 +20,16 @@ extension Server {
         ))
       return
     }
-    guard let method = Method(rawValue: request.method) else {
-      fail(pending, on: connection, .methodNotFound(request.method))
-      return
-    }
+    // The order of checks: MethodNotFound, PermissionDenied for the
+    // method, then InvalidParams (the params were decoded at framing).
     let caller = connection.caller
-    guard Rules.mayCall(method.privilege, caller: caller) else {
+    if let method = pending.method, !Rules.mayCall(method.privilege, caller: caller) {
       fail(
         pending, on: connection, .permissionDenied(method: method, requirement: adminRequirement))
       return
     }
     let call: Call
-    switch Call.decode(method, params: request.params, limits: limits.params) {
+    switch pending.call {
     case .success(let decoded): call = decoded
     case .failure(let error):
       fail(pending, on: connection, error)

@@ -105,7 +105,7 @@ extension Server {
         // wait once a connection has many in flight, so a client that
         // never reads cannot queue answers without bound. Everything waits
         // for a log read in flight, for the same reason.
-        let isWrite = Method(rawValue: next.request.method)?.isWrite == true
+        let isWrite = next.method?.isWrite == true
         if connection.writesInFlight > 0 && !isWrite { break }
         if connection.readsInFlight > 0 { break }
         if connection.writesInFlight >= Self.maxWritesInFlight { break }

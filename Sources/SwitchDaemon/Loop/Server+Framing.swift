@@ -50,9 +50,10 @@ extension Server {
         part += 1
       case .success(let request):
         if request.id == nil {
-          connection.enqueue(PendingRequest(request: request, answer: nil))
+          connection.enqueue(PendingRequest(request, answer: nil, limits: limits.params))
         } else {
-          connection.enqueue(PendingRequest(request: request, answer: (slot, part)))
+          connection.enqueue(
+            PendingRequest(request, answer: (slot, part), limits: limits.params))
           part += 1
         }
       }
