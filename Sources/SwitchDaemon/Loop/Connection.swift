@@ -368,7 +368,8 @@ struct PendingRequest {
     id = request.id
     self.answer = answer
     method = Method(rawValue: request.method)
-    call = method.map { Call.decode($0, params: request.params, limits: limits) }
+    call =
+      method.map { Call.decode($0, params: request.params, limits: limits) }
       ?? .failure(.methodNotFound(request.method))
   }
 }
