@@ -78,8 +78,7 @@ enum CountingTool: String {
 
 /// callgrind's files for each thread of `output`, by thread number.
 func threadFiles(_ output: String) -> [String] {
-  (1..<1000).lazy.map { "\(output)-\($0 < 10 ? "0" : "")\($0)" }.prefix { fileExists($0) }
-    .map { $0 }
+  Array((1..<1000).lazy.map { "\(output)-\($0 < 10 ? "0" : "")\($0)" }.prefix(while: fileExists))
 }
 
 /// Ends a server that runs under `tool` (started as `pid`): SIGTERM to the

@@ -78,16 +78,14 @@ enum CallgrindProfile {
     for (index, entries) in threads.enumerated() where totals[index] >= sum * 0.02 {
       let functions = entries.filter { $0.0 != totalsName }
       // The frames that hold (nearly) the whole thread (start_thread, main,
-      // the run loop) only say where it runs: the innermost Swift one is
-      // named in the header.
+      // the run loop) only say where it runs: the innermost one is kept.
       let roots = functions.prefix { $0.1 >= totals[index] * 0.9 }
-      let root = roots.last { $0.0.hasPrefix("$s") } ?? roots.last
-      let shown = Array(functions.dropFirst(roots.count).prefix(top))
-      let names = demangled([root?.0 ?? "?"] + shown.map(\.0), scratch: scratch)
+      let shown = Array(roots.suffix(1) + functions.dropFirst(roots.count).prefix(top - 1))
+      let names = demangled(shown.map(\.0), scratch: scratch)
       lines.append(
         "thread \(index + 1): \(fixed(totals[index], 0)) instructions per \(per) "
-          + "(\(fixed(totals[index] / sum * 100, 0)) %), in \(names[0])")
-      for ((_, cost), name) in zip(shown, names.dropFirst()) {
+          + "(\(fixed(totals[index] / sum * 100, 0)) %)")
+      for ((_, cost), name) in zip(shown, names) {
         let padded = String(repeating: " ", count: max(0, 9 - fixed(cost, 0).count))
         lines.append("  \(padded)\(fixed(cost, 0))  \(name.prefix(150))")
       }
