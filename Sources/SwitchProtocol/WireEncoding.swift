@@ -350,7 +350,10 @@ public enum ResponseEncoding {
   }
 
   /// An error response object (without the newline, for batches).
-  public static func writeError(_ w: inout JSONWriter, id: RequestID, _ error: RPCError) {
+  /// `switchObject`: `data.switch`, already encoded (a Conflict's current switch).
+  public static func writeError(
+    _ w: inout JSONWriter, id: RequestID, _ error: RPCError, switchObject: [UInt8]? = nil
+  ) {
     w.raw("{\"jsonrpc\":\"2.0\",\"id\":")
     w.value(id.jsonValue)
     w.raw(",\"error\":{\"code\":")
@@ -359,6 +362,13 @@ public enum ResponseEncoding {
     w.string(error.message)
     w.raw(",\"data\":")
     w.value(error.dataObject)
+    if let switchObject {
+      // The last member of the data object, in place of its closing brace.
+      w.bytes.removeLast()
+      w.raw(",\"switch\":")
+      w.bytes.append(contentsOf: switchObject)
+      w.raw("}")
+    }
     w.raw("}}")
   }
 }

@@ -74,8 +74,17 @@ extension Server {
       }
     case .reload(.success(let summary)):
       Self.writeResponse(&w, id: id) { ResultEncoding.writeReload(&$0, summary) }
+    case .refused(.conflict(let key, let expected, let current)):
+      // The switch as it is now (`data.switch`), so that a page redraws
+      // it without another `get`.
+      var now = JSONWriter(capacity: 512)
+      writeSwitch(&now, key: key, for: caller, viewpoint: .user(caller.subject))
+      let conflict = Refusal.conflict(key: key, expected: expected, current: current)
+      ResponseEncoding.writeError(&w, id: id, RPCError(conflict), switchObject: now.bytes)
+    case .refused(let refusal):
+      Self.writeResponse(&w, id: id, error: RPCError(refusal))
     case .write(.failure(let error)), .reload(.failure(let error)):
-      Self.writeResponse(&w, id: id, error: withCurrentSwitch(error, for: caller))
+      Self.writeResponse(&w, id: id, error: error)
     }
   }
 
@@ -107,19 +116,5 @@ extension Server {
     let writable = Rules.writability(
       key: key, state: outcome.record.state, policy: catalog.policies[key], caller: caller)
     WireEncoding.writeSwitch(&w, encoded: object.bytes, writable: writable)
-  }
-
-  /// A Conflict carries the switch as it is now (`data.switch`), so that a
-  /// page redraws it without another `get`; other errors pass unchanged.
-  private func withCurrentSwitch(_ error: RPCError, for caller: Caller) -> RPCError {
-    guard error.code == .conflict,
-      case .string(let key)? = error.data.first(where: { $0.name == "key" })?.value
-    else { return error }
-    var object = JSONWriter(capacity: 512)
-    writeSwitch(&object, key: key, for: caller, viewpoint: .user(caller.subject))
-    guard let value = try? JSONParser.parse(object.bytes, maxDepth: 4) else { return error }
-    var withSwitch = error
-    withSwitch.data.append(JSONMember("switch", value))
-    return withSwitch
   }
 }
