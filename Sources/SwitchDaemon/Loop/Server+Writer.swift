@@ -21,7 +21,7 @@ extension Server {
         reconciling = count
         notifier.send(statusLine)
       }
-      publish(output.changes)
+      takeCommitted(output.changes)
       var resumed: [UInt64: Connection] = [:]
       for (ticket, answer) in output.answers {
         if let uid = ticket.countedAgainst {
