@@ -335,7 +335,9 @@ public struct SwitchTemplate: Sendable {
   }
 }
 
-/// Writes JSON-RPC responses, each a whole line with its newline.
+/// Writes JSON-RPC response objects, without the newline: a batch puts
+/// several on one line, and the loop ends each line (the daemon's one
+/// caller is `Server.writeResponse`).
 public enum ResponseEncoding {
   /// `{"jsonrpc":"2.0","id":…,"result":` — the caller writes the result, then `endResult`.
   public static func beginResult(_ w: inout JSONWriter, id: RequestID) {

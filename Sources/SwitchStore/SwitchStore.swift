@@ -24,7 +24,7 @@
 // that ends at the current revision (or is empty).
 //
 // A commit only appends to the log: the log is the truth, and a switch row holds its switch as
-// of `meta.checkpoint`. `checkpoint()` copies each key's newest change into its row now and
+// of `meta.checkpoint`. `checkpointFromLog()` copies each key's newest change into its row now and
 // then (the writer does it every ~1,000 changes, before pruning and when it stops), and
 // `loadSwitches()` is the rows plus the changes after the checkpoint. Updating the row in every
 // commit cost a quarter of the writer's time.
@@ -359,7 +359,7 @@ public final class SwitchStore {
   }
 
   /// Commits changes in ONE transaction (BEGIN IMMEDIATE … COMMIT): for each change, a log row
-  /// (whose revision is the new global revision); the switch rows follow at `checkpoint()`.
+  /// (whose revision is the new global revision); the switch rows follow at a checkpoint.
   ///
   /// Precondition: revisions are consecutive, starting at currentRevision()+1; otherwise this
   /// throws `.sqlite` with `SQLITE_MISUSE` rather than leave a gap or reuse a revision. On any
@@ -455,7 +455,7 @@ public final class SwitchStore {
 
   /// Copies each key's newest change since the last checkpoint into its switch row, in one
   /// transaction, so start-up replays only what came after. It reads the whole tail of the log.
-  public func checkpoint() throws(StoreError) {
+  public func checkpointFromLog() throws(StoreError) {
     try transaction { () throws(SQLiteError) in
       let from = try readCheckpoint()
       let to = try readRevision()
@@ -481,7 +481,7 @@ public final class SwitchStore {
   /// Each chunk first records the global revision in `meta`, so it outlives the rows. A
   /// checkpoint comes first: the switch rows must hold every change before it is deleted.
   public func prune(keep: Int, chunk: Int = 10_000) throws(StoreError) -> Int {
-    try checkpoint()
+    try checkpointFromLog()
     let keep = Int64(max(keep, 0))
     let chunk = Int64(max(chunk, 1))
     // Rows are only ever added above the threshold, so it stays safe across the chunks.

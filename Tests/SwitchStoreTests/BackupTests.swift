@@ -15,7 +15,7 @@ import Testing
       defer { writer.close() }
       try commitEach(writer, 1...40, keys: ["wifi", "bluetooth"])
       // The rows hold revision 40, the log goes on after: the copy must have both.
-      try writer.checkpoint()
+      try writer.checkpointFromLog()
       try commitEach(writer, 41...50, keys: ["wifi", "bluetooth"])
 
       let reader = try SwitchStore(path: path, mode: .readOnly)

@@ -48,7 +48,7 @@ import Testing
       #expect(try store.loadUserValues() == expected)
       let record = try #require(try store.loadSwitches().first)
       #expect(record.revision == 3 && record.state.valueFixed && record.state.readOnly)
-      try store.checkpoint()
+      try store.checkpointFromLog()
       store.close()
       let reopened = try SwitchStore(path: path)
       defer { reopened.close() }

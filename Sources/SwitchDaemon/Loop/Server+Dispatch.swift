@@ -56,7 +56,7 @@ extension Server {
         return fail(pending, on: connection, error)
       }
       answer(pending, on: connection) { w in
-        writeSwitch(&w, at: position, for: caller, viewpoint: viewpoint)
+        writeSwitchAsSeen(&w, at: position, for: caller, viewpoint: viewpoint)
       }
     case .list(let prefix, let user):
       let viewpoint: Viewpoint

@@ -69,7 +69,7 @@ extension Server {
     case .write(.success(let outcome)):
       Self.writeResponse(&w, id: id) {
         ResultEncoding.writeWrite(&$0, changed: outcome.changed) {
-          writeSwitch(&$0, outcome, for: caller)
+          writeSwitchAfterWrite(&$0, outcome, for: caller)
         }
       }
     case .reload(.success(let summary)):
@@ -78,7 +78,7 @@ extension Server {
       // The switch as it is now (`data.switch`), so that a page redraws
       // it without another `get`.
       var now = JSONWriter(capacity: 512)
-      writeSwitch(&now, key: key, for: caller, viewpoint: .user(caller.subject))
+      writeSwitchAsSeen(&now, key: key, for: caller, viewpoint: .user(caller.subject))
       let conflict = Refusal.conflict(key: key, expected: expected, current: current)
       ResponseEncoding.writeError(&w, id: id, RPCError(conflict), switchObject: now.bytes)
     case .refused(let refusal):
@@ -91,7 +91,9 @@ extension Server {
   /// Writes the Switch object a write answers with, as `caller` (acting
   /// as the user it names) sees it: the cached encoding when the switch is
   /// still as this write left it, else encoded from the outcome.
-  private func writeSwitch(_ w: inout JSONWriter, _ outcome: WriteOutcome, for caller: Caller) {
+  private func writeSwitchAfterWrite(
+    _ w: inout JSONWriter, _ outcome: WriteOutcome, for caller: Caller
+  ) {
     let key = outcome.record.key
     if outcome.definition.scope == .user {
       let user = outcome.user ?? caller.subject
@@ -105,7 +107,7 @@ extension Server {
       return
     }
     if records[key] == outcome.record, encodedSwitch(key) != nil {
-      writeSwitch(&w, key: key, for: caller, viewpoint: .user(caller.subject))
+      writeSwitchAsSeen(&w, key: key, for: caller, viewpoint: .user(caller.subject))
       return
     }
     // The switch changed again after this write (in the same group).
