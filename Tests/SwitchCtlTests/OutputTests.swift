@@ -293,8 +293,8 @@ import Testing
     )
   }
 
-  @Test func whyOfAFreeSwitchThisCallerMayNotChangeSaysWhy() {
-    guard case .object(var members) = Self.wifi else { return }
+  @Test func whyOfAFreeSwitchThisCallerMayNotChangeSaysWhy() throws {
+    var members = try #require(Self.wifi.objectMembers)
     members.append(JSONMember("writable", .bool(false)))
     members.append(
       JSONMember(
@@ -308,8 +308,8 @@ import Testing
         + "staff may change system switches.")
   }
 
-  @Test func whyOfAnInvalidSwitchEndsTheCommandsReasonBeforeTheHint() {
-    guard case .object(var members) = Self.wifi else { return }
+  @Test func whyOfAnInvalidSwitchEndsTheCommandsReasonBeforeTheHint() throws {
+    var members = try #require(Self.wifi.objectMembers)
     members.append(JSONMember("invalid", .bool(true)))
     members.append(JSONMember("invalidReason", .string("rfkill: no wlan device")))
     #expect(
