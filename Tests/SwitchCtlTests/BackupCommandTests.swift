@@ -65,7 +65,7 @@ import Testing
         return (Self.result(bytes: bytes.count), copy)
       }
       #expect(existedWhenAsked, "the file exists before the daemon is asked")
-      #expect(result[WireField.revision]?.int64Value == 7)
+      #expect(result.revision == 7)
       #expect(try Self.contents(target) == bytes)
       var status = stat()
       #expect(stat(target, &status) == 0)
