@@ -13,6 +13,8 @@ final class Bench {
   var redisDurable: RedisServer?
   var redisMissing: String?
   var daemons: [DaemonProcess] = []
+  /// Servers started under a counting tool so far (each gets its own directory).
+  var countedRuns = 0
 
   /// switchd's answer to `get wifi` (the echo floor answers with as many bytes).
   var getAnswer: [UInt8] = []
@@ -39,15 +41,16 @@ final class Bench {
     }
   }
 
-  /// Starts a switchd on `config` with a database and socket named `name`.
-  func startDaemon(_ name: String, config: String, environment: [String]? = nil) throws
-    -> DaemonProcess
-  {
+  /// Starts a switchd on `config` with a database and socket named `name`
+  /// (under `launcher`, when given).
+  func startDaemon(
+    _ name: String, config: String, environment: [String]? = nil, launcher: [String] = []
+  ) throws -> DaemonProcess {
     try makeDirectory("\(directory)/\(name)")
     let daemon = try DaemonProcess.start(
       binary: switchd, config: config, socket: "\(directory)/\(name)/switchd.sock",
       database: "\(directory)/\(name)/switches.db", logPath: "\(directory)/\(name)/switchd.log",
-      environment: environment)
+      environment: environment, launcher: launcher)
     daemons.append(daemon)
     return daemon
   }
@@ -114,6 +117,10 @@ final class Bench {
     }
     guard let binary = findOnPath("redis-server") else {
       redisMissing = "redis-server not installed"
+      return
+    }
+    // The instructions section starts a Redis of its own for each count.
+    guard Options.sections.contains(where: { $0 != "instructions" && options.runs($0) }) else {
       return
     }
     do {

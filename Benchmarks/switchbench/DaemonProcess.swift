@@ -142,11 +142,11 @@ func spawn(
 }
 
 /// Runs a short command to its end; returns its exit status and wall time.
-func runTimed(_ path: String, _ arguments: [String], environment: [String]? = nil) throws
-  -> (status: Int32, seconds: Double)
-{
+func runTimed(
+  _ path: String, _ arguments: [String], environment: [String]? = nil, output: Output = .discard
+) throws -> (status: Int32, seconds: Double) {
   let start = nowNanoseconds()
-  let pid = try spawn(path, arguments, environment: environment)
+  let pid = try spawn(path, arguments, environment: environment, output: output)
   var status: Int32 = 0
   while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
   let elapsed = Double(nowNanoseconds() - start) / 1e9
@@ -219,14 +219,17 @@ final class DaemonProcess {
 
   /// Starts `binary --config config --socket socket --database database`
   /// and waits (connect, then `status`) until it answers, or `timeout`.
+  /// `launcher`: a command line to run it under (a tool that counts its work).
   static func start(
     binary: String, config: String, socket: String, database: String, logPath: String,
-    environment: [String]? = nil, timeout: Double = 120
+    environment: [String]? = nil, launcher: [String] = [], timeout: Double = 120
   ) throws -> DaemonProcess {
     let start = nowNanoseconds()
+    let command =
+      launcher + [binary, "--config", config, "--socket", socket, "--database", database]
     let pid = try spawn(
-      binary, ["--config", config, "--socket", socket, "--database", database],
-      environment: environment, output: .file(logPath), name: "switchd")
+      command[0], Array(command.dropFirst()), environment: environment, output: .file(logPath),
+      name: "switchd")
     let deadline = start + UInt64(timeout * 1e9)
     let status = Array("{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"status\"}\n".utf8)
     while nowNanoseconds() < deadline {

@@ -18,6 +18,26 @@ struct FanOutPlan {
   var eventNewlines: Int
 }
 
+extension FanOutPlan {
+  /// `watchers` switchd connections watching `wifi`; each change is a `toggle wifi`.
+  static func switchdWatchers(path: String, watchers: Int) -> FanOutPlan {
+    FanOutPlan(
+      path: path, watchers: watchers, subscribe: rpc("watch", "{\"keys\":[\"wifi\"]}"),
+      subscribeNewlines: 1, publishes: [rpc("toggle", "{\"key\":\"wifi\"}")],
+      publishNewlines: 1, eventNewlines: 1)
+  }
+
+  /// `watchers` Redis connections subscribed to `wifi`; each change is a
+  /// `PUBLISH` of a payload as long as switchd's event.
+  static func redisSubscribers(path: String, watchers: Int) -> FanOutPlan {
+    let payload = String(decoding: fillerLine(470, tag: "event").dropLast(), as: UTF8.self)
+    return FanOutPlan(
+      path: path, watchers: watchers, subscribe: resp(["SUBSCRIBE", "wifi"]),
+      subscribeNewlines: 6, publishes: [resp(["PUBLISH", "wifi", payload])],
+      publishNewlines: 1, eventNewlines: 7)
+  }
+}
+
 /// The connections of one fan-out target, subscribed; `round()` publishes
 /// once and waits for every watcher. Runners of several targets can take
 /// turns round by round, so they share the machine's ups and downs.

@@ -75,9 +75,12 @@ private let jsonResultMarker = Array(",\"result\":".utf8)
 
 /// Runs one closed-loop client per script against `path`: each sends a
 /// request and waits for its whole answer before the next. Counts answers
-/// sent after the warm-up and received before the end of the window.
+/// sent after the warm-up and received before the end of the window. With
+/// `requestsPerClient`, each client stops after that many requests (the
+/// window is then only a bound: see `runCounted`).
 func runClosedLoop(
-  path: String, scripts: [ClientScript], warmup: Double, seconds: Double
+  path: String, scripts: [ClientScript], warmup: Double, seconds: Double,
+  requestsPerClient: Int = .max
 ) throws -> [LoadResult] {
   var fds: [Int32] = []
   for script in scripts {
@@ -99,7 +102,7 @@ func runClosedLoop(
   runThreads(scripts.count) { index in
     let outcome = clientLoop(
       fd: fdList[index], script: scripts[index], measureStart: measureStart,
-      measureEnd: measureEnd)
+      measureEnd: measureEnd, limit: requestsPerClient)
     slots.set(index, (index, outcome))
   }
   let groups = (scripts.map(\.group).max() ?? 0) + 1
@@ -116,15 +119,18 @@ func runClosedLoop(
 }
 
 private func clientLoop(
-  fd: Int32, script: ClientScript, measureStart: UInt64, measureEnd: UInt64
+  fd: Int32, script: ClientScript, measureStart: UInt64, measureEnd: UInt64, limit: Int
 ) -> ClientOutcome {
   var outcome = ClientOutcome()
   outcome.latencies.reserveCapacity(1 << 16)
   let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
   defer { buffer.deallocate() }
   var turn = 0
-  // Bounded by the window: the loop ends at measureEnd or on a failure.
-  while true {
+  var calls = 0
+  // Bounded by the window: the loop ends at measureEnd, after `limit`
+  // requests, or on a failure.
+  while calls < limit {
+    calls += 1
     let sent = nowNanoseconds()
     if sent >= measureEnd { break }
     let request = script.requests[turn]
@@ -181,6 +187,24 @@ private func contains(_ haystack: Slice<UnsafeRawBufferPointer>, _ needle: [UInt
     i += 1
   }
   return false
+}
+
+/// Exactly `requestsPerClient` requests from each client, all answered
+/// well (bounded by `timeout` seconds), for figures counted per call rather
+/// than per second: each client's calls are the same in every run.
+func runCounted(
+  path: String, scripts: [ClientScript], requestsPerClient: Int, timeout: Double
+) throws {
+  let results = try runClosedLoop(
+    path: path, scripts: scripts, warmup: 0, seconds: timeout,
+    requestsPerClient: requestsPerClient)
+  let wanted = scripts.count * requestsPerClient
+  let good = results.map(\.completed).reduce(0, +)
+  let errors = results.map(\.errors).reduce(0, +)
+  guard good == wanted, errors == 0 else {
+    throw BenchError(
+      "\(path): \(good) of \(wanted) calls answered well in \(Int(timeout)) s (\(errors) errors)")
+  }
 }
 
 /// A JSON-RPC request line.

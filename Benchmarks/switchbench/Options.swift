@@ -21,9 +21,17 @@ struct Options {
   /// The large side of the cost-growth figures (switches and log rows).
   var bigSwitches = 100_000
   var bigLogRows = 100_000
+  /// Calls in the shorter of the two counted runs of each instructions
+  /// figure (the longer makes three times as many), shared among its
+  /// connections; callgrind runs the server ~50x slower.
+  var countedCalls = 2000
+  /// Fan-out changes in the shorter counted run (and rounds for peak RSS).
+  var countedRounds = 40
   /// Milliseconds added to every flush for the durable toggle figures (0: the native disk).
   var flushDelays: [Double] = [0, 1, 4]
   var json = false
+  /// instructions: list switchd's instructions per call by function and thread.
+  var profile = false
   var peers = true
   var keep = false
   var switchd: String?
@@ -33,6 +41,7 @@ struct Options {
 
   static let sections = [
     "get", "toggle", "mixed", "ctl", "fanout", "growth", "history", "fairness", "apply", "users",
+    "instructions",
   ]
 
   static let usage = """
@@ -40,11 +49,14 @@ struct Options {
 
     Starts a release switchd in a temp dir and measures it against floors
     measured in the same run (a Unix-socket echo, a raw SQLite commit loop)
-    and against Redis and gsettings when they are installed.
+    and against Redis and gsettings when they are installed. `instructions`
+    counts what a call costs both servers under callgrind and strace.
 
     Options:
-      --quick             short run (~35 s): 0.5 s per figure, 10,000 for the large side
-      --full              long run: 5 s per figure, 1000 fan-out rounds, 500 spawns
+      --quick             short run (~35 s, and ~1 min for instructions): 0.5 s per
+                          figure, 10,000 for the large side, N = 200 counted calls
+      --full              long run: 5 s per figure, 1000 fan-out rounds, 500 spawns,
+                          N = 6000 counted calls
       --seconds S         measured seconds per throughput figure (default 2)
       --watchers N        fan-out watchers (default 1000)
       --rounds N          fan-out changes (default 500)
@@ -52,6 +64,10 @@ struct Options {
       --big N             switches and log rows on the large side of cost growth, and the
                           log rows history isolation pages through (default 100000)
       --flush-delays LIST durable toggle with these ms added to every fsync (default 0,1,4)
+      --calls N           instructions: calls in the shorter counted run (default 2000;
+                          the longer one makes 3N), fan-out rounds N/50
+      --profile           instructions: also print (stderr) switchd's inclusive
+                          instructions per call by function, per thread (top 15)
       --only LIST         comma list of: \(sections.joined(separator: ","))
       --no-peers          skip Redis and gsettings
       --switchd PATH      the switchd to run (default: beside switchbench)
@@ -82,13 +98,18 @@ struct Options {
         options.spawns = 50
         options.bigSwitches = 10_000
         options.bigLogRows = 10_000
+        options.countedCalls = 200
+        options.countedRounds = 4
       case "--full":
         options.mode = .full
         options.seconds = 5
         options.warmup = 1
         options.rounds = 1000
         options.spawns = 500
+        options.countedCalls = 6000
+        options.countedRounds = 120
       case "--json": options.json = true
+      case "--profile": options.profile = true
       case "--no-peers": options.peers = false
       case "--keep": options.keep = true
       case "--seconds":
@@ -96,13 +117,17 @@ struct Options {
         case .success(let v): options.seconds = v
         case .failure(let e): return .failure(e)
         }
-      case "--watchers", "--rounds", "--spawns", "--big":
+      case "--watchers", "--rounds", "--spawns", "--big", "--calls":
         switch number(flag) {
         case .success(let v):
           let n = Int(v)
           if flag == "--watchers" { options.watchers = n }
           if flag == "--rounds" { options.rounds = n }
           if flag == "--spawns" { options.spawns = n }
+          if flag == "--calls" {
+            options.countedCalls = max(50, n)
+            options.countedRounds = max(2, n / 50)
+          }
           if flag == "--big" {
             options.bigSwitches = max(1000, n)
             options.bigLogRows = max(1000, n)

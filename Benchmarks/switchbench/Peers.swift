@@ -17,8 +17,10 @@ final class RedisServer {
   /// Starts redis-server; `durable`: AOF with `appendfsync always` (a
   /// write is answered after fsync), else no persistence at all.
   /// `environment`: nil for ours (the slow-disk figures add a preload).
+  /// `launcher`: a command line to run it under (a tool that counts its work).
   static func start(
-    binary: String, directory: String, durable: Bool, environment: [String]? = nil
+    binary: String, directory: String, durable: Bool, environment: [String]? = nil,
+    launcher: [String] = [], timeout: Double = 20
   ) throws -> RedisServer {
     try makeDirectory(directory)
     let socket = "\(directory)/redis.sock"
@@ -29,10 +31,11 @@ final class RedisServer {
     ]
     arguments +=
       durable ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"]
+    let command = launcher + [binary] + arguments
     let pid = try spawn(
-      binary, arguments, environment: environment, output: .file("\(directory)/redis.out"),
-      name: "redis-server")
-    let deadline = nowSeconds() + 20
+      command[0], Array(command.dropFirst()), environment: environment,
+      output: .file("\(directory)/redis.out"), name: "redis-server")
+    let deadline = nowSeconds() + timeout
     while nowSeconds() < deadline {
       var status: Int32 = 0
       if waitpid(pid, &status, WNOHANG) == pid {
@@ -47,7 +50,7 @@ final class RedisServer {
       sleepSeconds(0.002)
     }
     stopProcess(pid)
-    throw BenchError("redis-server did not start in 20 s")
+    throw BenchError("redis-server did not start in \(Int(timeout)) s")
   }
 
   /// Runs one command and returns the reply (one line, or `lines`).

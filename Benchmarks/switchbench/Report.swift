@@ -7,6 +7,8 @@ enum Unit: String, Sendable {
   case seconds = "s"
   case kibibytes = "KiB"
   case count = "n"
+  /// Counted per call (instructions, system calls): not a time.
+  case perCall = "per call"
 }
 
 /// A target from issue 6, checked against the ratio or the value.
@@ -22,6 +24,8 @@ enum Target: Sendable {
   case ratioWithin(Double)
   /// The value itself at most this (in the row's unit).
   case valueAtMost(Double)
+  /// The value at most the reference plus this (in the row's unit).
+  case atMostReferencePlus(Double)
 
   var text: String {
     switch self {
@@ -31,6 +35,7 @@ enum Target: Sendable {
     case .ratioBelowOne: return "< 1x"
     case .ratioWithin(let x): return "1 +/- \(trim(x))"
     case .valueAtMost: return ""
+    case .atMostReferencePlus(let x): return "<= peer + \(trim(x))"
     }
   }
 }
@@ -65,6 +70,9 @@ struct Row: Sendable {
     case .ratioAtMost(let x): return ratio.map { $0 <= x }
     case .ratioBelowOne: return ratio.map { $0 < 1 }
     case .ratioWithin(let x): return ratio.map { abs($0 - 1) <= x }
+    case .atMostReferencePlus(let x):
+      guard let value, let reference, value.isFinite, reference.isFinite else { return nil }
+      return value <= reference + x
     }
   }
 
@@ -106,6 +114,9 @@ func format(_ value: Double?, _ unit: Unit) -> String {
     return value < 1 ? "\(fixed(value * 1000, 1)) ms" : "\(fixed(value, 2)) s"
   case .kibibytes: return "\(fixed(value / 1024, 1)) MiB"
   case .count: return fixed(value, 0)
+  case .perCall:
+    if value >= 10_000 { return "\(fixed(value / 1000, 1))k" }
+    return value >= 100 ? fixed(value, 0) : fixed(value, 2)
   }
 }
 

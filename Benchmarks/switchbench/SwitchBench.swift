@@ -122,6 +122,7 @@ struct SwitchBench {
     if options.runs("fairness") { try bench.measureWriteFairness() }
     if options.runs("apply") { try bench.measureApplyStall() }
     if options.runs("users") { try bench.measureUserValues() }
+    if options.runs("instructions") { try bench.measureInstructions() }
   }
 
   /// How long ago `path` was written ("3 min"), to catch a stale binary.

@@ -22,11 +22,7 @@ extension Bench {
 
     let watchers = options.watchers
     progress("fan-out: \(watchers) switchd watchers subscribing")
-    let switchd = try FanOutRunner(
-      FanOutPlan(
-        path: daemon.socket, watchers: watchers,
-        subscribe: rpc("watch", "{\"keys\":[\"wifi\"]}"), subscribeNewlines: 1,
-        publishes: [rpc("toggle", "{\"key\":\"wifi\"}")], publishNewlines: 1, eventNewlines: 1))
+    let switchd = try FanOutRunner(.switchdWatchers(path: daemon.socket, watchers: watchers))
     defer { switchd.close() }
     var runners = [switchd]
     var floor: FanOutRunner?
@@ -41,12 +37,7 @@ extension Bench {
     defer { floor?.close() }
     var peer: FanOutRunner?
     if let redis {
-      let payload = String(decoding: fillerLine(470, tag: "event").dropLast(), as: UTF8.self)
-      peer = try FanOutRunner(
-        FanOutPlan(
-          path: redis.socket, watchers: watchers, subscribe: resp(["SUBSCRIBE", "wifi"]),
-          subscribeNewlines: 6, publishes: [resp(["PUBLISH", "wifi", payload])],
-          publishNewlines: 1, eventNewlines: 7))
+      peer = try FanOutRunner(.redisSubscribers(path: redis.socket, watchers: watchers))
       runners.append(peer!)
     }
     defer { peer?.close() }

@@ -1,5 +1,6 @@
-/// Writes JSON-RPC response objects, each without its newline: the caller
-/// ends the line (or joins a batch's responses into one).
+/// Writes JSON-RPC response objects, without the newline: a batch puts
+/// several on one line, and the loop ends each line (the daemon's one
+/// caller is `Server.writeResponse`).
 public enum ResponseEncoding {
   /// `{"jsonrpc":"2.0","id":…,"result":` — the caller writes the result, then `endResult`.
   public static func beginResult(_ w: inout JSONWriter, id: RequestID) {
@@ -14,7 +15,10 @@ public enum ResponseEncoding {
   }
 
   /// An error response object.
-  public static func writeError(_ w: inout JSONWriter, id: RequestID, _ error: RPCError) {
+  /// `switchObject`: `data.switch`, already encoded (a Conflict's current switch).
+  public static func writeError(
+    _ w: inout JSONWriter, id: RequestID, _ error: RPCError, switchObject: [UInt8]? = nil
+  ) {
     w.raw(Parts.head)
     w.value(id.jsonValue)
     w.member(WireField.error)
@@ -24,6 +28,13 @@ public enum ResponseEncoding {
     w.string(error.message)
     w.member(WireField.data)
     w.value(error.dataObject)
+    if let switchObject {
+      // The last member of the data object, in place of its closing brace.
+      w.bytes.removeLast()
+      w.member(WireField.switch)
+      w.raw(switchObject)
+      w.raw("}")
+    }
     w.raw("}}")
   }
 

@@ -1,9 +1,10 @@
 import SwitchCore
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchStore
 
-/// A commit only appends to the log; `checkpoint()` brings the switch rows up to date, and
+/// A commit only appends to the log; `checkpointFromLog()` brings the switch rows up to date, and
 /// `loadSwitches()` is the rows plus the log after the checkpoint (see SwitchStore.swift).
 @Suite struct CheckpointTests {
   /// The raw switch rows, bypassing the replay: key, checked, revision.
@@ -42,12 +43,12 @@ import Testing
       store = try SwitchStore(path: path)
       defer { store.close() }
       #expect(try store.loadSwitches() == expected)
-      try store.checkpoint()
+      try store.checkpointFromLog()
       #expect(try Self.rows(store) == ["a 0 2", "b 0 0", "c 1 3"])
       #expect(try store.checkpointRevision() == 3)
       #expect(try store.loadSwitches() == expected)
       // Nothing new: a second checkpoint changes nothing.
-      try store.checkpoint()
+      try store.checkpointFromLog()
       #expect(try store.checkpointRevision() == 3)
 
       // History of a key needs its newest change: found in the rows or the log's tail.

@@ -1,5 +1,6 @@
 import CSQLite
 import SwitchCore
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchStore
@@ -46,7 +47,7 @@ import Testing
           revision: 3, time: 300, key: "wifi", cause: .reconcile, actor: .reconcile,
           state: broken, previous: held)
       ])
-      try store.checkpoint()
+      try store.checkpointFromLog()
       let reloaded = try store.loadSwitches().first { $0.key == "wifi" }
       #expect(reloaded?.state == broken)
       let last = try store.changes(after: 2, upTo: .max, limit: 10)

@@ -1,5 +1,6 @@
 import CSQLite
 import SwitchCore
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchStore
@@ -45,7 +46,7 @@ import Testing
         actor: .peer(uid: 1000, gid: 1000, pid: 1), state: SwitchState(checked: false),
         previous: SwitchState(checked: true), user: 1000)
       try store.commit([value])
-      try store.checkpoint()
+      try store.checkpointFromLog()
       #expect(try store.loadUserValues()["email"]?[1000]?.checked == false)
     }
   }

@@ -1,5 +1,6 @@
 import CSQLite
 import SwitchCore
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchStore
@@ -48,7 +49,7 @@ import Testing
       #expect(try store.loadUserValues() == expected)
       let record = try #require(try store.loadSwitches().first)
       #expect(record.revision == 3 && record.state.valueFixed && record.state.readOnly)
-      try store.checkpoint()
+      try store.checkpointFromLog()
       store.close()
       let reopened = try SwitchStore(path: path)
       defer { reopened.close() }

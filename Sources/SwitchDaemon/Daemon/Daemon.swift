@@ -126,13 +126,20 @@ public enum Daemon {
       log.error("cannot create the directory for \(databasePath): \(error)")
       return 1
     }
-    let ownFiles = ["", "-wal", "-shm", ".lock"].map { databasePath + $0 }
-    do {
-      try TrustedDirectory.checkOwnFiles(ownFiles, uid: uid)
-    } catch {
-      log.error("\(error); not starting")
-      return 1
+    // The database's files must be this user's (or root's); checked again
+    // once SQLite made what was missing: another user may have made one in
+    // the moment between the first check and the open.
+    func ownFilesAreTrusted() -> Bool {
+      let ownFiles = ["", "-wal", "-shm", ".lock"].map { databasePath + $0 }
+      do {
+        try TrustedDirectory.checkOwnFiles(ownFiles, uid: uid)
+        return true
+      } catch {
+        log.error("\(error); not starting")
+        return false
+      }
     }
+    guard ownFilesAreTrusted() else { return 1 }
     let lock: LockFile
     do {
       lock = try LockFile(path: databasePath + ".lock")
@@ -159,14 +166,7 @@ public enum Daemon {
       log.error("cannot open the database: \(error)")
       return 1
     }
-    // Again, now that SQLite made what was missing: another user may have
-    // made one in the moment between the first check and the open.
-    do {
-      try TrustedDirectory.checkOwnFiles(ownFiles, uid: uid)
-    } catch {
-      log.error("\(error); not starting")
-      return 1
-    }
+    guard ownFilesAreTrusted() else { return 1 }
     let listener: Listener
     if let activated = Listener.activated(environment: env, path: socketPath) {
       listener = activated
@@ -187,10 +187,8 @@ public enum Daemon {
       server = try Server(
         listener: listener, databasePath: databasePath,
         configDirectory: options.configDirectory, catalog: catalog, access: access,
-        writerSnapshot: started.snapshot, userValues: started.userValues,
-        reconciling: started.reconciling, jobs: jobs,
-        outputs: outputs, wakeFD: wakeFD,
-        signalFD: signalFD, notifier: notifier, log: log)
+        started: started, jobs: jobs, outputs: outputs, wakeFD: wakeFD, signalFD: signalFD,
+        notifier: notifier, log: log)
     } catch {
       log.error("cannot start: \(error)")
       listener.close()

@@ -353,7 +353,23 @@ struct Slot {
 
 /// A request waiting its turn, with where its answer goes (nil: a
 /// notification, never answered).
+/// A request framed and decoded, waiting its turn on its connection: its
+/// method and params are decoded once, when its line is framed.
 struct PendingRequest {
-  var request: Request
+  /// nil for a notification: carried out, never answered.
+  var id: RequestID?
+  /// nil when no method has the request's name (`call` then says so).
+  var method: Method?
+  /// The params decoded for `method`, or why they are not right.
+  var call: Result<Call, RPCError>
   var answer: (slot: UInt64, part: Int)?
+
+  init(_ request: Request, answer: (slot: UInt64, part: Int)?, limits: ParamLimits) {
+    id = request.id
+    self.answer = answer
+    method = Method(rawValue: request.method)
+    call =
+      method.map { Call.decode($0, params: request.params, limits: limits) }
+      ?? .failure(.methodNotFound(request.method))
+  }
 }

@@ -42,12 +42,11 @@ extension Server {
         log.info(
           "a backup of revision \(file.revision) (\(file.bytes) bytes) went to uid "
             + "\(connection.peer.uid) (pid \(connection.peer.pid))")
-        var w = JSONWriter(capacity: 96)
-        ResponseEncoding.beginResult(&w, id: ticket.id)
-        ResultEncoding.writeBackup(&w, revision: file.revision, bytes: file.bytes)
-        ResponseEncoding.endResult(&w)
-        connection.fill(
-          slot: ticket.slot, part: ticket.part, with: w.bytes, passing: file.descriptor)
+        respond(ticket, on: connection, passing: file.descriptor) {
+          Self.writeResponse(&$0, id: ticket.id) {
+            ResultEncoding.writeBackup(&$0, revision: file.revision, bytes: file.bytes)
+          }
+        }
       case .failure(let failure):
         log.warning("a backup failed: \(failure)")
         fail(ticket, on: connection, .backupFailed(failure.description))

@@ -154,11 +154,11 @@ extension Server {
 
   /// Writes the Switch object of a declared `key` as `viewpoint` reads it
   /// (`writable` and `writableReason` for `caller`).
-  func writeSwitch(
+  func writeSwitchAsSeen(
     _ w: inout JSONWriter, key: String, for caller: Caller, viewpoint: Viewpoint
   ) {
     guard let position = encodings.positions[key] else { return }
-    writeSwitch(&w, at: position, for: caller, viewpoint: viewpoint)
+    writeSwitchAsSeen(&w, at: position, for: caller, viewpoint: viewpoint)
   }
 
   /// Writes a JSON array of the Switch objects at `positions` as `viewpoint`
@@ -170,7 +170,7 @@ extension Server {
     // A declared switch always has a row (the writer inserts it); skip one that does not.
     let stored = positions.lazy.filter { self.records[self.catalog.sortedKeys[$0]] != nil }
     ResultEncoding.writeArray(&w, stored) { w, position in
-      writeSwitch(&w, at: position, for: caller, viewpoint: viewpoint)
+      writeSwitchAsSeen(&w, at: position, for: caller, viewpoint: viewpoint)
     }
   }
 

@@ -22,7 +22,7 @@ extension Server {
   /// is the cached one; a user-scope switch's is written from the loop's
   /// copy (no SQLite), as cheaply: its schema and switch-level members are
   /// encoded once.
-  func writeSwitch(
+  func writeSwitchAsSeen(
     _ w: inout JSONWriter, at position: Int, for caller: Caller, viewpoint: Viewpoint
   ) {
     let key = catalog.sortedKeys[position]

@@ -125,62 +125,19 @@ extension Server {
       && connection.watchIDs.contains { hub.watches[$0]?.replayCursor != nil }
   }
 
-  /// Publishes committed changes, in revision order, to every live watch
-  /// they match. A watcher whose unsent events pass `MaxQueuedBytes` is
-  /// disconnected rather than allowed to grow without bound. A system
-  /// switch's change is encoded at most twice, whatever the number of
-  /// watchers: as is, and with the actor's ids hidden for watchers who may
-  /// not see them; a user-scope switch's goes to each watch as its viewer
-  /// sees it (`publishPerViewer`).
-  func publish(_ changes: [Change]) {
-    // Each connection once, marked with this publish's first revision: a
+  /// Takes the changes the writer committed, in revision order: each goes
+  /// into the loop's copy of the switches (`adopt`), then out to the
+  /// watches it matches (`publish`), so that an event is drawn with the
+  /// values as of its own revision. A watcher whose unsent events pass
+  /// `MaxQueuedBytes` is disconnected rather than allowed to grow without bound.
+  func takeCommitted(_ changes: [Change]) {
+    // Each connection once, marked with this batch's first revision: a
     // mark costs less than hashing its id once per watcher.
     guard let mark = changes.first?.revision else { return }
     var touched: [Connection] = []
     for change in changes {
-      if let user = change.user {
-        userValues[change.key, default: [:]][user] = UserValue(
-          checked: change.state.checked, revision: change.revision, changedAt: change.time)
-      } else {
-        records[change.key] = SwitchRecord(
-          key: change.key, state: change.state, revision: change.revision,
-          changedAt: change.time)
-        encodings.invalidate(change.key)
-      }
-      revision = change.revision
-      if change.user != nil || catalog.switches[change.key]?.scope == .user {
-        publishPerViewer(change, mark: mark, touched: &touched)
-        continue
-      }
-      // The line after each watch's head, shared by its watchers.
-      var rest: [UInt8]?
-      var restWithoutActor: [UInt8]?
-      hub.forEachMatch(change.key) { watch in
-        guard watch.replayCursor == nil, let connection = watch.owner, !connection.isClosed else {
-          return
-        }
-        let line: [UInt8]
-        if connection.caller.seesActor(change.actor) {
-          if rest == nil { rest = Self.eventRest(change, showingActor: true) }
-          line = rest!
-        } else {
-          if restWithoutActor == nil {
-            restWithoutActor = Self.eventRest(change, showingActor: false)
-          }
-          line = restWithoutActor!
-        }
-        // A publish of one change (the usual case) sends each watcher its
-        // event at once; several changes go out together in one send each.
-        if changes.count == 1 {
-          if connection.sendEvent(head: watch.eventHead, rest: line) { return }
-        } else {
-          connection.queueEvent(head: watch.eventHead, rest: line)
-        }
-        if connection.publishMark != mark {
-          connection.publishMark = mark
-          touched.append(connection)
-        }
-      }
+      adopt(change)
+      publish(change, mark: mark, alone: changes.count == 1, touched: &touched)
     }
     for connection in touched {
       if connection.unsentCount - min(connection.responseBytesQueued, connection.unsentCount)
@@ -189,6 +146,57 @@ extension Server {
         closeConnection(connection, why: "a watcher fell behind by more than MaxQueuedBytes")
       } else {
         sendEvents(connection)
+      }
+    }
+  }
+
+  /// A committed change into the loop's copy (the one way: `Change.adopt`).
+  private func adopt(_ change: Change) {
+    change.adopt(into: &records, &userValues)
+    if change.user == nil { encodings.invalidate(change.key) }
+    revision = change.revision
+  }
+
+  /// Publishes one change to every live watch it matches; `touched`
+  /// collects the connections that have events to send. A system switch's
+  /// change is encoded at most twice, whatever the number of watchers: as
+  /// is, and with the actor's ids hidden for watchers who may not see them;
+  /// a user-scope switch's goes to each watch as its viewer sees it
+  /// (`publishPerViewer`). `alone`: the batch is this one change.
+  private func publish(
+    _ change: Change, mark: Int64, alone: Bool, touched: inout [Connection]
+  ) {
+    if change.user != nil || catalog.switches[change.key]?.scope == .user {
+      publishPerViewer(change, mark: mark, touched: &touched)
+      return
+    }
+    // The line after each watch's head, shared by its watchers.
+    var rest: [UInt8]?
+    var restWithoutActor: [UInt8]?
+    hub.forEachMatch(change.key) { watch in
+      guard watch.replayCursor == nil, let connection = watch.owner, !connection.isClosed else {
+        return
+      }
+      let line: [UInt8]
+      if connection.caller.seesActor(change.actor) {
+        if rest == nil { rest = Self.eventRest(change, showingActor: true) }
+        line = rest!
+      } else {
+        if restWithoutActor == nil {
+          restWithoutActor = Self.eventRest(change, showingActor: false)
+        }
+        line = restWithoutActor!
+      }
+      // A publish of one change (the usual case) sends each watcher its
+      // event at once; several changes go out together in one send each.
+      if alone {
+        if connection.sendEvent(head: watch.eventHead, rest: line) { return }
+      } else {
+        connection.queueEvent(head: watch.eventHead, rest: line)
+      }
+      if connection.publishMark != mark {
+        connection.publishMark = mark
+        touched.append(connection)
       }
     }
   }

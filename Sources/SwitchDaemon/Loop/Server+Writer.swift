@@ -21,7 +21,7 @@ extension Server {
         reconciling = count
         notifier.send(statusLine)
       }
-      publish(output.changes)
+      takeCommitted(output.changes)
       var resumed: [UInt64: Connection] = [:]
       for (ticket, answer) in output.answers {
         if let uid = ticket.countedAgainst {
@@ -30,16 +30,8 @@ extension Server {
         guard let connection = connections[ticket.connection] else { continue }
         connection.writesInFlight -= 1
         resumed[connection.id] = connection
-        guard ticket.slot != 0 else { continue }
         let caller = connection.caller.acting(as: ticket.viewer)
-        if connection.writeDirectly(
-          slot: ticket.slot, { write(&$0, answer, id: ticket.id, for: caller) })
-        {
-          continue
-        }
-        var w = JSONWriter(capacity: 512)
-        write(&w, answer, id: ticket.id, for: caller)
-        connection.fill(slot: ticket.slot, part: ticket.part, with: w.bytes)
+        respond(ticket, on: connection) { write(&$0, answer, id: ticket.id, for: caller) }
       }
       for connection in resumed.values { pump(connection) }
       if let schemaChanges, !schemaChanges.isEmpty { announce(schemaChanges) }
@@ -75,24 +67,33 @@ extension Server {
   ) {
     switch answer {
     case .write(.success(let outcome)):
-      ResponseEncoding.beginResult(&w, id: id)
-      ResultEncoding.writeWrite(&w, changed: outcome.changed) {
-        writeSwitch(&$0, outcome, for: caller)
+      Self.writeResponse(&w, id: id) {
+        ResultEncoding.writeWrite(&$0, changed: outcome.changed) {
+          writeSwitchAfterWrite(&$0, outcome, for: caller)
+        }
       }
-      ResponseEncoding.endResult(&w)
     case .reload(.success(let summary)):
-      ResponseEncoding.beginResult(&w, id: id)
-      ResultEncoding.writeReload(&w, summary)
-      ResponseEncoding.endResult(&w)
+      Self.writeResponse(&w, id: id) { ResultEncoding.writeReload(&$0, summary) }
+    case .refused(.conflict(let key, let expected, let current)):
+      // The switch as it is now (`data.switch`), so that a page redraws
+      // it without another `get`.
+      var now = JSONWriter(capacity: 512)
+      writeSwitchAsSeen(&now, key: key, for: caller, viewpoint: .user(caller.subject))
+      let conflict = Refusal.conflict(key: key, expected: expected, current: current)
+      ResponseEncoding.writeError(&w, id: id, RPCError(conflict), switchObject: now.bytes)
+    case .refused(let refusal):
+      Self.writeResponse(&w, id: id, error: RPCError(refusal))
     case .write(.failure(let error)), .reload(.failure(let error)):
-      ResponseEncoding.writeError(&w, id: id, withCurrentSwitch(error, for: caller))
+      Self.writeResponse(&w, id: id, error: error)
     }
   }
 
   /// Writes the Switch object a write answers with, as `caller` (acting
   /// as the user it names) sees it: the cached encoding when the switch is
   /// still as this write left it, else encoded from the outcome.
-  private func writeSwitch(_ w: inout JSONWriter, _ outcome: WriteOutcome, for caller: Caller) {
+  private func writeSwitchAfterWrite(
+    _ w: inout JSONWriter, _ outcome: WriteOutcome, for caller: Caller
+  ) {
     let key = outcome.record.key
     if outcome.definition.scope == .user {
       let user = outcome.user ?? caller.subject
@@ -106,7 +107,7 @@ extension Server {
       return
     }
     if records[key] == outcome.record, encodedSwitch(key) != nil {
-      writeSwitch(&w, key: key, for: caller, viewpoint: .user(caller.subject))
+      writeSwitchAsSeen(&w, key: key, for: caller, viewpoint: .user(caller.subject))
       return
     }
     // The switch changed again after this write (in the same group).
@@ -117,19 +118,5 @@ extension Server {
     let writable = Rules.writability(
       key: key, state: outcome.record.state, policy: catalog.policies[key], caller: caller)
     WireEncoding.writeSwitch(&w, encoded: object.bytes, writable: writable)
-  }
-
-  /// A Conflict carries the switch as it is now (`data.switch`), so that a
-  /// page redraws it without another `get`; other errors pass unchanged.
-  private func withCurrentSwitch(_ error: RPCError, for caller: Caller) -> RPCError {
-    guard error.code == .conflict,
-      case .string(let key)? = error.data.first(where: { $0.name == "key" })?.value
-    else { return error }
-    var object = JSONWriter(capacity: 512)
-    writeSwitch(&object, key: key, for: caller, viewpoint: .user(caller.subject))
-    guard let value = try? JSONParser.parse(object.bytes, maxDepth: 4) else { return error }
-    var withSwitch = error
-    withSwitch.data.append(JSONMember("switch", value))
-    return withSwitch
   }
 }

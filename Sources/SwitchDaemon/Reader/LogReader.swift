@@ -75,14 +75,15 @@ enum LogReader {
           var w = JSONWriter(capacity: 0)
           w.bytes = spares.drain().last ?? []
           w.bytes.removeAll(keepingCapacity: true)
-          ResponseEncoding.beginResult(&w, id: ticket.id)
-          let page = Result { () throws(StoreError) in
-            let entries = try view.history(
-              store, key: key, before: before, limit: limit, newest: newest,
-              pause: { sched_yield() })
-            encodeHistory(&w, entries, for: viewer)
+          var page: Result<Void, StoreError> = .success(())
+          Server.writeResponse(&w, id: ticket.id) { w in
+            page = Result { () throws(StoreError) in
+              let entries = try view.history(
+                store, key: key, before: before, limit: limit, newest: newest,
+                pause: { sched_yield() })
+              encodeHistory(&w, entries, for: viewer)
+            }
           }
-          ResponseEncoding.endResult(&w)
           deliver(.history(ticket, page.map { w.bytes }))
         case .replay(let connection, let watch, let after, let upTo, let limit, let view):
           deliver(

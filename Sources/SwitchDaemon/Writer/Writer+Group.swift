@@ -188,7 +188,7 @@ extension Writer {
       policy: catalog.policies[key], caller: write.caller)
     switch decision {
     case .failure(let refusal):
-      group.answers.append((write.ticket, .write(.failure(RPCError(refusal)))))
+      group.answers.append((write.ticket, .refused(refusal)))
     case .success(let decided):
       let planned =
         decided.next.map {

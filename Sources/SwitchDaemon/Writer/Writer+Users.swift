@@ -60,7 +60,7 @@ extension Writer {
     let decided: UserDecision
     switch decision {
     case .failure(let refusal):
-      answers.append((ticket, .write(.failure(RPCError(refusal)))))
+      answers.append((ticket, .refused(refusal)))
       return nil
     case .success(let made): decided = made
     }

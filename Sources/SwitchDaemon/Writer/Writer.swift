@@ -67,7 +67,7 @@ final class Writer {
     for record in try store.loadSwitches() { records[record.key] = record }
     // After a crash the rows lag the log; bring them up to date once, so from
     // here on the writer knows every key changed since the checkpoint.
-    if try store.checkpointRevision() < store.currentRevision() { try store.checkpoint() }
+    if try store.checkpointRevision() < store.currentRevision() { try store.checkpointFromLog() }
     let userValues = try store.loadUserValues()
     let writer = Writer(
       store: store, configDirectory: configDirectory, catalog: catalog, records: records,

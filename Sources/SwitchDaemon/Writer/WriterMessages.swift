@@ -93,6 +93,9 @@ struct CatalogUpdate: Sendable {
 struct WriterOutput: Sendable {
   enum Answer: Sendable {
     case write(Result<WriteOutcome, RPCError>)
+    /// A write the rules refused: the loop words it, and a Conflict
+    /// carries the switch as the caller sees it now.
+    case refused(Refusal)
     case reload(Result<ReloadSummary, RPCError>)
   }
   var catalog: CatalogUpdate?

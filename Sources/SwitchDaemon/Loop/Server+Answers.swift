@@ -1,0 +1,76 @@
+import SwitchCore
+import SwitchProtocol
+
+// The one answer path. Every response, of every method and thread, is
+// built by `writeResponse` (the JSON-RPC envelope around a result or an
+// error) and delivered by `respond`: straight into the socket's output when
+// it is the connection's next answer, else into its slot, so answers leave
+// in request order whoever produced them.
+extension Server {
+  /// The envelope around a result that `body` writes. Static: the log
+  /// reader builds history pages with it on its own thread.
+  static func writeResponse(
+    _ w: inout JSONWriter, id: RequestID, result body: (inout JSONWriter) -> Void
+  ) {
+    ResponseEncoding.beginResult(&w, id: id)
+    body(&w)
+    ResponseEncoding.endResult(&w)
+  }
+
+  /// The envelope around an error.
+  static func writeResponse(_ w: inout JSONWriter, id: RequestID, error: RPCError) {
+    ResponseEncoding.writeError(&w, id: id, error)
+  }
+
+  /// Delivers the response `write` writes (envelope included) for `ticket`.
+  func respond(_ ticket: Ticket, on connection: Connection, _ write: (inout JSONWriter) -> Void) {
+    guard ticket.slot != 0 else { return }  // a notification: never answered
+    if connection.writeDirectly(slot: ticket.slot, write) { return }
+    var w = JSONWriter(capacity: 512)
+    write(&w)
+    connection.fill(slot: ticket.slot, part: ticket.part, with: w.bytes)
+  }
+
+  /// Delivers a response built whole elsewhere (a history page), without a copy
+  /// when it is the connection's next answer.
+  func respond(_ ticket: Ticket, on connection: Connection, built bytes: inout [UInt8]) {
+    connection.queue(response: &bytes, slot: ticket.slot, part: ticket.part)
+  }
+
+  /// Delivers a response with a descriptor passed alongside (`backup`).
+  func respond(
+    _ ticket: Ticket, on connection: Connection, passing descriptor: Int32,
+    _ write: (inout JSONWriter) -> Void
+  ) {
+    var w = JSONWriter(capacity: 128)
+    write(&w)
+    connection.fill(slot: ticket.slot, part: ticket.part, with: w.bytes, passing: descriptor)
+  }
+
+  /// Answers `ticket` with the result `body` writes.
+  func answer(_ ticket: Ticket, on connection: Connection, _ body: (inout JSONWriter) -> Void) {
+    respond(ticket, on: connection) { Self.writeResponse(&$0, id: ticket.id, result: body) }
+  }
+
+  /// Answers `ticket` with `error`.
+  func fail(_ ticket: Ticket, on connection: Connection, _ error: RPCError) {
+    respond(ticket, on: connection) { Self.writeResponse(&$0, id: ticket.id, error: error) }
+  }
+
+  func answer(
+    _ pending: PendingRequest, on connection: Connection, _ body: (inout JSONWriter) -> Void
+  ) {
+    answer(ticket(pending, connection), on: connection, body)
+  }
+
+  func fail(_ pending: PendingRequest, on connection: Connection, _ error: RPCError) {
+    fail(ticket(pending, connection), on: connection, error)
+  }
+
+  /// Where the answer to `pending` goes (slot 0: a notification).
+  func ticket(_ pending: PendingRequest, _ connection: Connection) -> Ticket {
+    Ticket(
+      connection: connection.id, slot: pending.answer?.slot ?? 0, part: pending.answer?.part ?? 0,
+      id: pending.id ?? .null)
+  }
+}

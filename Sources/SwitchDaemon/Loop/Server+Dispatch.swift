@@ -1,0 +1,157 @@
+import CShim
+import Glibc
+import SwitchCore
+import SwitchProtocol
+import SwitchStore
+import SwitchSystem
+
+// Running a request: the order of checks, then the method.
+extension Server {
+  // MARK: Requests
+
+  func execute(_ pending: PendingRequest, on connection: Connection) {
+    if let (slot, _) = pending.answer,
+      connection.answeredBytes(slot: slot) > Self.maxBatchAnswerBytes
+    {
+      fail(
+        pending, on: connection,
+        .overloaded(
+          "the batch's answer passed \(Self.maxBatchAnswerBytes) bytes; send fewer requests in one batch"
+        ))
+      return
+    }
+    // The order of checks: MethodNotFound, PermissionDenied for the
+    // method, then InvalidParams (the params were decoded at framing).
+    let caller = connection.caller
+    if let method = pending.method, !Rules.mayCall(method.privilege, caller: caller) {
+      fail(
+        pending, on: connection, .permissionDenied(method: method, requirement: adminRequirement))
+      return
+    }
+    let call: Call
+    switch pending.call {
+    case .success(let decoded): call = decoded
+    case .failure(let error):
+      fail(pending, on: connection, error)
+      return
+    }
+    switch call {
+    case .get(let key, let user):
+      guard let position = encodings.positions[key], let bytes = encodedSwitch(at: position) else {
+        fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
+        return
+      }
+      // The common case, a system switch read as oneself: the cached object.
+      if user == nil && !encodings.isUserScoped(at: position) {
+        let writable = writability(key, for: caller)
+        answer(pending, on: connection) { w in
+          WireEncoding.writeSwitch(&w, encoded: bytes, writable: writable)
+        }
+        return
+      }
+      let viewpoint: Viewpoint
+      do {
+        viewpoint = try self.viewpoint(user, for: caller, key: key)
+      } catch {
+        return fail(pending, on: connection, error)
+      }
+      answer(pending, on: connection) { w in
+        writeSwitchAsSeen(&w, at: position, for: caller, viewpoint: viewpoint)
+      }
+    case .list(let prefix, let user):
+      let viewpoint: Viewpoint
+      do {
+        viewpoint = try self.viewpoint(user, for: caller, key: nil)
+      } catch {
+        return fail(pending, on: connection, error)
+      }
+      answer(pending, on: connection) { w in
+        ResultEncoding.writeList(&w, revision: revision) {
+          writeSwitches(&$0, positions(withPrefix: prefix), for: caller, viewpoint: viewpoint)
+        }
+      }
+    case .write(let key, let operation, let user):
+      var write = ticket(pending, connection)
+      // Administrators are exempt from the per-uid share, so only the writes
+      // of others count against their uid (given back when answered).
+      if !caller.isAdmin { write.countedAgainst = connection.peer.uid }
+      let acting = caller.acting(as: user)
+      write.viewer = acting.subject
+      submit(.write(write, key: key, operation, acting), for: connection, pending)
+    case .reload:
+      notifier.send("RELOADING=1")
+      guard admitWrite(for: connection, pending) else { return }
+      configReader.reload(ticket(pending, connection))
+    case .watch(let patterns, let since, let user):
+      watch(pending, on: connection, patterns: patterns, since: since, user: user)
+    case .unwatch(let id):
+      guard let index = connection.watchIDs.firstIndex(of: id) else {
+        fail(
+          pending, on: connection,
+          .invalidParams("there is no watch \(id) on this connection", param: WireField.watch))
+        return
+      }
+      connection.watchIDs.remove(at: index)
+      hub.remove(id)
+      answer(pending, on: connection) { w in ResultEncoding.writeEmpty(&w) }
+    case .history(let key, let limit, let before, let user):
+      history(pending, on: connection, key: key, limit: limit, before: before, user: user)
+    case .status:
+      let report = status(for: connection, caller: caller)
+      answer(pending, on: connection) { w in ResultEncoding.writeStatus(&w, report) }
+    case .backup:
+      backup(pending, on: connection)
+    }
+  }
+
+  var adminRequirement: String {
+    var who = "root"
+    if access.daemonUID != 0 { who += ", uid \(access.daemonUID) (switchd's own)" }
+    if let name = catalog.settings.adminGroup, !name.isEmpty, access.adminGroup != nil {
+      who += " and members of the group \(name)"
+    }
+    return "only \(who) may"
+  }
+
+  /// Queues a write for the writer. Writes are handed over once per turn
+  /// of the loop (`handOverWrites`), so the writes of every client that was
+  /// ready in the same turn share one transaction and one sync.
+  func submit(_ job: WriterJob, for connection: Connection, _ pending: PendingRequest) {
+    guard admitWrite(for: connection, pending) else { return }
+    if case .write(let ticket, _, _, _) = job, let uid = ticket.countedAgainst {
+      writesPerUser.handedOver(uid: uid)
+    }
+    writesThisTurn.append(job)
+  }
+
+  /// Counts a write (or reload) the writer will answer, unless the writer
+  /// was told to stop: it would never answer this one.
+  func admitWrite(for connection: Connection, _ pending: PendingRequest) -> Bool {
+    if stopSentToWriter {
+      fail(pending, on: connection, .overloaded("switchd is stopping; try again once it is back"))
+      return false
+    }
+    connection.writesInFlight += 1
+    return true
+  }
+
+  func handOverWrites() {
+    guard !writesThisTurn.isEmpty else { return }
+    jobs.push(contentsOf: writesThisTurn)
+    writesThisTurn.removeAll(keepingCapacity: true)
+  }
+
+  func status(for connection: Connection, caller: Caller) -> StatusReport {
+    StatusReport(
+      version: SwitchdVersion.current, revision: revision, switches: catalog.switches.count,
+      policies: catalog.policyCount, connections: connections.count, watches: hub.count,
+      uptimeSeconds: Int64(monotonicSeconds() - startedAt), database: databasePath,
+      socket: listenerPath, configDirectory: configDirectory, lastReload: lastReload,
+      reconciling: reconciling,
+      caller: StatusReport.CallerReport(
+        uid: connection.peer.uid, gid: connection.peer.gid, administrator: caller.isAdmin,
+        writesSystemSwitches: caller.mayWrite))
+  }
+
+  func markWriterStopped() { writerStopped = true }
+}

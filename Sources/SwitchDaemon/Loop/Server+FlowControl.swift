@@ -1,0 +1,192 @@
+import CShim
+import Glibc
+import SwitchCore
+import SwitchProtocol
+import SwitchStore
+import SwitchSystem
+
+// A connection's input and output: reading, pumping, sending, epoll interest, closing.
+extension Server {
+  // MARK: Connections
+
+  func connectionEvent(_ token: UInt64, _ events: UInt32) {
+    guard let connection = connections[token] else { return }
+    if events & UInt32(SHIM_EPOLLERR | SHIM_EPOLLHUP) != 0 {
+      closeConnection(connection, why: nil)
+      return
+    }
+    if events & UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP) != 0 { readInput(connection) }
+    if !connection.isClosed { pump(connection) }
+  }
+
+  static let readChunk = 65_536
+  /// Writes one connection may have at the writer at once.
+  static let maxWritesInFlight = 64
+  /// Writes one non-administrator uid may have at the writer at once, over
+  /// all its connections: what one group commit carries of it at most.
+  static let maxWritesInFlightPerUser = 256
+  /// A batch stops being served once its answer has this many bytes; the
+  /// rest of its requests are answered `Overloaded`.
+  static let maxBatchAnswerBytes = 4 << 20
+
+  func readInput(_ connection: Connection) {
+    guard !stopping, !connection.inputClosed else { return }
+    // A few reads per wake-up, so one busy client cannot starve the rest.
+    for _ in 0..<4 {
+      if connection.framer.bufferedCount > limits.maxFrameBytes + Self.readChunk { return }
+      let n = readBuffer.withUnsafeMutableBytes { raw in
+        retryingEINTR { recv(connection.fd, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT)) }
+      }
+      if n > 0 {
+        readBuffer.withUnsafeBytes {
+          connection.framer.append(UnsafeRawBufferPointer(rebasing: $0[0..<n]))
+        }
+        if n < Self.readChunk { return }
+      } else if n == 0 {
+        connection.inputClosed = true
+        return
+      } else {
+        if errno != EAGAIN && errno != EWOULDBLOCK { closeConnection(connection, why: nil) }
+        return
+      }
+    }
+  }
+
+  /// Serves a connection until nothing more can happen now: runs what can
+  /// run, takes frames while the unsent output is under the high-water
+  /// mark, continues replays, and sends. A send that drains the output goes
+  /// round again, because what it held back (frames already read, a paused
+  /// replay) has no event of its own to resume it: the peer may only be
+  /// reading. Then sets what to wait for.
+  func pump(_ connection: Connection) {
+    while !connection.isClosed {
+      var progressed = runRequests(connection)
+      progressed = continueReplays(connection) || progressed
+      let wasFull = connection.unsentCount > limits.highWater
+      guard !connection.isClosed else { return }
+      let sent = sendQueued(connection)
+      if sent == .failed { return }
+      // Above the mark, or with the send budget spent, EPOLLOUT brings us
+      // back (once the peer reads, or next turn). Under it, go round again
+      // if this round did something or the send made room.
+      if sent == .budgetSpent || connection.unsentCount > limits.highWater { break }
+      if !(progressed || wasFull) { break }
+    }
+    guard !connection.isClosed else { return }
+    settle(connection)
+  }
+
+  /// Sends the events a publish queued. A watcher with nothing else to do —
+  /// no request waiting, no frame read, no replay, input open — needs just
+  /// the send, which is all a pump would do for it (fan-out to a thousand
+  /// watchers is a thousand of these); and when the send drains the queue
+  /// of a connection that reads as usual, its epoll interest stands. Anything
+  /// else gets the whole pump.
+  func sendEvents(_ connection: Connection) {
+    guard !connection.hasPending, connection.framer.bufferedCount == 0,
+      connection.replaysUnfinished == 0, !connection.inputClosed, !stopping
+    else { return pump(connection) }
+    switch sendQueued(connection) {
+    case .failed: return
+    case .drained where connection.interest == Self.readingInterest: return
+    default: settle(connection)
+    }
+  }
+
+  static let readingInterest = UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP)
+
+  /// Runs pending requests in order and frames new ones while the output
+  /// has room; true when it ran or framed anything.
+  func runRequests(_ connection: Connection) -> Bool {
+    var progressed = false
+    while !connection.isClosed {
+      if let next = connection.nextPending {
+        // Reads wait for the writes before them (read your writes); writes
+        // wait once a connection has many in flight, so a client that
+        // never reads cannot queue answers without bound. Everything waits
+        // for a log read in flight, for the same reason.
+        let isWrite = next.method?.isWrite == true
+        if connection.writesInFlight > 0 && !isWrite { break }
+        if connection.readsInFlight > 0 { break }
+        if connection.writesInFlight >= Self.maxWritesInFlight { break }
+        // Administrators are exempt, as from MaxConnectionsPerUser.
+        if isWrite && !connection.caller.isAdmin
+          && !writesPerUser.mayHandOver(uid: connection.peer.uid, connection: connection.id)
+        {
+          break
+        }
+        _ = connection.popPending()
+        execute(next, on: connection)
+        progressed = true
+        continue
+      }
+      // Once the threads are told to stop, no new frame is taken.
+      if connection.unsentCount > limits.highWater || stopSentToReader { break }
+      guard let frame = connection.framer.next() else { break }
+      accept(frame, on: connection)
+      progressed = true
+    }
+    return progressed
+  }
+
+  /// Bytes one pump sends at most: a client reading a big answer (a
+  /// history page, a replay) does not hold the loop for all of it while
+  /// other clients wait; the rest goes next turn.
+  static let sendBudget = 64 << 10
+
+  /// Sends what is queued, up to the budget; closes the connection when the
+  /// peer is gone (`.failed`).
+  func sendQueued(_ connection: Connection) -> Connection.SendResult {
+    guard connection.unsentCount > 0 else { return .drained }
+    let result = connection.sendQueued(budget: Self.sendBudget)
+    if result == .failed {
+      closeConnection(connection, why: nil)
+      return .failed
+    }
+    connection.compactOut()
+    return result
+  }
+
+  /// After a pump: closes a half-closed connection that has nothing left to
+  /// answer or replay, otherwise updates the epoll interest.
+  func settle(_ connection: Connection) {
+    let idle =
+      !connection.hasPending && connection.writesInFlight == 0 && connection.readsInFlight == 0
+      && connection.slots.isEmpty && connection.unsentCount == 0 && !isReplaying(connection)
+    // A pump ends with an empty framer unless something else holds it back,
+    // which `idle` rules out (or the daemon is stopping, and drops it).
+    if connection.inputClosed && idle {
+      closeConnection(connection, why: nil)
+      return
+    }
+    var want = UInt32(0)
+    let mayRead =
+      !stopping && !connection.inputClosed && connection.unsentCount <= limits.highWater
+      && connection.framer.bufferedCount <= limits.maxFrameBytes + Self.readChunk
+    if mayRead { want |= Self.readingInterest }
+    if connection.unsentCount > 0 { want |= UInt32(SHIM_EPOLLOUT) }
+    if want != connection.interest {
+      connection.interest = want
+      _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_MOD), connection.fd, want, connection.id)
+    }
+  }
+
+  func closeConnection(_ connection: Connection, why: String?) {
+    guard connections.removeValue(forKey: connection.id) != nil else { return }
+    connection.isClosed = true
+    let uid = connection.peer.uid
+    if let held = connectionsPerUID[uid], held > 1 {
+      connectionsPerUID[uid] = held - 1
+    } else {
+      connectionsPerUID[uid] = nil
+    }
+    if let why {
+      log.rateLimited(
+        .notice, cause: why, "closed a connection (pid \(connection.peer.pid)): \(why)")
+    }
+    for id in connection.watchIDs { hub.remove(id) }
+    connection.closeUnsentDescriptors()
+    _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_DEL), connection.fd, 0, 0)
+    close(connection.fd)
+  }
+}

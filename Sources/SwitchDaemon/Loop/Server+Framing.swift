@@ -1,0 +1,62 @@
+import CShim
+import Glibc
+import SwitchCore
+import SwitchProtocol
+import SwitchStore
+import SwitchSystem
+
+// Lines into requests: framing, decoding, and the slots their answers go into.
+extension Server {
+  // MARK: Framing and envelopes
+
+  func accept(_ frame: LineFramer.Frame, on connection: Connection) {
+    switch frame {
+    case .oversized:
+      log.rateLimited(.notice, cause: "oversized", "a line longer than MaxFrameBytes was discarded")
+      let slot = connection.openSlot(parts: 1, isBatch: false)
+      let error = RPCError.invalidRequest("the line is longer than \(limits.maxFrameBytes) bytes")
+      fail(Ticket(connection: connection.id, slot: slot, part: 0, id: .null), on: connection, error)
+    case .line(let bytes):
+      let incoming = bytes.withUnsafeBufferPointer {
+        RequestDecoder.decode($0, maxDepth: limits.maxNestingDepth)
+      }
+      switch incoming {
+      case .single(let item):
+        enqueue([item], isBatch: false, on: connection)
+      case .batch(let items):
+        enqueue(items, isBatch: true, on: connection)
+      }
+    }
+  }
+
+  /// Opens one slot for the line and queues its requests; invalid ones are
+  /// answered at once (their answers do not depend on any state).
+  func enqueue(_ items: [Incoming.Item], isBatch: Bool, on connection: Connection) {
+    var answered = 0
+    for item in items {
+      if case .success(let request) = item, request.id == nil { continue }
+      answered += 1
+    }
+    let slot = answered > 0 ? connection.openSlot(parts: answered, isBatch: isBatch) : 0
+    var part = 0
+    for item in items {
+      switch item {
+      case .failure(let invalid):
+        log.rateLimited(
+          .info, cause: "invalid-request", "invalid request: \(invalid.error.message)")
+        fail(
+          Ticket(connection: connection.id, slot: slot, part: part, id: invalid.id),
+          on: connection, invalid.error)
+        part += 1
+      case .success(let request):
+        if request.id == nil {
+          connection.enqueue(PendingRequest(request, answer: nil, limits: limits.params))
+        } else {
+          connection.enqueue(
+            PendingRequest(request, answer: (slot, part), limits: limits.params))
+          part += 1
+        }
+      }
+    }
+  }
+}

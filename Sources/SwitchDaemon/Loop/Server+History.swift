@@ -1,0 +1,72 @@
+import CShim
+import Glibc
+import SwitchCore
+import SwitchProtocol
+import SwitchStore
+import SwitchSystem
+
+// `history`: checked on the loop, read by the log reader, answered when its page comes back.
+extension Server {
+  /// `history`: checked here, read by the log reader thread, answered
+  /// when its page comes back (`drainReaderOutputs`).
+  func history(
+    _ pending: PendingRequest, on connection: Connection, key: String?, limit: Int, before: Int64?,
+    user: Viewpoint?
+  ) {
+    if let key, catalog.switches[key] == nil, records[key] == nil {
+      fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
+      return
+    }
+    let viewpoint: Viewpoint
+    do {
+      viewpoint = try self.viewpoint(user, for: connection.caller, key: key)
+    } catch {
+      return fail(pending, on: connection, error)
+    }
+    guard pending.answer != nil else { return }  // a notification: nothing to read
+    if stopSentToReader {
+      fail(pending, on: connection, .overloaded("switchd is stopping"))
+      return
+    }
+    // Capped at the loop's revision, as `watch since` is: the log may
+    // already hold changes the writer committed that are not yet published,
+    // and history never shows a change before its event went out.
+    // The key's newest change is its record's revision: no lookup in the log.
+    var view = readerView(viewpoint)
+    view.keyIsUserScope = key.flatMap { catalog.switches[$0]?.scope } == .user
+    connection.readsInFlight += 1
+    readerJobs.push(
+      .history(
+        ticket(pending, connection), key: key, before: min(before ?? .max, revision &+ 1),
+        limit: limit, newest: key.map { records[$0]?.revision ?? 0 }, viewer: connection.caller,
+        view: view))
+  }
+
+  /// Takes what the log reader thread read: answers `history`, sends
+  /// replay pages, and resumes the connections that waited.
+  func drainReaderOutputs() {
+    for output in readerOutputs.drain() {
+      switch output {
+      case .history(let ticket, let result):
+        guard let connection = connections[ticket.connection] else { continue }
+        connection.readsInFlight -= 1
+        switch result {
+        case .success(var response):
+          respond(ticket, on: connection, built: &response)
+          // What is left (the connection's emptied output buffer, or the page
+          // once copied) goes back to the reader for its next page.
+          if response.capacity > 0 && response.capacity <= 1 << 20 { readerSpares.push(response) }
+        case .failure(let error):
+          fail(ticket, on: connection, .storageFailure("reading the change log failed: \(error)"))
+        }
+        pump(connection)
+      case .replay(let id, let watch, let after, let result):
+        guard let connection = connections[id] else { continue }
+        continueReplay(watch, on: connection, after: after, result)
+        if !connection.isClosed { pump(connection) }
+      case .stopped:
+        readerStopped = true
+      }
+    }
+  }
+}

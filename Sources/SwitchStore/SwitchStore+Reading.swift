@@ -1,0 +1,211 @@
+import CSQLite
+import SwitchCore
+
+// Reading: loading the switches and values at start, the log for history and replays.
+extension SwitchStore {
+  /// Every stored switch (declared or not) as of the newest change, sorted by key: the rows,
+  /// then the changes after the checkpoint applied to them.
+  public func loadSwitches() throws(StoreError) -> [SwitchRecord] {
+    try run { () throws(SQLiteError) in
+      var records: [String: SwitchRecord] = [:]
+      let statement = statements.loadSwitches
+      defer { statement.reset() }
+      while try statement.step() {
+        let record = try statement.readSwitch()
+        records[record.key] = record
+      }
+      try forEachChangeAfterCheckpoint { change in
+        if change.user == nil { records[change.key] = change.record }
+      }
+      // The writer's chains start where the file ends (see `chains`).
+      for record in records.values where chains[ChainKey(key: record.key)] == nil {
+        chains[ChainKey(key: record.key)] = KeyChain(
+          newest: record.revision, sinceMark: markSpacing - 1)
+      }
+      return records.values.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+    }
+  }
+
+  /// Every user's own value of every key, as of the newest change: the rows, then the
+  /// changes after the checkpoint applied to them.
+  public func loadUserValues() throws(StoreError) -> UserValues {
+    try run { () throws(SQLiteError) in
+      var values: UserValues = [:]
+      let statement = statements.loadUserValues
+      defer { statement.reset() }
+      // Rows come in primary-key order, a key's users together: each key is hashed once.
+      var key: String?
+      var users: [UInt32: UserValue] = [:]
+      while try statement.step() {
+        let row = try statement.readUserValue()
+        if row.key != key {
+          if let key { values[key] = users }
+          key = row.key
+          users = [:]
+        }
+        users[row.user] = row.value
+      }
+      if let key { values[key] = users }
+      try forEachChangeAfterCheckpoint { change in
+        if let user = change.user { values[change.key, default: [:]][user] = change.userValue }
+      }
+      // A user's chain is looked up on its first commit (`startChain`): there may be millions.
+      return values
+    }
+  }
+
+  func forEachChangeAfterCheckpoint(_ body: (Change) -> Void) throws(SQLiteError) {
+    var cursor = try readCheckpoint()
+    while true {
+      let page = try readChanges(after: cursor, limit: 1000)
+      for change in page { body(change) }
+      guard let last = page.last else { break }
+      cursor = last.revision
+    }
+  }
+
+  /// The global revision (0 for a new database).
+  public func currentRevision() throws(StoreError) -> Int64 {
+    try run { () throws(SQLiteError) in try readRevision() }
+  }
+
+  /// The oldest revision still in the log, nil if the log is empty.
+  public func oldestRetainedRevision() throws(StoreError) -> Int64? {
+    try run { () throws(SQLiteError) in
+      let statement = statements.oldestChange
+      defer { statement.reset() }
+      // An aggregate always returns one row; min() of no rows is NULL.
+      guard try statement.step() else { return nil }
+      return statement.optionalInt64(at: 0)
+    }
+  }
+
+  /// Log rows with after < revision <= upTo, ascending, at most `limit`.
+  public func changes(after: Int64, upTo: Int64, limit: Int) throws(StoreError) -> [Change] {
+    try run { () throws(SQLiteError) in try readChanges(after: after, upTo: upTo, limit: limit) }
+  }
+
+  /// Log rows newest first: optional key filter, optional `before` (revision < before), at
+  /// most `limit`. `newest`, when the caller knows it, is the revision of the key's newest
+  /// change (0: none); otherwise it is looked up (a scan of the log after the checkpoint).
+  public func history(key: String?, before: Int64?, limit: Int, newest: Int64? = nil)
+    throws(StoreError) -> [Change]
+  {
+    guard limit > 0 else { return [] }
+    return try run { () throws(SQLiteError) in
+      if let key {
+        var head = newest ?? 0
+        if newest == nil { head = try newestRevision(of: ChainKey(key: key)) }
+        return try history(of: key, newest: head, before: before, limit: limit)
+      }
+      let statement = statements.history
+      try statement.bind(before ?? .max, at: 1)
+      try statement.bind(Int64(limit), at: 2)
+      return try readChanges(statement)
+    }
+  }
+
+  /// Walks `key`'s chain down from its newest change, or from the mark just above `before`.
+  /// Rows are never changed once written and pruning only removes the oldest, so the walk
+  /// needs no snapshot: it ends at the first revision no longer in the log.
+  func history(of key: String, newest: Int64, before: Int64?, limit: Int)
+    throws(SQLiteError) -> [Change]
+  {
+    var start: Int64?
+    if let before { start = try markAtOrAbove(key: key, revision: before) }
+    if start == nil && newest > 0 { start = newest }
+    return try walkChain(from: start, before: before, limit: limit)
+  }
+
+  /// The changes of one chain (`key_previous`) from `start` down, below `before`, at most `limit`.
+  func walkChain(from start: Int64?, before: Int64?, limit: Int) throws(SQLiteError)
+    -> [Change]
+  {
+    var next = start
+    var result: [Change] = []
+    let statement = statements.changeAndPrevious
+    while let revision = next, result.count < limit {
+      defer { statement.reset() }
+      try statement.bind(revision, at: 1)
+      guard try statement.step() else { break }
+      if revision < before ?? .max { result.append(try statement.readChange()) }
+      next = statement.optionalInt64(at: StoreStatements.SQL.keyPreviousColumn)
+    }
+    return result
+  }
+
+  /// One user's changes of `key`, newest first, below `before`: a walk down the chain of that
+  /// key and user from `newest` (the revision of their newest change; 0: none). A user's chain
+  /// has no marks: it holds only what that user set.
+  public func userHistory(
+    key: String, user: UInt32, before: Int64?, limit: Int, newest: Int64
+  ) throws(StoreError) -> [Change] {
+    guard limit > 0 else { return [] }
+    return try run { () throws(SQLiteError) in
+      try walkChain(from: newest > 0 ? newest : nil, before: before, limit: limit)
+    }
+  }
+
+  /// Log rows newest first below `before` that `include` keeps, at most `limit`: a walk down
+  /// the log in pages, for a history that is not one chain (a user's view of every switch).
+  public func history(
+    before: Int64?, limit: Int, including include: (Change) -> Bool
+  ) throws(StoreError) -> [Change] {
+    guard limit > 0 else { return [] }
+    return try run { () throws(SQLiteError) in
+      var result: [Change] = []
+      var cursor = before ?? .max
+      // Pages of what is still wanted (most rows are kept: one user's are few among all).
+      while result.count < limit {
+        let wanted = limit - result.count
+        let statement = statements.history
+        try statement.bind(cursor, at: 1)
+        try statement.bind(Int64(wanted), at: 2)
+        let page = try readChanges(statement)
+        result += page.lazy.filter(include)
+        guard let last = page.last, page.count == wanted else { break }
+        cursor = last.revision
+      }
+      return result
+    }
+  }
+
+  /// What `user` had set of `key` just after revision `at` (nil: nothing), given their
+  /// current value `head` (the newest in their chain). Walks their chain down from the head
+  /// to `at`: a row after `at` that is the oldest retained tells the value before it.
+  public func userValue(
+    key: String, user: UInt32, at revision: Int64, head: UserValue?
+  ) throws(StoreError) -> Bool? {
+    guard let head else { return nil }
+    if head.revision <= revision { return head.checked }
+    return try run { () throws(SQLiteError) in
+      var next: Int64? = head.revision
+      var oldestAfter: Change?
+      let statement = statements.changeAndPrevious
+      while let current = next {
+        defer { statement.reset() }
+        try statement.bind(current, at: 1)
+        guard try statement.step() else { break }
+        let change = try statement.readChange()
+        if change.revision <= revision { return change.state.checked }
+        oldestAfter = change
+        next = statement.optionalInt64(at: StoreStatements.SQL.keyPreviousColumn)
+      }
+      // Their first change after `at`: what it replaced is what they read at `at` (the
+      // default, when they had never set it, which is what nil means to a viewer too).
+      guard let oldestAfter, next != nil else { return nil }
+      return oldestAfter.previous.checked
+    }
+  }
+
+  /// Whether the store knows `key`: it has a row, or changes not yet checkpointed into one.
+  public func hasSwitch(_ key: String) throws(StoreError) -> Bool {
+    try run { () throws(SQLiteError) in
+      let statement = statements.hasSwitch
+      defer { statement.reset() }
+      try statement.bind(key, at: 1)
+      if try statement.step() { return true }
+      return try newestRevision(of: ChainKey(key: key)) > 0
+    }
+  }
+}

@@ -1,0 +1,184 @@
+import CSQLite
+import SwitchCore
+
+// Writing: commits, checkpoints of the switch rows, pruning the log.
+extension SwitchStore {
+  /// Inserts rows for newly declared switches (revision 0, changedAt nil) in one transaction;
+  /// existing keys are left alone.
+  ///
+  /// Each record is stored as given (its `revision` and `changedAt` too).
+  public func insertNew(_ records: [SwitchRecord]) throws(StoreError) {
+    guard !records.isEmpty else { return }
+    try checkFilesInPlace()
+    try transaction { () throws(SQLiteError) in
+      let statement = statements.insertSwitchIfAbsent
+      for record in records {
+        try statement.bindSwitch(
+          key: record.key, state: record.state, revision: record.revision,
+          changedAt: record.changedAt)
+        try execute(statement)
+      }
+    }
+  }
+
+  /// Commits changes in ONE transaction (BEGIN IMMEDIATE … COMMIT): for each change, a log row
+  /// (whose revision is the new global revision); the switch rows follow at a checkpoint.
+  ///
+  /// Precondition: revisions are consecutive, starting at currentRevision()+1; otherwise this
+  /// throws `.sqlite` with `SQLITE_MISUSE` rather than leave a gap or reuse a revision. On any
+  /// failure: ROLLBACK, throw, nothing changed. When it returns, the changes are durable.
+  public func commit(_ changes: [Change]) throws(StoreError) {
+    guard !changes.isEmpty else { return }
+    try checkFilesInPlace()
+    do throws(StoreError) {
+      try commitChanges(changes)
+    } catch {
+      // The chains ran ahead of the rolled-back file: read them again when next needed.
+      chains.removeAll()
+      throw error
+    }
+  }
+
+  func commitChanges(_ changes: [Change]) throws(StoreError) {
+    try transaction { () throws(SQLiteError) in
+      // Read under the write lock: this is the revision the first change must follow.
+      var expected = try readRevision() + 1
+      for change in changes {
+        guard change.revision == expected else {
+          throw .misuse(
+            "change of \(change.key) has revision \(change.revision), expected \(expected)",
+            context: "commit on \(path)")
+        }
+        expected += 1
+        let chain = ChainKey(key: change.key, user: change.user)
+        let previous: KeyChain
+        if let known = chains[chain] {
+          previous = known
+        } else {
+          previous = try startChain(chain)
+        }
+        let insert = statements.insertChange
+        try insert.bindChange(change, keyPrevious: previous.newest > 0 ? previous.newest : nil)
+        try execute(insert)
+        var next = KeyChain(newest: change.revision, sinceMark: previous.sinceMark + 1)
+        // Marks index the switch-level chains; a user's chain is walked whole.
+        if change.user == nil && next.sinceMark >= markSpacing {
+          let mark = statements.insertMark
+          try mark.bind(change.key, at: 1)
+          try mark.bind(change.revision, at: 2)
+          try execute(mark)
+          next.sinceMark = 0
+        }
+        chains[chain] = next
+      }
+    }
+  }
+
+  /// A key's chain as the file holds it, for its first change since opening: that change is
+  /// marked (`sinceMark` is full), so each run of unmarked changes stays within one opening.
+  func startChain(_ chain: ChainKey) throws(SQLiteError) -> KeyChain {
+    KeyChain(newest: try newestRevision(of: chain), sinceMark: markSpacing - 1)
+  }
+
+  /// The revision the switch rows hold: changes after it are only in the log.
+  public func checkpointRevision() throws(StoreError) -> Int64 {
+    try run { () throws(SQLiteError) in try readCheckpoint() }
+  }
+
+  /// Writes `rows` and records `revision` as the checkpoint, in one transaction: the cheap way
+  /// for a caller that holds every switch as of `revision` (the daemon's writer) and passes
+  /// each one that changed since the last checkpoint.
+  public func checkpoint(
+    _ rows: [SwitchRecord], userRows: [(key: String, user: UInt32, value: UserValue)] = [],
+    at revision: Int64
+  ) throws(StoreError) {
+    try transaction { () throws(SQLiteError) in
+      let current = try readRevision()
+      guard revision == current else {
+        throw .misuse(
+          "a checkpoint at revision \(revision), but the log is at \(current)",
+          context: "checkpoint on \(path)")
+      }
+      let upsert = statements.upsertSwitch
+      for row in rows {
+        try upsert.bindSwitch(
+          key: row.key, state: row.state, revision: row.revision, changedAt: row.changedAt)
+        try execute(upsert)
+      }
+      let upsertUser = statements.upsertUserValue
+      for row in userRows {
+        try upsertUser.bindUserValue(key: row.key, user: row.user, row.value)
+        try execute(upsertUser)
+      }
+      let write = statements.writeCheckpoint
+      try write.bind(revision, at: 1)
+      try execute(write)
+    }
+  }
+
+  /// Copies each key's newest change since the last checkpoint into its switch row, in one
+  /// transaction, so start-up replays only what came after. It reads the whole tail of the log.
+  public func checkpointFromLog() throws(StoreError) {
+    try transaction { () throws(SQLiteError) in
+      let from = try readCheckpoint()
+      let to = try readRevision()
+      guard to > from else { return }
+      let rows = statements.checkpointRows
+      try rows.bind(from, at: 1)
+      try rows.bind(to, at: 2)
+      try execute(rows)
+      let userRows = statements.checkpointUserRows
+      try userRows.bind(from, at: 1)
+      try userRows.bind(to, at: 2)
+      try execute(userRows)
+      let write = statements.writeCheckpoint
+      try write.bind(to, at: 1)
+      try execute(write)
+    }
+  }
+
+  /// Deletes the oldest log rows so that at most `keep` remain, in chunks of at most `chunk`
+  /// rows per transaction; returns how many were deleted. Never deletes the newest `keep`.
+  ///
+  /// Chunks keep each transaction short, so the writer is never held for a whole large prune.
+  /// Each chunk first records the global revision in `meta`, so it outlives the rows. A
+  /// checkpoint comes first: the switch rows must hold every change before it is deleted.
+  public func prune(keep: Int, chunk: Int = 10_000) throws(StoreError) -> Int {
+    try checkpointFromLog()
+    let keep = Int64(max(keep, 0))
+    let chunk = Int64(max(chunk, 1))
+    // Rows are only ever added above the threshold, so it stays safe across the chunks.
+    let threshold = try run { () throws(SQLiteError) -> Int64? in
+      let statement = statements.pruneThreshold
+      defer { statement.reset() }
+      try statement.bind(keep, at: 1)
+      return try statement.step() ? statement.int64(at: 0) : nil
+    }
+    guard let threshold else { return 0 }
+    var deleted: Int64 = 0
+    while true {
+      let count = try transaction { () throws(SQLiteError) -> Int64 in
+        let revision = try readRevision()
+        let write = statements.writeRevision
+        try write.bind(revision, at: 1)
+        try execute(write)
+        let statement = statements.pruneChunk
+        try statement.bind(threshold, at: 1)
+        try statement.bind(chunk, at: 2)
+        try execute(statement)
+        let count = connection.changes
+        if count < chunk {
+          // The last chunk: marks of deleted rows go too (harmless if kept: a walk that
+          // starts at one ends at once, as every row below it is gone).
+          let marks = statements.pruneMarks
+          try marks.bind(threshold, at: 1)
+          try execute(marks)
+        }
+        return count
+      }
+      deleted += count
+      if count < chunk { break }
+    }
+    return Int(deleted)
+  }
+}
