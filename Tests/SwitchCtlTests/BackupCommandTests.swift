@@ -49,7 +49,7 @@ import Testing
         return (Self.result(bytes: bytes.count), copy)
       }
       #expect(existedWhenAsked, "the file exists before the daemon is asked")
-      #expect(result[WireField.revision]?.int64Value == 7)
+      #expect(result.revision == 7)
       #expect(try readWholeFileBytes(target) == bytes)
       var status = stat()
       #expect(stat(target, &status) == 0)
