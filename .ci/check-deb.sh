@@ -81,24 +81,9 @@ mkdir -p "$cache"
 if [ -n "${SWITCHD_DEB:-}" ]; then
   deb=$(realpath "$SWITCHD_DEB")
 else
-  # A clone of HEAD at a fixed path: what a fresh clone builds, with SwiftPM's
-  # .build kept from the last run. dpkg-buildpackage writes to its parent.
-  build=$cache/build
-  src=$build/switchd
-  mkdir -p "$build"
-  [ -d "$src/.git" ] || git clone -q "$repo" "$src"
-  git -C "$src" fetch -q "$repo" HEAD
-  git -C "$src" checkout -q --force --detach FETCH_HEAD
-  git -C "$src" clean -q -fdx -e /.build
-  rm -f "$build"/switchd_*
-  say "dpkg-buildpackage -us -uc -b in a clone of $(git -C "$src" rev-parse --short HEAD)"
-  t0=$SECONDS
-  (cd "$src" && dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1 || {
-    tail -40 "$work/build.log" >&2
-    fail "dpkg-buildpackage failed"
-  }
-  say "package built in $((SECONDS - t0)) s"
-  deb=$(ls "$build"/switchd_*_*.deb)
+  # Built in a clone of HEAD (what a fresh clone builds), cached per commit.
+  deb=$(bash "$repo/.ci/build-deb.sh" HEAD) || fail "the package did not build"
+  src=$cache/build/switchd
 fi
 cp "$deb" "$work/"
 deb=$work/$(basename "$deb")
@@ -123,7 +108,11 @@ for bin in usr/sbin/switchd usr/bin/switchctl; do
     fail "/$bin links the Swift runtime dynamically"
   fi
 done
-[ -x "$x/usr/libexec/switchd/rfkill-apply" ] || fail "the package has no /usr/libexec/switchd/rfkill-apply"
+for adapter in rfkill-apply rfkill-watch nm-radio; do
+  [ -x "$x/usr/libexec/switchd/$adapter" ] || fail "the package has no /usr/libexec/switchd/$adapter"
+done
+[ -f "$x/usr/share/polkit-1/rules.d/50-switchd-nm-radio.rules" ] ||
+  fail "the package has no /usr/share/polkit-1/rules.d/50-switchd-nm-radio.rules"
 for page in man8/switchd.8 man1/switchctl.1 man5/switchd.conf.5; do
   f=$x/usr/share/man/$page.gz
   [ -f "$f" ] || fail "the package has no /usr/share/man/$page.gz"
