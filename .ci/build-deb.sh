@@ -18,6 +18,10 @@ cache=${SWITCHD_CI_CACHE:-/var/cache/switchd-ci}
 export PATH="/opt/swift/usr/bin:$PATH"
 say() { printf 'build-deb: %s\n' "$*" >&2; }
 
+mkdir -p "$cache"
+# One build at a time in the shared clone.
+exec 9>"$cache/build-deb.lock"
+flock 9
 commit=$(git -C "$repo" rev-parse --verify "${1:-HEAD}^{commit}")
 debs=$cache/debs
 kept=$debs/$commit.deb
