@@ -224,7 +224,7 @@ if [ -n "$old_deb" ]; then
   after=$(snapshot)
   [ "$before" = "$after" ] || fail "values, holds, revisions or history changed in the upgrade:
 $(diff <(echo "$before") <(echo "$after"))"
-  say "upgrade from $(in_box dpkg-deb -f /var/tmp/switchd-old.deb Version) ($(basename "$old_deb" .deb | cut -c1-7)): ok (service restarted, $(echo "$after" | grep -c ': ') values, the hold, revision and history kept)"
+  say "upgrade from $(in_box dpkg-deb -f /var/tmp/switchd-old.deb Version) ($(basename "$old_deb" .deb | cut -c1-7)): ok (service restarted; $(ctl list | wc -l) values, the hold, $(echo "$after" | grep '^revision:') and $(ctl history | wc -l) lines of history kept)"
 else
   install_deb /var/tmp/switchd-new.deb
 fi
