@@ -166,7 +166,11 @@ until [ -n "$init" ]; do
     skip "systemd-nspawn cannot boot a container here: $(grep -v '^$' "$work/boot.log" | tail -3 | tr '\n' ' ')"
   fi
   [ $SECONDS -lt $deadline ] || fail "systemd-nspawn started no init within 30 s: $(tail -5 "$work/boot.log")"
+  # nspawn's one child is the container's init (children needs
+  # CONFIG_PROC_CHILDREN; else the process whose parent is nspawn).
   init=$(cat "/proc/$nspawn/task/$nspawn/children" 2>/dev/null | awk '{ print $1 }')
+  [ -n "$init" ] || init=$(grep -l "^PPid:[[:space:]]*$nspawn\$" /proc/[0-9]*/status 2>/dev/null |
+    head -1 | cut -d/ -f3)
   [ -n "$init" ] || sleep 0.1
 done
 t0=$SECONDS

@@ -73,7 +73,10 @@ import Testing
 
     /// The environment switchd gives a command, the fakes first on PATH.
     func environment(_ extra: [String]) -> [String] {
-      ["PATH=\(bin):/usr/sbin:/usr/bin:/sbin:/bin", "FAKE_EVENTS=\(events)", "FAKE_NM=\(directory)"]
+      [
+        "PATH=\(bin):/usr/sbin:/usr/bin:/sbin:/bin", "FAKE_EVENTS=\(events)",
+        "FAKE_NM=\(directory)",
+      ]
         + extra
     }
 
@@ -86,7 +89,9 @@ import Testing
     /// fakes' `tail -f` too) is killed at the end.
     func watch(_ name: String, _ arguments: [String]) throws -> WatchProgram {
       try WatchProgram(
-        ["/usr/bin/setsid", "/usr/bin/env", "-i"] + environment([]) + [RadioAdapterTests.script(name)]
+        ["/usr/bin/setsid", "/usr/bin/env", "-i"] + environment([]) + [
+          RadioAdapterTests.script(name)
+        ]
           + arguments, log: directory + "/watch.log")
     }
 
@@ -111,7 +116,9 @@ import Testing
       child = try Child(argv, logPath: log)
     }
     deinit { kill(-child.pid, SIGKILL) }
-    var lines: [String] { ((try? readWholeFile(log)) ?? "").split(separator: "\n").map(String.init) }
+    var lines: [String] {
+      ((try? readWholeFile(log)) ?? "").split(separator: "\n").map(String.init)
+    }
     /// Whether the output so far is exactly `expected` (polled: the program runs on).
     func says(_ expected: [String]) -> Bool { pollUntil(seconds: 10) { lines == expected } }
   }
@@ -201,7 +208,8 @@ import Testing
 
   @Test func nmRadioNamesPolkitWhenRefusedAndTheHardwareSwitchWhenStuck() throws {
     let machine = try Machine(fakes: ["nmcli": Self.fakeNmcli])
-    let denied = machine.run("nm-radio", ["apply", "wifi"], ["SWITCH_EFFECTIVE=off", "FAKE_NM_DENY=1"])
+    let denied = machine.run(
+      "nm-radio", ["apply", "wifi"], ["SWITCH_EFFECTIVE=off", "FAKE_NM_DENY=1"])
     #expect(denied.status == 1)
     #expect(
       denied.stderr.hasPrefix(
@@ -209,7 +217,8 @@ import Testing
       ), "\(denied)")
     #expect(machine.run("nm-radio", ["check", "wifi"]).stdout == "on\n")
     try machine.set("wifi", "disabled")
-    let stuck = machine.run("nm-radio", ["apply", "wifi"], ["SWITCH_EFFECTIVE=on", "FAKE_NM_STUCK=1"])
+    let stuck = machine.run(
+      "nm-radio", ["apply", "wifi"], ["SWITCH_EFFECTIVE=on", "FAKE_NM_STUCK=1"])
     #expect(stuck.status == 1)
     #expect(
       stuck.stderr
@@ -239,7 +248,9 @@ import Testing
   }
 
   @Test func nmRadioWatchFollowsThePropertyOnTheBus() throws {
-    let machine = try Machine(fakes: ["nmcli": Self.fakeNmcli, "dbus-monitor": Self.fakeDbusMonitor])
+    let machine = try Machine(fakes: [
+      "nmcli": Self.fakeNmcli, "dbus-monitor": Self.fakeDbusMonitor,
+    ])
     let watch = try machine.watch("nm-radio", ["watch", "wifi"])
     #expect(watch.says(["on"]), "\(watch.lines)")
     try machine.set("wifi", "disabled")
