@@ -168,9 +168,10 @@ until [ -n "$init" ]; do
   [ $SECONDS -lt $deadline ] || fail "systemd-nspawn started no init within 30 s: $(tail -5 "$work/boot.log")"
   # nspawn's one child is the container's init (children needs
   # CONFIG_PROC_CHILDREN; else the process whose parent is nspawn).
-  init=$(cat "/proc/$nspawn/task/$nspawn/children" 2>/dev/null | awk '{ print $1 }')
+  # Either may find nothing yet: that is no failure (set -e, pipefail).
+  init=$(cat "/proc/$nspawn/task/$nspawn/children" 2>/dev/null | awk '{ print $1 }' || true)
   [ -n "$init" ] || init=$(grep -l "^PPid:[[:space:]]*$nspawn\$" /proc/[0-9]*/status 2>/dev/null |
-    head -1 | cut -d/ -f3)
+    head -1 | cut -d/ -f3 || true)
   [ -n "$init" ] || sleep 0.1
 done
 t0=$SECONDS
