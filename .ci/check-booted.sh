@@ -26,7 +26,6 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${SWITCHD_CI_CACHE:-/var/cache/switchd-ci}
-suite=bookworm
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
 started=$SECONDS
 say() { printf 'check-booted: %s\n' "$*"; }
@@ -125,26 +124,9 @@ fi
 elapsed "packages ready"
 
 # --- the root ----------------------------------------------------------------------
-mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-tarball=$cache/$suite-booted-$(date -u +%G-W%V).tar
-if [ ! -f "$tarball" ]; then
-  say "debootstrap $suite with systemd, dbus, polkitd, NetworkManager (not cached: $tarball)"
-  t0=$SECONDS
-  fresh=$cache/debootstrap-booted.tmp
-  rm -rf "$fresh"
-  # polkitd does not configure without libpam-systemd (it needs a logind).
-  debootstrap --variant=minbase \
-    --include=systemd,systemd-sysv,dbus,polkitd,libpam-systemd,udev,network-manager,iproute2 \
-    "$suite" "$fresh" ${mirror:+"$mirror"} >"$work/debootstrap.log" 2>&1 || {
-    tail -20 "$work/debootstrap.log" >&2
-    fail "debootstrap failed"
-  }
-  tar -C "$fresh" --numeric-owner -cf "$tarball.tmp" .
-  mv "$tarball.tmp" "$tarball"
-  rm -rf "$fresh"
-  find "$cache" -maxdepth 1 -name "$suite-booted-*.tar" ! -path "$tarball" -delete
-  say "root made and cached in $((SECONDS - t0)) s"
-fi
+# polkitd does not configure without libpam-systemd (it needs a logind).
+tarball=$(bash "$repo/.ci/cached-root.sh" booted \
+  systemd,systemd-sysv,dbus,polkitd,libpam-systemd,udev,network-manager,iproute2) || fail "no root"
 mkdir "$root"
 tar -C "$root" --numeric-owner -xf "$tarball"
 cp /etc/resolv.conf "$root/etc/resolv.conf"

@@ -23,7 +23,6 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${SWITCHD_CI_CACHE:-/var/cache/switchd-ci}
-suite=bookworm
 export PATH="/opt/swift/usr/bin:$PATH"
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
 started=$SECONDS
@@ -130,24 +129,7 @@ fi
 say "binaries need no Swift library; man pages clean"
 
 # --- the root -------------------------------------------------------------------
-# The host's Debian mirror, if it names one; else debootstrap's default.
-mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-tarball=$cache/$suite-minbase-$(date -u +%G-W%V).tar
-if [ ! -f "$tarball" ]; then
-  say "debootstrap --variant=minbase $suite (not cached: $tarball)"
-  t0=$SECONDS
-  fresh=$cache/debootstrap.tmp
-  rm -rf "$fresh"
-  debootstrap --variant=minbase "$suite" "$fresh" ${mirror:+"$mirror"} >"$work/debootstrap.log" 2>&1 || {
-    tail -20 "$work/debootstrap.log" >&2
-    fail "debootstrap failed"
-  }
-  tar -C "$fresh" --numeric-owner -cf "$tarball.tmp" .
-  mv "$tarball.tmp" "$tarball"
-  rm -rf "$fresh"
-  find "$cache" -maxdepth 1 -name "$suite-minbase-*.tar" ! -path "$tarball" -delete
-  say "root made and cached in $((SECONDS - t0)) s"
-fi
+tarball=$(bash "$repo/.ci/cached-root.sh" minbase) || fail "no root"
 mkdir "$root"
 tar -C "$root" --numeric-owner -xf "$tarball"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
