@@ -27,6 +27,7 @@ debs=$cache/debs
 kept=$debs/$commit.deb
 mkdir -p "$debs"
 if [ -f "$kept" ]; then
+  touch "$kept" # used: the pruning below keeps the recently used
   say "$(git -C "$repo" rev-parse --short "$commit"): cached $kept"
   echo "$kept"
   exit 0
@@ -54,6 +55,7 @@ log=$build/build.log
 say "package built in $((SECONDS - t0)) s"
 cp "$(ls "$build"/switchd_*_*.deb)" "$kept.tmp"
 mv "$kept.tmp" "$kept"
-# The four newest stay: HEAD and its parent, for a branch and for main.
-ls -t "$debs"/*.deb | tail -n +5 | xargs -r rm -f
+# The six last used stay: HEAD and the commit it upgrades from, for a few
+# branches and main.
+ls -t "$debs"/*.deb | tail -n +7 | xargs -r rm -f
 echo "$kept"

@@ -84,6 +84,12 @@ fail() {
     in_box journalctl -u switchd.service -u switchd.socket -n 40 --no-pager -o short-precise \
       --output-fields=PRIORITY,MESSAGE 2>&1 | sed 's/^/  /' >&2 || true
     in_box systemctl status --no-pager switchd.service 2>&1 | sed 's/^/  /' >&2 || true
+    echo "--- the container: $(in_box systemctl is-system-running 2>&1); jobs and failed units" >&2
+    { in_box systemctl list-jobs --no-pager; in_box systemctl --failed --no-pager; } 2>&1 | sed 's/^/  /' >&2 || true
+  fi
+  if [ -s "$work/boot.log" ]; then
+    echo "--- the container's console (last 10 lines)" >&2
+    tail -10 "$work/boot.log" | sed 's/^/  /' >&2
   fi
   exit 1
 }
@@ -141,6 +147,20 @@ printf '[Service]\nWatchdogSec=3s\n' >"$root/etc/systemd/system/switchd.service.
 systemd-nspawn --keep-unit --register=no -D "$root" -b --console=pipe </dev/null \
   >"$work/boot.log" 2>&1 &
 nspawn=$!
+# The container's init: the child of nspawn that is pid 1 in its own pid
+# namespace ("NSpid: HOSTPID 1"). nspawn forks an intermediate child first,
+# which exits once it has started init: a child without that line is not it.
+container_init() {
+  local pid
+  for pid in $(cat "/proc/$nspawn/task/$nspawn/children" 2>/dev/null) \
+    $(grep -l "^PPid:[[:space:]]*$nspawn\$" /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3); do
+    if grep -Eq '^NSpid:[[:space:]]+[0-9]+[[:space:]]+1$' "/proc/$pid/status" 2>/dev/null; then
+      echo "$pid"
+      return 0
+    fi
+  done
+  return 0
+}
 deadline=$((SECONDS + 30))
 until [ -n "$init" ]; do
   if ! kill -0 "$nspawn" 2>/dev/null; then
@@ -148,12 +168,7 @@ until [ -n "$init" ]; do
     skip "systemd-nspawn cannot boot a container here: $(grep -v '^$' "$work/boot.log" | tail -3 | tr '\n' ' ')"
   fi
   [ $SECONDS -lt $deadline ] || fail "systemd-nspawn started no init within 30 s: $(tail -5 "$work/boot.log")"
-  # nspawn's one child is the container's init (children needs
-  # CONFIG_PROC_CHILDREN; else the process whose parent is nspawn).
-  # Either may find nothing yet: that is no failure (set -e, pipefail).
-  init=$(cat "/proc/$nspawn/task/$nspawn/children" 2>/dev/null | awk '{ print $1 }' || true)
-  [ -n "$init" ] || init=$(grep -l "^PPid:[[:space:]]*$nspawn\$" /proc/[0-9]*/status 2>/dev/null |
-    head -1 | cut -d/ -f3 || true)
+  init=$(container_init)
   [ -n "$init" ] || sleep 0.1
 done
 t0=$SECONDS
