@@ -119,7 +119,11 @@ elif [ "${SWITCHD_UPGRADE_FROM:-}" != none ]; then
   if [ -z "$from" ]; then
     main=$(git -C "$repo" rev-parse -q --verify main || git -C "$repo" rev-parse -q --verify origin/main || true)
     head=$(git -C "$repo" rev-parse HEAD)
-    if [ -z "$main" ] || [ "$main" = "$head" ]; then from=HEAD~; else from=$(git -C "$repo" merge-base HEAD "$main"); fi
+    if [ -z "$main" ] || [ "$main" = "$head" ]; then
+      from=HEAD~
+    else
+      from=$(git -C "$repo" merge-base HEAD "$main" || echo "$main")
+    fi
   fi
   if git -C "$repo" rev-parse -q --verify "$from^{commit}" >/dev/null; then
     old_deb=$(bash "$repo/.ci/build-deb.sh" "$from") || fail "the package of $from did not build"
