@@ -17,6 +17,7 @@ cache=${SWITCHD_CI_CACHE:-/var/cache/switchd-ci}
 suite=bookworm
 say() { printf 'cached-root: %s\n' "$*" >&2; }
 
+bash "$(dirname "${BASH_SOURCE[0]}")/apt-need.sh" debootstrap:debootstrap
 mkdir -p "$cache"
 # One debootstrap at a time per name.
 exec 9>"$cache/root-$name.lock"

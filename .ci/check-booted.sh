@@ -35,24 +35,8 @@ skip() {
   exit 0
 }
 
-# --- tools ---------------------------------------------------------------------
-need=()
-command -v systemd-nspawn >/dev/null || need+=(systemd-container)
-command -v debootstrap >/dev/null || need+=(debootstrap)
-command -v nsenter >/dev/null || need+=(util-linux)
-if [ -z "${SWITCHD_DEB:-}" ]; then
-  command -v dpkg-buildpackage >/dev/null || need+=(dpkg-dev)
-  command -v dh >/dev/null || need+=(debhelper)
-  command -v scdoc >/dev/null || need+=(scdoc)
-  command -v pkg-config >/dev/null || need+=(pkgconf)
-  command -v git >/dev/null || need+=(git)
-  [ -f /usr/include/sqlite3.h ] || need+=(libsqlite3-dev)
-fi
-if [ ${#need[@]} -gt 0 ]; then
-  say "installing ${need[*]}"
-  apt-get -o DPkg::Lock::Timeout=600 update -qq
-  apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${need[@]}" >/dev/null
-fi
+# --- tools (build-deb.sh and cached-root.sh install their own) ------------------
+bash "$repo/.ci/apt-need.sh" systemd-nspawn:systemd-container nsenter:util-linux
 
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/check-booted.XXXXXX")
 root=$work/root

@@ -35,19 +35,13 @@ fail() {
 elapsed() { say "$1 ($((SECONDS - started)) s so far)"; }
 
 # --- tools ---------------------------------------------------------------------
+# (build-deb.sh and cached-root.sh install their own.)
 need=()
-command -v debootstrap >/dev/null || need+=(debootstrap)
-command -v dpkg-buildpackage >/dev/null || need+=(dpkg-dev)
-command -v dh >/dev/null || need+=(debhelper)
 command -v lintian >/dev/null || need+=(lintian)
-command -v scdoc >/dev/null || need+=(scdoc)
-command -v pkg-config >/dev/null || need+=(pkgconf)
 command -v groff >/dev/null || need+=(groff-base)
 command -v man >/dev/null || need+=(man-db)
 command -v ansible-playbook >/dev/null || need+=(ansible-core)
 command -v objdump >/dev/null || need+=(binutils)
-command -v git >/dev/null || need+=(git)
-[ -f /usr/include/sqlite3.h ] || need+=(libsqlite3-dev)
 if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]}"
   apt-get -o DPkg::Lock::Timeout=600 update -qq
