@@ -40,6 +40,9 @@ SYSUSERSDIR ?= $(LIBDIR)/sysusers.d
 TMPFILESDIR ?= $(LIBDIR)/tmpfiles.d
 BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 MANDIR ?= $(DATADIR)/man
+# The polkit rule that lets the user switchd switch NetworkManager's radios
+# (nm-radio); polkitd reads rules from here and from /etc/polkit-1/rules.d.
+POLKITRULESDIR ?= $(DATADIR)/polkit-1/rules.d
 CONFDIR ?= $(SYSCONFDIR)/switchd
 
 INSTALL ?= install
@@ -85,7 +88,7 @@ install-bin: $(SWITCHD_BIN) $(SWITCHCTL_BIN)
 	$(INSTALL) -m 0755 $(SWITCHD_BIN) $(DESTDIR)$(SBINDIR)/switchd
 	$(INSTALL) -m 0755 $(SWITCHCTL_BIN) $(DESTDIR)$(BINDIR)/switchctl
 
-# The shipped apply commands (libexec/): rfkill-apply.
+# The shipped adapters (libexec/): rfkill-apply, rfkill-watch, nm-radio.
 LIBEXEC_FILES = $(wildcard libexec/*)
 
 install-libexec:
@@ -119,6 +122,7 @@ install-data:
 	$(INSTALL) -D -m 0644 systemd/sysusers.d/switchd.conf $(DESTDIR)$(SYSUSERSDIR)/switchd.conf
 	$(INSTALL) -D -m 0644 systemd/tmpfiles.d/switchd.conf $(DESTDIR)$(TMPFILESDIR)/switchd.conf
 	$(INSTALL) -D -m 0644 completion/switchctl.bash $(DESTDIR)$(BASHCOMPDIR)/switchctl
+	$(INSTALL) -D -m 0644 polkit/50-switchd-nm-radio.rules $(DESTDIR)$(POLKITRULESDIR)/50-switchd-nm-radio.rules
 
 # Removes what install added, except configuration files that differ from the
 # shipped ones (the administrator changed them) and files the administrator
@@ -131,6 +135,7 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/switchd.conf $(DESTDIR)$(TMPFILESDIR)/switchd.conf
 	rm -f $(DESTDIR)$(BASHCOMPDIR)/switchctl
+	rm -f $(DESTDIR)$(POLKITRULESDIR)/50-switchd-nm-radio.rules
 	@set -e; for f in $(CONFIG_FILES); do \
 	  dest=$(DESTDIR)$(CONFDIR)/$$f; \
 	  if [ ! -e "$$dest" ]; then :; \

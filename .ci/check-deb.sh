@@ -23,7 +23,6 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${SWITCHD_CI_CACHE:-/var/cache/switchd-ci}
-suite=bookworm
 export PATH="/opt/swift/usr/bin:$PATH"
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
 started=$SECONDS
@@ -36,19 +35,13 @@ fail() {
 elapsed() { say "$1 ($((SECONDS - started)) s so far)"; }
 
 # --- tools ---------------------------------------------------------------------
+# (build-deb.sh and cached-root.sh install their own.)
 need=()
-command -v debootstrap >/dev/null || need+=(debootstrap)
-command -v dpkg-buildpackage >/dev/null || need+=(dpkg-dev)
-command -v dh >/dev/null || need+=(debhelper)
 command -v lintian >/dev/null || need+=(lintian)
-command -v scdoc >/dev/null || need+=(scdoc)
-command -v pkg-config >/dev/null || need+=(pkgconf)
 command -v groff >/dev/null || need+=(groff-base)
 command -v man >/dev/null || need+=(man-db)
 command -v ansible-playbook >/dev/null || need+=(ansible-core)
 command -v objdump >/dev/null || need+=(binutils)
-command -v git >/dev/null || need+=(git)
-[ -f /usr/include/sqlite3.h ] || need+=(libsqlite3-dev)
 if [ ${#need[@]} -gt 0 ]; then
   say "installing ${need[*]}"
   apt-get -o DPkg::Lock::Timeout=600 update -qq
@@ -81,24 +74,9 @@ mkdir -p "$cache"
 if [ -n "${SWITCHD_DEB:-}" ]; then
   deb=$(realpath "$SWITCHD_DEB")
 else
-  # A clone of HEAD at a fixed path: what a fresh clone builds, with SwiftPM's
-  # .build kept from the last run. dpkg-buildpackage writes to its parent.
-  build=$cache/build
-  src=$build/switchd
-  mkdir -p "$build"
-  [ -d "$src/.git" ] || git clone -q "$repo" "$src"
-  git -C "$src" fetch -q "$repo" HEAD
-  git -C "$src" checkout -q --force --detach FETCH_HEAD
-  git -C "$src" clean -q -fdx -e /.build
-  rm -f "$build"/switchd_*
-  say "dpkg-buildpackage -us -uc -b in a clone of $(git -C "$src" rev-parse --short HEAD)"
-  t0=$SECONDS
-  (cd "$src" && dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1 || {
-    tail -40 "$work/build.log" >&2
-    fail "dpkg-buildpackage failed"
-  }
-  say "package built in $((SECONDS - t0)) s"
-  deb=$(ls "$build"/switchd_*_*.deb)
+  # Built in a clone of HEAD (what a fresh clone builds), cached per commit.
+  deb=$(bash "$repo/.ci/build-deb.sh" HEAD) || fail "the package did not build"
+  src=$cache/build/switchd
 fi
 cp "$deb" "$work/"
 deb=$work/$(basename "$deb")
@@ -123,7 +101,11 @@ for bin in usr/sbin/switchd usr/bin/switchctl; do
     fail "/$bin links the Swift runtime dynamically"
   fi
 done
-[ -x "$x/usr/libexec/switchd/rfkill-apply" ] || fail "the package has no /usr/libexec/switchd/rfkill-apply"
+for adapter in rfkill-apply rfkill-watch nm-radio; do
+  [ -x "$x/usr/libexec/switchd/$adapter" ] || fail "the package has no /usr/libexec/switchd/$adapter"
+done
+[ -f "$x/usr/share/polkit-1/rules.d/50-switchd-nm-radio.rules" ] ||
+  fail "the package has no /usr/share/polkit-1/rules.d/50-switchd-nm-radio.rules"
 for page in man8/switchd.8 man1/switchctl.1 man5/switchd.conf.5; do
   f=$x/usr/share/man/$page.gz
   [ -f "$f" ] || fail "the package has no /usr/share/man/$page.gz"
@@ -141,24 +123,7 @@ fi
 say "binaries need no Swift library; man pages clean"
 
 # --- the root -------------------------------------------------------------------
-# The host's Debian mirror, if it names one; else debootstrap's default.
-mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-tarball=$cache/$suite-minbase-$(date -u +%G-W%V).tar
-if [ ! -f "$tarball" ]; then
-  say "debootstrap --variant=minbase $suite (not cached: $tarball)"
-  t0=$SECONDS
-  fresh=$cache/debootstrap.tmp
-  rm -rf "$fresh"
-  debootstrap --variant=minbase "$suite" "$fresh" ${mirror:+"$mirror"} >"$work/debootstrap.log" 2>&1 || {
-    tail -20 "$work/debootstrap.log" >&2
-    fail "debootstrap failed"
-  }
-  tar -C "$fresh" --numeric-owner -cf "$tarball.tmp" .
-  mv "$tarball.tmp" "$tarball"
-  rm -rf "$fresh"
-  find "$cache" -maxdepth 1 -name "$suite-minbase-*.tar" ! -path "$tarball" -delete
-  say "root made and cached in $((SECONDS - t0)) s"
-fi
+tarball=$(bash "$repo/.ci/cached-root.sh" minbase) || fail "no root"
 mkdir "$root"
 tar -C "$root" --numeric-owner -xf "$tarball"
 cp /etc/resolv.conf "$root/etc/resolv.conf"

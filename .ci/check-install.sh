@@ -7,8 +7,9 @@
 #
 # Build first: swift build -c release --scratch-path SCRATCH_PATH. This script
 # never builds (SKIP_BUILD=1). It checks:
-#   - the installed tree: switchctl in bin, switchd in sbin, rfkill-apply in
-#     libexec/switchd, units with
+#   - the installed tree: switchctl in bin, switchd in sbin, the adapters
+#     (rfkill-apply, rfkill-watch, nm-radio) in libexec/switchd, the polkit
+#     rule for nm-radio in share/polkit-1/rules.d, units with
 #     @SBINDIR@/@BINDIR@/@SYSCONFDIR@ substituted, the shipped configuration under /etc/switchd,
 #     sysusers.d/tmpfiles.d, bash completion, the man pages (built with scdoc,
 #     installed here when missing) in share/man/manN, the Cockpit page, and
@@ -46,7 +47,7 @@ fi
 # The Makefile's variables are `?=`: one set in this environment would move
 # the install. Only what is passed on make's command line counts here.
 unset DESTDIR PREFIX SYSCONFDIR BINDIR LIBDIR LIBEXECDIR DATADIR UNITDIR SYSUSERSDIR TMPFILESDIR \
-  BASHCOMPDIR CONFDIR SWIFT_BIN_PATH SWITCHD_BIN SWITCHCTL_BIN SKIP_BUILD MAKEFLAGS MFLAGS
+  BASHCOMPDIR POLKITRULESDIR CONFDIR SWIFT_BIN_PATH SWITCHD_BIN SWITCHCTL_BIN SKIP_BUILD MAKEFLAGS MFLAGS
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/check-install.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -169,6 +170,9 @@ $check"
   expect_mode "$dest$prefix/lib/sysusers.d/switchd.conf" 644
   expect_mode "$dest$prefix/lib/tmpfiles.d/switchd.conf" 644
   expect_mode "$dest$prefix/share/bash-completion/completions/switchctl" 644
+  local rule=$dest$prefix/share/polkit-1/rules.d/50-switchd-nm-radio.rules
+  expect_same "$repo/polkit/50-switchd-nm-radio.rules" "$rule"
+  expect_mode "$rule" 644
   bash -n "$dest$prefix/share/bash-completion/completions/switchctl" ||
     fail "the installed bash completion has a syntax error"
 
@@ -194,7 +198,8 @@ $check"
         "${prefix#/}/lib/systemd/system/switchd.service" \
         "${prefix#/}/lib/systemd/system/switchd.socket" \
         "${prefix#/}/lib/sysusers.d/switchd.conf" "${prefix#/}/lib/tmpfiles.d/switchd.conf" \
-        "${prefix#/}/share/bash-completion/completions/switchctl"
+        "${prefix#/}/share/bash-completion/completions/switchctl" \
+        "${prefix#/}/share/polkit-1/rules.d/50-switchd-nm-radio.rules"
       for scd in "$repo"/docs/man/*.scd; do
         printf '%s\n' "${prefix#/}/share/$(man_page_of "$scd")"
       done
