@@ -1,4 +1,5 @@
 import Glibc
+import SwitchTestSupport
 import Testing
 
 /// The shipped `libexec/rfkill-watch` and `libexec/nm-radio` (issue 23 item
