@@ -74,13 +74,14 @@ public enum VarlinkEncoding {
   }
 
   /// `Watch`'s first reply: `{"revision":R,"switches":[Switch…]}`, or with
-  /// `since` (`switches` nil) `{"revision":R}`.
+  /// `since` (`withSwitches` false) `{"revision":R}`.
   public static func writeWatch(
-    _ w: inout JSONWriter, revision: Int64, switches: ResultEncoding.Switches?
+    _ w: inout JSONWriter, revision: Int64, withSwitches: Bool,
+    switches: ResultEncoding.Switches
   ) {
     w.raw("{\"revision\":")
     w.int(revision)
-    if let switches {
+    if withSwitches {
       w.raw(",\"switches\":")
       switches(&w)
     }

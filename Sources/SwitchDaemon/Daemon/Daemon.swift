@@ -167,18 +167,28 @@ public enum Daemon {
       log.error("\(error); not starting")
       return 1
     }
-    let listener: Listener
-    if let activated = Listener.activated(environment: env, path: socketPath) {
-      listener = activated
-    } else {
+    // Each socket systemd did not pass is bound here (the varlink one may
+    // be new to a unit that passes only the JSON-RPC socket).
+    let activated = Listener.activated(environment: env, path: socketPath)
+    let varlinkPath = catalog.settings.varlinkSocketPath(besides: socketPath).map(absolute)
+    func bound(_ path: String) -> Listener? {
       do {
         try TrustedDirectory.create(
-          parent(of: socketPath), mode: 0o755, uid: uid, privateDirectory: privateDirectory)
-        listener = try Listener.bind(path: socketPath, mode: catalog.settings.socketMode)
+          parent(of: path), mode: 0o755, uid: uid, privateDirectory: privateDirectory)
+        return try Listener.bind(path: path, mode: catalog.settings.socketMode)
       } catch {
-        log.error("cannot listen on \(socketPath): \(error)")
+        log.error("cannot listen on \(path): \(error)")
+        return nil
+      }
+    }
+    guard let listener = activated?.jsonRPC ?? bound(socketPath) else { return 1 }
+    var varlinkListener = activated?.varlink
+    if varlinkListener == nil, let varlinkPath {
+      guard let made = bound(varlinkPath) else {
+        listener.close()
         return 1
       }
+      varlinkListener = made
     }
 
     let notifier = Notifier(environment: env)
@@ -188,16 +198,19 @@ public enum Daemon {
         listener: listener, databasePath: databasePath,
         configDirectory: options.configDirectory, catalog: catalog, access: access,
         started: started, jobs: jobs, outputs: outputs, wakeFD: wakeFD, signalFD: signalFD,
-        notifier: notifier, log: log)
+        notifier: notifier, log: log, varlinkListener: varlinkListener)
     } catch {
       log.error("cannot start: \(error)")
       listener.close()
+      varlinkListener?.close()
       return 1
     }
     server.listenerPath = listener.path
     log.info(
       "switchd \(SwitchdVersion.current) serving \(listener.path)"
-        + "\(listener.activated ? " (socket-activated)" : ""), database \(databasePath), "
+        + "\(listener.activated ? " (socket-activated)" : "")"
+        + (varlinkListener.map { " and varlink on \($0.path)" } ?? "")
+        + ", database \(databasePath), "
         + "\(counted(catalog.switches.count, "switch", "switches")), "
         + "\(counted(catalog.policyCount, "policy", "policies")), "
         + "revision \(started.snapshot.revision)")
