@@ -44,7 +44,10 @@ CONFDIR ?= $(SYSCONFDIR)/switchd
 
 INSTALL ?= install
 
-UNITS = switchd.service switchd.socket
+UNITS = switchd.service switchd.socket switchd-varlink.socket
+# The varlink interface definition, where varlink tools look for one.
+VARLINKDIR ?= $(DATADIR)/varlink
+VARLINK_IDL = Sources/SwitchProtocol/io.switchd.Switches.varlink
 # The shipped configuration, as Config/-relative names (switchd.conf,
 # switches.d/NAME.conf, policy.d/NAME.conf).
 CONFIG_FILES = $(patsubst Config/%,%,$(wildcard Config/switchd.conf Config/switches.d/*.conf Config/policy.d/*.conf))
@@ -119,6 +122,7 @@ install-data:
 	$(INSTALL) -D -m 0644 systemd/sysusers.d/switchd.conf $(DESTDIR)$(SYSUSERSDIR)/switchd.conf
 	$(INSTALL) -D -m 0644 systemd/tmpfiles.d/switchd.conf $(DESTDIR)$(TMPFILESDIR)/switchd.conf
 	$(INSTALL) -D -m 0644 completion/switchctl.bash $(DESTDIR)$(BASHCOMPDIR)/switchctl
+	$(INSTALL) -D -m 0644 $(VARLINK_IDL) $(DESTDIR)$(VARLINKDIR)/io.switchd.Switches.varlink
 
 # Removes what install added, except configuration files that differ from the
 # shipped ones (the administrator changed them) and files the administrator
@@ -131,6 +135,7 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/switchd.conf $(DESTDIR)$(TMPFILESDIR)/switchd.conf
 	rm -f $(DESTDIR)$(BASHCOMPDIR)/switchctl
+	rm -f $(DESTDIR)$(VARLINKDIR)/io.switchd.Switches.varlink
 	@set -e; for f in $(CONFIG_FILES); do \
 	  dest=$(DESTDIR)$(CONFDIR)/$$f; \
 	  if [ ! -e "$$dest" ]; then :; \
