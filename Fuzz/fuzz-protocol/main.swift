@@ -222,7 +222,7 @@
       check(user != .everyone, "\"user\": \"*\" was accepted on list")
     case .unwatch(let id):
       check(id.utf8.count <= 64, "a watch id over 64 bytes was accepted")
-    case .reload, .status:
+    case .reload, .status, .backup:
       break
     }
   }
