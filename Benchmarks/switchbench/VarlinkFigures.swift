@@ -5,8 +5,9 @@ import Glibc
 /// Both sockets are served by one loop and one writer, so what differs is
 /// only the framing and the envelope.
 extension Bench {
-  static let varlinkGet = Array(
-    #"{"method":"io.switchd.Switches.Get","parameters":{"key":"wifi"}}"#.utf8) + [0]
+  static let varlinkGet =
+    Array(
+      #"{"method":"io.switchd.Switches.Get","parameters":{"key":"wifi"}}"#.utf8) + [0]
 
   static func varlinkToggle(_ client: Int) -> [UInt8] {
     Array(
