@@ -167,8 +167,8 @@ public enum Daemon {
       log.error("\(error); not starting")
       return 1
     }
-    // Each socket systemd did not pass is bound here (the varlink one may
-    // be new to a unit that passes only the JSON-RPC socket).
+    // Socket-activated, switchd serves what systemd passed and binds no
+    // path (the units decide where sockets are); else it binds both.
     let activated = Listener.activated(environment: env, path: socketPath)
     let varlinkPath = catalog.settings.varlinkSocketPath(besides: socketPath).map(absolute)
     func bound(_ path: String) -> Listener? {
@@ -183,7 +183,7 @@ public enum Daemon {
     }
     guard let listener = activated?.jsonRPC ?? bound(socketPath) else { return 1 }
     var varlinkListener = activated?.varlink
-    if varlinkListener == nil, let varlinkPath {
+    if activated == nil, let varlinkPath {
       guard let made = bound(varlinkPath) else {
         listener.close()
         return 1
