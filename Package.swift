@@ -58,18 +58,28 @@ let package = Package(
       name: "fuzz-protocol", dependencies: ["SwitchProtocol"], path: "Fuzz/fuzz-protocol"),
     .executableTarget(
       name: "fuzz-keyfile", dependencies: ["SwitchCore"], path: "Fuzz/fuzz-keyfile"),
+    // What the test targets share (in no product): the one process spawner
+    // (`Child`, `runProcess`), daemon fixture, poll helper, temp directories
+    // and small file helpers.
+    .target(
+      name: "SwitchTestSupport", dependencies: ["SwitchProtocol", "SwitchSystem"],
+      path: "Tests/SwitchTestSupport"),
     .testTarget(name: "SwitchCoreTests", dependencies: ["SwitchCore", "SeededRandom"]),
     .testTarget(name: "SwitchProtocolTests", dependencies: ["SwitchProtocol", "SeededRandom"]),
-    .testTarget(name: "SwitchStoreTests", dependencies: ["SwitchStore", "SeededRandom"]),
-    .testTarget(name: "SwitchSystemTests", dependencies: ["SwitchSystem"]),
     .testTarget(
-      name: "SwitchDaemonTests", dependencies: ["SwitchDaemon", "SwitchCore", "SwitchSystem"]),
-    .testTarget(name: "SwitchCtlTests", dependencies: ["SwitchCtl"]),
+      name: "SwitchStoreTests", dependencies: ["SwitchStore", "SeededRandom", "SwitchTestSupport"]),
+    .testTarget(name: "SwitchSystemTests", dependencies: ["SwitchSystem", "SwitchTestSupport"]),
+    .testTarget(
+      name: "SwitchDaemonTests",
+      dependencies: ["SwitchDaemon", "SwitchCore", "SwitchSystem", "SwitchTestSupport"]),
+    .testTarget(name: "SwitchCtlTests", dependencies: ["SwitchCtl", "SwitchTestSupport"]),
     // Starts the real switchd and switchctl, which `swift test` builds
     // beside the test runner (all products are built with the tests).
     .testTarget(
       name: "EndToEndTests",
-      dependencies: ["SwitchProtocol", "SwitchCore", "SwitchSystem", "SeededRandom"]),
+      dependencies: [
+        "SwitchProtocol", "SwitchCore", "SwitchSystem", "SeededRandom", "SwitchTestSupport",
+      ]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -23,7 +23,7 @@ fail() {
   echo "check-ansible: FAIL: $*" >&2
   exit 1
 }
-command -v ansible-playbook >/dev/null || fail "ansible-playbook not found (apt-get install ansible-core)"
+command -v ansible-playbook >/dev/null || fail "ansible-playbook not found (install the Debian package ansible-core)"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/check-ansible.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -8,7 +8,7 @@
 #
 # In order: the man pages (groff -ww and man --warnings clean), the package
 # (dpkg-buildpackage -us -uc -b in a clone of HEAD), lintian (no errors),
-# then in the root: apt-get install ./switchd_*.deb, switchd started directly
+# then in the root: the package installed with apt (./switchd_*.deb), switchd started directly
 # with the shipped configuration (no systemd there), switchctl list, toggle,
 # watch, lock and reload; the Ansible role (contrib/ansible, run on this
 # machine against the root's paths); an upgrade over itself that keeps a
@@ -175,7 +175,7 @@ in_root apt-get -o DPkg::Lock::Timeout=600 update -qq
 cp "$deb" "$root/tmp/"
 in_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq "./tmp/$(basename "$deb")" >"$work/install.log" 2>&1 || {
   cat "$work/install.log" >&2
-  fail "apt-get install ./$(basename "$deb") failed in the root"
+  fail "installing ./$(basename "$deb") with apt failed in the root"
 }
 in_root dpkg -s libsqlite3-0 >/dev/null 2>&1 || fail "installing the package did not bring libsqlite3-0"
 for bin in /usr/sbin/switchd /usr/bin/switchctl; do

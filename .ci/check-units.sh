@@ -19,7 +19,7 @@ fail() {
   exit 1
 }
 
-command -v systemd-analyze >/dev/null || fail "systemd-analyze not found (apt-get install systemd)"
+command -v systemd-analyze >/dev/null || fail "systemd-analyze not found (install the Debian package systemd)"
 [[ -x $bin && -f $bin ]] || fail "no executable switchd at '$bin' (build it first: swift build -c release)"
 bin=$(realpath "$bin")
 

@@ -21,7 +21,7 @@ enum BackupCommand {
   /// into the file and syncs it. Returns the daemon's result.
   static func run(
     to path: String, ask: () throws(Failure) -> (result: JSONValue, copy: Int32?)
-  ) throws(Failure) -> JSONValue {
+  ) throws(Failure) -> BackupResult {
     guard
       let target = Descriptor(opening: path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600)
     else {
@@ -37,23 +37,22 @@ enum BackupCommand {
       throw .local("switchd answered backup without passing the copy's descriptor")
     }
     let copy = Descriptor(passed)
-    let expected = result[WireField.bytes]?.int64Value
+    let backup = try decode(result, as: BackupResult.self)
     let written = try copyAll(from: copy, to: target, path: path)
-    if let expected, written != expected {
-      throw .local("the copy switchd passed has \(written) bytes, not the \(expected) it announced")
+    if written != backup.bytes {
+      throw .local(
+        "the copy switchd passed has \(written) bytes, not the \(backup.bytes) it announced")
     }
     guard fsync(target.raw) == 0 else {
       throw .local("cannot sync \(path): \(describeErrno(errno))")
     }
     kept = true
-    return result
+    return backup
   }
 
   /// The text line: where the copy went and which revision it is as of.
-  static func summary(_ result: JSONValue, path: String) -> String {
-    let revision = result[WireField.revision]?.int64Value.map(String.init) ?? "?"
-    let bytes = result[WireField.bytes]?.int64Value.map(String.init) ?? "?"
-    return "backup of revision \(revision) written to \(path) (\(bytes) bytes)"
+  static func summary(_ backup: BackupResult, path: String) -> String {
+    "backup of revision \(backup.revision) written to \(path) (\(backup.bytes) bytes)"
   }
 
   /// Copies `source` from its start to its end into `target`; the bytes copied.

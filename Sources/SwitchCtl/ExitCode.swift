@@ -53,6 +53,9 @@ enum Failure: Error {
   case remote(RemoteError)
   /// The conversation with the daemon broke down.
   case client(ClientError)
+  /// The daemon answered with a result or event that lacks a member
+  /// switchctl reads, or has one of another type (docs/protocol.md).
+  case undecodable(WireDecodingError)
   /// The command line was wrong.
   case usage(UsageError)
   /// switchctl's own work failed (the file `backup` writes): one sentence,
@@ -67,7 +70,7 @@ enum Failure: Error {
     // The path came from the caller (--socket, $SWITCHD_SOCKET): no daemon
     // can ever be reached there, so the command line is what is wrong.
     case .client(.pathTooLong): return .usage
-    case .client, .local: return .failure
+    case .client, .undecodable, .local: return .failure
     case .usage: return .usage
     }
   }
@@ -78,6 +81,7 @@ enum Failure: Error {
     switch self {
     case .remote(let error): return Output.refusal(error)
     case .client(let error): return ["switchctl: " + error.sentence]
+    case .undecodable(let error): return ["switchctl: " + Self.sentence(error)]
     case .usage(let error): return ["switchctl: " + error.message, error.hint]
     case .local(let sentence): return ["switchctl: " + sentence]
     }
@@ -106,11 +110,17 @@ extension Failure {
         default: "ClientFailure"
         }
       return Self.localObject(error.sentence, name: name)
+    case .undecodable(let error):
+      return Self.localObject(Self.sentence(error), name: "ClientFailure")
     case .usage(let error):
       return Self.localObject(error.message, name: "Usage")
     case .local(let sentence):
       return Self.localObject(sentence, name: "ClientFailure")
     }
+  }
+
+  private static func sentence(_ error: WireDecodingError) -> String {
+    "switchd sent a reply switchctl does not understand: \(error)"
   }
 
   private static func localObject(_ sentence: String, name: String) -> JSONValue {

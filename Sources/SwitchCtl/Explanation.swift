@@ -6,21 +6,22 @@ import SwitchProtocol
 /// Built from the switch and its history pages, newest first, so the search
 /// is a pure function tests feed with canned JSON.
 struct Explanation: Equatable {
-  var switchObject: JSONValue
-  var lastChange: JSONValue?
-  var heldSince: JSONValue?
-  var disabledSince: JSONValue?
+  var switchObject: Sent<SwitchObject>
+  var lastChange: Sent<EntryObject>?
+  var heldSince: Sent<EntryObject>?
+  var disabledSince: Sent<EntryObject>?
   /// Whether any entry has been seen; the first one seen is the last change.
   private var sawEntries = false
 
-  init(switchObject: JSONValue) {
+  init(switchObject: Sent<SwitchObject>) {
     self.switchObject = switchObject
   }
 
   /// Whether older history could still fill in a hold's "since".
   var needsOlderHistory: Bool {
-    (holder(WireField.heldBy) != nil && heldSince == nil)
-      || (holder(WireField.disabledBy) != nil && disabledSince == nil)
+    let state = switchObject.value.state
+    return (state.heldBy != nil && heldSince == nil)
+      || (state.disabledBy != nil && disabledSince == nil)
   }
 
   /// Takes in one page of the switch's history, newer pages first.
@@ -28,19 +29,19 @@ struct Explanation: Equatable {
   /// "Since when" is the entry in which the current holder took hold
   /// (`state` names it and `previous` does not), not the latest lock: an
   /// administrator re-locking only to change the reason does not restart it.
-  mutating func scan(_ entries: [JSONValue]) {
+  mutating func scan(_ entries: [Sent<EntryObject>]) {
     if !sawEntries, let first = entries.first {
       lastChange = first
       sawEntries = true
     }
+    let state = switchObject.value.state
     for entry in entries {
-      if heldSince == nil, let held = holder(WireField.heldBy),
-        tookHold(entry, WireField.heldBy, held)
-      {
+      let (now, before) = (entry.value.state, entry.value.previous)
+      if heldSince == nil, let held = state.heldBy, now.heldBy == held, before.heldBy != held {
         heldSince = entry
       }
-      if disabledSince == nil, let by = holder(WireField.disabledBy),
-        tookHold(entry, WireField.disabledBy, by)
+      if disabledSince == nil, let by = state.disabledBy, now.disabledBy == by,
+        before.disabledBy != by
       {
         disabledSince = entry
       }
@@ -48,22 +49,14 @@ struct Explanation: Equatable {
     }
   }
 
-  /// `why --json`: `{"switch", "lastChange", "heldSince", "disabledSince"}`.
+  /// `why --json`: `{"switch", "lastChange", "heldSince", "disabledSince"}`,
+  /// each as the daemon sent it.
   var json: JSONValue {
     .object([
-      JSONMember(WireField.switch, switchObject),
-      JSONMember("lastChange", lastChange ?? .null),
-      JSONMember("heldSince", heldSince ?? .null),
-      JSONMember("disabledSince", disabledSince ?? .null),
+      JSONMember(WireField.switch, switchObject.json),
+      JSONMember("lastChange", lastChange?.json ?? .null),
+      JSONMember("heldSince", heldSince?.json ?? .null),
+      JSONMember("disabledSince", disabledSince?.json ?? .null),
     ])
-  }
-
-  private func holder(_ field: String) -> JSONValue? {
-    guard let value = switchObject[field], !value.isNull else { return nil }
-    return value
-  }
-
-  private func tookHold(_ entry: JSONValue, _ field: String, _ holder: JSONValue) -> Bool {
-    entry[WireField.state]?[field] == holder && entry[WireField.previous]?[field] != holder
   }
 }

@@ -1,45 +1,36 @@
 import SwitchCore
 import SwitchProtocol
 
-/// Text for people, from the JSON the daemon sends. Pure functions of JSON
-/// values, so golden tests need no daemon. Fields a newer daemon adds are
-/// ignored; fields that are missing render as `?` rather than failing.
+/// Text for people, from the results and events the daemon sends, decoded
+/// (SwitchProtocol's `Results.swift` and `WireObjects.swift`). Pure
+/// functions of those values, so golden tests need no daemon.
 enum Output {
   // MARK: Values
 
-  /// `on`, `off`, or `?` for anything that is not a boolean.
-  static func onOff(_ value: JSONValue?) -> String {
-    switch value {
-    case .bool(true)?: return "on"
-    case .bool(false)?: return "off"
-    default: return "?"
-    }
-  }
+  static func onOff(_ on: Bool) -> String { on ? "on" : "off" }
+
+  static func yesNo(_ flag: Bool) -> String { flag ? "yes" : "no" }
 
   /// The notes for a Switch or a State that is disabled, read-only or
   /// invalid, in the order a person must read them: disabled wins
   /// (docs/semantics.md rule 5), so it comes first. E.g. `disabled by admin: Gone.`.
   /// `invalid` says the system did not take the value: `invalid: rfkill: no device`.
-  static func notes(_ state: JSONValue) -> [String] {
+  static func notes(_ state: StateObject) -> [String] {
     var notes: [String] = []
-    if state[WireField.disabled] == .bool(true) {
-      notes.append(
-        hold("disabled", by: state[WireField.disabledBy], reason: state[WireField.disabledReason]))
+    if state.disabled {
+      notes.append(hold("disabled", by: state.disabledBy, reason: state.disabledReason))
     }
-    if state[WireField.readOnly] == .bool(true) {
-      notes.append(
-        hold("read-only", by: state[WireField.heldBy], reason: state[WireField.readOnlyReason]))
+    if state.readOnly {
+      notes.append(hold("read-only", by: state.heldBy, reason: state.readOnlyReason))
     }
-    if state[WireField.invalid] == .bool(true) {
-      notes.append(hold("invalid", by: nil, reason: state[WireField.invalidReason]))
-    }
+    if state.invalid { notes.append(hold("invalid", by: nil, reason: state.invalidReason)) }
     return notes
   }
 
-  private static func hold(_ what: String, by holder: JSONValue?, reason: JSONValue?) -> String {
+  private static func hold(_ what: String, by holder: String?, reason: String?) -> String {
     var text = what
-    if let name = holder?.stringValue { text += " by " + name }
-    if let reason = reason?.stringValue, !reason.isEmpty { text += ": " + printable(reason) }
+    if let holder { text += " by " + holder }
+    if let reason, !reason.isEmpty { text += ": " + printable(reason) }
     return text
   }
 
@@ -66,20 +57,23 @@ enum Output {
   }
 
   /// `text` followed by each note in parentheses.
-  static func withNotes(_ text: String, _ state: JSONValue) -> String {
+  static func withNotes(_ text: String, _ state: StateObject) -> String {
     notes(state).reduce(text) { $0 + " (" + $1 + ")" }
   }
 
   /// Who made a change: `uid 1000 (pid 4321)`, `policy`, or `another user`
   /// when the daemon hides who (null ids: another user's change, shown to
   /// someone who does not administer).
-  static func actor(_ actor: JSONValue?, withPID: Bool) -> String {
-    guard let actor else { return "?" }
-    if let source = actor[WireField.source]?.stringValue { return source }
-    if actor[WireField.uid] == .null { return "another user" }
-    guard let uid = actor[WireField.uid]?.int64Value else { return "?" }
-    if withPID, let pid = actor[WireField.pid]?.int64Value { return "uid \(uid) (pid \(pid))" }
+  static func actor(_ actor: ActorObject, withPID: Bool) -> String {
+    if let source = actor.source { return source }
+    guard let uid = actor.uid else { return "another user" }
+    if withPID, let pid = actor.pid { return "uid \(uid) (pid \(pid))" }
     return "uid \(uid)"
+  }
+
+  /// A time as the daemon wrote it: `2026-11-30T03:41:07.002Z`.
+  static func time(_ milliseconds: Int64) -> String {
+    Timestamp.iso8601(milliseconds: milliseconds)
   }
 
   /// Compact JSON text, as `JSONWriter` writes it: what `--json` prints.
@@ -90,18 +84,15 @@ enum Output {
   // MARK: Commands
 
   /// `get`: `off (read-only by policy: Bluetooth is turned off by your organisation.)`.
-  static func get(_ switchObject: JSONValue) -> String {
-    withNotes(onOff(switchObject[WireField.checked]), switchObject)
+  static func get(_ switchObject: SwitchObject) -> String {
+    withNotes(onOff(switchObject.state.checked), switchObject.state)
   }
 
   /// `list`: key, on/off, label and notes, in aligned columns.
-  static func list(_ result: JSONValue) -> [String] {
-    let rows = (result[WireField.switches]?.arrayValue ?? []).map { item -> [String] in
-      var row = [
-        item[WireField.key]?.stringValue ?? "?", onOff(item[WireField.checked]),
-        printable(item[WireField.label]?.stringValue ?? ""),
-      ]
-      let notes = notes(item)
+  static func list(_ result: ListResult) -> [String] {
+    let rows = result.switches.map { item -> [String] in
+      var row = [item.key, onOff(item.state.checked), printable(item.label)]
+      let notes = notes(item.state)
       if !notes.isEmpty { row.append(notes.map { "(" + $0 + ")" }.joined(separator: " ")) }
       return row
     }
@@ -109,74 +100,69 @@ enum Output {
   }
 
   /// A write (`set`, `lock`, …): `wifi: on`, `wifi: on (unchanged)`, with notes.
-  static func write(_ result: JSONValue) -> String {
-    let switchObject = result[WireField.switch] ?? .null
-    var text =
-      (switchObject[WireField.key]?.stringValue ?? "?") + ": "
-      + onOff(switchObject[WireField.checked])
-    if result[WireField.changed] == .bool(false) { text += " (unchanged)" }
-    return withNotes(text, switchObject)
+  static func write(_ result: WriteResult) -> String {
+    let switchObject = result.switchObject
+    var text = switchObject.key + ": " + onOff(switchObject.state.checked)
+    if !result.changed { text += " (unchanged)" }
+    return withNotes(text, switchObject.state)
   }
 
   /// `history`: `43  2026-11-30T03:41:07.002Z  wifi  toggle  checked: on→off  by uid 1000 (pid 4321)`,
   /// or `no changes` for an empty page, so that a person sees the command worked.
-  static func history(_ result: JSONValue) -> [String] {
-    let entries = result[WireField.entries]?.arrayValue ?? []
-    return entries.isEmpty ? ["no changes"] : table(entries.map(historyRow))
+  static func history(_ result: HistoryResult) -> [String] {
+    result.entries.isEmpty ? ["no changes"] : table(result.entries.map(historyRow))
   }
 
-  private static func historyRow(_ entry: JSONValue) -> [String] {
+  private static func historyRow(_ entry: EntryObject) -> [String] {
     [
-      entry[WireField.revision]?.int64Value.map { String($0) } ?? "?",
-      entry[WireField.time]?.stringValue ?? "?",
-      keyAndUser(entry),
-      entry[WireField.cause]?.stringValue ?? "?",
+      String(entry.revision), time(entry.time), keyAndUser(entry), entry.cause,
       // Changes vary too much in width to align; the actor follows them.
-      changes(entry) + "  by " + actor(entry[WireField.actor], withPID: true),
+      changes(entry) + "  by " + actor(entry.actor, withPID: true),
     ]
   }
 
-  /// The fields a change altered: `checked: on→off, heldBy: none→admin`.
-  static func changes(_ entry: JSONValue) -> String {
-    let names = (entry[WireField.fields]?.arrayValue ?? []).compactMap(\.stringValue)
-    return names.map { name in
-      name + ": " + field(name, entry[WireField.previous]?[name]) + "→"
-        + field(name, entry[WireField.state]?[name])
+  /// The fields a change altered: `checked: on→off, heldBy: none→admin`; a
+  /// field this build does not know is `?`.
+  static func changes(_ entry: EntryObject) -> String {
+    entry.fields.map { name in
+      guard let field = StateField(wireName: name) else { return name + ": ?→?" }
+      return name + ": " + value(field, of: entry.previous) + "→" + value(field, of: entry.state)
     }.joined(separator: ", ")
   }
 
   /// One State field's value: on/off for `checked`, yes/no for flags,
   /// reasons quoted (free text), `none` for null.
-  private static func field(_ name: String, _ value: JSONValue?) -> String {
-    switch value {
-    case nil: return "?"
-    case .null?: return "none"
-    case .bool(let flag)?: return name == WireField.checked ? onOff(value) : (flag ? "yes" : "no")
-    case .string(let text)?:
-      return name.hasSuffix("Reason") ? JSONValue.string(text).jsonText : text
-    case let other?: return other.jsonText
+  private static func value(_ field: StateField, of state: StateObject) -> String {
+    func quoted(_ reason: String?) -> String {
+      reason.map { JSONValue.string($0).jsonText } ?? "none"
+    }
+    switch field {
+    case .checked: return onOff(state.checked)
+    case .readOnly: return yesNo(state.readOnly)
+    case .readOnlyReason: return quoted(state.readOnlyReason)
+    case .heldBy: return state.heldBy ?? "none"
+    case .disabled: return yesNo(state.disabled)
+    case .disabledReason: return quoted(state.disabledReason)
+    case .disabledBy: return state.disabledBy ?? "none"
+    case .invalid: return yesNo(state.invalid)
+    case .invalidReason: return quoted(state.invalidReason)
     }
   }
 
   /// `watch`: `42 wifi off (toggle by uid 1000)`, then the notes of the new state.
-  static func event(_ params: JSONValue) -> String {
-    let cause = params[WireField.cause]?.stringValue ?? "?"
-    let who = actor(params[WireField.actor], withPID: false)
+  static func event(_ change: EntryObject) -> String {
+    let who = actor(change.actor, withPID: false)
     // A policy change is made by the policy: "(policy by policy)" says nothing twice.
-    let origin = who == cause ? cause : cause + " by " + who
-    let state = params[WireField.state] ?? .null
-    let head =
-      (params[WireField.revision]?.int64Value.map { String($0) } ?? "?") + " "
-      + keyAndUser(params) + " " + onOff(state[WireField.checked])
-    return withNotes(head + " (" + origin + ")", state)
+    let origin = who == change.cause ? who : change.cause + " by " + who
+    let head = "\(change.revision) " + keyAndUser(change) + " " + onOff(change.state.checked)
+    return withNotes(head + " (" + origin + ")", change.state)
   }
 
   /// The key of an event or entry, with whose value changed when it is one
   /// user's: `email.marketing[uid 1000]`.
-  private static func keyAndUser(_ change: JSONValue) -> String {
-    let key = change[WireField.key]?.stringValue ?? "?"
-    guard let user = change[WireField.user]?.int64Value else { return key }
-    return key + "[uid \(user)]"
+  private static func keyAndUser(_ change: EntryObject) -> String {
+    guard let user = change.user else { return change.key }
+    return change.key + "[uid \(user)]"
   }
 
   private static func scalar(_ value: JSONValue) -> String {
@@ -184,37 +170,35 @@ enum Output {
     case .string(let text): return printable(text)
     case .null: return "none"
     case .number(let number): return number.text
-    case .bool(let flag): return flag ? "yes" : "no"
+    case .bool(let flag): return yesNo(flag)
     case let other: return other.jsonText
     }
   }
 
-  /// `status`: one `name: value` line per result member (members a newer
-  /// daemon adds print too); the last reload and the caller in words,
-  /// each problem of a refused reload on its own line.
-  static func status(_ result: JSONValue) -> [String] {
+  /// `status`: one `name: value` line per member, in the order `sent` has
+  /// them (members a newer daemon adds print too); the last reload and the
+  /// caller in words, from `report`, each problem of a refused reload on its
+  /// own line.
+  static func status(_ report: StatusReport, sent: JSONValue) -> [String] {
     var lines: [String] = []
-    for member in result.objectMembers ?? [] {
+    for member in sent.objectMembers ?? [] {
       switch member.name {
       case WireField.lastReload:
-        guard let time = member.value[WireField.time]?.stringValue else {
+        guard let reload = report.lastReload else {
           lines.append(member.name + ": none since switchd started")
           continue
         }
         // Only an administrator is shown the errors; anyone their count.
-        let errors = (member.value[WireField.errors]?.arrayValue ?? []).compactMap(\.stringValue)
-        let count = member.value[WireField.errorCount]?.int64Value ?? Int64(errors.count)
-        var text = time + " " + (member.value[WireField.result]?.stringValue ?? "?")
+        var text = time(reload.time) + " " + reload.result.wireName
+        let count = reload.errorCount
         if count > 0 { text += count == 1 ? " (1 error)" : " (\(count) errors)" }
         lines.append(member.name + ": " + text)
-        lines += errors.map { "  " + printable($0) }
+        lines += reload.errors.map { "  " + printable($0) }
       case WireField.caller:
-        let c = member.value
-        let id = { (name: String) in c[name]?.int64Value.map { String($0) } ?? "?" }
+        let c = report.caller
         lines.append(
-          member.name + ": uid " + id(WireField.uid) + ", gid " + id(WireField.gid)
-            + ", administrator: " + scalar(c[WireField.administrator] ?? .null)
-            + ", writes system switches: " + scalar(c[WireField.writesSystemSwitches] ?? .null))
+          member.name + ": uid \(c.uid), gid \(c.gid), administrator: " + yesNo(c.administrator)
+            + ", writes system switches: " + yesNo(c.writesSystemSwitches))
       default:
         lines.append(member.name + ": " + scalar(member.value))
       }
@@ -223,15 +207,13 @@ enum Output {
   }
 
   /// `reload`: the counts, and the settings that wait for a restart.
-  static func reload(_ result: JSONValue) -> [String] {
-    var lines: [String] = []
-    for member in result.objectMembers ?? [] where member.name != WireField.restartRequired {
-      lines.append(member.name + ": " + scalar(member.value))
-    }
-    let pending = (result[WireField.restartRequired]?.arrayValue ?? []).compactMap(\.stringValue)
-    if !pending.isEmpty {
+  static func reload(_ summary: ReloadSummary) -> [String] {
+    var lines = [
+      WireField.switches + ": \(summary.switches)", WireField.policies + ": \(summary.policies)",
+    ]
+    if !summary.restartRequired.isEmpty {
       lines.append(
-        "restart required: " + pending.map(printable).joined(separator: ", ")
+        "restart required: " + summary.restartRequired.map(printable).joined(separator: ", ")
           + " changed; that takes effect only when switchd restarts")
     }
     return lines
@@ -274,63 +256,59 @@ enum Output {
 
   /// `why`: several lines explaining the switch.
   static func why(_ explanation: Explanation) -> [String] {
-    let s = explanation.switchObject
-    let key = s[WireField.key]?.stringValue ?? "?"
-    let label = printable(s[WireField.label]?.stringValue ?? "")
+    let s = explanation.switchObject.value
+    let key = s.key
+    let label = printable(s.label)
     var lines = [
-      key + (label.isEmpty ? "" : " (" + label + ")") + ": " + onOff(s[WireField.checked])
-        + "; default " + onOff(s[WireField.defaultChecked]) + "."
+      key + (label.isEmpty ? "" : " (" + label + ")") + ": " + onOff(s.state.checked)
+        + "; default " + onOff(s.defaultChecked) + "."
     ]
-    if s[WireField.disabled] == .bool(true) {
+    if s.state.disabled {
       lines.append(
         holdSentence(
-          "Disabled", by: s[WireField.disabledBy], source: s[WireField.policySource],
-          since: explanation.disabledSince, reason: s[WireField.disabledReason]))
+          "Disabled", by: s.state.disabledBy, source: s.policySource,
+          since: explanation.disabledSince?.value, reason: s.state.disabledReason))
       lines.append("It keeps its value but does not apply while disabled.")
     }
-    if s[WireField.readOnly] == .bool(true) {
+    if s.state.readOnly {
       lines.append(
         holdSentence(
-          "Read-only, held", by: s[WireField.heldBy], source: s[WireField.policySource],
-          since: explanation.heldSince, reason: s[WireField.readOnlyReason]))
+          "Read-only, held", by: s.state.heldBy, source: s.policySource,
+          since: explanation.heldSince?.value, reason: s.state.readOnlyReason))
     }
-    if s[WireField.disabled] != .bool(true) && s[WireField.readOnly] != .bool(true) {
+    if !s.state.disabled && !s.state.readOnly {
       // Free, yet this caller may not change it: the daemon's sentence says why.
-      if s[WireField.writable] == .bool(false),
-        let reason = s[WireField.writableReason]?.stringValue
-      {
+      if !s.writable, let reason = s.writableReason {
         lines.append("Neither read-only nor disabled. " + printable(reason))
       } else {
         lines.append(
           "Neither read-only nor disabled: anyone who may write switches can change it.")
       }
     }
-    if s[WireField.invalid] == .bool(true) {
+    if s.state.invalid {
       // The command's own words seldom end a sentence: the period is ours.
       let reason =
-        s[WireField.invalidReason]?.stringValue.map {
-          ": " + printable($0) + ($0.hasSuffix(".") ? "" : ".")
-        } ?? "."
+        s.state.invalidReason.map { ": " + printable($0) + ($0.hasSuffix(".") ? "" : ".") } ?? "."
       lines.append(
         "Invalid: its apply command could not make the value real" + reason
           + " `switchctl apply \(key)` tries again.")
     }
-    lines.append(lastChange(explanation.lastChange, s))
+    lines.append(lastChange(explanation.lastChange?.value, s))
     return lines
   }
 
   /// `Read-only, held by policy (50-corp.conf:3) since T: the reason.`
   private static func holdSentence(
-    _ head: String, by holder: JSONValue?, source: JSONValue?, since entry: JSONValue?,
-    reason: JSONValue?
+    _ head: String, by holder: String?, source: String?, since entry: EntryObject?,
+    reason: String?
   ) -> String {
     var text = head + " by "
-    switch holder?.stringValue {
+    switch holder {
     case Holder.policy.wireName?:
-      text += "policy" + (source?.stringValue.map { " (" + printable($0) + ")" } ?? "")
+      text += "policy" + (source.map { " (" + printable($0) + ")" } ?? "")
     case Holder.admin.wireName?:
       text += "an administrator"
-      if let uid = entry?[WireField.actor]?[WireField.uid]?.int64Value { text += " (uid \(uid))" }
+      if let uid = entry?.actor.uid { text += " (uid \(uid))" }
     case Holder.dependency.wireName?:
       text += "a switch it depends on"
     case let other?:
@@ -338,27 +316,24 @@ enum Output {
     case nil:
       text += "?"
     }
-    if let time = entry?[WireField.time]?.stringValue { text += " since " + time }
-    if let reason = reason?.stringValue, !reason.isEmpty { return text + ": " + printable(reason) }
+    if let entry { text += " since " + time(entry.time) }
+    if let reason, !reason.isEmpty { return text + ": " + printable(reason) }
     return text + "; no reason given."
   }
 
-  private static func lastChange(_ entry: JSONValue?, _ s: JSONValue) -> String {
+  private static func lastChange(_ entry: EntryObject?, _ s: SwitchObject) -> String {
     if let entry {
-      let revision = entry[WireField.revision]?.int64Value.map { String($0) } ?? "?"
-      let who = actor(entry[WireField.actor], withPID: true)
+      let who = actor(entry.actor, withPID: true)
       var what: [String] = []
-      if let cause = entry[WireField.cause]?.stringValue, cause != who { what.append(cause) }
+      if entry.cause != who { what.append(entry.cause) }
       let changed = changes(entry)
       if !changed.isEmpty { what.append(changed) }
-      return "Last change: revision \(revision) at " + (entry[WireField.time]?.stringValue ?? "?")
-        + " by " + who + (what.isEmpty ? "" : ": " + what.joined(separator: ", ")) + "."
+      return "Last change: revision \(entry.revision) at " + time(entry.time) + " by " + who
+        + (what.isEmpty ? "" : ": " + what.joined(separator: ", ")) + "."
     }
-    guard let revision = s[WireField.revision]?.int64Value, revision > 0 else {
-      return "Last change: none; it has never changed."
-    }
-    let time = s[WireField.changedAt]?.stringValue.map { " at " + $0 } ?? ""
-    return "Last change: revision \(revision)\(time) (no longer in the retained history)."
+    guard s.revision > 0 else { return "Last change: none; it has never changed." }
+    let at = s.changedAt.map { " at " + time($0) } ?? ""
+    return "Last change: revision \(s.revision)\(at) (no longer in the retained history)."
   }
 
   // MARK: Layout

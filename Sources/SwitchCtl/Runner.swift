@@ -33,14 +33,12 @@ struct Runner {
       console.out("switchctl " + SwitchdVersion.current)
     case .list(let prefix):
       let params = prefix.map { [JSONMember(WireField.prefix, .string($0))] } ?? []
-      show(try call(.list, params + userParam()), Output.list)
+      try show(try call(.list, params + userParam()), as: ListResult.self, Output.list)
     case .get(let key):
-      show(try call(.get, try keyParam(key))) { [Output.get($0)] }
+      try show(try call(.get, try keyParam(key)), as: SwitchObject.self) { [Output.get($0)] }
     case .isOn(let key):
-      let found = try call(.get, try keyParam(key))
-      let state = SwitchState(
-        checked: found[WireField.checked] == .bool(true),
-        disabled: found[WireField.disabled] == .bool(true))
+      let found = try decode(try call(.get, try keyParam(key)), as: SwitchObject.self).state
+      let state = SwitchState(checked: found.checked, disabled: found.disabled)
       if invocation.json { console.out(Output.json(Output.isOn(key: key, state))) }
       return state.isOnAndInEffect ? .success : .isOff
     case .set(let key, let checked, let ifRevision):
@@ -73,7 +71,7 @@ struct Runner {
       if let key { params = try keyParam(key) }
       if let limit { params.append(JSONMember(WireField.limit, .int(limit))) }
       if let before { params.append(JSONMember(WireField.before, .int(before))) }
-      show(try call(.history, params), Output.history)
+      try show(try call(.history, params), as: HistoryResult.self, Output.history)
     case .why(let key):
       let explanation = try explain(key)
       if invocation.json {
@@ -82,15 +80,18 @@ struct Runner {
         console.out(Output.why(explanation))
       }
     case .status:
-      show(try call(.status, []), Output.status)
+      let sent = try call(.status, [])
+      try show(sent, as: StatusReport.self) { Output.status($0, sent: sent) }
     case .reload:
-      show(try call(.reload, []), Output.reload)
+      try show(try call(.reload, []), as: ReloadSummary.self, Output.reload)
     case .backup(let path):
-      let result = try BackupCommand.run(to: path) { () throws(Failure) in
+      var sent = JSONValue.null
+      let backup = try BackupCommand.run(to: path) { () throws(Failure) in
         let client = try connect(receiveTimeout: BackupCommand.receiveTimeout)
-        return (try call(client, .backup, []), client.takePassedDescriptor())
+        sent = try call(client, .backup, [])
+        return (sent, client.takePassedDescriptor())
       }
-      show(result) { [BackupCommand.summary($0, path: path)] }
+      console.out(invocation.json ? Output.json(sent) : BackupCommand.summary(backup, path: path))
     case .watch(let patterns, let since):
       let watcher = Watcher(
         socketPath: socketPath, patterns: patterns, since: since, user: try userParam(),
@@ -182,14 +183,18 @@ struct Runner {
     }
   }
 
-  /// Prints the result: `--json` writes it back exactly as received (our
-  /// writer is compact and keeps member order and number text), else text.
-  private func show(_ result: JSONValue, _ text: (JSONValue) -> [String]) {
-    console.out(invocation.json ? [Output.json(result)] : text(result))
+  /// Prints the result, decoded as `Result` either way: `--json` writes it
+  /// back exactly as received (our writer is compact and keeps member order
+  /// and number text), else text.
+  private func show<Result: WireDecodable>(
+    _ result: JSONValue, as type: Result.Type, _ text: (Result) -> [String]
+  ) throws(Failure) {
+    let decoded = try decode(result, as: type)
+    console.out(invocation.json ? [Output.json(result)] : text(decoded))
   }
 
   private func write(_ method: Method, _ params: [JSONMember]) throws(Failure) {
-    show(try call(method, params)) { [Output.write($0)] }
+    try show(try call(method, params), as: WriteResult.self) { [Output.write($0)] }
   }
 
   /// `why`: the switch, then its history pages until every "since" is found
@@ -197,16 +202,16 @@ struct Runner {
   private func explain(_ key: String) throws(Failure) -> Explanation {
     let client = try connect()
     let params = try keyParam(key)
-    var explanation = Explanation(switchObject: try call(client, .get, params))
+    var explanation = Explanation(switchObject: try Sent(try call(client, .get, params)))
     let pageSize: Int64 = 100
     var before: Int64?
     for _ in 0..<20 {
       var pageParams = params + [JSONMember(WireField.limit, .int(pageSize))]
       if let before { pageParams.append(JSONMember(WireField.before, .int(before))) }
-      let entries = try call(client, .history, pageParams)[WireField.entries]?.arrayValue ?? []
+      let entries = try Sent.entries(ofHistory: try call(client, .history, pageParams))
       explanation.scan(entries)
       guard explanation.needsOlderHistory, entries.count == pageSize,
-        let oldest = entries.last?[WireField.revision]?.int64Value
+        let oldest = entries.last?.value.revision
       else { break }
       before = oldest
     }

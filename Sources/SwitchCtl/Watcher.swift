@@ -76,7 +76,8 @@ struct Watcher {
     case .success(let result):
       // Without --since the snapshot is not printed, but its revision is
       // where the live stream starts, so it is the first resume point.
-      if resume == nil { resume = result[WireField.revision]?.int64Value }
+      let watch = try decode(result, as: WatchResult.self)
+      if resume == nil { resume = watch.revision }
     case .failure(let error):
       // A daemon that has just restarted may still be at its connection limit.
       if reconnected && error.code == .overloaded { return .dropped }
@@ -101,19 +102,27 @@ struct Watcher {
       let after = resume.map { ", resuming after revision \($0)" } ?? ""
       console.err("switchctl: reconnected to \(socketPath)\(after)")
     }
-    do throws(ClientError) {
-      while true {
-        let (method, params) = try client.nextNotification()
-        guard method == WireField.changedNotification,
-          let revision = params[WireField.revision]?.int64Value
-        else { continue }
-        if let last = resume, revision <= last { continue }
-        console.out(json ? Output.json(params) : Output.event(params))
-        resume = revision
-        if !console.wantsMore { return .stopped }
+    while true {
+      let params: JSONValue
+      do {
+        params = try nextChange(client)
+      } catch {
+        return try dropped(error)
       }
-    } catch {
-      return try dropped(error)
+      let change = try decode(params, as: ChangedEvent.self).change
+      if let last = resume, change.revision <= last { continue }
+      console.out(json ? Output.json(params) : Output.event(change))
+      resume = change.revision
+      if !console.wantsMore { return .stopped }
+    }
+  }
+
+  /// The params of the next `changed` notification; other notifications
+  /// (`schemaChanged`, or one a newer daemon sends) are not printed.
+  private func nextChange(_ client: DaemonClient) throws(ClientError) -> JSONValue {
+    while true {
+      let (method, params) = try client.nextNotification()
+      if method == WireField.changedNotification { return params }
     }
   }
 

@@ -2,9 +2,10 @@
 //
 // Bytes in, bytes out: JSON values (`JSONValue`, our own strict parser and
 // writer), NDJSON framing (`LineFramer`), JSON-RPC 2.0 envelopes
-// (`RequestEnvelope`, `ResponseMessage`), the methods and their typed params
-// (`Method`, `Call`), the objects results and events carry (`WireEncoding`),
-// each method's result object (`ResultEncoding`), and the error codes
-// (`RPCError`). Every wire name is spelled here and only here; the daemon,
-// the CLI and the tests all use these definitions. Nothing here knows of
-// sockets or SQLite.
+// (`RequestDecoder`, `ResponseEncoding`, `ClientMessage`), the methods and
+// their typed params (`Method`, `Call`), the objects results and events
+// carry (`WireEncoding` writes them, `WireObjects` decodes them), each
+// method's result (`ResultEncoding` writes it, `Results` decodes it), and
+// the error codes (`RPCError`). Every wire name is spelled here and only
+// here (`WireField`); the daemon, the CLI and the tests all use these
+// definitions. Nothing here knows of sockets or SQLite.

@@ -43,6 +43,39 @@ public enum Timestamp {
     }
   }
 
+  /// The milliseconds since the Unix epoch of a timestamp exactly as
+  /// `iso8601` writes it; nil for any other text (a month 13, a missing `Z`).
+  public static func milliseconds(_ text: String) -> Int64? {
+    let b = Array(text.utf8)
+    guard b.count == 24 else { return nil }
+    func number(_ start: Int, _ width: Int) -> Int64? {
+      var value: Int64 = 0
+      for byte in b[start..<start + width] {
+        guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { return nil }
+        value = value * 10 + Int64(byte - UInt8(ascii: "0"))
+      }
+      return value
+    }
+    guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
+      let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2),
+      let millis = number(20, 3)
+    else { return nil }
+    let days = Self.days(fromCivil: year, month, day)
+    let ms = (((days * 24 + hour) * 60 + minute) * 60 + second) * 1000 + millis
+    // The separators, and fields out of range, are checked by writing it back.
+    return iso8601(milliseconds: ms) == text ? ms : nil
+  }
+
+  /// Howard Hinnant's civil-to-days algorithm, the inverse of `civil(fromDays:)`.
+  static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
+    let y = month <= 2 ? year - 1 : year
+    let era = (y >= 0 ? y : y - 399) / 400
+    let yoe = y - era * 400
+    let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+    return era * 146_097 + doe - 719_468
+  }
+
   /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian).
   static func civil(fromDays z0: Int64) -> (Int64, Int, Int) {
     let z = z0 + 719_468

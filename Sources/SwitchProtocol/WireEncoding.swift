@@ -1,7 +1,8 @@
 import SwitchCore
 
 /// Writes the objects of docs/protocol.md ("Objects", "Events") straight into a
-/// `JSONWriter`: no intermediate trees on the hot path.
+/// `JSONWriter`: no intermediate trees on the hot path. Member names are
+/// `WireField`'s (MemberNames.swift); `WireObjects` decodes what this writes.
 public enum WireEncoding {
   /// A Switch object.
   /// `user`: whose value of a user-scope switch `record` shows (nil for a
@@ -35,11 +36,7 @@ public enum WireEncoding {
     template: SwitchTemplate, state s: SwitchState, policySource: SourceLocation?
   ) -> [UInt8] {
     var w = JSONWriter(capacity: 256)
-    if template.defaultChecked {
-      w.raw(",\"defaultChecked\":true")
-    } else {
-      w.raw(",\"defaultChecked\":false")
-    }
+    w.raw(template.defaultChecked ? Parts.defaultCheckedTrue : Parts.defaultCheckedFalse)
     writeHoldMembers(&w, s)
     w.raw(template.icons)
     w.stringOrNull(policySource?.policySourceText)
@@ -101,22 +98,6 @@ public enum WireEncoding {
     }
   }
 
-  private enum Parts {
-    static let `true` = Array("true".utf8)
-    static let `false` = Array("false".utf8)
-    static let effectiveUser = Array(#","effective":true,"scope":"user","user":"#.utf8)
-    static let ineffectiveUser = Array(#","effective":false,"scope":"user","user":"#.utf8)
-    static let revision = Array(#","revision":"#.utf8)
-    static let effectiveSystem = Array(
-      #","effective":true,"scope":"system","user":null,"revision":"#.utf8)
-    static let ineffectiveSystem = Array(
-      #","effective":false,"scope":"system","user":null,"revision":"#.utf8)
-    static let changedAt = Array(#","changedAt":"#.utf8)
-    static let writableEnd = Array(#","writable":true,"writableReason":null}"#.utf8)
-    static let notWritableReason = Array(#","writable":false,"writableReason":"#.utf8)
-    static let end = Array("}".utf8)
-  }
-
   /// A Switch object `writeSwitch` encoded (for anyone, so it can be kept),
   /// with the caller's `writable` and `writableReason` added as its last members.
   public static func writeSwitch(_ w: inout JSONWriter, encoded: [UInt8], writable: Writability) {
@@ -135,7 +116,7 @@ public enum WireEncoding {
   }
 
   private static func writeStateMembers(_ w: inout JSONWriter, _ s: SwitchState) {
-    w.raw("{\"checked\":")
+    w.raw(Parts.checked)
     w.bool(s.checked)
     writeHoldMembers(&w, s)
     w.raw("}")
@@ -143,42 +124,37 @@ public enum WireEncoding {
 
   /// The two free State objects, encoded once by the general path.
   private static let freeStates = (
-    unchecked: encoded { writeStateMembers(&$0, SwitchState(checked: false)) },
-    checked: encoded { writeStateMembers(&$0, SwitchState(checked: true)) }
+    unchecked: fixedBytes { writeStateMembers(&$0, SwitchState(checked: false)) },
+    checked: fixedBytes { writeStateMembers(&$0, SwitchState(checked: true)) }
   )
-
-  private static func encoded(_ body: (inout JSONWriter) -> Void) -> [UInt8] {
-    var w = JSONWriter(capacity: 256)
-    body(&w)
-    return w.bytes
-  }
 
   /// `,"readOnly":…` through `,"invalidReason":…`: the members a Switch
   /// and a State share after `checked` (a Switch puts `defaultChecked`
   /// between).
   static func writeHoldMembers(_ w: inout JSONWriter, _ s: SwitchState) {
     if s.isFree {
-      // Most switches are held by nobody: two copies instead of fourteen.
-      w.raw(",\"readOnly\":false,\"readOnlyReason\":null,\"heldBy\":null,")
-      w.raw("\"disabled\":false,\"disabledReason\":null,\"disabledBy\":null")
-      w.raw(",\"invalid\":false,\"invalidReason\":null")
-      return
+      w.raw(Parts.freeHold)
+    } else {
+      writeHoldMembersInFull(&w, s)
     }
-    w.raw(",\"readOnly\":")
+  }
+
+  static func writeHoldMembersInFull(_ w: inout JSONWriter, _ s: SwitchState) {
+    w.raw(Parts.readOnly)
     w.bool(s.readOnly)
-    w.raw(",\"readOnlyReason\":")
+    w.raw(Parts.readOnlyReason)
     w.stringOrNull(s.readOnlyReason)
-    w.raw(",\"heldBy\":")
+    w.raw(Parts.heldBy)
     w.stringOrNull(s.heldBy?.wireName)
-    w.raw(",\"disabled\":")
+    w.raw(Parts.disabled)
     w.bool(s.disabled)
-    w.raw(",\"disabledReason\":")
+    w.raw(Parts.disabledReason)
     w.stringOrNull(s.disabledReason)
-    w.raw(",\"disabledBy\":")
+    w.raw(Parts.disabledBy)
     w.stringOrNull(s.disabledBy?.wireName)
-    w.raw(",\"invalid\":")
+    w.raw(Parts.invalid)
     w.bool(s.invalid)
-    w.raw(",\"invalidReason\":")
+    w.raw(Parts.invalidReason)
     w.stringOrNull(s.invalidReason)
   }
 
@@ -186,17 +162,15 @@ public enum WireEncoding {
   public static func writeActor(_ w: inout JSONWriter, _ actor: Actor) {
     switch actor {
     case .peer(let uid, let gid, let pid):
-      w.raw("{\"uid\":")
+      w.raw(Parts.uid)
       w.int(Int64(uid))
-      w.raw(",\"gid\":")
+      w.raw(Parts.gid)
       w.int(Int64(gid))
-      w.raw(",\"pid\":")
+      w.raw(Parts.pid)
       w.int(Int64(pid))
       w.raw("}")
-    case .policy:
-      w.raw("{\"uid\":null,\"gid\":null,\"pid\":null,\"source\":\"policy\"}")
-    case .reconcile:
-      w.raw("{\"uid\":null,\"gid\":null,\"pid\":null,\"source\":\"reconcile\"}")
+    case .policy: w.raw(Parts.policyActor)
+    case .reconcile: w.raw(Parts.reconcileActor)
     }
   }
 
@@ -204,7 +178,7 @@ public enum WireEncoding {
   /// change, shown to a non-administrator): a policy stays marked as one.
   public static func writeHiddenActor(_ w: inout JSONWriter, _ actor: Actor) {
     switch actor {
-    case .peer: w.raw("{\"uid\":null,\"gid\":null,\"pid\":null}")
+    case .peer: w.raw(Parts.hiddenActor)
     case .policy, .reconcile: writeActor(&w, actor)
     }
   }
@@ -215,30 +189,30 @@ public enum WireEncoding {
   public static func writeChangeMembers(
     _ w: inout JSONWriter, _ change: Change, showingActor: Bool = true
   ) {
-    w.raw("\"revision\":")
+    w.raw(Parts.changeRevision)
     w.int(change.revision)
-    w.raw(",\"time\":")
+    w.raw(Parts.time)
     writeTime(&w, change.time)
-    w.raw(",\"key\":")
+    w.raw(Parts.key)
     w.string(change.key)
-    w.raw(",\"user\":")
+    w.raw(Parts.user)
     if let user = change.user { w.int(Int64(user)) } else { w.null() }
-    w.raw(",\"cause\":")
+    w.raw(Parts.cause)
     w.string(change.cause.wireName)
-    w.raw(",\"fields\":[")
+    w.raw(Parts.fields)
     for (i, field) in change.fields.enumerated() {
       if i > 0 { w.raw(",") }
       w.string(field.wireName)
     }
-    w.raw("],\"actor\":")
+    w.raw(Parts.actor)
     if showingActor {
       writeActor(&w, change.actor)
     } else {
       writeHiddenActor(&w, change.actor)
     }
-    w.raw(",\"state\":")
+    w.raw(Parts.state)
     writeState(&w, change.state)
-    w.raw(",\"previous\":")
+    w.raw(Parts.previous)
     writeState(&w, change.previous)
   }
 
@@ -265,14 +239,11 @@ public enum WireEncoding {
   /// `{"jsonrpc":"2.0","method":"changed","params":{"watch":"w1",`
   public static func changedEventHead(watch: String) -> [UInt8] {
     var w = JSONWriter(capacity: 64)
-    w.raw(changedEventHead)
-    w.string(watch)
-    w.bytes.append(UInt8(ascii: ","))
+    writeNotificationHead(&w, method: WireField.changedNotification, watch: watch)
+    w.raw(",")
     return w.bytes
   }
 
-  private static let changedEventHead = Array(
-    #"{"jsonrpc":"2.0","method":"changed","params":{"watch":"#.utf8)
   /// What follows an event's members: the line can go out as the watch's
   /// head, then the members and this end, shared by every watcher.
   public static let changedEventEnd = Array("}}\n".utf8)
@@ -281,15 +252,28 @@ public enum WireEncoding {
   public static func writeSchemaChangedEvent(
     _ w: inout JSONWriter, watch: String, _ changes: SchemaChanges
   ) {
-    w.raw("{\"jsonrpc\":\"2.0\",\"method\":\"schemaChanged\",\"params\":{\"watch\":")
-    w.string(watch)
-    w.raw(",\"added\":")
+    writeNotificationHead(&w, method: WireField.schemaChangedNotification, watch: watch)
+    w.member(WireField.added)
     w.strings(changes.added)
-    w.raw(",\"removed\":")
+    w.member(WireField.removed)
     w.strings(changes.removed)
-    w.raw(",\"updated\":")
+    w.member(WireField.updated)
     w.strings(changes.updated)
     w.raw("}}\n")
+  }
+
+  /// `{"jsonrpc":"2.0","method":…,"params":{"watch":…`: a notification to
+  /// one watch, up to the members after `watch`.
+  private static func writeNotificationHead(
+    _ w: inout JSONWriter, method: String, watch: String
+  ) {
+    w.firstMember(WireField.jsonrpc)
+    w.string(WireField.jsonrpcVersion)
+    w.member(WireField.method)
+    w.string(method)
+    w.member(WireField.params)
+    w.firstMember(WireField.watch)
+    w.string(watch)
   }
 
   static func writeTime(_ w: inout JSONWriter, _ ms: Int64) {
@@ -311,66 +295,26 @@ public struct SwitchTemplate: Sendable {
 
   public init(_ definition: SwitchDefinition) {
     var w = JSONWriter(capacity: 128)
-    w.raw("{\"key\":")
+    w.firstMember(WireField.key)
     w.string(definition.key)
-    w.raw(",\"label\":")
+    w.member(WireField.label)
     w.string(definition.label ?? "")
-    w.raw(",\"description\":")
+    w.member(WireField.description)
     w.string(definition.description)
-    w.raw(",\"checked\":")
+    w.member(WireField.checked)
     head = w.bytes
     defaultChecked = definition.defaultChecked
     scope = definition.scope
     w = JSONWriter(capacity: 64)
-    w.raw(",\"checkedIcon\":")
+    w.member(WireField.checkedIcon)
     w.string(definition.checkedIcon)
-    w.raw(",\"uncheckedIcon\":")
+    w.member(WireField.uncheckedIcon)
     w.string(definition.uncheckedIcon)
-    w.raw(",\"group\":")
+    w.member(WireField.group)
     w.string(definition.group)
-    w.raw(",\"order\":")
+    w.member(WireField.order)
     w.int(Int64(definition.order))
-    w.raw(",\"policySource\":")
+    w.member(WireField.policySource)
     icons = w.bytes
-  }
-}
-
-/// Writes JSON-RPC response objects, without the newline: a batch puts
-/// several on one line, and the loop ends each line (the daemon's one
-/// caller is `Server.writeResponse`).
-public enum ResponseEncoding {
-  /// `{"jsonrpc":"2.0","id":…,"result":` — the caller writes the result, then `endResult`.
-  public static func beginResult(_ w: inout JSONWriter, id: RequestID) {
-    w.raw("{\"jsonrpc\":\"2.0\",\"id\":")
-    w.value(id.jsonValue)
-    w.raw(",\"result\":")
-  }
-
-  /// Closes what `beginResult` opened (without the newline, for batches).
-  public static func endResult(_ w: inout JSONWriter) {
-    w.raw("}")
-  }
-
-  /// An error response object (without the newline, for batches).
-  /// `switchObject`: `data.switch`, already encoded (a Conflict's current switch).
-  public static func writeError(
-    _ w: inout JSONWriter, id: RequestID, _ error: RPCError, switchObject: [UInt8]? = nil
-  ) {
-    w.raw("{\"jsonrpc\":\"2.0\",\"id\":")
-    w.value(id.jsonValue)
-    w.raw(",\"error\":{\"code\":")
-    w.int(Int64(error.code.rawValue))
-    w.raw(",\"message\":")
-    w.string(error.message)
-    w.raw(",\"data\":")
-    w.value(error.dataObject)
-    if let switchObject {
-      // The last member of the data object, in place of its closing brace.
-      w.bytes.removeLast()
-      w.raw(",\"switch\":")
-      w.bytes.append(contentsOf: switchObject)
-      w.raw("}")
-    }
-    w.raw("}}")
   }
 }

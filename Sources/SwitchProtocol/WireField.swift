@@ -1,9 +1,11 @@
 /// Member names of the wire objects of docs/protocol.md (params, results,
-/// Switch, State, Actor, events, entries), so that clients read and build
-/// them by these names instead of spelling them again. The encoders in
-/// `WireEncoding` write the same names.
+/// Switch, State, Actor, events, entries, the JSON-RPC envelope), so that
+/// clients read and build them by these names instead of spelling them
+/// again. The encoders (`WireEncoding`, `ResultEncoding`, `ResponseEncoding`)
+/// write these names and the decoders (`WireDecodable`) read them.
 public enum WireField {
   public static let actor = "actor"
+  public static let added = "added"
   public static let administrator = "administrator"
   public static let before = "before"
   public static let bytes = "bytes"
@@ -12,16 +14,22 @@ public enum WireField {
   public static let changed = "changed"
   public static let changedAt = "changedAt"
   public static let checked = "checked"
+  public static let checkedIcon = "checkedIcon"
   public static let configDirectory = "configDirectory"
+  public static let connections = "connections"
+  public static let database = "database"
   public static let defaultChecked = "defaultChecked"
+  public static let description = "description"
   public static let disabled = "disabled"
   public static let disabledBy = "disabledBy"
   public static let disabledReason = "disabledReason"
+  public static let effective = "effective"
   public static let entries = "entries"
   public static let errors = "errors"
   public static let errorCount = "errorCount"
   public static let fields = "fields"
   public static let gid = "gid"
+  public static let group = "group"
   public static let heldBy = "heldBy"
   public static let ifRevision = "ifRevision"
   public static let invalid = "invalid"
@@ -32,6 +40,7 @@ public enum WireField {
   public static let lastReload = "lastReload"
   public static let limit = "limit"
   public static let on = "on"
+  public static let order = "order"
   public static let param = "param"
   public static let pid = "pid"
   public static let policies = "policies"
@@ -41,24 +50,47 @@ public enum WireField {
   public static let readOnly = "readOnly"
   public static let readOnlyReason = "readOnlyReason"
   public static let reason = "reason"
+  public static let reconciling = "reconciling"
+  public static let removed = "removed"
   public static let restartRequired = "restartRequired"
   public static let result = "result"
   public static let revision = "revision"
+  public static let scope = "scope"
   public static let since = "since"
+  public static let socket = "socket"
   public static let source = "source"
   public static let state = "state"
   public static let `switch` = "switch"
   public static let switches = "switches"
   public static let time = "time"
   public static let uid = "uid"
+  public static let uncheckedIcon = "uncheckedIcon"
+  public static let updated = "updated"
+  public static let uptimeSeconds = "uptimeSeconds"
   public static let user = "user"
   /// The `user` param's value for every user (`watch`, `history`).
   public static let everyUser = "*"
+  public static let version = "version"
   public static let watch = "watch"
+  public static let watches = "watches"
   public static let writable = "writable"
   public static let writableReason = "writableReason"
   public static let writesSystemSwitches = "writesSystemSwitches"
 
+  // The JSON-RPC 2.0 envelope of responses and notifications.
+  public static let jsonrpc = "jsonrpc"
+  /// `jsonrpc`'s one value.
+  public static let jsonrpcVersion = "2.0"
+  public static let id = "id"
+  public static let method = "method"
+  public static let params = "params"
+  public static let error = "error"
+  public static let code = "code"
+  public static let message = "message"
+  public static let data = "data"
+
   /// The method of the change notification a watch receives.
   public static let changedNotification = "changed"
+  /// The method of the notification a reload sends when the schema changed.
+  public static let schemaChangedNotification = "schemaChanged"
 }

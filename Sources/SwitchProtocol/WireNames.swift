@@ -55,3 +55,28 @@ extension StateField {
     }
   }
 }
+
+extension StateField {
+  public init?(wireName: String) {
+    guard let match = StateField.allCases.first(where: { $0.wireName == wireName }) else {
+      return nil
+    }
+    self = match
+  }
+}
+
+extension Scope {
+  /// `scope` of a Switch object: the word `Scope=` takes.
+  public var wireName: String { configName }
+}
+
+extension Actor {
+  /// `source` of an Actor object: who, when no client made the change.
+  public var source: String? {
+    switch self {
+    case .peer: return nil
+    case .policy: return "policy"
+    case .reconcile: return "reconcile"
+    }
+  }
+}

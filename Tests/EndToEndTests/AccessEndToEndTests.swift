@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 /// Issue 12, items 6 and 7 from the outside, as several uids through

@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 /// Issue 3 from the outside: policies at start, what users and

@@ -2,6 +2,7 @@ import Glibc
 import SwitchCore
 import SwitchProtocol
 import SwitchSystem
+import SwitchTestSupport
 import Testing
 
 /// A human account as the daemon sees it (the first uid of login.defs'
@@ -156,16 +157,6 @@ func expectErrorObject(
 /// The `fields` of an event or history entry as strings.
 func changedFieldNames(_ change: JSONValue) -> [String] {
   change["fields"]?.arrayValue?.compactMap(\.stringValue) ?? []
-}
-
-/// Polls `condition` every 10 ms for at most `seconds`; true once it holds.
-func pollUntil(seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
-  let deadline = monotonicNow() + seconds
-  while true {
-    if try condition() { return true }
-    if monotonicNow() > deadline { return false }
-    usleep(10_000)
-  }
 }
 
 /// `{"key":"…"}`

@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 /// Small applier programs (shell scripts) that a test writes into its
@@ -102,16 +103,12 @@ struct Gate {
   /// there (with a generous deadline) and closes it, which the reader sees
   /// as the end of its input.
   func open() throws {
-    let deadline = monotonicNow() + 60
-    while monotonicNow() < deadline {
+    let opened = pollUntil(seconds: 60) {
       let fd = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
-      if fd >= 0 {
-        close(fd)
-        return
-      }
-      usleep(5000)  // poll interval
+      if fd >= 0 { close(fd) }
+      return fd >= 0
     }
-    throw FixtureError("nobody waited on \(path)")
+    guard opened else { throw FixtureError("nobody waited on \(path)") }
   }
 }
 

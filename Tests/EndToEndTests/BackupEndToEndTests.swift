@@ -1,6 +1,7 @@
 import Glibc
 import SwitchProtocol
 import SwitchSystem
+import SwitchTestSupport
 import Testing
 
 /// Issue 21 item 5 against the real binaries: `switchctl backup FILE` (for

@@ -1,6 +1,7 @@
 import Glibc
 import SwitchProtocol
 import SwitchSystem
+import SwitchTestSupport
 import Synchronization
 import Testing
 
@@ -12,10 +13,10 @@ enum BackupSupport {
   /// docs/configuration.md "Backup and restore", on a stopped daemon:
   /// replace the database with the backup, remove the stale `-wal`/`-shm`.
   static func restore(_ daemon: DaemonFixture, from backup: String) throws {
-    guard let bytes = Durability.fileBytes(backup) else {
+    guard let bytes = try? readWholeFileBytes(backup) else {
       throw FixtureError("cannot read \(backup)")
     }
-    try Durability.writeBytes(daemon.databasePath, bytes)
+    try writeWholeFile(daemon.databasePath, bytes)
     unlink(daemon.databasePath + "-wal")
     unlink(daemon.databasePath + "-shm")
   }

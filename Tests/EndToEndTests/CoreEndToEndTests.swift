@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 /// The core of docs/protocol.md against the real binaries: methods, events,

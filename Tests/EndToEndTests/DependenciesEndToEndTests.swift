@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 /// SEMANTICS.md rule 17 from the outside: airplane mode disables Wi-Fi and

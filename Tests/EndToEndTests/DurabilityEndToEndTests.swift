@@ -1,5 +1,7 @@
 import Glibc
 import SwitchProtocol
+import SwitchSystem
+import SwitchTestSupport
 import Synchronization
 import Testing
 
@@ -374,8 +376,8 @@ enum DurabilityStorm {
       return report
     }
     var nextID: Int64 = 1
-    let deadline = monotonicNow() + 90
-    while monotonicNow() < deadline {
+    let deadline = monotonicSeconds() + 90
+    while monotonicSeconds() < deadline {
       var window: [(id: Int64, method: String, key: String)] = []
       var text = ""
       for _ in 0..<Int.random(in: 1...6) {
@@ -438,8 +440,8 @@ enum DurabilityStorm {
       report.problems.append("could not send watch")
       return report
     }
-    let deadline = monotonicNow() + 90
-    while monotonicNow() < deadline {
+    let deadline = monotonicSeconds() + 90
+    while monotonicSeconds() < deadline {
       switch socket.readLine(timeout: 1) {
       case .line(let line):
         guard let message = try? JSONParser.parse(line, maxDepth: 64) else {

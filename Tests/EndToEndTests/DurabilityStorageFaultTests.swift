@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 /// Storage faults for real: a full filesystem under a running daemon, and
@@ -31,7 +32,7 @@ import Testing
     }
     let (watcher, client) = try startWithThreeChanges(daemon)
     let filler = Durability.Tmpfs.fill(state)
-    #expect(Durability.fileExists(filler))
+    #expect(fileExists(filler))
 
     // The WAL may still have room in pages it already holds: write until a
     // commit needs a page it cannot get (bounded).
@@ -242,26 +243,26 @@ import Testing
     let daemon = try DaemonFixture()
     try Self.writeSomeHistory(daemon)
     let path = daemon.databasePath
-    guard var bytes = Durability.fileBytes(path), bytes.count >= 4 * 4096 else {
+    guard var bytes = try? readWholeFileBytes(path), bytes.count >= 4 * 4096 else {
       Issue.record("the database is missing or too small to damage")
       return
     }
     let pageSize = Int(bytes[16]) << 8 | Int(bytes[17])
     switch damage {
     case .garbage:
-      try Durability.writeBytes(path, Durability.randomBytes(bytes.count))
+      try writeWholeFile(path, Durability.randomBytes(bytes.count))
     case .secondPage:
-      try Durability.overwrite(path, at: pageSize, with: Durability.randomBytes(pageSize))
+      try patchFile(path, at: pageSize, Durability.randomBytes(pageSize))
     case .truncated:
-      try Durability.writeBytes(path, Array(bytes[0..<(bytes.count / pageSize / 2 * pageSize)]))
+      try writeWholeFile(path, Array(bytes[0..<(bytes.count / pageSize / 2 * pageSize)]))
     case .secondPageOfRollbackJournalDatabase:
       let converted = Durability.Python.execute(path, "PRAGMA journal_mode=DELETE;")
       #expect(converted.status == 0, "\(converted.stderr)")
-      bytes = Durability.fileBytes(path) ?? []
+      bytes = (try? readWholeFileBytes(path)) ?? []
       #expect(bytes.count > 19 && bytes[18] == 1 && bytes[19] == 1, "not in rollback mode")
-      try Durability.overwrite(path, at: pageSize, with: Durability.randomBytes(pageSize))
+      try patchFile(path, at: pageSize, Durability.randomBytes(pageSize))
     }
-    let before = Durability.fileBytes(path)
+    let before = try? readWholeFileBytes(path)
     let (outcome, log) = try Self.startRefused(daemon)
     #expect(outcome != .served, "switchd served a damaged database")
     if case .exited(let status) = outcome {
@@ -270,7 +271,7 @@ import Testing
     #expect(log.contains(path), "the log does not name the file: \(log)")
     let advice = ["move it aside", "restore", "backup", "delete", "remove"]
     #expect(advice.contains { log.lowercased().contains($0) }, "no advice in: \(log)")
-    let changed = Durability.byteDifferences(before, Durability.fileBytes(path))
+    let changed = Durability.byteDifferences(before, try? readWholeFileBytes(path))
     #expect(changed == nil, "switchd changed the damaged file: \(changed ?? "")")
   }
 
@@ -282,7 +283,7 @@ import Testing
     let path = daemon.databasePath
     let bumped = Durability.Python.execute(path, "PRAGMA user_version=99;")
     #expect(bumped.status == 0, "\(bumped.stderr)")
-    let before = Durability.fileBytes(path)
+    let before = try? readWholeFileBytes(path)
     let (outcome, log) = try Self.startRefused(daemon)
     #expect(outcome != .served, "switchd served a database from a newer schema")
     if case .exited(let status) = outcome {
@@ -290,7 +291,7 @@ import Testing
     }
     #expect(log.contains(path), "the log does not name the file: \(log)")
     #expect(log.contains("99"), "the log does not say which version it found: \(log)")
-    let changed = Durability.byteDifferences(before, Durability.fileBytes(path))
+    let changed = Durability.byteDifferences(before, try? readWholeFileBytes(path))
     #expect(changed == nil, "switchd changed the newer database: \(changed ?? "")")
     #expect(Durability.Python.readOnlyQuery(path, "PRAGMA user_version").stdout == "99\n")
   }
@@ -310,7 +311,7 @@ import Testing
     try client.send(raw: text)
     for _ in 1...300 { _ = try client.readJSON() }
     #expect(daemon.stop() == 0)
-    if Durability.fileExists(daemon.databasePath + "-wal") {
+    if fileExists(daemon.databasePath + "-wal") {
       let checkpoint = Durability.Python.execute(
         daemon.databasePath, "PRAGMA wal_checkpoint(TRUNCATE);")
       #expect(checkpoint.status == 0, "\(checkpoint.stderr)")

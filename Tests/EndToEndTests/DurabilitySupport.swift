@@ -1,5 +1,7 @@
 import Glibc
 import SwitchProtocol
+import SwitchSystem
+import SwitchTestSupport
 import Testing
 
 /// Helpers for the durability suites (DurabilityEndToEndTests,
@@ -34,7 +36,7 @@ enum Durability {
     /// The next line (without its newline), waiting at most `timeout` seconds.
     /// Lines the peer sent before it died are still returned, then `.closed`.
     func readLine(timeout: Double) -> Read {
-      let deadline = monotonicNow() + timeout
+      let deadline = monotonicSeconds() + timeout
       while true {
         if let newline = buffer.firstIndex(of: 10) {
           let line = Array(buffer[..<newline])
@@ -42,7 +44,7 @@ enum Durability {
           return .line(String(decoding: line, as: UTF8.self))
         }
         if peerClosed { return .closed }
-        let remaining = deadline - monotonicNow()
+        let remaining = deadline - monotonicSeconds()
         if remaining <= 0 { return .timedOut }
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let ready = poll(&descriptor, 1, Int32(remaining * 1000) + 1)
@@ -144,38 +146,9 @@ enum Durability {
     }
   }
 
-  // MARK: Files
-
-  /// A file's exact bytes; nil when it cannot be read.
-  static func fileBytes(_ path: String) -> [UInt8]? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65_536)
-    while true {
-      let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if n < 0 { return nil }
-      if n == 0 { break }
-      bytes += chunk[0..<n]
-    }
-    return bytes
-  }
-
-  /// Writes `bytes` at `offset` of an existing file (no truncation).
-  static func overwrite(_ path: String, at offset: Int, with bytes: [UInt8]) throws {
-    let fd = open(path, O_WRONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw FixtureError("cannot open \(path)") }
-    defer { close(fd) }
-    let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(offset)) }
-    guard n == bytes.count, fsync(fd) == 0 else { throw FixtureError("cannot write \(path)") }
-  }
-
   static func randomBytes(_ count: Int) -> [UInt8] {
     (0..<count).map { _ in UInt8.random(in: 0...255) }
   }
-
-  static func fileExists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
   // MARK: Small filesystems for real storage faults
 
@@ -188,10 +161,8 @@ enum Durability {
     /// Whether this process may mount a tmpfs (root, or CAP_SYS_ADMIN, and a
     /// kernel that lets it): probed once, by mounting one.
     static let isMountable: Bool = {
-      var template = Array("/tmp/switchd-e2e-probe-XXXXXX".utf8CString)
-      guard let made = mkdtemp(&template) else { return false }
-      let directory = String(cString: made)
-      defer { rmdir(directory) }
+      guard let directory = try? makeTemporaryDirectory("switchd-e2e-probe") else { return false }
+      defer { removeTree(directory) }
       guard mount(at: directory, size: "64k") else { return false }
       lazyUnmount(directory)
       return true
@@ -222,15 +193,6 @@ enum Durability {
     try daemon.startExpectingRefusal()
   }
 
-  /// Replaces a file's content with `bytes`.
-  static func writeBytes(_ path: String, _ bytes: [UInt8]) throws {
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { throw FixtureError("cannot open \(path)") }
-    defer { close(fd) }
-    let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    guard n == bytes.count, fsync(fd) == 0 else { throw FixtureError("cannot write \(path)") }
-  }
-
   /// Nil when equal; otherwise the sizes and the first differing offsets.
   static func byteDifferences(_ before: [UInt8]?, _ after: [UInt8]?) -> String? {
     guard let before, let after else { return before == nil && after == nil ? nil : "unreadable" }
@@ -258,10 +220,8 @@ enum Durability {
     /// Whether an ext4 image can be made and loop-mounted here: probed once.
     static let isMountable: Bool = {
       guard tools != nil, access("/dev/loop-control", F_OK) == 0 else { return false }
-      var template = Array("/tmp/switchd-e2e-probe-XXXXXX".utf8CString)
-      guard let made = mkdtemp(&template) else { return false }
-      let directory = String(cString: made)
-      defer { _ = runProcess(["/bin/rm", "-rf", directory]) }
+      guard let directory = try? makeTemporaryDirectory("switchd-e2e-probe") else { return false }
+      defer { removeTree(directory) }
       let mountPoint = directory + "/m"
       mkdir(mountPoint, 0o755)
       guard create(directory + "/probe.img", megabytes: 2),

@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 /// An answer to a write goes out only after an fdatasync of the WAL that began after the
@@ -28,15 +29,15 @@ import Testing
     }
     let client = try daemon.client()
     // Attached once the answers to reads show up in the trace.
-    let deadline = monotonicNow() + 20
-    while !((try? readWholeFile(tracePath)) ?? "").contains("revision") {
-      guard monotonicNow() < deadline else {
-        let why = (try? readWholeFile(daemon.directory + "/strace.err")) ?? ""
-        Issue.record("strace did not attach: \(why)")
-        return
-      }
+    let attached = try pollUntil(seconds: 20) {
+      if ((try? readWholeFile(tracePath)) ?? "").contains("revision") { return true }
       _ = try client.result("get", #"{"key":"wifi"}"#)
-      usleep(20_000)
+      return false
+    }
+    guard attached else {
+      let why = (try? readWholeFile(daemon.directory + "/strace.err")) ?? ""
+      Issue.record("strace did not attach: \(why)")
+      return
     }
 
     var answered: [Int64] = []

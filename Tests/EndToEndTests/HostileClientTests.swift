@@ -1,6 +1,8 @@
 import Glibc
 import SeededRandom
 import SwitchProtocol
+import SwitchSystem
+import SwitchTestSupport
 import Testing
 
 /// Issue 7 against the real daemon: whatever a local user sends, switchd
@@ -202,7 +204,7 @@ import Testing
     #expect(try split.readJSON()["result"]?["key"]?.stringValue == "wifi")
 
     let observer = try daemon.client()
-    let settled = try waitUntil(seconds: 20) {
+    let settled = try pollUntil(seconds: 20) {
       try observer.result("status")["connections"]?.int64Value == 2
     }
     #expect(settled, "the half-line connections are all closed")
@@ -266,7 +268,7 @@ import Testing
     let other = try daemon.client()
     #expect(try other.result("toggle", #"{"key":"wifi"}"#)["changed"]?.boolValue == true)
     flooder = nil  // closes its socket
-    let released = try waitUntil(seconds: 20) {
+    let released = try pollUntil(seconds: 20) {
       try other.result("status")["connections"]?.int64Value == 1
     }
     #expect(released)
@@ -299,7 +301,7 @@ import Testing
     // Once the flooders are gone (the daemon has seen both close), only
     // writes already handed to the writer may still commit.
     flooders.removeAll()
-    let closed = try waitUntil(seconds: 20) {
+    let closed = try pollUntil(seconds: 20) {
       try observer.result("status")["connections"]?.int64Value == 1
     }
     #expect(closed)
@@ -347,13 +349,13 @@ import Testing
     var idle: [RPCClient] = []
     for _ in 0..<2_000 { idle.append(try daemon.client()) }
     let observer = try daemon.client()
-    let counted = try waitUntil(seconds: 20) {
+    let counted = try pollUntil(seconds: 20) {
       try observer.result("status")["connections"]?.int64Value == 2_001
     }
     #expect(counted, "status.connections counts the idle connections")
     try expectServed(daemon)
     idle.removeAll()  // RPCClient's deinit closes each socket
-    let released = try waitUntil(seconds: 20) {
+    let released = try pollUntil(seconds: 20) {
       try observer.result("status")["connections"]?.int64Value == 1
     }
     #expect(released)
@@ -364,7 +366,7 @@ import Testing
     let daemon = try DaemonFixture(daemonConf: "[Daemon]\nAdminGroup=\nMaxConnections=50\n")
     let first = try daemon.client()
     // The fixture's readiness probe may not be closed yet: wait for it.
-    let alone = try waitUntil(seconds: 20) {
+    let alone = try pollUntil(seconds: 20) {
       try first.result("status")["connections"]?.int64Value == 1
     }
     #expect(alone)
@@ -383,7 +385,7 @@ import Testing
     #expect(try first.result("status")["connections"]?.int64Value == 50)
     // A freed place is taken again.
     _ = clients.removeLast()  // released: its deinit closes the socket
-    let again = try waitUntil(seconds: 20) {
+    let again = try pollUntil(seconds: 20) {
       let client = try daemon.client()
       return (try? client.call("status"))?["result"] != nil
     }
@@ -454,7 +456,7 @@ import Testing
 
     // The slow watcher was dropped: only the good watch is left.
     let observer = try daemon.client()
-    let dropped = try waitUntil(seconds: 20) {
+    let dropped = try pollUntil(seconds: 20) {
       try observer.result("status")["watches"]?.int64Value == 1
     }
     #expect(dropped, "a watcher past MaxQueuedBytes is disconnected")
@@ -645,16 +647,6 @@ private func expectServed(
   #expect(get["key"]?.stringValue == "wifi", sourceLocation: sourceLocation)
 }
 
-/// Polls `condition` every 20 ms until it holds or `seconds` pass.
-private func waitUntil(seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-  let deadline = monotonicNow() + seconds
-  while true {
-    if try condition() { return true }
-    if monotonicNow() > deadline { return false }
-    usleep(20_000)
-  }
-}
-
 /// Raises this process's soft RLIMIT_NOFILE (the daemon it spawns inherits it).
 private func raiseOpenFileLimit(to wanted: UInt) {
   var limit = rlimit()
@@ -674,12 +666,12 @@ private func raiseOpenFileLimit(to wanted: UInt) {
 private func exchange(
   fd: Int32, sending outgoing: [UInt8], seconds: Double, onLine: ([UInt8]) throws -> Bool
 ) throws {
-  let deadline = monotonicNow() + seconds
+  let deadline = monotonicSeconds() + seconds
   var sent = 0
   var buffer: [UInt8] = []
   var chunk = [UInt8](repeating: 0, count: 65_536)
   while true {
-    guard monotonicNow() < deadline else {
+    guard monotonicSeconds() < deadline else {
       throw FixtureError("no end within \(seconds) s; sent \(sent) of \(outgoing.count) bytes")
     }
     var events = Int16(POLLIN)
@@ -755,10 +747,10 @@ private final class LineReader {
 
   /// The next line, waiting up to `seconds`; nil at end of stream or timeout.
   func next(seconds: Double) -> [UInt8]? {
-    let deadline = monotonicNow() + seconds
+    let deadline = monotonicSeconds() + seconds
     while true {
       if let line = take() { return line }
-      let left = deadline - monotonicNow()
+      let left = deadline - monotonicSeconds()
       if ended || left <= 0 { return nil }
       _ = fill(waitMilliseconds: Int32(min(left, 0.1) * 1000) + 1)
     }

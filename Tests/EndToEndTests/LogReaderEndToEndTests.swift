@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 /// Issue 11, item 3: `history` and `watch since` are read by the log reader

@@ -1,4 +1,5 @@
 import Glibc
+import SwitchTestSupport
 import Testing
 
 /// One daemon per database (issue 11 item 2), and what switchctl says when
@@ -9,7 +10,7 @@ import Testing
     defer { daemon.stop() }
     #expect(daemon.ctl(["off", "wifi"]).status == 0)
     let files = ["", "-wal", "-shm"].map { daemon.databasePath + $0 }
-    let before = files.map(Durability.fileBytes)
+    let before = files.map { try? readWholeFileBytes($0) }
 
     let secondSocket = daemon.directory + "/second.sock"
     let second = runProcess([
@@ -19,7 +20,7 @@ import Testing
     #expect(second.status != 0)
     #expect(
       second.stderr.contains("in use by process \(daemon.pid)"), "stderr: \(second.stderr)")
-    let unchanged = files.map(Durability.fileBytes) == before
+    let unchanged = files.map { try? readWholeFileBytes($0) } == before
     #expect(unchanged, "the second daemon changed the database's files")
     #expect(access(secondSocket, F_OK) != 0, "the second daemon bound its socket")
 

@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 /// Per-user switches (docs/semantics.md rules 11–13) with the real daemon,

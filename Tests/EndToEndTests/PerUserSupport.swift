@@ -1,6 +1,7 @@
 import Glibc
 import SwitchProtocol
 import SwitchSystem
+import SwitchTestSupport
 import Synchronization
 
 /// Connections made by other uids, for the per-user tests: the daemon takes

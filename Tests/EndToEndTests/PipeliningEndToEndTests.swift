@@ -1,5 +1,7 @@
 import Glibc
 import SwitchProtocol
+import SwitchSystem
+import SwitchTestSupport
 import Testing
 
 /// Issue 11, item 1: a client that writes thousands of requests in one
@@ -147,9 +149,9 @@ final class PipeliningClient {
 
   /// Reads until `done` says so, the daemon closes, or 30 s pass.
   func read(until done: (Received) -> Bool) -> Received {
-    let deadline = monotonicNow() + 30
+    let deadline = monotonicSeconds() + 30
     while !done(received) && !received.ended {
-      let left = Int32((deadline - monotonicNow()) * 1000)
+      let left = Int32((deadline - monotonicSeconds()) * 1000)
       guard left > 0 else { break }
       readSome(waitingUpTo: left)
     }

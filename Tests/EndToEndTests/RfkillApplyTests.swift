@@ -1,4 +1,5 @@
 import Glibc
+import SwitchTestSupport
 import Testing
 
 /// The shipped `libexec/rfkill-apply` (issue 13 item 5) against a fake
@@ -66,9 +67,7 @@ import Testing
     var calls: String { directory + "/calls" }
 
     init(radios: String, withRfkill: Bool = true) throws {
-      var template = Array("/tmp/switchd-rfkill-XXXXXX".utf8CString)
-      guard let made = mkdtemp(&template) else { throw FixtureError("mkdtemp failed") }
-      directory = String(cString: made)
+      directory = try makeTemporaryDirectory("switchd-rfkill")
       mkdir(directory + "/bin", 0o755)
       if withRfkill {
         try writeWholeFile(directory + "/bin/rfkill", RfkillApplyTests.fakeRfkill)
@@ -78,7 +77,7 @@ import Testing
       try writeWholeFile(calls, "")
     }
 
-    deinit { _ = runProcess(["/bin/rm", "-rf", directory]) }
+    deinit { removeTree(directory) }
 
     /// Runs rfkill-apply with exactly the environment switchd gives it, the
     /// fake first on PATH, and `effective` as SWITCH_EFFECTIVE (nil: unset).

@@ -1,4 +1,5 @@
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 /// docs/protocol.md "Schema changes": after a reload that adds, removes or

@@ -1,4 +1,6 @@
 import Glibc
+import SwitchSystem
+import SwitchTestSupport
 import Testing
 
 /// switchd as a systemd service, without systemd as PID 1: the sd_notify
@@ -98,7 +100,7 @@ import Testing
   @Test func watchdogPingsAtHalfTheIntervalAndOnlyWhileTheLoopRuns() throws {
     let daemon = try DaemonFixture(start: false)
     let notify = try NotifyListener(path: daemon.directory + "/notify.sock")
-    let startedAt = monotonicNow()
+    let startedAt = monotonicSeconds()
     let child = try start(daemon, notify: notify, environment: ["WATCHDOG_USEC": "200000"])
     let log = { daemon.log }
     try notify.waitFor("READY=1", child: child, log: log)
@@ -109,14 +111,12 @@ import Testing
     let pings = running.filter { $0.line == "WATCHDOG=1" }
     // At most one per 0.1 s since it started (twice that, plus two, as slack
     // for timer rounding): a loop that pinged on every wake-up would send far more.
-    let allowed = Int((monotonicNow() - startedAt) / 0.1 * 2) + 2
+    let allowed = Int((monotonicSeconds() - startedAt) / 0.1 * 2) + 2
     #expect(pings.count <= allowed, "\(pings.count) WATCHDOG=1, \(allowed) allowed: too often")
     #expect(pings.allSatisfy { $0.pid == child.pid })
 
     child.signal(SIGSTOP)
-    let deadline = monotonicNow() + 20
-    while child.state != "T" && monotonicNow() < deadline { usleep(1000) }  // poll interval
-    #expect(child.state == "T")
+    #expect(pollUntil(seconds: 20) { child.state == "T" })
     _ = notify.drain()  // sent before it stopped
     let frozen = notify.collect(for: 0.5).filter { $0.line == "WATCHDOG=1" }
     #expect(frozen.isEmpty, "\(frozen.count) WATCHDOG=1 from a stopped process")
@@ -167,26 +167,20 @@ import Testing
       through: [Self.activator, "-l", activated, "-E", "NOTIFY_SOCKET=\(notify.address)"])
     let log = { daemon.log }
 
-    let deadline = monotonicNow() + 20
-    while !isSocketFile(activated) {
-      #expect(!child.hasExited, "systemd-socket-activate exited: \(daemon.log)")
-      try #require(monotonicNow() < deadline, "no socket at \(activated): \(daemon.log)")
-      usleep(5000)
-    }
+    let bound = pollUntil(seconds: 20) { isSocketFile(activated) || child.hasExited }
+    #expect(!child.hasExited, "systemd-socket-activate exited: \(daemon.log)")
+    try #require(bound && isSocketFile(activated), "no socket at \(activated): \(daemon.log)")
     let boundInode = inode(of: activated)
     // The first connection starts switchd; it is in the backlog of the
     // passed socket when switchd starts, and is answered.
     // The activator binds before it listens: a connect in between is
     // refused, so it is retried until the deadline.
     var connected: RPCClient?
-    while connected == nil {
+    _ = pollUntil(seconds: 20) {
       connected = try? RPCClient(socketPath: activated, receiveTimeout: 10)
-      if connected == nil {
-        try #require(monotonicNow() < deadline, "cannot connect to \(activated): \(daemon.log)")
-        usleep(5000)
-      }
+      return connected != nil
     }
-    let first = try #require(connected)
+    let first = try #require(connected, "cannot connect to \(activated): \(daemon.log)")
     let ready = try notify.waitFor("READY=1", child: child, log: log)
     #expect(ready.allSatisfy { $0.pid == child.pid }, "switchd must run in the activator's pid")
     let status = try first.result("status")

@@ -1,5 +1,6 @@
 import Glibc
 import SwitchSystem
+import SwitchTestSupport
 
 /// systemd's side of the sd_notify protocol, for tests: an AF_UNIX datagram
 /// socket bound at a path or an abstract name, whose address goes into the
@@ -94,7 +95,7 @@ final class NotifyListener {
     }
     guard n >= 0 else { return false }
     let sender = control.withUnsafeBytes { senderPID($0, length: controlLength) }
-    let now = monotonicNow()
+    let now = monotonicSeconds()
     let text = String(decoding: data[0..<n], as: UTF8.self)
     for line in text.split(separator: "\n") {
       queue.append(Message(line: String(line), pid: sender, time: now))
@@ -145,7 +146,7 @@ final class NotifyListener {
     _ what: String, timeout: Double, child: Child?, log: () -> String,
     matching predicate: (String) -> Bool
   ) throws -> [Message] {
-    let deadline = monotonicNow() + timeout
+    let deadline = monotonicSeconds() + timeout
     var consumed: [Message] = []
     while true {
       while !queue.isEmpty {
@@ -153,7 +154,7 @@ final class NotifyListener {
         consumed.append(message)
         if predicate(message.line) { return consumed }
       }
-      let now = monotonicNow()
+      let now = monotonicSeconds()
       if now >= deadline {
         throw FixtureError(
           "no \(what) within \(timeout) s on \(address); received \(consumed); log: \(log())")
@@ -169,9 +170,9 @@ final class NotifyListener {
 
   /// Everything that arrives within the next `seconds` (and all queued before).
   func collect(for seconds: Double) -> [Message] {
-    let deadline = monotonicNow() + seconds
+    let deadline = monotonicSeconds() + seconds
     while true {
-      let now = monotonicNow()
+      let now = monotonicSeconds()
       if now >= deadline { break }
       receive(timeout: deadline - now)
     }

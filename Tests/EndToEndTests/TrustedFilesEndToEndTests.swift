@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 /// CONFIG.md "Files switchd trusts", tried as an administrator's accident
@@ -174,9 +175,9 @@ import Testing
       #expect(
         daemon.log.contains("refusing to use \(planted): it is owned by uid 65534"),
         "\(daemon.log)")
-      #expect(Durability.fileBytes(planted)?.isEmpty == true, "the planted file was written")
+      #expect((try? readWholeFileBytes(planted))?.isEmpty == true, "the planted file was written")
       for other in ["", "-wal", "-shm"] where other != suffix {
-        #expect(!Durability.fileExists(daemon.databasePath + other), "\(other) was created")
+        #expect(!fileExists(daemon.databasePath + other), "\(other) was created")
       }
       unlink(planted)
     }
@@ -220,7 +221,7 @@ import Testing
     let client = try daemon.client()
     _ = try client.result("toggle", keyParam("wifi"))
     let copy = daemon.directory + "/state/copy.db"
-    try Durability.writeBytes(copy, Durability.fileBytes(daemon.databasePath) ?? [])
+    try writeWholeFile(copy, (try? readWholeFileBytes(daemon.databasePath)) ?? [])
     #expect(rename(copy, daemon.databasePath) == 0)
     expectErrorObject(try client.error("toggle", keyParam("wifi")), -32007, "StorageFailure")
     #expect(try client.result("get", keyParam("wifi"))["revision"]?.int64Value == 1)

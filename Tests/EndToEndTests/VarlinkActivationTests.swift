@@ -1,4 +1,5 @@
 import Glibc
+import SwitchTestSupport
 import Testing
 
 /// Socket activation of both sockets, as switchd.socket and

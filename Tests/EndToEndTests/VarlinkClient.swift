@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchTestSupport
 
 /// A small blocking varlink client for the tests: NUL-framed calls and
 /// replies, written here from PROTOCOL.md "varlink" rather than shared with

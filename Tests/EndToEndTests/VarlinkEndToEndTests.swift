@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 /// The varlink socket (PROTOCOL.md "varlink") against the real daemon, with

@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 /// The same calls on each socket of two fresh daemons give the same

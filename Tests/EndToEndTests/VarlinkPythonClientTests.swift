@@ -1,4 +1,5 @@
 import Glibc
+import SwitchTestSupport
 import Testing
 
 /// A real varlink client, the PyPI `varlink` package (`.ci/run` installs

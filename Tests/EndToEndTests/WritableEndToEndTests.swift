@@ -1,6 +1,7 @@
 import Glibc
 import SwitchProtocol
 import SwitchSystem
+import SwitchTestSupport
 import Testing
 
 /// `writable` on every Switch, computed for the caller of the call that

@@ -1,6 +1,7 @@
 import Glibc
 import SwitchProtocol
 import SwitchSystem
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchCtl
@@ -9,18 +10,6 @@ import Testing
 /// (created new, 0600, before anything is asked), filled from the descriptor
 /// the daemon passed, and gone again when the backup fails.
 @Suite struct BackupCommandTests {
-  /// A fresh directory, removed with its files when `body` returns.
-  static func inDirectory(_ body: (String) throws -> Void) throws {
-    var template = Array("/tmp/switchctl-backup-XXXXXX".utf8CString)
-    guard let made = mkdtemp(&template) else { throw SystemError.last("mkdtemp") }
-    let directory = String(cString: made)
-    defer {
-      for name in ["copy", "backup.db", "kept.db"] { unlink(directory + "/" + name) }
-      rmdir(directory)
-    }
-    try body(directory)
-  }
-
   /// A read-only descriptor of a file holding `bytes`, as the daemon passes one.
   static func passedCopy(_ bytes: [UInt8], in directory: String) throws -> Int32 {
     let path = directory + "/copy"
@@ -37,11 +26,6 @@ import Testing
     .object([JSONMember("revision", .int(7)), JSONMember("bytes", .int(Int64(bytes)))])
   }
 
-  static func contents(_ path: String) throws -> [UInt8] {
-    guard let file = Descriptor(opening: path, O_RDONLY) else { throw SystemError.last("open") }
-    return try file.readAll(limit: 1 << 24)
-  }
-
   @Test func theCommandLineNamesTheFile() {
     #expect(
       ArgumentParser.parse(["backup", "/tmp/b.db"]).map(\.command)
@@ -55,7 +39,7 @@ import Testing
   }
 
   @Test func theCopyIsWrittenIntoANewPrivateFile() throws {
-    try Self.inDirectory { directory in
+    try withTemporaryDirectory { directory in
       let bytes = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
       let copy = try Self.passedCopy(bytes, in: directory)
       let target = directory + "/backup.db"
@@ -65,8 +49,8 @@ import Testing
         return (Self.result(bytes: bytes.count), copy)
       }
       #expect(existedWhenAsked, "the file exists before the daemon is asked")
-      #expect(result[WireField.revision]?.int64Value == 7)
-      #expect(try Self.contents(target) == bytes)
+      #expect(result.revision == 7)
+      #expect(try readWholeFileBytes(target) == bytes)
       var status = stat()
       #expect(stat(target, &status) == 0)
       #expect(status.st_mode & 0o777 == 0o600)
@@ -78,7 +62,7 @@ import Testing
   }
 
   @Test func anExistingFileIsNeverOverwrittenNorIsTheDaemonAsked() throws {
-    try Self.inDirectory { directory in
+    try withTemporaryDirectory { directory in
       let target = directory + "/kept.db"
       guard let existing = Descriptor(opening: target, O_WRONLY | O_CREAT, mode: 0o644) else {
         throw SystemError.last("open")
@@ -100,12 +84,12 @@ import Testing
           ])
       }
       #expect(!asked)
-      #expect(try Self.contents(target) == Array("precious".utf8))
+      #expect(try readWholeFileBytes(target) == Array("precious".utf8))
     }
   }
 
   @Test func aRefusalOrAMissingOrShortCopyLeavesNoFile() throws {
-    try Self.inDirectory { directory in
+    try withTemporaryDirectory { directory in
       let target = directory + "/backup.db"
       let refusal = RemoteError(
         code: .permissionDenied, message: "You may not call backup: only root may.",

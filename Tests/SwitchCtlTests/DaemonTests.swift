@@ -1,6 +1,7 @@
 import Glibc
 import SwitchCore
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchCtl
@@ -10,26 +11,26 @@ import Testing
 /// the machine has two cores.
 @Suite(.serialized) struct DaemonTests {
   @Test func toggleThroughMainThenGetAndIsOn() throws {
-    let daemon = try TestDaemon()
+    let daemon = try DaemonFixture.shipped()
     // The real entry point, as the executable calls it (its output goes to stdout).
-    #expect(SwitchCtl.main(["--socket", daemon.socket, "toggle", "wifi"]) == 0)
-    let get = runCtl(["--socket", daemon.socket, "get", "wifi"])
+    #expect(SwitchCtl.main(["--socket", daemon.socketPath, "toggle", "wifi"]) == 0)
+    let get = runCtl(["--socket", daemon.socketPath, "get", "wifi"])
     #expect(get.code == .success)
     #expect(get.out == ["off"])  // the shipped default is on
-    #expect(runCtl(["--socket", daemon.socket, "is-on", "wifi"]).code.rawValue == 1)
-    let on = runCtl(["on", "wifi", "--socket", daemon.socket])
+    #expect(runCtl(["--socket", daemon.socketPath, "is-on", "wifi"]).code.rawValue == 1)
+    let on = runCtl(["on", "wifi", "--socket", daemon.socketPath])
     #expect(on.out == ["wifi: on"])
-    #expect(runCtl(["--socket", daemon.socket, "on", "wifi"]).out == ["wifi: on (unchanged)"])
-    let isOn = runCtl(["--socket", daemon.socket, "is-on", "wifi"])
+    #expect(runCtl(["--socket", daemon.socketPath, "on", "wifi"]).out == ["wifi: on (unchanged)"])
+    let isOn = runCtl(["--socket", daemon.socketPath, "is-on", "wifi"])
     #expect(isOn.code == .success)
     #expect(isOn.out.isEmpty && isOn.err.isEmpty)
-    #expect(runCtl(["--socket", daemon.socket, "set", "wifi", "no"]).out == ["wifi: off"])
-    #expect(runCtl(["--socket", daemon.socket, "reset", "wifi"]).out == ["wifi: on"])
+    #expect(runCtl(["--socket", daemon.socketPath, "set", "wifi", "no"]).out == ["wifi: off"])
+    #expect(runCtl(["--socket", daemon.socketPath, "reset", "wifi"]).out == ["wifi: on"])
   }
 
   @Test func jsonOutputIsTheRPCResult() throws {
-    let daemon = try TestDaemon()
-    _ = runCtl(["--socket", daemon.socket, "toggle", "bluetooth"])
+    let daemon = try DaemonFixture.shipped()
+    _ = runCtl(["--socket", daemon.socketPath, "toggle", "bluetooth"])
     let cases: [([String], SwitchProtocol.Method, [JSONMember])] = [
       (["get", "bluetooth"], .get, [JSONMember("key", .string("bluetooth"))]),
       (["list"], .list, []),
@@ -42,21 +43,21 @@ import Testing
       (["reset", "wifi"], .reset, [JSONMember("key", .string("wifi"))]),
     ]
     for (arguments, method, params) in cases {
-      let run = runCtl(["--socket", daemon.socket] + arguments + ["--json"])
+      let run = runCtl(["--socket", daemon.socketPath] + arguments + ["--json"])
       #expect(run.code == .success)
       #expect(run.out == [try daemon.call(method, params).jsonText], "\(arguments)")
     }
-    let status = runCtl(["--socket", daemon.socket, "--json", "status"])
+    let status = runCtl(["--socket", daemon.socketPath, "--json", "status"])
     let parsed = json(status.out[0])
-    #expect(parsed["socket"] == .string(daemon.socket))
+    #expect(parsed["socket"] == .string(daemon.socketPath))
     #expect(parsed["revision"] == .int(1))
   }
 
   @Test(
     .needsRoot("disable is an administrator verb, and the repository's Config makes only root one"))
   func refusalsExitWithTheirCodesAndTheDaemonsSentence() throws {
-    let daemon = try TestDaemon()
-    let s = ["--socket", daemon.socket]
+    let daemon = try DaemonFixture.shipped()
+    let s = ["--socket", daemon.socketPath]
     let unknown = runCtl(s + ["get", "no-such-switch"])
     #expect(unknown.code.rawValue == 5)
     #expect(unknown.err == ["switchctl: No switch has the key no-such-switch."])
@@ -85,8 +86,8 @@ import Testing
   @Test(
     .needsRoot("lock is an administrator verb, and the repository's Config makes only root one"))
   func lockHistoryAndWhy() throws {
-    let daemon = try TestDaemon()
-    let s = ["--socket", daemon.socket]
+    let daemon = try DaemonFixture.shipped()
+    let s = ["--socket", daemon.socketPath]
     let lock = runCtl(
       s + ["lock", "bluetooth", "--reason", "Not on this floor.", "--checked", "on"])
     #expect(lock.out == ["bluetooth: on (read-only by admin: Not on this floor.)"])
@@ -122,8 +123,8 @@ import Testing
   }
 
   @Test func watchSinceReplaysThenStops() throws {
-    let daemon = try TestDaemon()
-    let s = ["--socket", daemon.socket]
+    let daemon = try DaemonFixture.shipped()
+    let s = ["--socket", daemon.socketPath]
     _ = runCtl(s + ["toggle", "wifi"])
     _ = runCtl(s + ["toggle", "bluetooth"])
     _ = runCtl(s + ["toggle", "wifi"])
@@ -147,8 +148,8 @@ import Testing
 
   /// An empty page says so in text; --json is the daemon's result as it came.
   @Test func anEmptyHistoryPrintsNoChanges() throws {
-    let daemon = try TestDaemon()
-    let s = ["--socket", daemon.socket]
+    let daemon = try DaemonFixture.shipped()
+    let s = ["--socket", daemon.socketPath]
     let text = runCtl(s + ["history"])
     #expect(text.code == .success)
     #expect(text.out == ["no changes"])
@@ -164,18 +165,12 @@ import Testing
     .needsRoot("switchctl runs as another uid through setpriv"),
     .enabled(if: access("/usr/bin/setpriv", X_OK) == 0, "needs /usr/bin/setpriv"))
   func aChangeByAHiddenActorIsByAnotherUser() throws {
-    let daemon = try TestDaemon()
-    _ = runCtl(["--socket", daemon.socket, "toggle", "wifi"])
-    let history = try runProcess(
-      "/usr/bin/setpriv",
-      [
-        "--reuid=65534", "--regid=65534", "--clear-groups",
-        try TestDaemon.productsDirectory() + "/switchctl", "--socket", daemon.socket,
-        "history", "wifi",
-      ])
+    let daemon = try DaemonFixture.shipped()
+    _ = runCtl(["--socket", daemon.socketPath, "toggle", "wifi"])
+    let history = daemon.ctl(["history", "wifi"], asUser: 65534)
     #expect(history.status == 0)
-    try #require(history.out.count == 1, "\(history)")
-    #expect(history.out[0].hasSuffix("  wifi  toggle  checked: on→off  by another user"))
+    try #require(history.outLines.count == 1, "\(history)")
+    #expect(history.outLines[0].hasSuffix("  wifi  toggle  checked: on→off  by another user"))
   }
 
   /// A user who is not an administrator, through the real binary run as a
@@ -187,9 +182,8 @@ import Testing
     .needsRoot("switchctl runs as other uids through setpriv"),
     .enabled(if: access("/usr/bin/setpriv", X_OK) == 0, "needs /usr/bin/setpriv"))
   func aUserMeetsReadOnlyAndPermissionDenied() throws {
-    let daemon = try TestDaemon()
-    _ = runCtl(["--socket", daemon.socket, "lock", "bluetooth", "--reason", "Not here."])
-    let ctl = try TestDaemon.productsDirectory() + "/switchctl"
+    let daemon = try DaemonFixture.shipped()
+    _ = runCtl(["--socket", daemon.socketPath, "lock", "bluetooth", "--reason", "Not here."])
     var loginDefs: [UInt8]?
     if let file = fopen(LoginDefs.path, "r") {
       defer { fclose(file) }
@@ -197,73 +191,81 @@ import Testing
       while case let byte = fgetc(file), byte != EOF { loginDefs?.append(UInt8(byte)) }
     }
     let human = LoginDefs.humanUIDs(loginDefs).lowerBound
-    func run(
-      as uid: UInt32, _ arguments: [String]
-    ) throws -> (status: Int32?, out: [String], err: [String]) {
-      try runProcess(
-        "/usr/bin/setpriv",
-        ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", ctl, "--socket", daemon.socket]
-          + arguments)
-    }
-    func asUser(_ arguments: [String]) throws -> (status: Int32?, out: [String], err: [String]) {
-      try run(as: human, arguments)
-    }
-    let nobody = try run(as: 65534, ["toggle", "wifi"])
+    func asUser(_ arguments: [String]) -> ProcessResult { daemon.ctl(arguments, asUser: human) }
+    let nobody = daemon.ctl(["toggle", "wifi"], asUser: 65534)
     #expect(nobody.status == 6)
-    #expect(nobody.err.first?.contains("only human accounts") == true, "\(nobody.err)")
-    let held = try asUser(["on", "bluetooth"])
+    #expect(nobody.errLines.first?.contains("only human accounts") == true, "\(nobody.errLines)")
+    let held = asUser(["on", "bluetooth"])
     #expect(held.status == 3)
-    #expect(held.out.isEmpty)
-    #expect(held.err.count == 1)
-    #expect(held.err.first?.hasPrefix("switchctl: bluetooth is read-only") == true)
-    #expect(held.err.first?.contains("Not here.") == true)
-    let denied = try asUser(["unlock", "bluetooth"])
+    #expect(held.outLines.isEmpty)
+    #expect(held.errLines.count == 1)
+    #expect(held.errLines.first?.hasPrefix("switchctl: bluetooth is read-only") == true)
+    #expect(held.errLines.first?.contains("Not here.") == true)
+    let denied = asUser(["unlock", "bluetooth"])
     #expect(denied.status == 6)
-    #expect(denied.err.count == 1)
-    #expect(denied.err.first?.hasPrefix("switchctl: ") == true)
-    let get = try asUser(["get", "bluetooth"])
+    #expect(denied.errLines.count == 1)
+    #expect(denied.errLines.first?.hasPrefix("switchctl: ") == true)
+    let get = asUser(["get", "bluetooth"])
     #expect(get.status == 0)
-    #expect(get.out == ["off (read-only by admin: Not here.)"])
-    #expect(try asUser(["toggle", "wifi"]).out == ["wifi: off"])
+    #expect(get.outLines == ["off (read-only by admin: Not here.)"])
+    #expect(asUser(["toggle", "wifi"]).outLines == ["wifi: off"])
   }
 
   /// The real binary: watch, restart the daemon under it, and see it resume
   /// with nothing missed or repeated; SIGTERM ends it with status 0.
   @Test func watchReconnectsAfterARestartAndResumes() throws {
-    let daemon = try TestDaemon()
-    let s = ["--socket", daemon.socket]
-    let out = try LinePipe()
-    let err = try LinePipe()
+    let daemon = try DaemonFixture.shipped()
+    let s = ["--socket", daemon.socketPath]
+    let out = daemon.directory + "/watch.out"
+    let err = daemon.directory + "/watch.err"
     let ctl = try Child(
-      try TestDaemon.productsDirectory() + "/switchctl", s + ["watch", "wifi"],
-      stdout: out.writeEnd, stderr: err.writeEnd)
+      [Products.path("switchctl")] + s + ["watch", "wifi"], logPath: out, errorLogPath: err)
 
     // Wait until the watch is registered, so the first change is after its snapshot.
-    let deadline = monotonicMilliseconds() + 20_000
-    while json(runCtl(s + ["--json", "status"]).out.first ?? "{}")["watches"] != .int(1) {
-      try #require(monotonicMilliseconds() < deadline, "the watch never registered")
-      usleep(10_000)
+    let registered = pollUntil(seconds: 20) {
+      json(runCtl(s + ["--json", "status"]).out.first ?? "{}")["watches"] == .int(1)
     }
+    try #require(registered, "the watch never registered")
     _ = runCtl(s + ["toggle", "wifi"])
-    #expect(out.readLine() == "1 wifi off (toggle by uid \(getuid()))")
+    #expect(line(1, of: out) == "1 wifi off (toggle by uid \(getuid()))")
 
-    #expect(daemon.stopDaemon() == 0)
+    #expect(daemon.stop() == 0)
     #expect(
-      err.readLine()
-        == "switchctl: lost the connection to switchd at \(daemon.socket); reconnecting")
+      line(1, of: err)
+        == "switchctl: lost the connection to switchd at \(daemon.socketPath); reconnecting")
     try daemon.start()
     // Likely made before switchctl is back: it must come from the replay.
     _ = runCtl(s + ["toggle", "wifi"])
     _ = runCtl(s + ["toggle", "bluetooth"])
     _ = runCtl(s + ["toggle", "wifi"])
-    #expect(out.readLine() == "2 wifi on (toggle by uid \(getuid()))")
-    #expect(out.readLine() == "4 wifi off (toggle by uid \(getuid()))")
+    #expect(line(2, of: out) == "2 wifi on (toggle by uid \(getuid()))")
+    #expect(line(3, of: out) == "4 wifi off (toggle by uid \(getuid()))")
     #expect(
-      err.readLine() == "switchctl: reconnected to \(daemon.socket), resuming after revision 1")
+      line(2, of: err)
+        == "switchctl: reconnected to \(daemon.socketPath), resuming after revision 1")
 
     #expect(ctl.stop() == 0)
-    #expect(out.readLine(within: 200) == nil)
+    #expect(completeLines(of: out).count == 3)
   }
+}
+
+/// The lines of `path` that a writer has finished (ended by a newline).
+private func completeLines(of path: String) -> [String] {
+  var lines = ((try? readWholeFile(path)) ?? "").split(
+    separator: "\n", omittingEmptySubsequences: false)
+  lines.removeLast()  // what follows the last newline: nothing, or a line in the making
+  return lines.map(String.init)
+}
+
+/// Line `number` (from 1) of `path`, once a writer has finished it; nil
+/// when it has not within 20 s.
+private func line(_ number: Int, of path: String) -> String? {
+  var lines: [String] = []
+  _ = pollUntil(seconds: 20) {
+    lines = completeLines(of: path)
+    return lines.count >= number
+  }
+  return lines.count >= number ? lines[number - 1] : nil
 }
 
 /// An event's JSON without its `watch` member, which is the daemon's id for the watch.

@@ -1,6 +1,6 @@
-import Glibc
 import SwitchCore
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchCtl
@@ -97,8 +97,8 @@ import Testing
   /// The Switch, `changed` and Entry examples and member lists of
   /// docs/protocol.md have the members a real switchd sends, in its order.
   @Test func protocolPageObjectsAreWhatTheDaemonSends() throws {
-    let daemon = try TestDaemon()
-    let watcher = try DaemonClient.connect(to: daemon.socket, receiveTimeout: 30)
+    let daemon = try DaemonFixture.shipped()
+    let watcher = try DaemonClient.connect(to: daemon.socketPath, receiveTimeout: 30)
     let wifi = [JSONMember("key", .string("wifi"))]
     _ = try watcher.call(.watch, [JSONMember("keys", .array([.string("wifi")]))]).get()
     let switchObject = try daemon.call(.get, wifi)
@@ -255,7 +255,7 @@ struct DocumentText {
     var root = #filePath
     for _ in 0..<3 { root = String(root[..<root.lastIndex(of: "/")!]) }
     let path = root + "/" + relativePath
-    return DocumentText(path: path, text: (try? readText(path)) ?? "")
+    return DocumentText(path: path, text: (try? readWholeFile(path)) ?? "")
   }
 
   /// The lines of an scdoc section (`# NAME` up to the next `# `).
@@ -370,21 +370,6 @@ func boldWords(in text: String) -> [String] {
 /// enough for the pages' prose).
 func sentences(_ text: String) -> [String] {
   text.replacing("\n", with: " ").split(separator: ". ").map(String.init)
-}
-
-/// A whole file as UTF-8 text.
-func readText(_ path: String) throws -> String {
-  let fd = open(path, O_RDONLY | O_CLOEXEC)
-  guard fd >= 0 else { throw SetupError(description: "cannot open \(path)") }
-  defer { close(fd) }
-  var bytes: [UInt8] = []
-  var chunk = [UInt8](repeating: 0, count: 65_536)
-  while true {
-    let count = read(fd, &chunk, chunk.count)
-    guard count > 0 else { break }
-    bytes += chunk[..<count]
-  }
-  return String(decoding: bytes, as: UTF8.self)
 }
 
 extension JSONValue {

@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchCtl
@@ -57,8 +58,8 @@ import Testing
     #expect(unreachable["data"]?["name"] == .string("Unreachable"))
     #expect(unreachable["message"]?.stringValue?.contains("/nonexistent/switchd.sock") == true)
 
-    let daemon = try TestDaemon()
-    let s = ["--socket", daemon.socket, "--json"]
+    let daemon = try DaemonFixture.shipped()
+    let s = ["--socket", daemon.socketPath, "--json"]
     let unknown = runCtl(s + ["get", "no-such-switch"])
     #expect(unknown.code == .unknownSwitch)
     #expect(
@@ -82,8 +83,8 @@ import Testing
   }
 
   @Test func isOnJSONSaysWhatTheStatusSays() throws {
-    let daemon = try TestDaemon()
-    let s = ["--socket", daemon.socket]
+    let daemon = try DaemonFixture.shipped()
+    let s = ["--socket", daemon.socketPath]
     let on = runCtl(s + ["--json", "is-on", "wifi"])
     #expect(on.code == .success)
     #expect(on.out == [#"{"key":"wifi","on":true,"checked":true,"disabled":false}"#])

@@ -1,4 +1,5 @@
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchCtl
@@ -8,8 +9,8 @@ import Testing
 /// turning it off brings their own values back.
 @Suite(.serialized) struct ShippedDependenciesTests {
   @Test func airplaneModeDisablesTheRadiosAndGivesThemBack() throws {
-    let daemon = try TestDaemon()
-    let socket = ["--socket", daemon.socket]
+    let daemon = try DaemonFixture.shipped()
+    let socket = ["--socket", daemon.socketPath]
     #expect(runCtl(socket + ["on", "bluetooth"]).code == .success)
     #expect(runCtl(socket + ["on", "airplane-mode"]).code == .success)
 

@@ -1,4 +1,5 @@
 import Glibc
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchDaemon
@@ -6,27 +7,17 @@ import Testing
 /// `switchd --check-config`: every line on one stream, counts in words.
 @Suite struct CheckConfigTests {
   /// A configuration directory with `files` (relative path → text).
-  private func withConfig(_ files: [String: String], _ body: (String) throws -> Void) rethrows {
-    var template = Array("/tmp/switchd-check-XXXXXX".utf8CString)
-    let directory = String(cString: mkdtemp(&template)!)
-    defer {
-      for name in files.keys { unlink(directory + "/" + name) }
-      rmdir(directory + "/switches.d")
-      rmdir(directory + "/policy.d")
-      rmdir(directory)
+  private func withConfig(_ files: [String: String], _ body: (String) throws -> Void) throws {
+    try withTemporaryDirectory { directory in
+      mkdir(directory + "/switches.d", 0o755)
+      mkdir(directory + "/policy.d", 0o755)
+      for (name, text) in files { try writeWholeFile(directory + "/" + name, text) }
+      try body(directory)
     }
-    mkdir(directory + "/switches.d", 0o755)
-    mkdir(directory + "/policy.d", 0o755)
-    for (name, text) in files {
-      let fd = open(directory + "/" + name, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-      _ = Array(text.utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-      close(fd)
-    }
-    try body(directory)
   }
 
-  @Test func aMissingAdminGroupIsOneWarningCountedInTheSummary() {
-    withConfig([
+  @Test func aMissingAdminGroupIsOneWarningCountedInTheSummary() throws {
+    try withConfig([
       "switchd.conf": "[Daemon]\nAdminGroup=no-such-group-switchd-test\n",
       "switches.d/10.conf": "[wifi]\nDefault=on\n",
     ]) { directory in
@@ -43,8 +34,8 @@ import Testing
     }
   }
 
-  @Test func errorsAreCountedWithTheRightPlural() {
-    withConfig([
+  @Test func errorsAreCountedWithTheRightPlural() throws {
+    try withConfig([
       "switchd.conf": "[Daemon]\nAdminGroup=\n",
       "switches.d/10.conf": "[wifi]\nLabel=Wi-Fi\nDefault=maybe\n",
     ]) { directory in
@@ -52,7 +43,7 @@ import Testing
       #expect(status == 1)
       #expect(lines.last == "\(directory): 1 error")
     }
-    withConfig([
+    try withConfig([
       "switches.d/10.conf": "[wifi]\nLabel=Wi-Fi\nLabel=WLAN\nDefault=maybe\n"
     ]) { directory in
       let (lines, status) = Daemon.checkConfigReport(directory)
@@ -64,15 +55,13 @@ import Testing
 
   /// The loader hands the parser bytes: a byte that is not UTF-8 is an
   /// error on its line, a U+FFFD written by the author is not.
-  @Test func bytesThatAreNotUTF8AreAnErrorButAReplacementCharacterIsNot() {
-    withConfig([
+  @Test func bytesThatAreNotUTF8AreAnErrorButAReplacementCharacterIsNot() throws {
+    try withConfig([
       "switches.d/10.conf": "[wifi]\nLabel=Wi-Fi\nDescription=\u{FFFD}\n",
       "switches.d/20.conf": "",
     ]) { directory in
       let bad = Array("[bt]\nLabel=Blue".utf8) + [0xFF] + Array("tooth\n".utf8)
-      let fd = open(directory + "/switches.d/20.conf", O_WRONLY | O_TRUNC)
-      _ = bad.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-      close(fd)
+      try writeWholeFile(directory + "/switches.d/20.conf", bad)
       let (lines, status) = Daemon.checkConfigReport(directory)
       #expect(status == 1)
       #expect(

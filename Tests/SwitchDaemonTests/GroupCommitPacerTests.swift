@@ -31,6 +31,6 @@ import Testing
     pacer.committed([1], seconds: 0.006)
     #expect(abs(pacer.flushSeconds - 0.003) < 1e-12)
     for _ in 0..<100 { pacer.committed([1], seconds: 1) }
-    #expect(pacer.budgetSeconds == GroupCommitPacer.ceilingSeconds)
+    #expect(pacer.budgetSeconds == pacer.ceilingSeconds)
   }
 }

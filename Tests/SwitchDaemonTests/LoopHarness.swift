@@ -2,7 +2,7 @@ import CShim
 import Glibc
 import SwitchCore
 import SwitchSystem
-import Testing
+import SwitchTestSupport
 
 @testable import SwitchDaemon
 
@@ -19,17 +19,15 @@ final class LoopHarness {
     daemonConf: String,
     switches: (_ directory: String) throws -> String = { _ in "[wifi]\nLabel=Wi-Fi\nDefault=on\n" }
   ) throws {
-    var template = Array("/tmp/switchd-loop-XXXXXX".utf8CString)
-    guard let made = mkdtemp(&template) else { throw HarnessError("mkdtemp failed") }
-    directory = String(cString: made)
+    directory = try makeTemporaryDirectory("switchd-loop")
     socketPath = directory + "/switchd.sock"
     let config = directory + "/config"
     mkdir(config, 0o755)
     mkdir(config + "/switches.d", 0o755)
-    try Self.write(config + "/switchd.conf", daemonConf)
-    try Self.write(config + "/switches.d/10-test.conf", try switches(directory))
+    try writeWholeFile(config + "/switchd.conf", daemonConf)
+    try writeWholeFile(config + "/switches.d/10-test.conf", try switches(directory))
     let loaded = ConfigLoader.load(directory: config)
-    guard let catalog = loaded.catalog else { throw HarnessError("config: \(loaded.errors)") }
+    guard let catalog = loaded.catalog else { throw FixtureError("config: \(loaded.errors)") }
     let log = Log(level: catalog.settings.logLevel)
     let access = AccessRules.resolve(catalog.settings, log: log)
     let jobs = BlockingQueue<WriterJob>()
@@ -49,7 +47,7 @@ final class LoopHarness {
   func stop() {
     server.beginShutdown("the test ended")
     server.run()
-    _ = Glibc.system("rm -rf '\(directory)'")
+    removeTree(directory)
   }
 
   /// A non-blocking client connection, accepted by turning the loop.
@@ -57,19 +55,8 @@ final class LoopHarness {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
     let address = try UnixSocketAddress(socketPath)
     let rc = address.withSockaddr { Glibc.connect(fd, $0, $1) }
-    guard rc == 0 else { throw HarnessError("connect failed: errno \(errno)") }
+    guard rc == 0 else { throw FixtureError("connect failed: errno \(errno)") }
     _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     return fd
   }
-
-  private static func write(_ path: String, _ text: String) throws {
-    guard let file = fopen(path, "w") else { throw HarnessError("cannot write \(path)") }
-    fputs(text, file)
-    fclose(file)
-  }
-}
-
-struct HarnessError: Error, CustomStringConvertible {
-  var description: String
-  init(_ description: String) { self.description = description }
 }

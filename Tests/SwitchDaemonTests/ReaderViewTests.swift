@@ -1,6 +1,6 @@
-import Glibc
 import SwitchCore
 import SwitchStore
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchDaemon
@@ -46,13 +46,11 @@ import Testing
   }
 
   private func withStore(_ body: (SwitchStore) throws -> Void) throws {
-    var template = Array("/tmp/switchd-readerview-XXXXXX".utf8CString)
-    guard let made = mkdtemp(&template) else { throw HarnessError("mkdtemp failed") }
-    let directory = String(cString: made)
-    defer { _ = Glibc.system("rm -rf '\(directory)'") }
-    let store = try SwitchStore(path: "\(directory)/s.db")
-    defer { store.close() }
-    try store.commit(Self.changes())
-    try body(store)
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: "\(directory)/s.db")
+      defer { store.close() }
+      try store.commit(Self.changes())
+      try body(store)
+    }
   }
 }

@@ -1,5 +1,6 @@
 import Glibc
 import SwitchSystem
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchDaemon
@@ -12,7 +13,7 @@ import Testing
     var gate = ""
     let harness = try LoopHarness(daemonConf: "[Daemon]\nAdminGroup=\nLogLevel=warning\n") {
       gate = $0 + "/gate"
-      guard mkfifo(gate, 0o600) == 0 else { throw HarnessError("mkfifo failed") }
+      guard mkfifo(gate, 0o600) == 0 else { throw FixtureError("mkfifo failed") }
       // Applied once the test opens the gate: until then it is being reconciled.
       return "[slow]\nLabel=Slow\nExecApply=/bin/cat \($0)/gate\nApplyTimeoutSec=3600\n"
     }
@@ -21,11 +22,10 @@ import Testing
 
     // Let the command end (a reader must be there to open the FIFO for
     // writing), so that the stop does not wait for it.
-    let deadline = monotonicSeconds() + 60
     var opened: Int32 = -1
-    while opened < 0 && monotonicSeconds() < deadline {
+    _ = pollUntil(seconds: 60) {
       opened = open(gate, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
-      if opened < 0 { usleep(5000) }  // poll interval
+      return opened >= 0
     }
     #expect(opened >= 0)
     close(opened)

@@ -1,5 +1,6 @@
 import Glibc
 import SwitchCore
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchStore
@@ -61,9 +62,9 @@ import Testing
       defer { store.close() }
       try commitEach(store, 1...3)
       let target = directory + "/taken.db"
-      try writeFile(target, Array("not a database".utf8))
+      try writeWholeFile(target, Array("not a database".utf8))
       #expect(storeError { () throws(StoreError) in try store.backup(into: target) } != nil)
-      #expect(try readFile(target) == Array("not a database".utf8))
+      #expect(try readWholeFileBytes(target) == Array("not a database".utf8))
     }
   }
 }

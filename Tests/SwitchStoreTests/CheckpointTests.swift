@@ -1,4 +1,5 @@
 import SwitchCore
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchStore

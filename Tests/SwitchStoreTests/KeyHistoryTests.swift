@@ -1,6 +1,7 @@
 import CSQLite
 import SeededRandom
 import SwitchCore
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchStore

@@ -1,5 +1,6 @@
 import CSQLite
 import SwitchCore
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchStore

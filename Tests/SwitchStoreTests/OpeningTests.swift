@@ -1,5 +1,6 @@
 import CSQLite
 import SwitchCore
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchStore
@@ -30,7 +31,7 @@ import Testing
     try withTemporaryDirectory { directory in
       let path = directory + "/s.db"
       let bytes = garbage.bytes
-      try writeFile(path, bytes)
+      try writeWholeFile(path, bytes)
       let error = storeError { () throws(StoreError) in
         _ = try SwitchStore(path: path, mode: mode)
       }
@@ -39,7 +40,7 @@ import Testing
         return
       }
       #expect(reportedPath == path)
-      #expect(try readFile(path) == bytes, "a damaged file must never be rewritten")
+      #expect(try readWholeFileBytes(path) == bytes, "a damaged file must never be rewritten")
       #expect(!fileExists(path + "-wal"))
     }
   }
@@ -116,7 +117,7 @@ import Testing
       let raw = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE)
       try raw.execute("PRAGMA user_version = 99")
       raw.close()
-      let before = try readFile(path)
+      let before = try readWholeFileBytes(path)
 
       let error = storeError { () throws(StoreError) in
         _ = try SwitchStore(path: path, mode: mode)
@@ -128,7 +129,8 @@ import Testing
       #expect(reportedPath == path)
       #expect(found == 99)
       #expect(supported == Schema.currentVersion)
-      #expect(try readFile(path) == before, "a newer file must not be migrated or modified")
+      #expect(
+        try readWholeFileBytes(path) == before, "a newer file must not be migrated or modified")
     }
   }
 
@@ -147,7 +149,7 @@ import Testing
   @Test func readOnlyOpenOfUnmigratedFileFailsAndReadWriteMigratesIt() throws {
     try withTemporaryDirectory { directory in
       let path = directory + "/empty.db"
-      try writeFile(path, [])
+      try writeWholeFile(path, [])
       let error = storeError { () throws(StoreError) in
         _ = try SwitchStore(path: path, mode: .readOnly)
       }

@@ -1,3 +1,4 @@
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchStore

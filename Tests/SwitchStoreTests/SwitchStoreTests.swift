@@ -1,5 +1,6 @@
 import CSQLite
 import SwitchCore
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchStore
@@ -49,7 +50,11 @@ import Testing
     }
   }
 
-  @Test func commitUpsertsSwitchRowsToTheChangedState() throws {
+  /// A commit appends to the change log only; `loadSwitches` lays the
+  /// changes after the checkpoint over the rows, so a committed change shows
+  /// at once, also for a key that has no row yet, and a checkpoint that
+  /// then writes the rows shows the same switches.
+  @Test func loadSwitchesShowsCommittedChangesOverTheRows() throws {
     try withTemporaryDirectory { directory in
       let store = try SwitchStore(path: directory + "/s.db")
       defer { store.close() }
@@ -60,18 +65,22 @@ import Testing
       let first = Change(
         revision: 1, time: 111, key: "a", cause: .lock, actor: .peer(uid: 0, gid: 0, pid: 9),
         state: sampleStates[3], previous: SwitchState(checked: false))
-      // "c" has no row yet: commit creates it.
+      // "c" has no row: it comes from the log alone.
       let second = Change(
         revision: 2, time: 222, key: "c", cause: .policy, actor: .policy,
         state: sampleStates[4], previous: SwitchState(checked: true))
       try store.commit([first, second])
-      #expect(
-        try store.loadSwitches() == [
-          SwitchRecord(key: "a", state: sampleStates[3], revision: 1, changedAt: 111),
-          SwitchRecord(key: "b", state: SwitchState(checked: false)),
-          SwitchRecord(key: "c", state: sampleStates[4], revision: 2, changedAt: 222),
-        ])
+      let expected = [
+        SwitchRecord(key: "a", state: sampleStates[3], revision: 1, changedAt: 111),
+        SwitchRecord(key: "b", state: SwitchState(checked: false)),
+        SwitchRecord(key: "c", state: sampleStates[4], revision: 2, changedAt: 222),
+      ]
+      #expect(try store.loadSwitches() == expected)
       #expect(try store.currentRevision() == 2)
+      #expect(try store.checkpointRevision() == 0, "the commit wrote no row")
+      try store.checkpointFromLog()
+      #expect(try store.checkpointRevision() == 2)
+      #expect(try store.loadSwitches() == expected)
     }
   }
 

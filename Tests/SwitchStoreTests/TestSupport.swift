@@ -1,20 +1,7 @@
 import CSQLite
-import Glibc
 import SwitchCore
-import Testing
 
 @testable import SwitchStore
-
-/// A fresh directory under /tmp for one test, removed (with its files) when `body` returns.
-func withTemporaryDirectory<T>(_ body: (String) throws -> T) throws -> T {
-  var template = Array("/tmp/switchstore-test-XXXXXX".utf8CString)
-  guard let created = mkdtemp(&template) else {
-    throw TestFailure("mkdtemp failed: errno \(errno)")
-  }
-  let directory = String(cString: created)
-  defer { removeDirectory(directory) }
-  return try body(directory)
-}
 
 /// A new database at `path` as the release before per-user values and apply commands wrote
 /// it (schema 2, empty), open for a test to fill before a current store migrates it.
@@ -24,67 +11,6 @@ func schemaTwoDatabase(at path: String) throws -> SQLiteConnection {
   try old.execute(Schema.keyChains.sql)
   try old.execute("PRAGMA user_version = 2")
   return old
-}
-
-/// Removes a flat directory: the store only ever creates files (db, -wal, -shm) in it.
-private func removeDirectory(_ path: String) {
-  if let handle = opendir(path) {
-    while let entry = readdir(handle) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-        String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-      }
-      if name == "." || name == ".." { continue }
-      unlink(path + "/" + name)
-    }
-    closedir(handle)
-  }
-  rmdir(path)
-}
-
-struct TestFailure: Error, CustomStringConvertible {
-  var description: String
-  init(_ description: String) { self.description = description }
-}
-
-func writeFile(_ path: String, _ bytes: [UInt8]) throws {
-  let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-  guard fd >= 0 else { throw TestFailure("open \(path): errno \(errno)") }
-  defer { close(fd) }
-  try bytes.withUnsafeBytes { buffer in
-    var offset = 0
-    while offset < buffer.count {
-      let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-      guard written > 0 else { throw TestFailure("write \(path): errno \(errno)") }
-      offset += written
-    }
-  }
-}
-
-/// Overwrites `bytes.count` bytes at `offset` in place.
-func patchFile(_ path: String, at offset: Int, _ bytes: [UInt8]) throws {
-  let fd = open(path, O_WRONLY | O_CLOEXEC)
-  guard fd >= 0 else { throw TestFailure("open \(path): errno \(errno)") }
-  defer { close(fd) }
-  let written = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress!, $0.count, off_t(offset)) }
-  guard written == bytes.count else { throw TestFailure("pwrite \(path): errno \(errno)") }
-}
-
-func readFile(_ path: String) throws -> [UInt8] {
-  let fd = open(path, O_RDONLY | O_CLOEXEC)
-  guard fd >= 0 else { throw TestFailure("open \(path): errno \(errno)") }
-  defer { close(fd) }
-  var result: [UInt8] = []
-  var chunk = [UInt8](repeating: 0, count: 65536)
-  while true {
-    let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-    guard count >= 0 else { throw TestFailure("read \(path): errno \(errno)") }
-    if count == 0 { return result }
-    result += chunk[0..<count]
-  }
-}
-
-func fileExists(_ path: String) -> Bool {
-  access(path, F_OK) == 0
 }
 
 /// The StoreError that `body` throws, or nil when it returns.

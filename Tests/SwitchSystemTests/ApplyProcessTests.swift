@@ -1,4 +1,5 @@
 import Glibc
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchSystem
@@ -27,39 +28,42 @@ import Testing
   }
 
   @Test func theEnvironmentIsExactlyWhatIsGivenAndStandardInputIsEmpty() throws {
-    withTemporaryDirectory { directory in
+    try withTemporaryDirectory { (directory: String) throws in
       // /proc/self/environ is what exec gave the shell (the shell adds PWD
       // only for what it runs).
       let result = Self.shell(
         "tr '\\0' '\\n' < /proc/$$/environ > \"$0\"/env; cat > \"$0\"/stdin; pwd > \"$0\"/cwd",
         directory)
       #expect(result.succeeded)
-      #expect(readText(directory + "/env") == Self.environment.joined(separator: "\n") + "\n")
-      #expect(readText(directory + "/stdin") == "")
-      #expect(readText(directory + "/cwd") == "/\n")
+      #expect(
+        try readWholeFile(directory + "/env") == Self.environment.joined(separator: "\n") + "\n")
+      #expect(try readWholeFile(directory + "/stdin") == "")
+      #expect(try readWholeFile(directory + "/cwd") == "/\n")
     }
   }
 
   @Test func aTimeoutKillsTheWholeProcessGroup() throws {
-    withTemporaryDirectory { directory in
+    try withTemporaryDirectory { directory in
       let result = ApplyProcess.run(
         arguments: ["/bin/sh", "-c", "sleep 1000 & echo $! > \"$0\"/child; wait", directory],
         // Long enough for the shell to write the child's pid on a loaded machine.
         environment: [], timeoutMilliseconds: 3000)
       #expect(result.outcome == .timedOut)
-      let child = Int32(readText(directory + "/child").split(separator: "\n").first ?? "") ?? 0
+      let child =
+        Int32(try readWholeFile(directory + "/child").split(separator: "\n").first ?? "") ?? 0
       #expect(child > 0)
       expectGone(child)
     }
   }
 
   @Test func whatAProgramLeavesInItsGroupIsKilledWhenItExits() throws {
-    withTemporaryDirectory { directory in
+    try withTemporaryDirectory { directory in
       // The child holds no descriptor of ours, so only the group kill ends it.
       let result = Self.shell(
         "sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > \"$0\"/child", directory)
       #expect(result.succeeded)
-      let child = Int32(readText(directory + "/child").split(separator: "\n").first ?? "") ?? 0
+      let child =
+        Int32(try readWholeFile(directory + "/child").split(separator: "\n").first ?? "") ?? 0
       #expect(child > 0)
       expectGone(child)
     }
@@ -76,32 +80,14 @@ import Testing
   }
 }
 
-private func readText(_ path: String) -> String {
-  guard let file = fopen(path, "r") else { return "" }
-  defer { fclose(file) }
-  var bytes: [UInt8] = []
-  while true {
-    let c = fgetc(file)
-    if c == EOF { break }
-    bytes.append(UInt8(c))
-  }
-  return String(decoding: bytes, as: UTF8.self)
-}
-
 /// A killed process that is not our child is reaped by init: wait (with a
 /// generous deadline) until it is no longer there or is a zombie.
 private func expectGone(_ pid: Int32) {
-  let deadline = time(nil) + 30
-  while time(nil) < deadline {
-    let status = readText("/proc/\(pid)/stat")
-    if status.isEmpty { return }
+  let gone = pollUntil(seconds: 30) {
+    guard let status = try? readWholeFile("/proc/\(pid)/stat") else { return true }
     // The state follows the command name in parentheses: Z is a zombie, dead.
-    if let close = status.lastIndex(of: ")"),
-      status[status.index(close, offsetBy: 2)] == "Z"
-    {
-      return
-    }
-    usleep(10_000)
+    guard let close = status.lastIndex(of: ")") else { return false }
+    return status[status.index(close, offsetBy: 2)] == "Z"
   }
-  Issue.record("process \(pid) is still running")
+  if !gone { Issue.record("process \(pid) is still running") }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchSystem
@@ -34,8 +35,8 @@ import Testing
     }
   }
 
-  @Test func anExistingPrivateDirectoryWithALooserModeIsRefused() {
-    withTemporaryDirectory { base in
+  @Test func anExistingPrivateDirectoryWithALooserModeIsRefused() throws {
+    try withTemporaryDirectory { base in
       let runtime = base + "/switchd-\(uid)"
       mkdir(runtime, 0o700)
       chmod(runtime, 0o755)
@@ -48,8 +49,8 @@ import Testing
     }
   }
 
-  @Test func aSymbolicLinkInPlaceOfThePrivateDirectoryIsRefused() {
-    withTemporaryDirectory { base in
+  @Test func aSymbolicLinkInPlaceOfThePrivateDirectoryIsRefused() throws {
+    try withTemporaryDirectory { base in
       let target = base + "/elsewhere"
       mkdir(target, 0o700)
       let runtime = base + "/switchd-\(uid)"
@@ -78,8 +79,8 @@ import Testing
 
   @Test(
     .enabled(if: getuid() == 0, "needs root to give a directory to another user (chown)"))
-  func aDirectoryAnotherUserCreatedFirstIsRefused() {
-    withTemporaryDirectory { base in
+  func aDirectoryAnotherUserCreatedFirstIsRefused() throws {
+    try withTemporaryDirectory { base in
       let nobody: uid_t = 65534
       let runtime = base + "/switchd-\(uid)"
       mkdir(runtime, 0o700)

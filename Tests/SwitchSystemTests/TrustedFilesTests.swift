@@ -1,4 +1,5 @@
 import Glibc
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchSystem

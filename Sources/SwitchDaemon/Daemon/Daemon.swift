@@ -126,13 +126,20 @@ public enum Daemon {
       log.error("cannot create the directory for \(databasePath): \(error)")
       return 1
     }
-    let ownFiles = ["", "-wal", "-shm", ".lock"].map { databasePath + $0 }
-    do {
-      try TrustedDirectory.checkOwnFiles(ownFiles, uid: uid)
-    } catch {
-      log.error("\(error); not starting")
-      return 1
+    // The database's files must be this user's (or root's); checked again
+    // once SQLite made what was missing: another user may have made one in
+    // the moment between the first check and the open.
+    func ownFilesAreTrusted() -> Bool {
+      let ownFiles = ["", "-wal", "-shm", ".lock"].map { databasePath + $0 }
+      do {
+        try TrustedDirectory.checkOwnFiles(ownFiles, uid: uid)
+        return true
+      } catch {
+        log.error("\(error); not starting")
+        return false
+      }
     }
+    guard ownFilesAreTrusted() else { return 1 }
     let lock: LockFile
     do {
       lock = try LockFile(path: databasePath + ".lock")
@@ -159,14 +166,7 @@ public enum Daemon {
       log.error("cannot open the database: \(error)")
       return 1
     }
-    // Again, now that SQLite made what was missing: another user may have
-    // made one in the moment between the first check and the open.
-    do {
-      try TrustedDirectory.checkOwnFiles(ownFiles, uid: uid)
-    } catch {
-      log.error("\(error); not starting")
-      return 1
-    }
+    guard ownFilesAreTrusted() else { return 1 }
     // Socket-activated, switchd serves what systemd passed and binds no
     // path (the units decide where sockets are); else it binds both.
     let activated = Listener.activated(environment: env, path: socketPath)
@@ -181,14 +181,16 @@ public enum Daemon {
         return nil
       }
     }
-    guard let listener = activated?.jsonRPC ?? bound(socketPath) else { return 1 }
+    // The varlink socket first: whoever can connect to the JSON-RPC socket
+    // (a test, a unit waiting for it) finds the varlink one there too.
     var varlinkListener = activated?.varlink
     if activated == nil, let varlinkPath {
-      guard let made = bound(varlinkPath) else {
-        listener.close()
-        return 1
-      }
+      guard let made = bound(varlinkPath) else { return 1 }
       varlinkListener = made
+    }
+    guard let listener = activated?.jsonRPC ?? bound(socketPath) else {
+      varlinkListener?.close()
+      return 1
     }
 
     let notifier = Notifier(environment: env)

@@ -3,20 +3,20 @@ import SwitchProtocol
 import SwitchSystem
 
 /// A blocking line client for tests: send a request, read lines.
-final class RPCClient {
-  private(set) var fd: Int32
+public final class RPCClient {
+  public private(set) var fd: Int32
   private var buffer: [UInt8] = []
   private var nextID: Int64 = 1
   /// Notifications read while waiting for a response.
-  var notifications: [JSONValue] = []
+  public var notifications: [JSONValue] = []
 
-  init(socketPath: String, receiveTimeout: Double = 20) throws {
+  public init(socketPath: String, receiveTimeout: Double = 20) throws {
     fd = try connectUnixSocket(socketPath)
     setReceiveTimeout(receiveTimeout)
   }
 
   /// A client on a socket already connected (`connect(asUser:)`), which it then owns.
-  init(connected: Int32, receiveTimeout: Double = 20) {
+  public init(connected: Int32, receiveTimeout: Double = 20) {
     fd = connected
     setReceiveTimeout(receiveTimeout)
   }
@@ -28,19 +28,19 @@ final class RPCClient {
 
   /// Closes once: a second close could hit a descriptor number that a
   /// test running in parallel was given in between.
-  func close() {
+  public func close() {
     if fd >= 0 { Glibc.close(fd) }
     fd = -1
   }
 
   deinit { close() }
 
-  func send(raw text: String) throws {
+  public func send(raw text: String) throws {
     guard sendAll(fd, Array(text.utf8)) else { throw FixtureError("send failed: errno \(errno)") }
   }
 
   /// Reads one line (without its newline); nil at end of stream or timeout.
-  func readLine() -> String? {
+  public func readLine() -> String? {
     while true {
       if let newline = buffer.firstIndex(of: 10) {
         let line = Array(buffer[..<newline])
@@ -54,14 +54,14 @@ final class RPCClient {
     }
   }
 
-  func readJSON() throws -> JSONValue {
+  public func readJSON() throws -> JSONValue {
     guard let line = readLine() else { throw FixtureError("no line from the daemon") }
     return try JSONParser.parse(line, maxDepth: 512)
   }
 
   /// Sends a request and returns the whole response object (result or
   /// error), keeping notifications that arrive first.
-  func call(_ method: String, _ params: String = "{}") throws -> JSONValue {
+  public func call(_ method: String, _ params: String = "{}") throws -> JSONValue {
     let id = nextID
     nextID += 1
     try send(
@@ -80,7 +80,7 @@ final class RPCClient {
   }
 
   /// `call`, expecting a result.
-  func result(_ method: String, _ params: String = "{}") throws -> JSONValue {
+  public func result(_ method: String, _ params: String = "{}") throws -> JSONValue {
     let response = try call(method, params)
     guard let result = response["result"] else {
       throw FixtureError("\(method) failed: \(response.jsonText)")
@@ -89,7 +89,7 @@ final class RPCClient {
   }
 
   /// `call`, expecting an error; returns `error`.
-  func error(_ method: String, _ params: String = "{}") throws -> JSONValue {
+  public func error(_ method: String, _ params: String = "{}") throws -> JSONValue {
     let response = try call(method, params)
     guard let error = response["error"] else {
       throw FixtureError("\(method) did not fail: \(response.jsonText)")
@@ -98,7 +98,7 @@ final class RPCClient {
   }
 
   /// The next `changed` notification's params (already read ones first).
-  func nextEvent() throws -> JSONValue {
+  public func nextEvent() throws -> JSONValue {
     if !notifications.isEmpty { return notifications.removeFirst()["params"] ?? .null }
     let message = try readJSON()
     guard message["method"]?.stringValue == "changed" else {
@@ -109,7 +109,7 @@ final class RPCClient {
 }
 
 /// Sends all of `bytes` (retrying short sends and EINTR); false when the peer is gone.
-func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+public func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
   var offset = 0
   while offset < bytes.count {
     let n = bytes.withUnsafeBytes {
@@ -124,7 +124,7 @@ func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
 
 /// A connected Unix stream socket, or an error (the descriptor is closed on
 /// failure, once). `receiveBuffer` sets SO_RCVBUF before connecting.
-func connectUnixSocket(_ path: String, receiveBuffer: Int32? = nil) throws -> Int32 {
+public func connectUnixSocket(_ path: String, receiveBuffer: Int32? = nil) throws -> Int32 {
   let address = try UnixSocketAddress(path)
   let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
   guard fd >= 0 else { throw FixtureError("socket failed: errno \(errno)") }

@@ -1,30 +1,30 @@
 import Glibc
-import SwitchProtocol
-import Testing
+import SwitchSystem
 
 /// A real `switchd` in its own temp directory: config, socket and database
 /// passed by flag; readiness waited for by connecting, never by sleeping;
 /// stopped with SIGTERM, then SIGKILL after a deadline. The one way every
-/// end-to-end test starts a daemon: plainly (`start`), as a service manager
-/// would (`launch` with an environment, or through a wrapper such as
-/// systemd-socket-activate), or expecting a refusal (`startExpectingRefusal`).
-final class DaemonFixture {
-  let directory: String
-  let configDirectory: String
-  let socketPath: String
-  let databasePath: String
-  let logPath: String
+/// test starts a daemon: plainly (`start`), as a service manager would
+/// (`launch` with an environment, or through a wrapper such as
+/// systemd-socket-activate), or expecting a refusal (`startExpectingRefusal`);
+/// on the test's own files (`init`) or on the shipped ones (`shipped`).
+public final class DaemonFixture {
+  public let directory: String
+  public let configDirectory: String
+  public let socketPath: String
+  public let databasePath: String
+  public let logPath: String
   /// The running daemon (or its wrapper), if one was started and not stopped.
-  private(set) var process: Child?
+  public private(set) var process: Child?
   /// Its pid, 0 when none runs.
-  var pid: pid_t { process?.pid ?? 0 }
+  public var pid: pid_t { process?.pid ?? 0 }
 
   /// Generous for a loaded two-core machine under a sanitizer.
-  static let startSeconds = 60.0
-  static let stopSeconds = 30.0
+  public static let startSeconds = 60.0
+  public static let stopSeconds = 30.0
 
   /// The shipped example schema, for tests that need a few switches.
-  static let standardSwitches = """
+  public static let standardSwitches = """
     [wifi]
     Label=Wi-Fi
     Description=Connect to wireless networks.
@@ -50,13 +50,37 @@ final class DaemonFixture {
     Default=on
     """
 
-  init(
+  /// The repository's Config (what the package ships), found from this file's path.
+  public static let shippedConfigDirectory: String = {
+    var path = #filePath
+    for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
+    return path + "/Config"
+  }()
+
+  /// A daemon on these files: the schema, policy files by name, switchd.conf.
+  public convenience init(
     switches: String = DaemonFixture.standardSwitches, policies: [String: String] = [:],
     daemonConf: String = "[Daemon]\nAdminGroup=\n", start: Bool = true
   ) throws {
-    var template = Array("/tmp/switchd-e2e-XXXXXX".utf8CString)
-    guard let made = mkdtemp(&template) else { throw FixtureError("mkdtemp failed") }
-    directory = String(cString: made)
+    try self.init(emptyConfig: ())
+    try writeFile("switchd.conf", daemonConf)
+    try writeFile("switches.d/10-test.conf", switches)
+    for (name, text) in policies { try writeFile("policy.d/" + name, text) }
+    if start { try self.start() }
+  }
+
+  /// A running daemon on a copy of the shipped configuration.
+  public static func shipped() throws -> DaemonFixture {
+    let fixture = try DaemonFixture(emptyConfig: ())
+    let copy = runProcess(["/bin/cp", "-R", shippedConfigDirectory + "/.", fixture.configDirectory])
+    guard copy.status == 0 else { throw FixtureError("cannot copy Config: \(copy.stderr)") }
+    try fixture.start()
+    return fixture
+  }
+
+  /// The temp directory with an empty configuration tree.
+  private init(emptyConfig: ()) throws {
+    directory = try makeTemporaryDirectory("switchd-e2e")
     configDirectory = directory + "/config"
     socketPath = directory + "/switchd.sock"
     databasePath = directory + "/state/switches.db"
@@ -67,30 +91,27 @@ final class DaemonFixture {
       mkdir(path, 0o755)
       chmod(path, 0o755)
     }
+    // Other uids (the setpriv tests) must reach the socket inside.
     chmod(directory, 0o755)
-    try writeFile("switchd.conf", daemonConf)
-    try writeFile("switches.d/10-test.conf", switches)
-    for (name, text) in policies { try writeFile("policy.d/" + name, text) }
-    if start { try self.start() }
   }
 
   deinit {
     stop()
-    _ = runProcess(["/bin/rm", "-rf", directory])
+    removeTree(directory)
   }
 
   /// Writes a file relative to the config directory.
-  func writeFile(_ relative: String, _ text: String) throws {
+  public func writeFile(_ relative: String, _ text: String) throws {
     try writeWholeFile(configDirectory + "/" + relative, text)
     chmod(configDirectory + "/" + relative, 0o644)  // not the umask's (see init)
   }
 
-  func removeFile(_ relative: String) {
+  public func removeFile(_ relative: String) {
     unlink(configDirectory + "/" + relative)
   }
 
   /// Starts switchd and waits until its socket accepts.
-  func start(extraArguments: [String] = []) throws {
+  public func start(extraArguments: [String] = []) throws {
     try launch(extraArguments: extraArguments)
     try waitUntilServing()
   }
@@ -103,7 +124,7 @@ final class DaemonFixture {
   ///   - wrapper: a command that execs switchd (`systemd-socket-activate …`).
   /// - Returns: the process, also kept as `process` (and stopped with the fixture).
   @discardableResult
-  func launch(
+  public func launch(
     environment: [String: String]? = nil, socket: String? = nil, through wrapper: [String] = [],
     extraArguments: [String] = []
   ) throws -> Child {
@@ -120,23 +141,21 @@ final class DaemonFixture {
 
   /// Polls with connect until the socket accepts; throws when switchd exits
   /// first or the deadline passes.
-  func waitUntilServing() throws {
+  public func waitUntilServing() throws {
     guard let child = process else { throw FixtureError("switchd was not started") }
-    let deadline = monotonicNow() + Self.startSeconds
-    while monotonicNow() < deadline {
-      if let client = try? RPCClient(socketPath: socketPath) {
-        client.close()
-        return
-      }
-      if child.hasExited {
-        throw FixtureError("switchd exited (\(child.exitStatus ?? -1)) at start: \(log)")
-      }
-      usleep(5000)  // poll interval
+    var serving = false
+    _ = pollUntil(seconds: Self.startSeconds) {
+      serving = Self.accepts(socketPath)
+      return serving || child.hasExited
+    }
+    if serving { return }
+    if child.hasExited {
+      throw FixtureError("switchd exited (\(child.exitStatus ?? -1)) at start: \(log)")
     }
     throw FixtureError("switchd did not accept connections within \(Self.startSeconds) s: \(log)")
   }
 
-  enum StartOutcome: Equatable {
+  public enum StartOutcome: Equatable {
     /// switchd exited by itself with this status (128+n for signal n).
     case exited(Int32)
     /// switchd accepted a connection: it started (and was killed).
@@ -147,51 +166,56 @@ final class DaemonFixture {
   /// how it ended, its exit or its socket accepting, whichever comes first.
   /// While this fixture's daemon runs, pass another `socket` (the one it
   /// would serve), and the running daemon is left alone.
-  func startExpectingRefusal(socket: String? = nil) throws -> StartOutcome {
+  public func startExpectingRefusal(socket: String? = nil) throws -> StartOutcome {
     let path = socket ?? socketPath
     let argv = [
       Products.path("switchd"), "--config", configDirectory, "--socket", path,
       "--database", databasePath,
     ]
     let child = try Child(argv, logPath: logPath)
-    let deadline = monotonicNow() + Self.startSeconds
-    while monotonicNow() < deadline {
-      if child.hasExited { return .exited(child.exitStatus ?? -1) }
-      if let client = try? RPCClient(socketPath: path) {
-        client.close()
-        break
-      }
-      usleep(5000)  // poll interval
+    var served = false
+    let ended = pollUntil(seconds: Self.startSeconds) {
+      if child.hasExited { return true }
+      served = Self.accepts(path)
+      return served
     }
+    if ended && !served { return .exited(child.exitStatus ?? -1) }
     child.signal(SIGKILL)
     child.wait(seconds: Self.stopSeconds)
     return .served
   }
 
+  /// Whether a daemon accepts connections at `path`.
+  private static func accepts(_ path: String) -> Bool {
+    guard let client = try? RPCClient(socketPath: path) else { return false }
+    client.close()
+    return true
+  }
+
   /// SIGTERM, then SIGKILL after a deadline. Returns the exit status.
   @discardableResult
-  func stop() -> Int32? {
+  public func stop() -> Int32? {
     defer { process = nil }
     return process?.stop(seconds: Self.stopSeconds)
   }
 
   /// SIGKILL: a crash at an arbitrary moment.
-  func crash() {
+  public func crash() {
     process?.signal(SIGKILL)
     process?.wait(seconds: Self.stopSeconds)
     process = nil
   }
 
-  func signal(_ signal: Int32) {
+  public func signal(_ signal: Int32) {
     process?.signal(signal)
   }
 
-  var log: String { (try? readWholeFile(logPath)) ?? "" }
+  public var log: String { (try? readWholeFile(logPath)) ?? "" }
 
-  func client() throws -> RPCClient { try RPCClient(socketPath: socketPath) }
+  public func client() throws -> RPCClient { try RPCClient(socketPath: socketPath) }
 
   /// Runs switchctl against this daemon.
-  func ctl(_ arguments: [String], asUser uid: UInt32? = nil) -> ProcessResult {
+  public func ctl(_ arguments: [String], asUser uid: UInt32? = nil) -> ProcessResult {
     var argv = [Products.path("switchctl"), "--socket", socketPath] + arguments
     if let uid {
       argv = ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"] + argv
@@ -200,22 +224,9 @@ final class DaemonFixture {
   }
 }
 
-extension Trait where Self == ConditionTrait {
-  /// Runs the test only as root, and says why it needs to: as a normal user it
-  /// is skipped with that reason, not failed.
-  static func needsRoot(_ why: String) -> Self {
-    .enabled(if: geteuid() == 0, Comment(rawValue: "needs root: " + why))
-  }
-}
-
-struct FixtureError: Error, CustomStringConvertible {
-  var description: String
-  init(_ description: String) { self.description = description }
-}
-
 /// Where the built products are: beside the test runner.
-enum Products {
-  static let directory: String = {
+public enum Products {
+  public static let directory: String = {
     var path = CommandLine.arguments[0]
     while let slash = path.lastIndex(of: "/") {
       path = String(path[..<slash])
@@ -224,38 +235,5 @@ enum Products {
     return ".build/debug"
   }()
 
-  static func path(_ name: String) -> String { directory + "/" + name }
-}
-
-func monotonicNow() -> Double {
-  var ts = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &ts)
-  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
-func writeWholeFile(_ path: String, _ text: String) throws {
-  let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-  guard fd >= 0 else { throw FixtureError("cannot write \(path)") }
-  defer { close(fd) }
-  let bytes = Array(text.utf8)
-  var offset = 0
-  while offset < bytes.count {
-    let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, bytes.count - offset) }
-    if n <= 0 { throw FixtureError("cannot write \(path)") }
-    offset += n
-  }
-}
-
-func readWholeFile(_ path: String) throws -> String {
-  let fd = open(path, O_RDONLY | O_CLOEXEC)
-  guard fd >= 0 else { throw FixtureError("cannot read \(path)") }
-  defer { close(fd) }
-  var bytes: [UInt8] = []
-  var chunk = [UInt8](repeating: 0, count: 65_536)
-  while true {
-    let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-    if n <= 0 { break }
-    bytes += chunk[0..<n]
-  }
-  return String(decoding: bytes, as: UTF8.self)
+  public static func path(_ name: String) -> String { directory + "/" + name }
 }

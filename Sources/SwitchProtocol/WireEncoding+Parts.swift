@@ -1,0 +1,105 @@
+import SwitchCore
+
+extension WireEncoding {
+  /// The fixed parts of the objects, made once from `WireField`'s names:
+  /// appending bytes costs what a literal would on the paths that run for
+  /// every change and request.
+  enum Parts {
+    static let `true` = fixedBytes { $0.bool(true) }
+    static let `false` = fixedBytes { $0.bool(false) }
+    static let defaultCheckedTrue = fixedBytes {
+      $0.member(WireField.defaultChecked)
+      $0.bool(true)
+    }
+    static let defaultCheckedFalse = fixedBytes {
+      $0.member(WireField.defaultChecked)
+      $0.bool(false)
+    }
+    static let effectiveUser = scopeMembers(effective: true, .user)
+    static let ineffectiveUser = scopeMembers(effective: false, .user)
+    static let effectiveSystem = scopeMembers(effective: true, .system)
+    static let ineffectiveSystem = scopeMembers(effective: false, .system)
+    static let revision = fixedBytes { $0.member(WireField.revision) }
+    static let changedAt = fixedBytes { $0.member(WireField.changedAt) }
+    static let writableEnd = fixedBytes {
+      $0.member(WireField.writable)
+      $0.bool(true)
+      $0.member(WireField.writableReason)
+      $0.null()
+      $0.raw("}")
+    }
+    static let notWritableReason = fixedBytes {
+      $0.member(WireField.writable)
+      $0.bool(false)
+      $0.member(WireField.writableReason)
+    }
+    static let end = fixedBytes { $0.raw("}") }
+    /// The members between `policySource`'s value and `revision`'s: a
+    /// system switch's `user` is null, a user-scope one's follows.
+    static func scopeMembers(effective: Bool, _ scope: Scope) -> FixedBytes {
+      fixedBytes {
+        $0.member(WireField.effective)
+        $0.bool(effective)
+        $0.member(WireField.scope)
+        $0.string(scope.wireName)
+        $0.member(WireField.user)
+        if scope == .system {
+          $0.null()
+          $0.member(WireField.revision)
+        }
+      }
+    }
+
+    static let checked = fixedBytes { $0.firstMember(WireField.checked) }
+    // The hold members of a held switch, for each change of one.
+    static let readOnly = fixedBytes { $0.member(WireField.readOnly) }
+    static let readOnlyReason = fixedBytes { $0.member(WireField.readOnlyReason) }
+    static let heldBy = fixedBytes { $0.member(WireField.heldBy) }
+    static let disabled = fixedBytes { $0.member(WireField.disabled) }
+    static let disabledReason = fixedBytes { $0.member(WireField.disabledReason) }
+    static let disabledBy = fixedBytes { $0.member(WireField.disabledBy) }
+    static let invalid = fixedBytes { $0.member(WireField.invalid) }
+    static let invalidReason = fixedBytes { $0.member(WireField.invalidReason) }
+    /// Most switches are held by nobody: one copy instead of sixteen appends.
+    static let freeHold = fixedBytes { writeHoldMembersInFull(&$0, SwitchState(checked: false)) }
+
+    static let uid = fixedBytes { $0.firstMember(WireField.uid) }
+    static let gid = fixedBytes { $0.member(WireField.gid) }
+    static let pid = fixedBytes { $0.member(WireField.pid) }
+    static let hiddenActor = idlessActor(source: nil)
+    static let policyActor = idlessActor(source: Actor.policy.source)
+    static let reconcileActor = idlessActor(source: Actor.reconcile.source)
+    static func idlessActor(source: String?) -> FixedBytes {
+      fixedBytes {
+        $0.firstMember(WireField.uid)
+        $0.null()
+        $0.member(WireField.gid)
+        $0.null()
+        $0.member(WireField.pid)
+        $0.null()
+        if let source {
+          $0.member(WireField.source)
+          $0.string(source)
+        }
+        $0.raw("}")
+      }
+    }
+
+    // The members of each change, encoded once or twice per change.
+    static let changeRevision = fixedBytes { $0.name(WireField.revision) }
+    static let time = fixedBytes { $0.member(WireField.time) }
+    static let key = fixedBytes { $0.member(WireField.key) }
+    static let user = fixedBytes { $0.member(WireField.user) }
+    static let cause = fixedBytes { $0.member(WireField.cause) }
+    static let fields = fixedBytes {
+      $0.member(WireField.fields)
+      $0.raw("[")
+    }
+    static let actor = fixedBytes {
+      $0.raw("]")
+      $0.member(WireField.actor)
+    }
+    static let state = fixedBytes { $0.member(WireField.state) }
+    static let previous = fixedBytes { $0.member(WireField.previous) }
+  }
+}
