@@ -47,11 +47,23 @@ public enum VarlinkDecoder {
     var method: String?
     var parameters: JSONValue?
     var flags = (oneway: false, more: false)
-    var seen: Set<String> = []
+    // Five names are allowed, so a bit each finds duplicates without
+    // hashing (this runs for every call).
+    var seen: UInt8 = 0
     for m in members {
-      guard seen.insert(m.name).inserted else {
+      let bit: UInt8
+      switch m.name {
+      case "method": bit = 1
+      case "parameters": bit = 2
+      case "oneway": bit = 4
+      case "more": bit = 8
+      case "upgrade": bit = 16
+      default: bit = 0
+      }
+      if seen & bit != 0 {
         return VarlinkMessage(.invalid(.varlinkInvalidRequest("\"\(m.name)\" is given twice")))
       }
+      seen |= bit
       switch m.name {
       case "method": method = m.value.stringValue
       case "parameters": parameters = m.value
@@ -91,7 +103,8 @@ public enum VarlinkDecoder {
       return .invalid(.invalidParams("parameters must be an object", param: "parameters"))
     }
     // In varlink a null member is one left out.
-    let members = parameters?.objectMembers?.filter { !$0.value.isNull } ?? []
+    var members = parameters?.objectMembers ?? []
+    if members.contains(where: { $0.value.isNull }) { members.removeAll { $0.value.isNull } }
     switch interface {
     case VarlinkInterface.service:
       return serviceBody(name, fullName: fullName, members: members)
