@@ -47,7 +47,10 @@ CONFDIR ?= $(SYSCONFDIR)/switchd
 
 INSTALL ?= install
 
-UNITS = switchd.service switchd.socket
+UNITS = switchd.service switchd.socket switchd-varlink.socket
+# The varlink interface definition, where varlink tools look for one.
+VARLINKDIR ?= $(DATADIR)/varlink
+VARLINK_IDL = Sources/SwitchProtocol/io.switchd.Switches.varlink
 # The shipped configuration, as Config/-relative names (switchd.conf,
 # switches.d/NAME.conf, policy.d/NAME.conf).
 CONFIG_FILES = $(patsubst Config/%,%,$(wildcard Config/switchd.conf Config/switches.d/*.conf Config/policy.d/*.conf))
@@ -123,6 +126,7 @@ install-data:
 	$(INSTALL) -D -m 0644 systemd/tmpfiles.d/switchd.conf $(DESTDIR)$(TMPFILESDIR)/switchd.conf
 	$(INSTALL) -D -m 0644 completion/switchctl.bash $(DESTDIR)$(BASHCOMPDIR)/switchctl
 	$(INSTALL) -D -m 0644 polkit/50-switchd-nm-radio.rules $(DESTDIR)$(POLKITRULESDIR)/50-switchd-nm-radio.rules
+	$(INSTALL) -D -m 0644 $(VARLINK_IDL) $(DESTDIR)$(VARLINKDIR)/io.switchd.Switches.varlink
 
 # Removes what install added, except configuration files that differ from the
 # shipped ones (the administrator changed them) and files the administrator
@@ -136,6 +140,7 @@ uninstall:
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/switchd.conf $(DESTDIR)$(TMPFILESDIR)/switchd.conf
 	rm -f $(DESTDIR)$(BASHCOMPDIR)/switchctl
 	rm -f $(DESTDIR)$(POLKITRULESDIR)/50-switchd-nm-radio.rules
+	rm -f $(DESTDIR)$(VARLINKDIR)/io.switchd.Switches.varlink
 	@set -e; for f in $(CONFIG_FILES); do \
 	  dest=$(DESTDIR)$(CONFDIR)/$$f; \
 	  if [ ! -e "$$dest" ]; then :; \

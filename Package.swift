@@ -26,8 +26,11 @@ let package = Package(
     // The thin layer over Glibc shared by the daemon and switchctl.
     .target(name: "SwitchSystem", dependencies: ["CShim"]),
     .target(name: "SwitchCore"),
+    // The varlink interface definition is one file, shipped as it is and
+    // embedded in the code that serves it (`PackageResources`, no Foundation).
     .target(
-      name: "SwitchProtocol", dependencies: ["SwitchCore"], swiftSettings: releaseSpeed),
+      name: "SwitchProtocol", dependencies: ["SwitchCore"],
+      resources: [.embedInCode("io.switchd.Switches.varlink")], swiftSettings: releaseSpeed),
     .target(name: "SwitchStore", dependencies: ["SwitchCore", "CSQLite"]),
     .target(
       name: "SwitchDaemon",

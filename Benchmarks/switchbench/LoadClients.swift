@@ -7,6 +7,12 @@ enum ReplyCheck: Sendable {
   case jsonRPC
   /// A RESP reply: good unless it starts with `-`.
   case resp
+  /// A varlink reply, ended by a NUL (`newlines` counts NULs): good when it
+  /// carries `"parameters"` first, not an `"error"`.
+  case varlink
+
+  /// The byte that ends each answer.
+  var terminator: UInt8 { self == .varlink ? 0 : 0x0A }
 }
 
 /// What one closed-loop client sends: its requests in turn, each answered
@@ -72,6 +78,7 @@ private struct ClientOutcome: Sendable {
 }
 
 private let jsonResultMarker = Array(",\"result\":".utf8)
+private let varlinkResultMarker = Array("{\"parameters\":".utf8)
 
 /// Runs one closed-loop client per script against `path`: each sends a
 /// request and waits for its whole answer before the next. Counts answers
@@ -154,9 +161,10 @@ private func clientLoop(
         switch script.check {
         case .resp: good = chunk[0] != UInt8(ascii: "-")
         case .jsonRPC: good = contains(chunk.prefix(64), jsonResultMarker)
+        case .varlink: good = contains(chunk.prefix(16), varlinkResultMarker)
         }
       }
-      lines += countNewlines(chunk)
+      lines += countNewlines(chunk, terminator: script.check.terminator)
     }
     let done = nowNanoseconds()
     if good { outcome.answers += script.answersPerSend }

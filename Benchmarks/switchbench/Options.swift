@@ -40,7 +40,8 @@ struct Options {
   var only: Set<String>?
 
   static let sections = [
-    "get", "toggle", "mixed", "ctl", "fanout", "growth", "history", "fairness", "apply", "users",
+    "get", "toggle", "varlink", "mixed", "ctl", "fanout", "growth", "history", "fairness", "apply",
+    "users",
     "instructions",
   ]
 

@@ -96,8 +96,8 @@ struct SwitchBench {
   static func runAll(_ bench: Bench) throws {
     let options = bench.options
     bench.startPeers()
-    if options.runs("get") || options.runs("toggle") || options.runs("mixed")
-      || options.runs("ctl")
+    if options.runs("get") || options.runs("toggle") || options.runs("varlink")
+      || options.runs("mixed") || options.runs("ctl")
     {
       let mainConfig = "\(bench.directory)/conf-main"
       try Configs.write(mainConfig, total: 1000)
@@ -106,6 +106,7 @@ struct SwitchBench {
       try bench.learnAnswerSize(main)
       if options.runs("get") { try bench.measureGet(main) }
       if options.runs("toggle") { try bench.measureToggle(main, config: mainConfig) }
+      if options.runs("varlink") { try bench.measureVarlink(main) }
       if options.runs("mixed") { try bench.measureMixed(main) }
       if options.runs("ctl") { try bench.measureCommandLine(main) }
       bench.stopDaemon(main)

@@ -117,11 +117,11 @@ func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
 }
 
 /// Counts `\n` in a buffer (memchr-based).
-func countNewlines(_ raw: UnsafeRawBufferPointer) -> Int {
+func countNewlines(_ raw: UnsafeRawBufferPointer, terminator: UInt8 = 0x0A) -> Int {
   guard var p = raw.baseAddress else { return 0 }
   let end = p + raw.count
   var count = 0
-  while p < end, let hit = memchr(p, 0x0A, end - p) {
+  while p < end, let hit = memchr(p, Int32(terminator), end - p) {
     count += 1
     p = UnsafeRawPointer(hit) + 1
   }

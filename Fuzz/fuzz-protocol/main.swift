@@ -1,7 +1,9 @@
 // fuzz-protocol: a libFuzzer target for what a client's bytes go through
 // first: LineFramer (NDJSON framing), JSONParser, RequestDecoder (the
 // JSON-RPC envelope, and its fast path held to its general path) and
-// Call.decode (params), plus the JSONWriter round trip.
+// Call.decode (params), plus the JSONWriter round trip; and the varlink
+// path: LineFramer with NUL framing and VarlinkDecoder, whose every answer
+// must encode as one NUL-free JSON message.
 //
 // Without -DFUZZING this is a stub that says how to build it; `.ci/fuzz.sh`
 // builds it with `-DFUZZING` and libFuzzer plus AddressSanitizer in its own
@@ -39,6 +41,7 @@
     check(whole == expected, "all-at-once framing differs from the reference")
     check(chunked == expected, "chunked framing differs from all-at-once")
     check(lazy == expected, "chunked framing with late draining differs from all-at-once")
+    fuzzVarlink(input, maxFrameBytes: maxFrameBytes)
 
     for frame in whole {
       guard case .line(let line) = frame else { continue }
@@ -60,9 +63,11 @@
   /// What NDJSON framing must give: every complete line, blank ones
   /// skipped, a line longer than the bound as one `.oversized`; a trailing
   /// partial line only when it is already too long.
-  private func referenceFrames(_ input: [UInt8], maxFrameBytes: Int) -> [Framed] {
+  private func referenceFrames(
+    _ input: [UInt8], maxFrameBytes: Int, delimiter: UInt8 = newline
+  ) -> [Framed] {
     var result: [Framed] = []
-    var pieces = input.split(separator: newline, omittingEmptySubsequences: false)
+    var pieces = input.split(separator: delimiter, omittingEmptySubsequences: false)
     let partial = pieces.removeLast()
     for piece in pieces {
       if piece.count > maxFrameBytes {
@@ -79,9 +84,10 @@
   /// from the input's own bytes; drains after every chunk, or (like the
   /// daemon when a client's answers are backed up) only now and then.
   private func frames(
-    _ input: [UInt8], maxFrameBytes: Int, chunked: Bool, drainAfterEvery: Bool
+    _ input: [UInt8], maxFrameBytes: Int, chunked: Bool, drainAfterEvery: Bool,
+    delimiter: UInt8 = newline
   ) -> [Framed] {
-    var framer = LineFramer(maxFrameBytes: maxFrameBytes)
+    var framer = LineFramer(maxFrameBytes: maxFrameBytes, delimiter: delimiter)
     var result: [Framed] = []
     func drain() {
       while let frame = framer.next() {
@@ -260,6 +266,49 @@
     } catch {
       fatalError("fuzz-protocol invariant: an error response is not valid JSON: \(error)")
     }
+  }
+
+  // MARK: varlink
+
+  /// NUL framing agrees with the reference, chunked or not; each message
+  /// decodes to a call (its Call as promised) or to an answer that encodes.
+  private func fuzzVarlink(_ input: [UInt8], maxFrameBytes: Int) {
+    let expected = referenceFrames(input, maxFrameBytes: maxFrameBytes, delimiter: 0)
+    let whole = frames(
+      input, maxFrameBytes: maxFrameBytes, chunked: false, drainAfterEvery: true, delimiter: 0)
+    let chunked = frames(
+      input, maxFrameBytes: maxFrameBytes, chunked: true, drainAfterEvery: false, delimiter: 0)
+    check(whole == expected, "NUL framing differs from the reference")
+    check(chunked == expected, "chunked NUL framing differs from all-at-once")
+    for frame in whole {
+      guard case .line(let message) = frame else { continue }
+      check(!message.contains(0), "a varlink frame holds a NUL")
+      let decoded = message.withUnsafeBufferPointer {
+        VarlinkDecoder.decode($0, maxDepth: defaultDepth)
+      }
+      switch decoded.body {
+      case .call(let method, .success(let call)):
+        check(method != .watch || decoded.more, "a Watch without more was accepted")
+        check(VarlinkInterface.methodName(method) != nil, "a JSON-RPC-only method was accepted")
+        checkCall(call)
+      case .call(_, .failure(let error)), .invalid(let error), .describe(.failure(let error)):
+        checkVarlinkAnswer(error)
+      case .getInfo, .describe(.success):
+        break
+      }
+    }
+  }
+
+  /// A varlink error reply: one JSON object without NUL or newline, named.
+  private func checkVarlinkAnswer(_ error: RPCError) {
+    var writer = JSONWriter()
+    VarlinkEncoding.writeError(&writer, error)
+    check(!writer.bytes.contains(0) && !writer.bytes.contains(newline), "a raw NUL or newline")
+    guard let back = try? JSONParser.parse(writer.bytes, maxDepth: maxConfigDepth) else {
+      fatalError("fuzz-protocol invariant: a varlink error reply is not valid JSON")
+    }
+    check(back["error"]?.stringValue?.contains(".") == true, "a varlink error without a name")
+    check(back["parameters"]?.objectMembers != nil, "a varlink error without parameters")
   }
 
   // MARK: Round trip

@@ -98,6 +98,9 @@ public struct PolicyRule: Equatable, Sendable {
 /// The daemon's own settings from `switchd.conf`, with the documented defaults.
 public struct DaemonSettings: Equatable, Sendable {
   public var socket: String?
+  /// `VarlinkSocket=`: nil when absent (`io.switchd.Switches` beside the
+  /// JSON-RPC socket, `varlinkSocketPath`), "" for none.
+  public var varlinkSocket: String?
   public var database: String?
   public var adminGroup: String? = "switchd-admin"
   public var writers: String?
@@ -114,6 +117,14 @@ public struct DaemonSettings: Equatable, Sendable {
   public var logLevel: LogLevel = .info
 
   public init() {}
+
+  /// Where the varlink socket is for a JSON-RPC socket at `socketPath`;
+  /// nil when `VarlinkSocket=` is empty (none).
+  public func varlinkSocketPath(besides socketPath: String) -> String? {
+    if let varlinkSocket { return varlinkSocket.isEmpty ? nil : varlinkSocket }
+    guard let slash = socketPath.lastIndex(of: "/") else { return "io.switchd.Switches" }
+    return socketPath[...slash] + "io.switchd.Switches"
+  }
 }
 
 /// syslog priorities, as journald reads them from a `<N>` prefix.

@@ -4,12 +4,21 @@ extension CatalogBuilder {
     "Socket", "Database", "AdminGroup", "Writers", "SocketMode", "MaxFrameBytes",
     "MaxConnections", "MaxConnectionsPerUser", "MaxQueuedBytes", "MaxWatchesPerConnection",
     "MaxHistoryPage",
-    "MaxNestingDepth", "HistoryRetention", "LogLevel",
+    "MaxNestingDepth", "HistoryRetention", "LogLevel", "VarlinkSocket",
   ]
 
   /// `sun_path` holds 108 bytes including the terminating NUL (a test keeps
   /// this equal to SwitchSystem's `UnixSocketAddress.maxPathBytes`).
   static let maxSocketPathBytes = 107
+
+  /// What is wrong with a socket's path (`Socket=`, `VarlinkSocket=`), if anything.
+  static func socketPathProblem(_ entry: KeyFile.Entry) -> String? {
+    if let problem = absolutePathProblem(entry) { return problem }
+    let count = entry.value.utf8.count
+    guard count > maxSocketPathBytes else { return nil }
+    return "\(entry.name)= is \(count) bytes long: a Unix socket path is at most "
+      + "\(maxSocketPathBytes) bytes"
+  }
 
   static func readSettings(
     _ bytes: [UInt8], into report: inout Report
@@ -44,12 +53,12 @@ extension CatalogBuilder {
         settings.socket = nil
         return nil
       }
-      if let problem = absolutePathProblem(entry) { return problem }
-      if value.utf8.count > maxSocketPathBytes {
-        return "Socket= is \(value.utf8.count) bytes long: a Unix socket path is at most "
-          + "\(maxSocketPathBytes) bytes"
-      }
+      if let problem = socketPathProblem(entry) { return problem }
       settings.socket = value
+    case "VarlinkSocket":
+      // Empty is meaningful here: no varlink socket at all.
+      if !value.isEmpty, let problem = socketPathProblem(entry) { return problem }
+      settings.varlinkSocket = value
     case "Database":
       if value.isEmpty {
         settings.database = nil

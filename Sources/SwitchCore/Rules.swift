@@ -303,6 +303,7 @@ extension Rules {
   ) -> [String] {
     var names: [String] = []
     if old.socket != new.socket { names.append("Socket") }
+    if old.varlinkSocket != new.varlinkSocket { names.append("VarlinkSocket") }
     if old.socketMode != new.socketMode { names.append("SocketMode") }
     if old.database != new.database { names.append("Database") }
     return names

@@ -2,7 +2,8 @@
 ///
 /// A line longer than the bound is reported once as `.oversized` and its
 /// bytes are dropped up to its newline, so the connection stays usable and
-/// the buffer never grows past the bound. Blank lines are skipped.
+/// the buffer never grows past the bound. Blank lines are skipped. varlink
+/// frames the same way with NUL for the newline (`delimiter: 0`).
 public struct LineFramer {
   public enum Frame: Equatable {
     case line(ArraySlice<UInt8>)
@@ -10,13 +11,15 @@ public struct LineFramer {
   }
 
   public let maxFrameBytes: Int
+  public let delimiter: UInt8
   private var buffer: [UInt8] = []
   private var start = 0
   private var scanned = 0
   private var discarding = false
 
-  public init(maxFrameBytes: Int) {
+  public init(maxFrameBytes: Int, delimiter: UInt8 = UInt8(ascii: "\n")) {
     self.maxFrameBytes = maxFrameBytes
+    self.delimiter = delimiter
   }
 
   /// Bytes received and not yet returned as a frame.
@@ -34,7 +37,7 @@ public struct LineFramer {
   /// The next complete frame, or nil until more bytes arrive.
   public mutating func next() -> Frame? {
     while true {
-      guard let newline = buffer[scanned...].firstIndex(of: UInt8(ascii: "\n")) else {
+      guard let newline = buffer[scanned...].firstIndex(of: delimiter) else {
         scanned = buffer.count
         if discarding {
           buffer.removeAll(keepingCapacity: true)

@@ -19,8 +19,9 @@ extension DaemonFixture {
 
   private static let handOvers = Atomic<Int>(0)
 
-  /// A client whose connection the daemon sees as made by `uid` (gid the same, no groups).
-  func client(asUser uid: UInt32) throws -> RPCClient {
+  /// A client whose connection the daemon sees as made by `uid` (gid the
+  /// same, no groups), to the JSON-RPC socket or to `socket`.
+  func client(asUser uid: UInt32, socket daemonSocket: String? = nil) throws -> RPCClient {
     let number = Self.handOvers.add(1, ordering: .relaxed).newValue
     let path = directory + "/handover-\(number).sock"
     let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
@@ -36,7 +37,7 @@ extension DaemonFixture {
     chmod(path, 0o777)
     let result = runProcess([
       "/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups",
-      "/usr/bin/python3", "-I", "-c", Self.handOver, socketPath, path,
+      "/usr/bin/python3", "-I", "-c", Self.handOver, daemonSocket ?? socketPath, path,
     ])
     guard result.status == 0 else {
       throw FixtureError("connecting as uid \(uid) failed: \(result.stderr)")

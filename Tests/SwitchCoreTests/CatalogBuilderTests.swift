@@ -41,6 +41,8 @@ private let goodDaemonLines: [(String, DaemonSettings)] = [
   ("Socket=/tmp/s.sock", settings { $0.socket = "/tmp/s.sock" }),
   ("Socket=", settings { $0.socket = nil }),
   ("Socket=\(longestSocketPath)", settings { $0.socket = longestSocketPath }),
+  ("VarlinkSocket=/tmp/v", settings { $0.varlinkSocket = "/tmp/v" }),
+  ("VarlinkSocket=", settings { $0.varlinkSocket = "" }),
   ("Database=/var/db/x.db", settings { $0.database = "/var/db/x.db" }),
   ("AdminGroup=wheel", settings { $0.adminGroup = "wheel" }),
   ("AdminGroup=", settings { $0.adminGroup = nil }),
@@ -77,7 +79,7 @@ private let goodDaemonLines: [(String, DaemonSettings)] = [
 private let daemonNamesAllowed =
   "allowed are Socket, Database, AdminGroup, Writers, SocketMode, MaxFrameBytes, "
   + "MaxConnections, MaxConnectionsPerUser, MaxQueuedBytes, MaxWatchesPerConnection, MaxHistoryPage, "
-  + "MaxNestingDepth, HistoryRetention, LogLevel"
+  + "MaxNestingDepth, HistoryRetention, LogLevel, VarlinkSocket"
 private let modeAllowed = "use octal digits from 0000 to 0777, like 0666 or 0660"
 private let levelsAllowed = "use one of error, warning, notice, info, debug"
 
@@ -90,6 +92,7 @@ private let badDaemonLines: [(String, String)] = [
   ("Port=80", "unknown name Port in [Daemon]: \(daemonNamesAllowed)"),
   ("socket=/x", "unknown name socket in [Daemon]: \(daemonNamesAllowed)"),
   ("Socket=run/s.sock", "Socket=run/s.sock is not an absolute path: it must start with '/'"),
+  ("VarlinkSocket=v", "VarlinkSocket=v is not an absolute path: it must start with '/'"),
   (
     "Socket=/\(String(repeating: "s", count: 107))",
     "Socket= is 108 bytes long: a Unix socket path is at most 107 bytes"

@@ -167,18 +167,30 @@ public enum Daemon {
       return 1
     }
     guard ownFilesAreTrusted() else { return 1 }
-    let listener: Listener
-    if let activated = Listener.activated(environment: env, path: socketPath) {
-      listener = activated
-    } else {
+    // Socket-activated, switchd serves what systemd passed and binds no
+    // path (the units decide where sockets are); else it binds both.
+    let activated = Listener.activated(environment: env, path: socketPath)
+    let varlinkPath = catalog.settings.varlinkSocketPath(besides: socketPath).map(absolute)
+    func bound(_ path: String) -> Listener? {
       do {
         try TrustedDirectory.create(
-          parent(of: socketPath), mode: 0o755, uid: uid, privateDirectory: privateDirectory)
-        listener = try Listener.bind(path: socketPath, mode: catalog.settings.socketMode)
+          parent(of: path), mode: 0o755, uid: uid, privateDirectory: privateDirectory)
+        return try Listener.bind(path: path, mode: catalog.settings.socketMode)
       } catch {
-        log.error("cannot listen on \(socketPath): \(error)")
-        return 1
+        log.error("cannot listen on \(path): \(error)")
+        return nil
       }
+    }
+    // The varlink socket first: whoever can connect to the JSON-RPC socket
+    // (a test, a unit waiting for it) finds the varlink one there too.
+    var varlinkListener = activated?.varlink
+    if activated == nil, let varlinkPath {
+      guard let made = bound(varlinkPath) else { return 1 }
+      varlinkListener = made
+    }
+    guard let listener = activated?.jsonRPC ?? bound(socketPath) else {
+      varlinkListener?.close()
+      return 1
     }
 
     let notifier = Notifier(environment: env)
@@ -188,16 +200,19 @@ public enum Daemon {
         listener: listener, databasePath: databasePath,
         configDirectory: options.configDirectory, catalog: catalog, access: access,
         started: started, jobs: jobs, outputs: outputs, wakeFD: wakeFD, signalFD: signalFD,
-        notifier: notifier, log: log)
+        notifier: notifier, log: log, varlinkListener: varlinkListener)
     } catch {
       log.error("cannot start: \(error)")
       listener.close()
+      varlinkListener?.close()
       return 1
     }
     server.listenerPath = listener.path
     log.info(
       "switchd \(SwitchdVersion.current) serving \(listener.path)"
-        + "\(listener.activated ? " (socket-activated)" : ""), database \(databasePath), "
+        + "\(listener.activated ? " (socket-activated)" : "")"
+        + (varlinkListener.map { " and varlink on \($0.path)" } ?? "")
+        + ", database \(databasePath), "
         + "\(counted(catalog.switches.count, "switch", "switches")), "
         + "\(counted(catalog.policyCount, "policy", "policies")), "
         + "revision \(started.snapshot.revision)")

@@ -16,6 +16,10 @@ final class Connection {
   let id: UInt64
   let fd: Int32
   let peer: Peer
+  /// The socket it came in on: JSON-RPC lines or varlink messages.
+  let wire: WireFormat
+  /// The byte after each message out (a newline, or varlink's NUL).
+  let terminator: UInt8
   /// The peer's rights, as of the configuration in force (a reload
   /// recomputes them).
   var caller: Caller
@@ -59,12 +63,17 @@ final class Connection {
   /// The loop closed this connection; it is no longer served.
   var isClosed = false
 
-  init(id: UInt64, fd: Int32, peer: Peer, caller: Caller, maxFrameBytes: Int) {
+  init(
+    id: UInt64, fd: Int32, peer: Peer, caller: Caller, maxFrameBytes: Int,
+    wire: WireFormat = .jsonRPC
+  ) {
     self.id = id
     self.fd = fd
     self.peer = peer
     self.caller = caller
-    self.framer = LineFramer(maxFrameBytes: maxFrameBytes)
+    self.wire = wire
+    self.terminator = wire.terminator
+    self.framer = LineFramer(maxFrameBytes: maxFrameBytes, delimiter: wire.terminator)
   }
 
   var unsentCount: Int { out.count - outStart }
@@ -113,7 +122,7 @@ final class Connection {
     var w = JSONWriter(capacity: 0)
     swap(&w.bytes, &out)
     body(&w)
-    w.raw("\n")
+    w.bytes.append(terminator)
     swap(&w.bytes, &out)
     responseBytesQueued += out.count - before
     dropSlots(1)
@@ -128,7 +137,7 @@ final class Connection {
   /// holding a buffer the caller may reuse.
   func queue(response bytes: inout [UInt8], slot seq: UInt64, part: Int) {
     if out.isEmpty, let first = slots.first, first.seq == seq, !first.isBatch {
-      bytes.append(UInt8(ascii: "\n"))
+      bytes.append(terminator)
       swap(&out, &bytes)
       outStart = 0
       responseBytesQueued += out.count
@@ -156,7 +165,7 @@ final class Connection {
       } else {
         out.append(contentsOf: slot.single ?? [])
       }
-      out.append(UInt8(ascii: "\n"))
+      out.append(terminator)
       responseBytesQueued += out.count - before
       done += 1
     }
@@ -351,8 +360,6 @@ struct Slot {
   }
 }
 
-/// A request waiting its turn, with where its answer goes (nil: a
-/// notification, never answered).
 /// A request framed and decoded, waiting its turn on its connection: its
 /// method and params are decoded once, when its line is framed.
 struct PendingRequest {
@@ -363,6 +370,8 @@ struct PendingRequest {
   /// The params decoded for `method`, or why they are not right.
   var call: Result<Call, RPCError>
   var answer: (slot: UInt64, part: Int)?
+  /// How the reply is wrapped, for a varlink call (`init(varlink:…)`).
+  var varlink: VarlinkReply?
 
   init(_ request: Request, answer: (slot: UInt64, part: Int)?, limits: ParamLimits) {
     id = request.id

@@ -23,20 +23,42 @@ struct Listener {
     }
   }
 
-  /// The descriptor systemd passed (fd 3), if this process was socket-activated.
-  static func activated(environment: [String: String], path: String) -> Listener? {
+  /// The sockets systemd passed, if this process was socket-activated: by
+  /// their `FileDescriptorName=` in LISTEN_FDNAMES, `varlink` for the
+  /// varlink socket and any other name (or none: one fd, an older unit) for
+  /// JSON-RPC. `jsonRPC` nil: no JSON-RPC socket among them.
+  static func activated(
+    environment: [String: String], path: String
+  ) -> (jsonRPC: Listener?, varlink: Listener?)? {
     guard let pid = environment["LISTEN_PID"].flatMap(Int32.init), pid == getpid(),
       let count = environment["LISTEN_FDS"].flatMap(Int.init), count >= 1
     else { return nil }
     unsetenv("LISTEN_PID")
     unsetenv("LISTEN_FDS")
     unsetenv("LISTEN_FDNAMES")
-    let fd: Int32 = 3
-    let flags = fcntl(fd, F_GETFL)
-    _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
-    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-    return Listener(fd: fd, path: UnixSocketAddress.boundPath(of: fd) ?? path, activated: true)
+    let names = (environment["LISTEN_FDNAMES"] ?? "").split(
+      separator: ":", omittingEmptySubsequences: false)
+    var found: (jsonRPC: Listener?, varlink: Listener?) = (nil, nil)
+    for index in 0..<min(count, 64) {
+      let fd = Int32(3 + index)
+      let flags = fcntl(fd, F_GETFL)
+      _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+      _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+      let listener = Listener(
+        fd: fd, path: UnixSocketAddress.boundPath(of: fd) ?? path, activated: true)
+      if index < names.count && names[index] == varlinkName {
+        if found.varlink == nil { found.varlink = listener } else { Glibc.close(fd) }
+      } else if found.jsonRPC == nil {
+        found.jsonRPC = listener
+      } else {
+        Glibc.close(fd)
+      }
+    }
+    return found
   }
+
+  /// The varlink socket's `FileDescriptorName=` (systemd/switchd-varlink.socket).
+  static let varlinkName = "varlink"
 
   /// Binds `path` with `mode` (its directory must exist). A stale socket
   /// file left by a crash is replaced; a live one (something answers) is not.

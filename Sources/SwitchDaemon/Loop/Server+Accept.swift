@@ -9,7 +9,12 @@ import SwitchSystem
 extension Server {
   // MARK: Accepting
 
-  func acceptConnections() {
+  /// Accepts on the socket of `wire`: both sockets' connections are served
+  /// alike, under the same limits (counted together) and peer credentials.
+  func acceptConnections(_ wire: WireFormat) {
+    let (listener, token) =
+      wire == .varlink
+      ? (varlinkListener, Self.varlinkListenerToken) : (self.listener, Self.listenerToken)
     guard let listener else { return }
     for _ in 0..<64 {
       let fd = shim_accept_nonblocking(listener.fd)
@@ -18,12 +23,13 @@ extension Server {
         if errno == EMFILE || errno == ENFILE {
           log.rateLimited(.warning, cause: "accept", "out of file descriptors; pausing accept")
           acceptPausedUntil = monotonicSeconds() + 0.1
-          _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_MOD), listener.fd, 0, Self.listenerToken)
+          _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_MOD), listener.fd, 0, token)
         }
         return
       }
       if connections.count >= limits.maxConnections {
-        refuse(fd, .overloaded("too many connections (MaxConnections=\(limits.maxConnections))"))
+        refuse(
+          fd, wire, .overloaded("too many connections (MaxConnections=\(limits.maxConnections))"))
         log.rateLimited(
           .warning, cause: "max-connections", "refused a connection: MaxConnections reached")
         continue
@@ -37,7 +43,7 @@ extension Server {
       let held = connectionsPerUID[peer.uid, default: 0]
       if held >= limits.maxConnectionsPerUser && !caller.isAdmin {
         refuse(
-          fd,
+          fd, wire,
           .overloaded(
             "too many connections for uid \(peer.uid) "
               + "(MaxConnectionsPerUser=\(limits.maxConnectionsPerUser))"))
@@ -50,7 +56,8 @@ extension Server {
       let id = nextConnectionID
       nextConnectionID += 1
       let connection = Connection(
-        id: id, fd: fd, peer: peer, caller: caller, maxFrameBytes: limits.maxFrameBytes)
+        id: id, fd: fd, peer: peer, caller: caller, maxFrameBytes: limits.maxFrameBytes,
+        wire: wire)
       connections[id] = connection
       connection.interest = Self.readingInterest
       register(fd, token: id, events: connection.interest)
@@ -58,10 +65,12 @@ extension Server {
   }
 
   /// Sends one error line to a connection we will not serve, and closes it.
-  func refuse(_ fd: Int32, _ error: RPCError) {
+  func refuse(_ fd: Int32, _ wire: WireFormat, _ error: RPCError) {
     var w = JSONWriter(capacity: 256)
-    Self.writeResponse(&w, id: .null, error: error)
-    w.raw("\n")
+    var ticket = Ticket(connection: 0, slot: 0, part: 0, id: .null)
+    if wire == .varlink { ticket.varlink = VarlinkReply() }
+    Self.writeResponse(&w, to: ticket, error: error)
+    w.bytes.append(wire.terminator)
     _ = w.bytes.withUnsafeBytes {
       send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
     }

@@ -2,24 +2,38 @@ import SwitchCore
 import SwitchProtocol
 
 // The one answer path. Every response, of every method and thread, is
-// built by `writeResponse` (the JSON-RPC envelope around a result or an
-// error) and delivered by `respond`: straight into the socket's output when
+// built by `writeResponse` (the envelope around a result or an error: the
+// JSON-RPC one, or a varlink reply on the varlink socket, as the ticket
+// says) and delivered by `respond`: straight into the socket's output when
 // it is the connection's next answer, else into its slot, so answers leave
 // in request order whoever produced them.
 extension Server {
   /// The envelope around a result that `body` writes. Static: the log
   /// reader builds history pages with it on its own thread.
   static func writeResponse(
-    _ w: inout JSONWriter, id: RequestID, result body: (inout JSONWriter) -> Void
+    _ w: inout JSONWriter, to ticket: Ticket, result body: (inout JSONWriter) -> Void
   ) {
-    ResponseEncoding.beginResult(&w, id: id)
-    body(&w)
-    ResponseEncoding.endResult(&w)
+    if let reply = ticket.varlink {
+      VarlinkEncoding.beginReply(&w, reply)
+      body(&w)
+      VarlinkEncoding.endReply(&w, reply)
+    } else {
+      ResponseEncoding.beginResult(&w, id: ticket.id)
+      body(&w)
+      ResponseEncoding.endResult(&w)
+    }
   }
 
-  /// The envelope around an error.
-  static func writeResponse(_ w: inout JSONWriter, id: RequestID, error: RPCError) {
-    ResponseEncoding.writeError(&w, id: id, error)
+  /// The envelope around an error. `switchObject`: a Conflict's current
+  /// switch, already encoded (`data.switch`).
+  static func writeResponse(
+    _ w: inout JSONWriter, to ticket: Ticket, error: RPCError, switchObject: [UInt8]? = nil
+  ) {
+    if ticket.varlink != nil {
+      VarlinkEncoding.writeError(&w, error, switchObject: switchObject)
+    } else {
+      ResponseEncoding.writeError(&w, id: ticket.id, error, switchObject: switchObject)
+    }
   }
 
   /// Delivers the response `write` writes (envelope included) for `ticket`.
@@ -49,12 +63,12 @@ extension Server {
 
   /// Answers `ticket` with the result `body` writes.
   func answer(_ ticket: Ticket, on connection: Connection, _ body: (inout JSONWriter) -> Void) {
-    respond(ticket, on: connection) { Self.writeResponse(&$0, id: ticket.id, result: body) }
+    respond(ticket, on: connection) { Self.writeResponse(&$0, to: ticket, result: body) }
   }
 
   /// Answers `ticket` with `error`.
   func fail(_ ticket: Ticket, on connection: Connection, _ error: RPCError) {
-    respond(ticket, on: connection) { Self.writeResponse(&$0, id: ticket.id, error: error) }
+    respond(ticket, on: connection) { Self.writeResponse(&$0, to: ticket, error: error) }
   }
 
   func answer(
@@ -71,6 +85,6 @@ extension Server {
   func ticket(_ pending: PendingRequest, _ connection: Connection) -> Ticket {
     Ticket(
       connection: connection.id, slot: pending.answer?.slot ?? 0, part: pending.answer?.part ?? 0,
-      id: pending.id ?? .null)
+      id: pending.id ?? .null, varlink: pending.varlink)
   }
 }

@@ -43,7 +43,7 @@ extension Server {
           "a backup of revision \(file.revision) (\(file.bytes) bytes) went to uid "
             + "\(connection.peer.uid) (pid \(connection.peer.pid))")
         respond(ticket, on: connection, passing: file.descriptor) {
-          Self.writeResponse(&$0, id: ticket.id) {
+          Self.writeResponse(&$0, to: ticket) {
             ResultEncoding.writeBackup(&$0, revision: file.revision, bytes: file.bytes)
           }
         }

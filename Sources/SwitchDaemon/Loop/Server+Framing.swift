@@ -10,6 +10,7 @@ extension Server {
   // MARK: Framing and envelopes
 
   func accept(_ frame: LineFramer.Frame, on connection: Connection) {
+    if connection.wire == .varlink { return acceptVarlink(frame, on: connection) }
     switch frame {
     case .oversized:
       log.rateLimited(.notice, cause: "oversized", "a line longer than MaxFrameBytes was discarded")

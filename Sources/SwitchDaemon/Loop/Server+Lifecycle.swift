@@ -31,7 +31,8 @@ extension Server {
     }
     for i in 0..<max(0, Int(n)) {
       switch tokens[i] {
-      case Self.listenerToken: acceptConnections()
+      case Self.listenerToken: acceptConnections(.jsonRPC)
+      case Self.varlinkListenerToken: acceptConnections(.varlink)
       case Self.wakeToken:
         drainWriterOutputs()
         drainReaderOutputs()
@@ -61,10 +62,14 @@ extension Server {
       notifier.send("WATCHDOG=1")
       nextWatchdog = now + interval
     }
-    if acceptPausedUntil != 0, now >= acceptPausedUntil, let listener, !stopping {
+    if acceptPausedUntil != 0, now >= acceptPausedUntil, !stopping {
       acceptPausedUntil = 0
-      _ = shim_epoll_ctl(
-        epoll, Int32(SHIM_EPOLL_MOD), listener.fd, UInt32(SHIM_EPOLLIN), Self.listenerToken)
+      for (listener, token) in [
+        (listener, Self.listenerToken), (varlinkListener, Self.varlinkListenerToken),
+      ] {
+        guard let listener else { continue }
+        _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_MOD), listener.fd, UInt32(SHIM_EPOLLIN), token)
+      }
     }
     if stopping && !stopSentToReader {
       let busy = connections.values.contains {
@@ -107,11 +112,13 @@ extension Server {
     stopDeadline = monotonicSeconds() + 10
     notifier.send("STOPPING=1")
     log.notice("\(why): stopping; finishing the writes received")
-    if let listener {
+    for listener in [listener, varlinkListener] {
+      guard let listener else { continue }
       _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_DEL), listener.fd, 0, 0)
       listener.close()
-      self.listener = nil
     }
+    listener = nil
+    varlinkListener = nil
     for connection in Array(connections.values) { pump(connection) }
   }
 

@@ -39,13 +39,18 @@ extension Server {
     let replayFrom = since.flatMap { $0 < revision ? $0 : nil }
     let id = hub.add(
       connection: connection.id, owner: connection, patterns: patterns, viewpoint: viewpoint,
-      replayFrom: replayFrom)
+      replayFrom: replayFrom, varlink: connection.wire == .varlink)
     connection.watchIDs.append(id)
     if replayFrom != nil { connection.replaysUnfinished += 1 }
     let current = revision
     let snapshotFor = snapshotCaller(viewpoint, caller: connection.caller)
     answer(pending, on: connection) { w in
-      if since == nil {
+      if connection.wire == .varlink {
+        // The first reply: no watch id (the call itself is the watch).
+        VarlinkEncoding.writeWatch(&w, revision: current, withSwitches: since == nil) {
+          writeSwitches(&$0, positions(matching: patterns), for: snapshotFor, viewpoint: viewpoint)
+        }
+      } else if since == nil {
         ResultEncoding.writeWatch(&w, watch: id, revision: current) {
           writeSwitches(&$0, positions(matching: patterns), for: snapshotFor, viewpoint: viewpoint)
         }
@@ -111,7 +116,8 @@ extension Server {
       return
     }
     for change in page.shown where watch.matches(change.key) {
-      let rest = Self.eventRest(change, showingActor: connection.caller.seesActor(change.actor))
+      let rest = Self.eventRest(
+        change, showingActor: connection.caller.seesActor(change.actor), end: watch.eventEnd)
       connection.queueEvent(head: watch.eventHead, rest: rest)
     }
     let cursor = page.last ?? after
@@ -171,22 +177,13 @@ extension Server {
       return
     }
     // The line after each watch's head, shared by its watchers.
-    var rest: [UInt8]?
-    var restWithoutActor: [UInt8]?
+    var lines = EventRests(change)
     hub.forEachMatch(change.key) { watch in
       guard watch.replayCursor == nil, let connection = watch.owner, !connection.isClosed else {
         return
       }
-      let line: [UInt8]
-      if connection.caller.seesActor(change.actor) {
-        if rest == nil { rest = Self.eventRest(change, showingActor: true) }
-        line = rest!
-      } else {
-        if restWithoutActor == nil {
-          restWithoutActor = Self.eventRest(change, showingActor: false)
-        }
-        line = restWithoutActor!
-      }
+      let line = lines.rest(
+        showingActor: connection.caller.seesActor(change.actor), varlink: watch.isVarlink)
       // A publish of one change (the usual case) sends each watcher its
       // event at once; several changes go out together in one send each.
       if alone {
@@ -206,7 +203,9 @@ extension Server {
   func announce(_ changes: SchemaChanges) {
     var touched: [UInt64: Connection] = [:]
     for watch in hub.watches.values {
-      guard let part = changes.filtered(watch.matches),
+      // Not State, and not in the varlink interface: a varlink watcher
+      // re-reads the list when a reload's answer says it changed it.
+      guard !watch.isVarlink, let part = changes.filtered(watch.matches),
         let connection = connections[watch.connection]
       else { continue }
       var w = JSONWriter(capacity: 0)
@@ -234,9 +233,11 @@ extension Server {
       }
       guard let seen = Visibility.view(change, for: watch.viewpoint, own: own) else { return }
       let showingActor = connection.caller.seesActor(change.actor)
-      let slot = (own.map { $0 ? 1 : 2 } ?? 0) * 2 + (showingActor ? 1 : 0)
+      let slot =
+        ((own.map { $0 ? 1 : 2 } ?? 0) * 2 + (showingActor ? 1 : 0)) * 2
+        + (watch.isVarlink ? 1 : 0)
       if encoded[slot] == nil {
-        encoded[slot] = Self.eventRest(seen, showingActor: showingActor)
+        encoded[slot] = Self.eventRest(seen, showingActor: showingActor, end: watch.eventEnd)
       }
       connection.queueEvent(head: watch.eventHead, rest: encoded[slot]!)
       if connection.publishMark != mark {
@@ -246,11 +247,12 @@ extension Server {
     }
   }
 
-  /// An event line after the watch's head: the change's members and the end.
-  private static func eventRest(_ change: Change, showingActor: Bool) -> [UInt8] {
+  /// An event line after the watch's head: the change's members and the
+  /// end (`Watch.eventEnd`: a JSON-RPC notification's or a varlink reply's).
+  static func eventRest(_ change: Change, showingActor: Bool, end: [UInt8]) -> [UInt8] {
     var w = JSONWriter(capacity: 512)
     WireEncoding.writeChangeMembers(&w, change, showingActor: showingActor)
-    w.raw(WireEncoding.changedEventEnd)
+    w.raw(end)
     return w.bytes
   }
 }

@@ -31,7 +31,7 @@ extension Server {
         connection.writesInFlight -= 1
         resumed[connection.id] = connection
         let caller = connection.caller.acting(as: ticket.viewer)
-        respond(ticket, on: connection) { write(&$0, answer, id: ticket.id, for: caller) }
+        respond(ticket, on: connection) { write(&$0, answer, to: ticket, for: caller) }
       }
       for connection in resumed.values { pump(connection) }
       if let schemaChanges, !schemaChanges.isEmpty { announce(schemaChanges) }
@@ -63,28 +63,28 @@ extension Server {
   }
 
   private func write(
-    _ w: inout JSONWriter, _ answer: WriterOutput.Answer, id: RequestID, for caller: Caller
+    _ w: inout JSONWriter, _ answer: WriterOutput.Answer, to ticket: Ticket, for caller: Caller
   ) {
     switch answer {
     case .write(.success(let outcome)):
-      Self.writeResponse(&w, id: id) {
+      Self.writeResponse(&w, to: ticket) {
         ResultEncoding.writeWrite(&$0, changed: outcome.changed) {
           writeSwitchAfterWrite(&$0, outcome, for: caller)
         }
       }
     case .reload(.success(let summary)):
-      Self.writeResponse(&w, id: id) { ResultEncoding.writeReload(&$0, summary) }
+      Self.writeResponse(&w, to: ticket) { ResultEncoding.writeReload(&$0, summary) }
     case .refused(.conflict(let key, let expected, let current)):
       // The switch as it is now (`data.switch`), so that a page redraws
       // it without another `get`.
       var now = JSONWriter(capacity: 512)
       writeSwitchAsSeen(&now, key: key, for: caller, viewpoint: .user(caller.subject))
       let conflict = Refusal.conflict(key: key, expected: expected, current: current)
-      ResponseEncoding.writeError(&w, id: id, RPCError(conflict), switchObject: now.bytes)
+      Self.writeResponse(&w, to: ticket, error: RPCError(conflict), switchObject: now.bytes)
     case .refused(let refusal):
-      Self.writeResponse(&w, id: id, error: RPCError(refusal))
+      Self.writeResponse(&w, to: ticket, error: RPCError(refusal))
     case .write(.failure(let error)), .reload(.failure(let error)):
-      Self.writeResponse(&w, id: id, error: error)
+      Self.writeResponse(&w, to: ticket, error: error)
     }
   }
 

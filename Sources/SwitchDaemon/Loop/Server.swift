@@ -39,6 +39,7 @@ final class Server {
   static let listenerToken: UInt64 = 0
   static let wakeToken: UInt64 = 1
   static let signalToken: UInt64 = 2
+  static let varlinkListenerToken: UInt64 = 3
 
   // Where it serves, and the threads it talks to.
   let log: Log
@@ -46,6 +47,8 @@ final class Server {
   let wakeFD: Int32
   let signalFD: Int32
   var listener: Listener?
+  /// The same service in varlink (`VarlinkSocket=`), nil when there is none.
+  var varlinkListener: Listener?
   var listenerPath = ""
   let databasePath: String
   let configDirectory: String
@@ -115,9 +118,10 @@ final class Server {
     listener: Listener, databasePath: String, configDirectory: String, catalog: Catalog,
     access: AccessRules, started: Writer.Started, jobs: BlockingQueue<WriterJob>,
     outputs: BlockingQueue<WriterOutput>, wakeFD: Int32, signalFD: Int32, notifier: Notifier,
-    log: Log
+    log: Log, varlinkListener: Listener? = nil
   ) throws {
     self.listener = listener
+    self.varlinkListener = varlinkListener
     self.databasePath = databasePath
     self.configDirectory = configDirectory
     self.configReader = ConfigReader(directory: configDirectory, log: log, writerJobs: jobs)
@@ -140,6 +144,9 @@ final class Server {
     epoll = shim_epoll_create()
     guard epoll >= 0 else { throw SystemError.last("epoll_create1") }
     register(listener.fd, token: Self.listenerToken, events: UInt32(SHIM_EPOLLIN))
+    if let varlinkListener {
+      register(varlinkListener.fd, token: Self.varlinkListenerToken, events: UInt32(SHIM_EPOLLIN))
+    }
     register(wakeFD, token: Self.wakeToken, events: UInt32(SHIM_EPOLLIN))
     if signalFD >= 0 { register(signalFD, token: Self.signalToken, events: UInt32(SHIM_EPOLLIN)) }
     // The reader wakes the loop through the writer's eventfd: one wake-up

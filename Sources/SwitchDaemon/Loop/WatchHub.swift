@@ -4,8 +4,12 @@ import SwitchProtocol
 /// One `watch`: its patterns, and where a replay of `since` has got to.
 final class Watch {
   let id: String
-  /// Every `changed` event to this watch starts with these bytes.
+  /// Every `changed` event to this watch starts with these bytes, and ends
+  /// with `eventEnd` (a JSON-RPC notification, or a varlink reply).
   let eventHead: [UInt8]
+  let eventEnd: [UInt8]
+  /// A varlink `Watch`: its events are replies, and it has no id on the wire.
+  let isVarlink: Bool
   let connection: UInt64
   /// The connection itself, so that publishing to a watch looks nothing up
   /// (the hub drops the watch when the connection closes; nil only where
@@ -25,12 +29,14 @@ final class Watch {
 
   init(
     id: String, connection: UInt64, owner: Connection?, patterns: [KeyPattern]?,
-    viewpoint: Viewpoint, replayCursor: Int64?
+    viewpoint: Viewpoint, replayCursor: Int64?, varlink: Bool = false
   ) {
     self.id = id
     self.owner = owner
     self.viewpoint = viewpoint
-    self.eventHead = WireEncoding.changedEventHead(watch: id)
+    self.isVarlink = varlink
+    self.eventHead = varlink ? VarlinkEncoding.eventHead : WireEncoding.changedEventHead(watch: id)
+    self.eventEnd = varlink ? VarlinkEncoding.eventEnd : WireEncoding.changedEventEnd
     self.connection = connection
     self.patterns = patterns
     self.replayCursor = replayCursor
@@ -57,13 +63,13 @@ struct WatchHub {
 
   mutating func add(
     connection: UInt64, owner: Connection? = nil, patterns: [KeyPattern]?,
-    viewpoint: Viewpoint = .everyone, replayFrom: Int64?
+    viewpoint: Viewpoint = .everyone, replayFrom: Int64?, varlink: Bool = false
   ) -> String {
     let id = "w\(nextID)"
     nextID += 1
     let watch = Watch(
       id: id, connection: connection, owner: owner, patterns: patterns, viewpoint: viewpoint,
-      replayCursor: replayFrom)
+      replayCursor: replayFrom, varlink: varlink)
     watches[id] = watch
     guard let patterns else {
       everything.append(watch)

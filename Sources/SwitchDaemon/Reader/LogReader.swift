@@ -76,7 +76,7 @@ enum LogReader {
           w.bytes = spares.drain().last ?? []
           w.bytes.removeAll(keepingCapacity: true)
           var page: Result<Void, StoreError> = .success(())
-          Server.writeResponse(&w, id: ticket.id) { w in
+          Server.writeResponse(&w, to: ticket) { w in
             page = Result { () throws(StoreError) in
               let entries = try view.history(
                 store, key: key, before: before, limit: limit, newest: newest,

@@ -9,6 +9,8 @@ struct Ticket: Sendable {
   var slot: UInt64
   var part: Int
   var id: RequestID
+  /// How a varlink reply is wrapped; nil on the JSON-RPC socket.
+  var varlink: VarlinkReply? = nil
   /// The uid whose share of writes in flight (`WritesPerUser`) this write
   /// takes, given back when it is answered, even after its connection
   /// closed; nil for an administrator's write and for a reload.
