@@ -129,7 +129,7 @@ check_tree() {
   [[ $version == switchd\ * ]] || fail "the installed switchd --version printed '$version'"
 
   # --- units: placeholders substituted with the real paths ---
-  for unit in switchd.service switchd.socket; do
+  for unit in switchd.service switchd.socket switchd-varlink.socket; do
     [[ -f $unitdir/$unit ]] || fail "$prefix/lib/systemd/system/$unit was not installed"
     expect_mode "$unitdir/$unit" 644
     if grep -n '@[A-Z_]*@' "$unitdir/$unit"; then
@@ -173,6 +173,10 @@ $check"
   local rule=$dest$prefix/share/polkit-1/rules.d/50-switchd-nm-radio.rules
   expect_same "$repo/polkit/50-switchd-nm-radio.rules" "$rule"
   expect_mode "$rule" 644
+  # --- the varlink interface definition, where varlink tools look for it ---
+  local idl=$dest$prefix/share/varlink/io.switchd.Switches.varlink
+  expect_same "$repo/Sources/SwitchProtocol/io.switchd.Switches.varlink" "$idl"
+  expect_mode "$idl" 644
   bash -n "$dest$prefix/share/bash-completion/completions/switchctl" ||
     fail "the installed bash completion has a syntax error"
 
@@ -197,6 +201,8 @@ $check"
       printf '%s\n' "${prefix#/}/sbin/switchd" "${prefix#/}/bin/switchctl" \
         "${prefix#/}/lib/systemd/system/switchd.service" \
         "${prefix#/}/lib/systemd/system/switchd.socket" \
+        "${prefix#/}/lib/systemd/system/switchd-varlink.socket" \
+        "${prefix#/}/share/varlink/io.switchd.Switches.varlink" \
         "${prefix#/}/lib/sysusers.d/switchd.conf" "${prefix#/}/lib/tmpfiles.d/switchd.conf" \
         "${prefix#/}/share/bash-completion/completions/switchctl" \
         "${prefix#/}/share/polkit-1/rules.d/50-switchd-nm-radio.rules"
