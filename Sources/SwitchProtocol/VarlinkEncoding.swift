@@ -25,7 +25,8 @@ public enum VarlinkEncoding {
 
   /// `{"parameters":` — the caller writes the result object, then `endReply`.
   public static func beginReply(_ w: inout JSONWriter, _ reply: VarlinkReply) {
-    w.raw(reply.wrapsSwitch ? "{\"parameters\":{\"switch\":" : "{\"parameters\":")
+    w.raw("{\"parameters\":")
+    if reply.wrapsSwitch { w.firstMember(WireField.switch) }
   }
 
   public static func endReply(_ w: inout JSONWriter, _ reply: VarlinkReply) {
@@ -66,7 +67,7 @@ public enum VarlinkEncoding {
     if let switchObject {
       w.bytes.removeLast()
       if !members.isEmpty { w.raw(",") }
-      w.raw("\"switch\":")
+      w.name(WireField.switch)
       w.bytes.append(contentsOf: switchObject)
       w.raw("}")
     }
