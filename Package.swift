@@ -22,6 +22,9 @@ let package = Package(
   targets: [
     .systemLibrary(
       name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+    // sd-bus, for the one D-Bus call switchd makes (polkit's CheckAuthorization).
+    .systemLibrary(
+      name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
     .target(name: "CShim"),
     // The thin layer over Glibc shared by the daemon and switchctl.
     .target(name: "SwitchSystem", dependencies: ["CShim"]),
@@ -32,9 +35,13 @@ let package = Package(
       name: "SwitchProtocol", dependencies: ["SwitchCore"],
       resources: [.embedInCode("io.switchd.Switches.varlink")], swiftSettings: releaseSpeed),
     .target(name: "SwitchStore", dependencies: ["SwitchCore", "CSQLite"]),
+    // Asking polkit over the system bus (Authorization=polkit); only the daemon links it.
+    .target(name: "SwitchPolkit", dependencies: ["CSystemd"]),
     .target(
       name: "SwitchDaemon",
-      dependencies: ["SwitchCore", "SwitchProtocol", "SwitchStore", "SwitchSystem", "CShim"],
+      dependencies: [
+        "SwitchCore", "SwitchProtocol", "SwitchStore", "SwitchSystem", "SwitchPolkit", "CShim",
+      ],
       swiftSettings: releaseSpeed),
     .target(
       name: "SwitchCtl", dependencies: ["SwitchCore", "SwitchProtocol", "SwitchSystem"]),

@@ -19,7 +19,7 @@ export PATH="/opt/swift/usr/bin:$PATH"
 say() { printf 'build-deb: %s\n' "$*" >&2; }
 
 bash "$repo/.ci/apt-need.sh" dpkg-buildpackage:dpkg-dev dh:debhelper scdoc:scdoc pkg-config:pkgconf \
-  git:git /usr/include/sqlite3.h:libsqlite3-dev
+  git:git /usr/include/sqlite3.h:libsqlite3-dev /usr/include/systemd/sd-bus.h:libsystemd-dev
 mkdir -p "$cache"
 # One build at a time in the shared clone.
 exec 9>"$cache/build-deb.lock"

@@ -2,7 +2,9 @@
 /// SO_PEERCRED (never from the request) and the rights that follow from it.
 public struct Caller: Equatable, Sendable {
   public var actor: Actor
-  /// uid 0, the daemon's own uid, or a member of the configured admin group.
+  /// uid 0, the daemon's own uid, or a member of the configured admin group
+  /// (under `Authorization=polkit`: uid 0, the daemon's uid, or whom polkit
+  /// granted `io.switchd.administer` for this one call).
   public var isAdmin: Bool
   /// May set, toggle and reset system switches (see `Caller.peer`).
   public var mayWrite: Bool
@@ -10,6 +12,9 @@ public struct Caller: Equatable, Sendable {
   public var writeRequirement: String
   /// The user a request acts as (its `user` param); nil: the caller itself.
   public var actingAs: UInt32?
+  /// Under `Authorization=polkit`, a peer other than root and the daemon's
+  /// uid: its rights beyond reading are polkit's to grant, call by call.
+  public var asksPolkit = false
 
   public init(
     actor: Actor, isAdmin: Bool, mayWrite: Bool,
@@ -19,6 +24,15 @@ public struct Caller: Equatable, Sendable {
     self.isAdmin = isAdmin
     self.mayWrite = mayWrite
     self.writeRequirement = writeRequirement
+  }
+
+  /// This caller with the rights polkit granted it for one call.
+  public func granted(_ action: PolkitQuestion.Action) -> Caller {
+    var granted = self
+    granted.asksPolkit = false
+    granted.mayWrite = true
+    if action == .administer { granted.isAdmin = true }
+    return granted
   }
 
   /// Whether this caller has `privilege`.
@@ -89,7 +103,17 @@ public struct Caller: Equatable, Sendable {
   private static func rights(
     of uid: UInt32, actor: Actor, access: AccessRules, isMember: (UInt32) -> Bool
   ) -> Caller {
-    let isAdmin = uid == 0 || uid == access.daemonUID || access.adminGroup.map(isMember) == true
+    let isOwner = uid == 0 || uid == access.daemonUID
+    if access.authorization == .polkit {
+      // polkit decides the rest, per call (`PolkitQuestion`): until it has,
+      // nobody but the owners has a right beyond reading (fail closed).
+      var caller = Caller(
+        actor: actor, isAdmin: isOwner, mayWrite: isOwner,
+        writeRequirement: "polkit did not authorize io.switchd.write")
+      caller.asksPolkit = !isOwner
+      return caller
+    }
+    let isAdmin = isOwner || access.adminGroup.map(isMember) == true
     let mayWrite: Bool
     let requirement: String
     switch access.writers {
@@ -127,12 +151,15 @@ public struct AccessRules: Equatable, Sendable {
   /// that the loop knows a named user's rights (`Caller.user`) without a
   /// look-up that could block it; as current as the last start or reload.
   public var members: [UInt32: Set<UInt32>]
+  /// `Authorization=`: under polkit the groups above decide nothing.
+  public var authorization: Authorization
 
   public init(
     daemonUID: UInt32, adminGroup: UInt32? = nil, writers: WritersGroup = .humanAccounts,
     humanUIDs: ClosedRange<UInt32> = LoginDefs.defaultHumanUIDs,
-    members: [UInt32: Set<UInt32>] = [:]
+    members: [UInt32: Set<UInt32>] = [:], authorization: Authorization = .builtin
   ) {
+    self.authorization = authorization
     self.daemonUID = daemonUID
     self.adminGroup = adminGroup
     self.writers = writers

@@ -115,6 +115,8 @@ public struct DaemonSettings: Equatable, Sendable {
   public var maxNestingDepth = 32
   public var historyRetention = 100_000
   public var logLevel: LogLevel = .info
+  /// `Authorization=`: who decides the rights beyond reading.
+  public var authorization: Authorization = .builtin
 
   public init() {}
 
@@ -125,6 +127,15 @@ public struct DaemonSettings: Equatable, Sendable {
     guard let slash = socketPath.lastIndex(of: "/") else { return "io.switchd.Switches" }
     return socketPath[...slash] + "io.switchd.Switches"
   }
+}
+
+/// Who decides who may write and administer (`Authorization=`).
+public enum Authorization: String, Sendable {
+  /// The table "Who may do what" of docs/semantics.md: groups and uid ranges.
+  case builtin
+  /// polkit is asked for each call that needs a right (docs/semantics.md
+  /// "polkit"); root and the daemon's own uid are never asked.
+  case polkit
 }
 
 /// syslog priorities, as journald reads them from a `<N>` prefix.

@@ -4,7 +4,7 @@ extension CatalogBuilder {
     "Socket", "Database", "AdminGroup", "Writers", "SocketMode", "MaxFrameBytes",
     "MaxConnections", "MaxConnectionsPerUser", "MaxQueuedBytes", "MaxWatchesPerConnection",
     "MaxHistoryPage",
-    "MaxNestingDepth", "HistoryRetention", "LogLevel", "VarlinkSocket",
+    "MaxNestingDepth", "HistoryRetention", "LogLevel", "VarlinkSocket", "Authorization",
   ]
 
   /// `sun_path` holds 108 bytes including the terminating NUL (a test keeps
@@ -77,6 +77,12 @@ extension CatalogBuilder {
           + " like 0666 or 0660"
       }
       settings.socketMode = mode
+    case "Authorization":
+      guard let mode = Authorization(rawValue: value) else {
+        return "Authorization=\(value) is not a way to authorize: use builtin (the table of"
+          + " docs/semantics.md) or polkit (ask polkit for each write)"
+      }
+      settings.authorization = mode
     case "LogLevel":
       guard let level = LogLevel.allCases.first(where: { $0.name == value.lowercased() }) else {
         let names = LogLevel.allCases.map(\.name).joined(separator: ", ")

@@ -197,6 +197,9 @@ public enum Rules {
   public static func writability(
     key: String, state: SwitchState, policy: PolicyRule?, caller: Caller, scope: Scope = .system
   ) -> Writability {
+    // Under polkit the right is asked at the write, never at a read: what a
+    // read says is whether the switch's holds let a writer change it.
+    let caller = caller.asksPolkit ? caller.granted(.write) : caller
     guard
       let refusal = writeRefusal(
         key: key, state: state, policy: policy, caller: caller, scope: scope)

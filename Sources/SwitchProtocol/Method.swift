@@ -133,11 +133,25 @@ public enum Call: Equatable, Sendable {
       case .backup:
         call = .backup
       }
+      // Taken by every method, read by those that need a right (it matters
+      // only under Authorization=polkit): checked here, read by
+      // `allowsInteractiveAuthentication`.
+      _ = try p.optionalBool(WireField.allowInteractiveAuthentication)
       try p.rejectUnknown()
       return .success(call)
     } catch {
       return .failure(error)
     }
+  }
+}
+
+extension Call {
+  /// Whether the params let polkit ask the person
+  /// (`"allowInteractiveAuthentication": true`); `decode` refuses the param
+  /// when it is not a bool.
+  public static func allowsInteractiveAuthentication(_ params: JSONValue?) -> Bool {
+    params?.objectMembers?.first { $0.name == WireField.allowInteractiveAuthentication }?
+      .value.boolValue == true
   }
 }
 

@@ -186,3 +186,19 @@ extension RPCError {
       data: [JSONMember("method", .string(method.rawValue))])
   }
 }
+
+extension RPCError {
+  /// polkit did not grant the right a call needs (`Authorization=polkit`).
+  /// `authenticationRequired`: it would after authentication (a call with
+  /// `allowInteractiveAuthentication` lets polkit ask).
+  public static func permissionDeniedByPolkit(
+    method: Method, key: String?, why: String, authenticationRequired: Bool
+  ) -> RPCError {
+    let what = key.map { "\(method.rawValue) \($0)" } ?? method.rawValue
+    var data = [JSONMember]()
+    if let key { data.append(JSONMember(WireField.key, .string(key))) }
+    data.append(JSONMember("method", .string(method.rawValue)))
+    data.append(JSONMember(WireField.authenticationRequired, .bool(authenticationRequired)))
+    return RPCError(.permissionDenied, "You may not \(what): \(why).", data: data)
+  }
+}

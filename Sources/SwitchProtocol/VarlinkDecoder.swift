@@ -22,6 +22,8 @@ public struct VarlinkMessage: Equatable, Sendable {
   public var oneway: Bool
   /// The client takes several replies (`Watch`).
   public var more: Bool
+  /// The call's `allowInteractiveAuthentication` parameter.
+  public var allowsInteraction = false
 
   public init(_ body: Body, oneway: Bool = false, more: Bool = false) {
     self.body = body
@@ -87,7 +89,9 @@ public enum VarlinkDecoder {
       return VarlinkMessage(.invalid(.varlinkInvalidRequest("\"method\" must be a string")))
     }
     let body = self.body(method, parameters: parameters, more: flags.more, limits: limits)
-    return VarlinkMessage(body, oneway: flags.oneway, more: flags.more)
+    var message = VarlinkMessage(body, oneway: flags.oneway, more: flags.more)
+    message.allowsInteraction = Call.allowsInteractiveAuthentication(parameters)
+    return message
   }
 
   /// What `interface.Method` with `parameters` asks for.

@@ -68,6 +68,9 @@ public enum WireField {
   public static let updated = "updated"
   public static let uptimeSeconds = "uptimeSeconds"
   public static let user = "user"
+  public static let allowInteractiveAuthentication = "allowInteractiveAuthentication"
+  /// `PermissionDenied`'s `data`: polkit would grant it after authentication.
+  public static let authenticationRequired = "authenticationRequired"
   /// The `user` param's value for every user (`watch`, `history`).
   public static let everyUser = "*"
   public static let version = "version"

@@ -122,7 +122,7 @@ extension AccessRules {
   static func lookUp(
     _ settings: DaemonSettings, loginDefs: String = LoginDefs.path
   ) -> (rules: AccessRules, warnings: [String]) {
-    var rules = AccessRules(daemonUID: getuid())
+    var rules = AccessRules(daemonUID: getuid(), authorization: settings.authorization)
     var warnings: [String] = []
     if let name = settings.adminGroup, !name.isEmpty {
       rules.adminGroup = gid(named: name)

@@ -23,6 +23,10 @@ final class Connection {
   /// The peer's rights, as of the configuration in force (a reload
   /// recomputes them).
   var caller: Caller
+  /// The peer process's start time (`ProcessStartTime`), read when it
+  /// connected under `Authorization=polkit`: with its pid, the polkit
+  /// subject that a process reusing the pid cannot pass for.
+  var processStartTime: UInt64?
   var framer: LineFramer
 
   /// Requests of lines already framed, not yet run, in order.
@@ -372,10 +376,13 @@ struct PendingRequest {
   var answer: (slot: UInt64, part: Int)?
   /// How the reply is wrapped, for a varlink call (`init(varlink:…)`).
   var varlink: VarlinkReply?
+  /// `allowInteractiveAuthentication`: polkit may ask the person.
+  var allowsInteraction = false
 
   init(_ request: Request, answer: (slot: UInt64, part: Int)?, limits: ParamLimits) {
     id = request.id
     self.answer = answer
+    allowsInteraction = Call.allowsInteractiveAuthentication(request.params)
     method = Method(rawValue: request.method)
     call =
       method.map { Call.decode($0, params: request.params, limits: limits) }

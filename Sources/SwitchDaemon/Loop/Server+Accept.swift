@@ -58,6 +58,9 @@ extension Server {
       let connection = Connection(
         id: id, fd: fd, peer: peer, caller: caller, maxFrameBytes: limits.maxFrameBytes,
         wire: wire)
+      if access.authorization == .polkit {
+        connection.processStartTime = ProcessStartTime.of(pid: peer.pid)
+      }
       connections[id] = connection
       connection.interest = Self.readingInterest
       register(fd, token: id, events: connection.interest)

@@ -9,7 +9,9 @@ import SwitchSystem
 extension Server {
   // MARK: Requests
 
-  func execute(_ pending: PendingRequest, on connection: Connection) {
+  /// Runs `pending`. `granted`: the caller with the right polkit granted
+  /// for this call (`drainPolkitAnswers`); nil the first time.
+  func execute(_ pending: PendingRequest, on connection: Connection, granted: Caller? = nil) {
     if let (slot, _) = pending.answer,
       connection.answeredBytes(slot: slot) > Self.maxBatchAnswerBytes
     {
@@ -22,8 +24,11 @@ extension Server {
     }
     // The order of checks: MethodNotFound, PermissionDenied for the
     // method, then InvalidParams (the params were decoded at framing).
-    let caller = connection.caller
+    let caller = granted ?? connection.caller
     if let method = pending.method, !Rules.mayCall(method.privilege, caller: caller) {
+      if let question = administeringQuestion(pending, caller: caller) {
+        return askPolkit(question, pending, on: connection, caller: caller)
+      }
       fail(
         pending, on: connection, .permissionDenied(method: method, requirement: adminRequirement))
       return
@@ -76,6 +81,9 @@ extension Server {
       // of others count against their uid (given back when answered).
       if !caller.isAdmin { write.countedAgainst = connection.peer.uid }
       let acting = caller.acting(as: user)
+      if let question = changeQuestion(key, operation, caller: acting) {
+        return askPolkit(question, pending, on: connection, caller: acting)
+      }
       write.viewer = acting.subject
       submit(.write(write, key: key, operation, acting), for: connection, pending)
     case .reload:

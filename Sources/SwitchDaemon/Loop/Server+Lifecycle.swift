@@ -37,6 +37,7 @@ extension Server {
         drainWriterOutputs()
         drainReaderOutputs()
         drainBackups()
+        drainPolkitAnswers()
       case Self.signalToken: handleSignals()
       default: connectionEvent(tokens[i], events[i])
       }

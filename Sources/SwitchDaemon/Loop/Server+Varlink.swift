@@ -25,8 +25,9 @@ extension Server {
     ticket.varlink = VarlinkReply()
     switch message.body {
     case .call(let method, let call):
-      connection.enqueue(
-        PendingRequest(varlink: method, call, answer: message.oneway ? nil : (slot, 0)))
+      var pending = PendingRequest(varlink: method, call, answer: message.oneway ? nil : (slot, 0))
+      pending.allowsInteraction = message.allowsInteraction
+      connection.enqueue(pending)
     case .getInfo:
       answer(ticket, on: connection) {
         VarlinkEncoding.writeInfo(&$0, version: SwitchdVersion.current)

@@ -92,6 +92,12 @@ final class Server {
   /// Switches the reconcile of the start or of a reload is still applying.
   var reconciling: Int
 
+  // Calls waiting for polkit (Server+Polkit.swift).
+  /// Asks polkit on a thread of its own; made on the first check.
+  var authorizer: Authorizer?
+  var waitingForPolkit: [UInt64: WaitingForPolkit] = [:]
+  var nextPolkitCheck: UInt64 = 1
+
   // The shutdown sequence and the timers (Server+Lifecycle.swift).
   var stopping = false
   var writerStopped = false

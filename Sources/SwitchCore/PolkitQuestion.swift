@@ -1,0 +1,84 @@
+/// What polkit is asked before a call runs under `Authorization=polkit`
+/// (docs/semantics.md "polkit"), decided here without I/O: the actions in
+/// the order they are asked (the first one granted is the caller's right
+/// for that call, and for nothing after it), and the details a rule reads
+/// with `action.lookup(...)`. nil: the call needs no right, or the caller
+/// has it already (root and the daemon's uid are never asked).
+public struct PolkitQuestion: Equatable, Sendable {
+  public enum Action: String, Sendable, CaseIterable {
+    /// set, toggle and reset of a system switch.
+    case write = "io.switchd.write"
+    /// lock, unlock, disable, enable, apply, reload, backup, writing a
+    /// read-only switch, acting as another user. Implies `write` (the
+    /// shipped io.switchd.policy says so to polkit).
+    case administer = "io.switchd.administer"
+  }
+
+  public var actions: [Action]
+  /// `key`, `checked` and `user`, always all three, in that order.
+  public var details: [(name: String, value: String)]
+
+  public static func == (a: PolkitQuestion, b: PolkitQuestion) -> Bool {
+    a.actions == b.actions && a.details.elementsEqual(b.details) { $0 == $1 }
+  }
+
+  /// The details of every check: the switch (`""` for a call on none), the
+  /// value it would have after the call (`"true"`/`"false"`, `""` when the
+  /// call names no switch), and the uid whose value it is (the caller's own
+  /// unless it names another).
+  public static func details(
+    key: String?, checked: Bool?, user: UInt32
+  ) -> [(name: String, value: String)] {
+    [
+      ("key", key ?? ""), ("checked", checked.map { $0 ? "true" : "false" } ?? ""),
+      ("user", "\(user)"),
+    ]
+  }
+
+  /// A method only administrators may call (lock, unlock, disable, enable,
+  /// apply, reload, backup), asked before its params are checked, as the
+  /// order of checks puts PermissionDenied for the method first.
+  public static func administering(
+    key: String?, checked: Bool?, caller: Caller
+  ) -> PolkitQuestion? {
+    if caller.isAdmin { return nil }
+    return PolkitQuestion(
+      actions: [.administer], details: details(key: key, checked: checked, user: caller.subject))
+  }
+
+  /// set, toggle or reset of a declared switch, asked after UnknownSwitch
+  /// and before Disabled and ReadOnly (the order of checks).
+  /// - Parameters:
+  ///   - state: the switch's state as the loop last saw it committed.
+  ///   - current: the value being changed (the named user's, for a user-scope switch).
+  ///   - caller: the caller acting as the request's `user`.
+  public static func changing(
+    _ operation: Operation, key: String, scope: Scope, state: SwitchState, current: Bool,
+    defaultChecked: Bool, caller: Caller
+  ) -> PolkitQuestion? {
+    if caller.isAdmin { return nil }
+    let after: Bool
+    switch operation {
+    case .set(let checked, _): after = checked
+    case .toggle: after = !current
+    case .reset: after = defaultChecked
+    default: return administering(key: key, checked: current, caller: caller)
+    }
+    let actions: [Action]
+    if let named = caller.actingAs, named != caller.uid {
+      actions = [.administer]  // acting as another user is an administrator's
+    } else if scope == .user {
+      return nil  // everyone writes their own value
+    } else if caller.mayWrite {
+      return nil
+    } else if state.readOnly && !state.valueFixed && !state.disabled {
+      // An administrator may write under a hold that does not fix the value;
+      // one who may only write gets the ReadOnly refusal from the rules.
+      actions = [.administer, .write]
+    } else {
+      actions = [.write]
+    }
+    return PolkitQuestion(
+      actions: actions, details: details(key: key, checked: after, user: caller.subject))
+  }
+}

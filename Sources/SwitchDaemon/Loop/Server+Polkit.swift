@@ -1,0 +1,137 @@
+import SwitchCore
+import SwitchPolkit
+import SwitchProtocol
+import SwitchSystem
+
+/// A call waiting for polkit's answer: it runs, with the right granted, or
+/// is refused, when the answer comes (`drainPolkitAnswers`).
+struct WaitingForPolkit {
+  var connection: UInt64
+  var pending: PendingRequest
+  var question: PolkitQuestion
+  /// Which of `question.actions` is being asked.
+  var step: Int
+  /// The caller as it asked (acting as the request's `user`, if any).
+  var caller: Caller
+}
+
+// Authorization=polkit: which calls ask, the asking, and the answers. The
+// loop never waits: a call that needs polkit is parked (counted as a read
+// in flight, so the connection's later calls wait behind it and keep their
+// order) and resumes when the Authorizer thread answers.
+extension Server {
+  /// The question for a method only administrators may call, asked before
+  /// its params are checked (the order of checks); nil when polkit is not
+  /// the authority or the caller needs none.
+  func administeringQuestion(_ pending: PendingRequest, caller: Caller) -> PolkitQuestion? {
+    guard caller.asksPolkit else { return nil }
+    var key: String?
+    var checked: Bool?
+    if case .success(.write(let named, let operation, _)) = pending.call {
+      key = named
+      checked = records[named]?.state.checked
+      if case .lock(_, let held?) = operation { checked = held }
+    }
+    return PolkitQuestion.administering(key: key, checked: checked, caller: caller)
+  }
+
+  /// The question for set, toggle or reset of `key` by `caller` (acting as
+  /// the request's user); nil for an unknown key (the writer refuses it
+  /// UnknownSwitch, which comes first) or when none is needed.
+  func changeQuestion(_ key: String, _ operation: Operation, caller: Caller) -> PolkitQuestion? {
+    guard caller.asksPolkit, let definition = catalog.switches[key], let record = records[key]
+    else { return nil }
+    var current = record.state.checked
+    if definition.scope == .user {
+      current =
+        Visibility.value(
+          record, own: userValues[key]?[caller.subject], defaultChecked: definition.defaultChecked
+        ).checked
+    }
+    return PolkitQuestion.changing(
+      operation, key: key, scope: definition.scope, state: record.state, current: current,
+      defaultChecked: definition.defaultChecked, caller: caller)
+  }
+
+  /// Parks `pending` and asks polkit the question's action at `step`.
+  func askPolkit(
+    _ question: PolkitQuestion, step: Int = 0, _ pending: PendingRequest,
+    on connection: Connection, caller: Caller
+  ) {
+    let peer = connection.peer
+    guard let startTime = connection.processStartTime ?? ProcessStartTime.of(pid: peer.pid) else {
+      return refuseByPolkit(
+        pending, on: connection, question: question,
+        why: "the calling process (pid \(peer.pid)) is gone, so polkit cannot be asked about it",
+        authenticationRequired: false)
+    }
+    connection.processStartTime = startTime
+    let id = nextPolkitCheck
+    nextPolkitCheck += 1
+    waitingForPolkit[id] = WaitingForPolkit(
+      connection: connection.id, pending: pending, question: question, step: step, caller: caller)
+    connection.readsInFlight += 1
+    if authorizer == nil { authorizer = Authorizer(loopWakeFD: wakeFD) }
+    authorizer?.ask(
+      Authorizer.Question(
+        id: id,
+        check: PolkitCheck(
+          pid: UInt32(bitPattern: peer.pid), startTime: startTime, uid: peer.uid,
+          action: question.actions[step].rawValue, details: question.details,
+          allowInteraction: pending.allowsInteraction)))
+  }
+
+  /// Carries out the calls whose answers came: granted, they run with the
+  /// right for that call only; otherwise the next action of the question is
+  /// asked, or the call is refused. Nothing is cached.
+  func drainPolkitAnswers() {
+    guard let authorizer else { return }
+    for answer in authorizer.answered() {
+      guard let waiting = waitingForPolkit.removeValue(forKey: answer.id),
+        let connection = connections[waiting.connection]
+      else { continue }
+      connection.readsInFlight -= 1
+      let action = waiting.question.actions[waiting.step]
+      let hasNext = waiting.step + 1 < waiting.question.actions.count
+      switch answer.answer {
+      case .authorized:
+        execute(waiting.pending, on: connection, granted: waiting.caller.granted(action))
+      case .denied where hasNext, .challenge where hasNext:
+        askPolkit(
+          waiting.question, step: waiting.step + 1, waiting.pending, on: connection,
+          caller: waiting.caller)
+      case .challenge:
+        refuseByPolkit(
+          waiting.pending, on: connection, question: waiting.question,
+          why:
+            "polkit allows \(action.rawValue) only after authentication; ask again allowing"
+            + " interactive authentication (switchctl does on a terminal)",
+          authenticationRequired: true)
+      case .denied:
+        refuseByPolkit(
+          waiting.pending, on: connection, question: waiting.question,
+          why: "polkit did not authorize \(action.rawValue)", authenticationRequired: false)
+      case .unreachable(let why):
+        log.rateLimited(.warning, cause: "polkit", "polkit could not be asked: \(why)")
+        refuseByPolkit(
+          waiting.pending, on: connection, question: waiting.question,
+          why:
+            "polkit is not reachable (\(why)), and nothing that needs a right is allowed without it",
+          authenticationRequired: false)
+      }
+      pump(connection)
+    }
+  }
+
+  private func refuseByPolkit(
+    _ pending: PendingRequest, on connection: Connection, question: PolkitQuestion,
+    why: String, authenticationRequired: Bool
+  ) {
+    let key = question.details.first { $0.name == "key" }?.value
+    fail(
+      pending, on: connection,
+      .permissionDeniedByPolkit(
+        method: pending.method ?? .set, key: key?.isEmpty == false ? key : nil, why: why,
+        authenticationRequired: authenticationRequired))
+  }
+}
