@@ -43,6 +43,8 @@ MANDIR ?= $(DATADIR)/man
 # The polkit rule that lets the user switchd switch NetworkManager's radios
 # (nm-radio); polkitd reads rules from here and from /etc/polkit-1/rules.d.
 POLKITRULESDIR ?= $(DATADIR)/polkit-1/rules.d
+# switchd's own actions (Authorization=polkit): polkitd reads them from here.
+POLKITACTIONSDIR ?= $(DATADIR)/polkit-1/actions
 CONFDIR ?= $(SYSCONFDIR)/switchd
 
 INSTALL ?= install
@@ -126,6 +128,7 @@ install-data:
 	$(INSTALL) -D -m 0644 systemd/tmpfiles.d/switchd.conf $(DESTDIR)$(TMPFILESDIR)/switchd.conf
 	$(INSTALL) -D -m 0644 completion/switchctl.bash $(DESTDIR)$(BASHCOMPDIR)/switchctl
 	$(INSTALL) -D -m 0644 polkit/50-switchd-nm-radio.rules $(DESTDIR)$(POLKITRULESDIR)/50-switchd-nm-radio.rules
+	$(INSTALL) -D -m 0644 polkit/io.switchd.policy $(DESTDIR)$(POLKITACTIONSDIR)/io.switchd.policy
 	$(INSTALL) -D -m 0644 $(VARLINK_IDL) $(DESTDIR)$(VARLINKDIR)/io.switchd.Switches.varlink
 
 # Removes what install added, except configuration files that differ from the
@@ -140,6 +143,7 @@ uninstall:
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/switchd.conf $(DESTDIR)$(TMPFILESDIR)/switchd.conf
 	rm -f $(DESTDIR)$(BASHCOMPDIR)/switchctl
 	rm -f $(DESTDIR)$(POLKITRULESDIR)/50-switchd-nm-radio.rules
+	rm -f $(DESTDIR)$(POLKITACTIONSDIR)/io.switchd.policy
 	rm -f $(DESTDIR)$(VARLINKDIR)/io.switchd.Switches.varlink
 	@set -e; for f in $(CONFIG_FILES); do \
 	  dest=$(DESTDIR)$(CONFDIR)/$$f; \

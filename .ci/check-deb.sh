@@ -106,6 +106,8 @@ for adapter in rfkill-apply rfkill-watch nm-radio; do
 done
 [ -f "$x/usr/share/polkit-1/rules.d/50-switchd-nm-radio.rules" ] ||
   fail "the package has no /usr/share/polkit-1/rules.d/50-switchd-nm-radio.rules"
+[ -f "$x/usr/share/polkit-1/actions/io.switchd.policy" ] ||
+  fail "the package has no /usr/share/polkit-1/actions/io.switchd.policy"
 for page in man8/switchd.8 man1/switchctl.1 man5/switchd.conf.5; do
   f=$x/usr/share/man/$page.gz
   [ -f "$f" ] || fail "the package has no /usr/share/man/$page.gz"

@@ -173,6 +173,9 @@ $check"
   local rule=$dest$prefix/share/polkit-1/rules.d/50-switchd-nm-radio.rules
   expect_same "$repo/polkit/50-switchd-nm-radio.rules" "$rule"
   expect_mode "$rule" 644
+  local actions=$dest$prefix/share/polkit-1/actions/io.switchd.policy
+  expect_same "$repo/polkit/io.switchd.policy" "$actions"
+  expect_mode "$actions" 644
   # --- the varlink interface definition, where varlink tools look for it ---
   local idl=$dest$prefix/share/varlink/io.switchd.Switches.varlink
   expect_same "$repo/Sources/SwitchProtocol/io.switchd.Switches.varlink" "$idl"
@@ -205,7 +208,8 @@ $check"
         "${prefix#/}/share/varlink/io.switchd.Switches.varlink" \
         "${prefix#/}/lib/sysusers.d/switchd.conf" "${prefix#/}/lib/tmpfiles.d/switchd.conf" \
         "${prefix#/}/share/bash-completion/completions/switchctl" \
-        "${prefix#/}/share/polkit-1/rules.d/50-switchd-nm-radio.rules"
+        "${prefix#/}/share/polkit-1/rules.d/50-switchd-nm-radio.rules" \
+        "${prefix#/}/share/polkit-1/actions/io.switchd.policy"
       for scd in "$repo"/docs/man/*.scd; do
         printf '%s\n' "${prefix#/}/share/$(man_page_of "$scd")"
       done

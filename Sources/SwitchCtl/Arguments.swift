@@ -10,6 +10,8 @@ struct Invocation: Equatable {
   /// `--user USER`: act as that user (a name, a uid, or `*` for every
   /// user on `watch` and `history`), resolved when run.
   var user: String?
+  /// `--no-ask-password`: never let polkit ask for a password (scripts).
+  var askPassword = true
   var command: Command
 }
 
@@ -73,6 +75,7 @@ enum ArgumentParser {
     var socket: String?
     var user: String?
     var json = false
+    var askPassword = true
     var wantsHelp = false
     var wantsVersion = false
     var spec: CommandSpec?
@@ -109,12 +112,14 @@ enum ArgumentParser {
           socket = try value(of: name, inline: inline, valueName: "PATH")
         case "--user":
           user = try value(of: name, inline: inline, valueName: "USER")
-        case "--json", "-h", "--help", "--version":
+        case "--json", "--no-ask-password", "-h", "--help", "--version":
           if inline != nil {
             throw UsageError(message: "\(name) takes no value.", command: spec?.name)
           }
           if name == "--json" {
             json = true
+          } else if name == "--no-ask-password" {
+            askPassword = false
           } else if name == "--version" {
             wantsVersion = true
           } else {
@@ -148,6 +153,7 @@ enum ArgumentParser {
     }
 
     var invocation = Invocation(socket: socket, json: json, user: user, command: .version)
+    invocation.askPassword = askPassword
     if wantsVersion {
       return invocation
     }

@@ -10,6 +10,8 @@ struct Environment {
   var uid: UInt32
   /// Whether something exists at a path.
   var fileExists: (String) -> Bool
+  /// Standard input is a terminal: a person may answer a password prompt.
+  var isTerminal = false
 
   /// The variables switchctl reads. Only these are copied, so start-up never
   /// walks the whole environment.
@@ -21,8 +23,10 @@ struct Environment {
     for name in variableNames {
       if let value = getenv(name) { variables[name] = String(cString: value) }
     }
-    return Environment(
+    var environment = Environment(
       variables: variables, uid: getuid(), fileExists: { access($0, F_OK) == 0 })
+    environment.isTerminal = isatty(STDIN_FILENO) == 1
+    return environment
   }
 
   /// The daemon's socket: `--socket`, then `$SWITCHD_SOCKET`, then the

@@ -251,6 +251,16 @@ enum Output {
         sentence += " (held by policy " + printable(source) + "; edit it and reload)"
       }
     }
+    if error.code == .permissionDenied,
+      error.data[WireField.authenticationRequired]?.boolValue == true
+    {
+      return [
+        sentence,
+        "switchctl: authentication is required: run switchctl on a terminal without"
+          + " --no-ask-password to be asked for a password, or ask an administrator for a"
+          + " polkit rule that grants it",
+      ]
+    }
     return [sentence]
   }
 

@@ -12,10 +12,14 @@ struct Runner {
   /// Seconds a call may wait for its answer before switchctl gives up, so a
   /// wedged daemon cannot hang a script forever. `watch` waits without end.
   var receiveTimeout = 30
+  /// Set on a terminal (unless `--no-ask-password`): calls that need a right
+  /// carry `allowInteractiveAuthentication`, with polkit's text agent running.
+  var polkitAgent: PolkitAgent?
 
   /// Runs the command; errors are printed here: the sentence on stderr and,
   /// with `--json`, the error object on stdout, where a script reads results.
   func run() -> ExitCode {
+    defer { polkitAgent?.stop() }
     do throws(Failure) {
       return try execute()
     } catch {
@@ -165,12 +169,22 @@ struct Runner {
 
   /// One call on a new connection.
   private func call(_ method: Method, _ params: [JSONMember]) throws(Failure) -> JSONValue {
-    try call(connect(), method, params)
+    // A person typing a password may take minutes (polkit waits five).
+    let asks = polkitAgent != nil && (method.isWrite || method == .backup)
+    return try call(connect(receiveTimeout: asks ? Self.interactiveTimeout : nil), method, params)
   }
+
+  /// Seconds an answer may take when polkit may ask the person.
+  static let interactiveTimeout = 330
 
   private func call(
     _ client: DaemonClient, _ method: Method, _ params: [JSONMember]
   ) throws(Failure) -> JSONValue {
+    var params = params
+    if let polkitAgent, method.isWrite || method == .backup {
+      _ = polkitAgent.start()
+      params.append(JSONMember(WireField.allowInteractiveAuthentication, .bool(true)))
+    }
     let outcome: Result<JSONValue, RemoteError>
     do {
       outcome = try client.call(method, params)

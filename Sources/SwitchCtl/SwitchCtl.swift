@@ -42,9 +42,13 @@ public enum SwitchCtl {
       return failure.exitCode
     }
     if handlesSignals, case .watch = invocation.command { exitQuietlyOnInterrupt() }
-    let runner = Runner(
+    var runner = Runner(
       invocation: invocation, socketPath: environment.socketPath(flag: invocation.socket),
       console: console)
+    // As systemctl: on a terminal, polkit may ask the person (root never is asked).
+    if invocation.askPassword && environment.isTerminal && environment.uid != 0 {
+      runner.polkitAgent = PolkitAgent()
+    }
     return runner.run()
   }
 

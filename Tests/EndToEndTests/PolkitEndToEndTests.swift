@@ -1,0 +1,230 @@
+import Glibc
+import SwitchTestSupport
+import Testing
+
+/// `Authorization=polkit` against the real pieces: a system bus and
+/// Debian's polkitd 122 of the test's own (`PolkitWorld`), rules files
+/// written by the test, the real switchd and switchctl. Clients run as
+/// `pkuser` (in the group `pkstaff`) through setpriv.
+@Suite(
+  .enabled(if: PolkitWorld.unavailable == nil, Comment(rawValue: PolkitWorld.unavailable ?? "")))
+struct PolkitEndToEndTests {
+  static let user = PolkitWorld.user
+
+  /// A rule granting `action` for `key` (nil: any switch) to the group pkstaff.
+  static func grant(_ action: String, key: String? = nil) -> String {
+    let keyTest = key.map { " && action.lookup(\"key\") == \"\($0)\"" } ?? ""
+    return """
+      polkit.addRule(function(action, subject) {
+        if (action.id == "\(action)"\(keyTest) && subject.isInGroup("\(PolkitWorld.groupName)")) {
+          return polkit.Result.YES;
+        }
+      });
+      """
+  }
+
+  /// A daemon under polkit on `world`'s bus.
+  static func daemon(_ world: PolkitWorld) throws -> DaemonFixture {
+    let daemon = try DaemonFixture(
+      daemonConf: "[Daemon]\nAdminGroup=\nAuthorization=polkit\n", start: false)
+    try daemon.launch(environment: world.environment)
+    try daemon.waitUntilServing()
+    return daemon
+  }
+
+  static func checked(_ daemon: DaemonFixture, _ key: String) -> String {
+    daemon.ctl(["get", key]).stdout.trimmingSpaces
+  }
+
+  @Test func aRuleGrantingOneSwitchToAGroupLetsAMemberChangeThatSwitchOnly() throws {
+    let world = try PolkitWorld(rules: [
+      "50-wifi.rules": Self.grant("io.switchd.write", key: "wifi")
+    ])
+    let daemon = try Self.daemon(world)
+    let toggled = daemon.ctl(["toggle", "wifi"], asUser: Self.user)
+    #expect(toggled.status == 0, "\(toggled.stderr)")
+    #expect(Self.checked(daemon, "wifi") == "off")
+    let other = daemon.ctl(["--no-ask-password", "toggle", "bluetooth"], asUser: Self.user)
+    #expect(other.status == 6)
+    #expect(other.stderr.contains("polkit"))
+    #expect(Self.checked(daemon, "bluetooth") == "off")
+    // Not in the group: refused for wifi too.
+    let outsider = daemon.ctl(
+      ["--no-ask-password", "toggle", "wifi"], asUser: PolkitWorld.otherUser)
+    #expect(outsider.status == 6)
+    #expect(Self.checked(daemon, "wifi") == "off")
+    // Reads never ask: `writable` says what the holds allow.
+    let seen = daemon.ctl(["--json", "get", "bluetooth"], asUser: Self.user)
+    #expect(seen.stdout.contains("\"writable\":true"))
+  }
+
+  @Test func rulesReadTheDetailsKeyCheckedAndUser() throws {
+    let rule = """
+      polkit.addRule(function(action, subject) {
+        if (action.id == "io.switchd.write" && action.lookup("key") == "wifi" &&
+            action.lookup("checked") == "false" && action.lookup("user") == "\(Self.user)") {
+          return polkit.Result.YES;
+        }
+        if (action.id == "io.switchd.write") return polkit.Result.NO;
+      });
+      """
+    let world = try PolkitWorld(rules: ["50-off-only.rules": rule])
+    let daemon = try Self.daemon(world)
+    #expect(daemon.ctl(["off", "wifi"], asUser: Self.user).status == 0)
+    let on = daemon.ctl(["on", "wifi"], asUser: Self.user)
+    #expect(on.status == 6)
+    #expect(on.stderr.contains("polkit did not authorize io.switchd.write"))
+    // toggle asks with the value it would set: off → on is refused too.
+    #expect(daemon.ctl(["toggle", "wifi"], asUser: Self.user).status == 6)
+    #expect(Self.checked(daemon, "wifi") == "off")
+  }
+
+  @Test func authAdminIsPermissionDeniedWithAuthenticationRequired() throws {
+    let rule = """
+      polkit.addRule(function(action, subject) {
+        if (action.id == "io.switchd.write") return polkit.Result.AUTH_ADMIN;
+      });
+      """
+    let world = try PolkitWorld(rules: ["50-auth.rules": rule])
+    let daemon = try Self.daemon(world)
+    let refused = daemon.ctl(
+      ["--json", "--no-ask-password", "toggle", "bluetooth"], asUser: Self.user)
+    #expect(refused.status == 6)
+    #expect(refused.stdout.contains("\"authenticationRequired\":true"), "\(refused.stdout)")
+    #expect(refused.stdout.contains("\"name\":\"PermissionDenied\""))
+    #expect(refused.stderr.contains("authentication is required"))
+  }
+
+  @Test func removingTheRuleTakesEffectWithoutRestartingSwitchd() throws {
+    let world = try PolkitWorld(rules: ["50-wifi.rules": Self.grant("io.switchd.write")])
+    let daemon = try Self.daemon(world)
+    let pid = daemon.pid
+    #expect(daemon.ctl(["toggle", "wifi"], asUser: Self.user).status == 0)
+    world.removeRule("50-wifi.rules")
+    // polkitd reloads its rules on its own; nothing is cached in switchd.
+    let refused = pollUntil(seconds: 60) {
+      daemon.ctl(["--no-ask-password", "toggle", "wifi"], asUser: Self.user).status == 6
+    }
+    #expect(refused)
+    #expect(daemon.pid == pid)
+    try world.writeRule("50-wifi.rules", Self.grant("io.switchd.write"))
+    #expect(
+      pollUntil(seconds: 60) { daemon.ctl(["toggle", "wifi"], asUser: Self.user).status == 0 })
+  }
+
+  @Test func polkitUnreachableRefusesAndRootStillGetsIn() throws {
+    let world = try PolkitWorld(rules: ["50-all.rules": Self.grant("io.switchd.administer")])
+    let daemon = try Self.daemon(world)
+    #expect(daemon.ctl(["toggle", "wifi"], asUser: Self.user).status == 0)
+    world.stopPolkitd()
+    let refused = daemon.ctl(["--no-ask-password", "toggle", "wifi"], asUser: Self.user)
+    #expect(refused.status == 6)
+    #expect(refused.stderr.contains("polkit is not reachable"), "\(refused.stderr)")
+    // root is never asked: it writes and administers as ever.
+    #expect(daemon.ctl(["toggle", "wifi"]).status == 0)
+    #expect(daemon.ctl(["lock", "wifi"]).status == 0)
+    // polkitd back: the next call asks it again (a new bus connection if needed).
+    try world.startPolkitd()
+    #expect(daemon.ctl(["unlock", "wifi"], asUser: Self.user).status == 0)
+  }
+
+  @Test func administerGrantsTheAdministratorsMethodsAndImpliesWrite() throws {
+    let world = try PolkitWorld(rules: ["50-admin.rules": Self.grant("io.switchd.administer")])
+    let daemon = try Self.daemon(world)
+    let locked = daemon.ctl(["lock", "wifi", "--reason", "maintenance"], asUser: Self.user)
+    #expect(locked.status == 0, "\(locked.stderr)")
+    // An administrator writes under a hold that does not fix the value.
+    #expect(daemon.ctl(["toggle", "wifi"], asUser: Self.user).status == 0)
+    // administer implies write (io.switchd.policy says so to polkit).
+    #expect(daemon.ctl(["toggle", "bluetooth"], asUser: Self.user).status == 0)
+    #expect(daemon.ctl(["reload"], asUser: Self.user).status == 0)
+  }
+
+  @Test func writeAloneDoesNotAdministerNorWriteWhatIsHeld() throws {
+    let world = try PolkitWorld(rules: ["50-write.rules": Self.grant("io.switchd.write")])
+    let daemon = try Self.daemon(world)
+    #expect(daemon.ctl(["--no-ask-password", "lock", "wifi"], asUser: Self.user).status == 6)
+    #expect(daemon.ctl(["lock", "wifi"]).status == 0)
+    // Granted write, then the rules: read-only by an administrator.
+    let held = daemon.ctl(["--no-ask-password", "toggle", "wifi"], asUser: Self.user)
+    #expect(held.status == 3, "\(held.stderr)")
+  }
+
+  @Test(.enabled(if: access("/usr/bin/python3", X_OK) == 0, "needs /usr/bin/python3"))
+  func aCallWaitingForPolkitKeepsTheConnectionsOrder() throws {
+    let world = try PolkitWorld(rules: ["50-wifi.rules": Self.grant("io.switchd.write")])
+    let daemon = try Self.daemon(world)
+    // Two requests in one write: the get must see the toggle it follows.
+    let script = """
+      import socket
+      s = socket.socket(socket.AF_UNIX)
+      s.connect("\(daemon.socketPath)")
+      s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"wifi"}}\\n'
+                b'{"jsonrpc":"2.0","id":2,"method":"get","params":{"key":"wifi"}}\\n')
+      data = b""
+      while data.count(b"\\n") < 2:
+          chunk = s.recv(65536)
+          if not chunk: break
+          data += chunk
+      print(data.decode())
+      """
+    let run = runProcess([
+      "/usr/bin/setpriv", "--reuid=\(Self.user)", "--regid=\(Self.user)", "--clear-groups",
+      "/usr/bin/python3", "-c", script,
+    ])
+    let lines = run.stdout.split(separator: "\n").map(String.init)
+    #expect(lines.count == 2, "\(run.stdout) \(run.stderr)")
+    guard lines.count == 2 else { return }
+    #expect(lines[0].contains("\"id\":1") && lines[0].contains("\"changed\":true"))
+    #expect(lines[1].contains("\"id\":2") && lines[1].contains("\"checked\":false"))
+  }
+
+  @Test(.enabled(if: access("/usr/bin/script", X_OK) == 0, "needs script (bsdutils)"))
+  func switchctlOnATerminalBringsPolkitsTextAgent() throws {
+    guard access("/usr/bin/pkttyagent", X_OK) == 0 else {
+      print("skipped: needs /usr/bin/pkttyagent (Debian's polkitd)")
+      return
+    }
+    let rule = """
+      polkit.addRule(function(action, subject) {
+        if (action.id == "io.switchd.write") return polkit.Result.AUTH_ADMIN;
+      });
+      """
+    let world = try PolkitWorld(rules: ["50-auth.rules": rule])
+    let daemon = try Self.daemon(world)
+    // On a terminal (script gives it one) switchctl starts pkttyagent for
+    // itself and lets polkit ask: the agent's prompt appears.
+    func command(_ options: [String]) -> String {
+      ([
+        "/usr/bin/setpriv", "--reuid=\(Self.user)", "--regid=\(Self.user)", "--clear-groups",
+        "/usr/bin/env", "DBUS_SYSTEM_BUS_ADDRESS=\(world.busAddress)",
+        Products.path("switchctl"), "--socket", daemon.socketPath,
+      ] + options + ["toggle", "bluetooth"]).joined(separator: " ")
+    }
+    let log = daemon.directory + "/terminal.log"
+    let terminal = try Child(["/usr/bin/script", "-qfc", command([]), "/dev/null"], logPath: log)
+    let prompted = pollUntil(seconds: 60) {
+      ((try? readWholeFile(log)) ?? "").contains("AUTHENTICATING FOR io.switchd.write")
+    }
+    #expect(prompted, "\((try? readWholeFile(log)) ?? "")")
+    terminal.signal(SIGKILL)
+    terminal.wait(seconds: 30)
+    // --no-ask-password on a terminal: no agent, and the refusal says why.
+    let quietLog = daemon.directory + "/quiet.log"
+    let quiet = try Child(
+      ["/usr/bin/script", "-qfc", command(["--no-ask-password"]), "/dev/null"], logPath: quietLog)
+    quiet.wait(seconds: 60)
+    let said = (try? readWholeFile(quietLog)) ?? ""
+    #expect(!said.contains("AUTHENTICATING"))
+    #expect(said.contains("authentication is required"), "\(said)")
+    #expect(Self.checked(daemon, "bluetooth") == "off")
+  }
+}
+
+extension String {
+  fileprivate var trimmingSpaces: String {
+    var text = Substring(self)
+    while text.last?.isWhitespace == true { text = text.dropLast() }
+    return String(text)
+  }
+}
