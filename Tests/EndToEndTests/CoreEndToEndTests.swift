@@ -224,6 +224,23 @@ import Testing
     #expect(status["revision"]?.int64Value == 2)
   }
 
+  /// A notification and then a close (a client that wants no answer): the
+  /// hang-up used to drop what the daemon had not read yet.
+  @Test func notificationsSentJustBeforeAHangUpAreCarriedOut() throws {
+    let daemon = try DaemonFixture()
+    for _ in 0..<10 {
+      let client = try daemon.client()
+      try client.send(raw: #"{"jsonrpc":"2.0","method":"toggle","params":{"key":"wifi"}}"# + "\n")
+      client.close()
+    }
+    let observer = try daemon.client()
+    #expect(
+      try pollUntil(seconds: 30) {
+        let status = try observer.result("status")
+        return status["revision"]?.int64Value == 10 && status["connections"]?.int64Value == 1
+      })
+  }
+
   @Test func concurrentTogglesKeepParityAndEmitOneEventEach() throws {
     let daemon = try DaemonFixture()
     let watcher = try daemon.client()

@@ -14,6 +14,9 @@ final class VarlinkClient {
   /// On a connection made elsewhere (as another user: `client(asUser:socket:)`).
   init(_ connection: RPCClient) { self.connection = connection }
 
+  /// Closes the connection (both directions): the daemon sees a hang-up.
+  func close() { connection.close() }
+
   func send(raw bytes: [UInt8]) throws {
     guard sendAll(connection.fd, bytes) else { throw FixtureError("send failed: errno \(errno)") }
   }

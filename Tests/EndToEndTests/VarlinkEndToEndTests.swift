@@ -147,6 +147,37 @@ import Testing
     #expect(reply["parameters"]?["switch"]?["revision"]?.int64Value == 1)
   }
 
+  /// `varlinkctl call --oneway` sends the call and closes at once: the
+  /// daemon took the hang-up for the end and dropped the unread call (seen
+  /// with varlinkctl: 1 toggle of 20). Each connection here sends and closes
+  /// before the daemon reads; the last has a oneway call behind a write in
+  /// flight and a call wanting an answer (not started once the peer is
+  /// gone, or answered to no one: either way it changes nothing).
+  @Test func onewayCallsSentJustBeforeAHangUpAreCarriedOut() throws {
+    let daemon = try DaemonFixture()
+    for _ in 0..<10 {
+      let varlink = try daemon.varlink()
+      try varlink.send(Self.prefix + "Toggle", #"{"key":"wifi"}"#, oneway: true)
+      varlink.close()
+    }
+    let chained = try daemon.varlink()
+    try chained.send(Self.prefix + "Toggle", #"{"key":"bluetooth"}"#, oneway: true)
+    try chained.send(Self.prefix + "Get", #"{"key":"bluetooth"}"#)
+    try chained.send(Self.prefix + "Toggle", #"{"key":"notifications.chat"}"#, oneway: true)
+    chained.close()
+    let observer = try daemon.varlink()
+    // Every toggle commits, and the hung-up connections go: only this one is left.
+    #expect(
+      try pollUntil(seconds: 30) {
+        let status = try observer.result("Status")
+        return status["revision"]?.int64Value == 12 && status["connections"]?.int64Value == 1
+      }, "\((try? observer.result("Status"))?.jsonText ?? "")")
+    #expect(try observer.result("Get", #"{"key":"wifi"}"#)["switch"]?["checked"]?.boolValue == true)
+    #expect(
+      try observer.result("Get", #"{"key":"notifications.chat"}"#)["switch"]?["revision"]?
+        .int64Value == 12)
+  }
+
   @Test func watchSendsTheSnapshotThenOneContinuingReplyPerEvent() throws {
     let daemon = try DaemonFixture()
     let watcher = try daemon.varlink()

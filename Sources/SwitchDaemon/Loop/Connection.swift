@@ -64,6 +64,15 @@ final class Connection {
   var interest: UInt32 = 0
   /// The peer closed its sending side: answer what it sent, then close.
   var inputClosed = false
+  /// The peer is gone (EPOLLHUP or EPOLLERR): nothing sent reaches it any
+  /// more. What it sent before going is still read, and the calls that want
+  /// no answer are carried out — a oneway call or a notification and then a
+  /// close, as `varlinkctl call --oneway` does; calls that want one are not
+  /// started, and the answers of those in flight are dropped. Then the
+  /// connection closes. Out of epoll, which cannot mask a hang-up: the loop
+  /// reads the rest itself and resumes the connection as its calls in
+  /// flight are answered.
+  var hungUp = false
   /// The loop closed this connection; it is no longer served.
   var isClosed = false
 
@@ -295,6 +304,15 @@ final class Connection {
       out.append(contentsOf: rest[(taken - head.count)...])
     }
     return false
+  }
+
+  /// Drops what is queued, for a peer that is gone (`hungUp`).
+  func discardQueued() {
+    for descriptor in descriptorsToSend { close(descriptor.fd) }
+    descriptorsToSend.removeAll()
+    out.removeAll(keepingCapacity: out.capacity <= 1 << 20)
+    outStart = 0
+    responseBytesQueued = 0
   }
 
   /// Keeps the queue compact when most of it has been sent.

@@ -12,10 +12,14 @@ extension Server {
   func connectionEvent(_ token: UInt64, _ events: UInt32) {
     guard let connection = connections[token] else { return }
     if events & UInt32(SHIM_EPOLLERR | SHIM_EPOLLHUP) != 0 {
-      closeConnection(connection, why: nil)
-      return
+      // Gone, but what it sent before is in the socket still: carried out.
+      connection.hungUp = true
+      connection.interest = 0
+      _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_DEL), connection.fd, 0, 0)
     }
-    if events & UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP) != 0 { readInput(connection) }
+    if events & UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP) != 0 || connection.hungUp {
+      readInput(connection)
+    }
     if !connection.isClosed { pump(connection) }
   }
 
@@ -29,11 +33,17 @@ extension Server {
   /// rest of its requests are answered `Overloaded`.
   static let maxBatchAnswerBytes = 4 << 20
 
-  func readInput(_ connection: Connection) {
-    guard !stopping, !connection.inputClosed else { return }
+  /// Reads what the socket holds, a few chunks at most; true when it read
+  /// something or the end.
+  @discardableResult
+  func readInput(_ connection: Connection) -> Bool {
+    guard !stopping, !connection.inputClosed else { return false }
+    var progressed = false
     // A few reads per wake-up, so one busy client cannot starve the rest.
     for _ in 0..<4 {
-      if connection.framer.bufferedCount > limits.maxFrameBytes + Self.readChunk { return }
+      if connection.framer.bufferedCount > limits.maxFrameBytes + Self.readChunk {
+        return progressed
+      }
       let n = readBuffer.withUnsafeMutableBytes { raw in
         retryingEINTR { recv(connection.fd, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT)) }
       }
@@ -41,15 +51,26 @@ extension Server {
         readBuffer.withUnsafeBytes {
           connection.framer.append(UnsafeRawBufferPointer(rebasing: $0[0..<n]))
         }
-        if n < Self.readChunk { return }
+        progressed = true
+        if n < Self.readChunk && !connection.hungUp { return true }
       } else if n == 0 {
         connection.inputClosed = true
-        return
+        return true
+      } else if errno == EAGAIN || errno == EWOULDBLOCK {
+        // A peer that is gone sends nothing more: this is its end.
+        if connection.hungUp { connection.inputClosed = true }
+        return progressed || connection.hungUp
       } else {
-        if errno != EAGAIN && errno != EWOULDBLOCK { closeConnection(connection, why: nil) }
-        return
+        // A reset peer (after what it sent was read): its end.
+        if connection.hungUp {
+          connection.inputClosed = true
+          return true
+        }
+        closeConnection(connection, why: nil)
+        return false
       }
     }
+    return progressed
   }
 
   /// Serves a connection until nothing more can happen now: runs what can
@@ -60,7 +81,9 @@ extension Server {
   /// reading. Then sets what to wait for.
   func pump(_ connection: Connection) {
     while !connection.isClosed {
-      var progressed = runRequests(connection)
+      // Out of epoll once gone: the rest of its input is read from here.
+      var progressed = connection.hungUp && readInput(connection)
+      progressed = runRequests(connection) || progressed
       progressed = continueReplays(connection) || progressed
       let wasFull = connection.unsentCount > limits.highWater
       guard !connection.isClosed else { return }
@@ -101,6 +124,13 @@ extension Server {
     var progressed = false
     while !connection.isClosed {
       if let next = connection.nextPending {
+        // Once the peer is gone, a call that wants an answer is not started
+        // (no one can read it); one that wants none was complete when sent.
+        if connection.hungUp && next.answer != nil {
+          _ = connection.popPending()
+          progressed = true
+          continue
+        }
         // Reads wait for the writes before them (read your writes); writes
         // wait once a connection has many in flight, so a client that
         // never reads cannot queue answers without bound. Everything waits
@@ -138,6 +168,10 @@ extension Server {
   /// peer is gone (`.failed`).
   func sendQueued(_ connection: Connection) -> Connection.SendResult {
     guard connection.unsentCount > 0 else { return .drained }
+    if connection.hungUp {
+      connection.discardQueued()
+      return .drained
+    }
     let result = connection.sendQueued(budget: Self.sendBudget)
     if result == .failed {
       closeConnection(connection, why: nil)
@@ -150,15 +184,19 @@ extension Server {
   /// After a pump: closes a half-closed connection that has nothing left to
   /// answer or replay, otherwise updates the epoll interest.
   func settle(_ connection: Connection) {
+    // A peer that is gone leaves the slots of the calls not started open.
     let idle =
       !connection.hasPending && connection.writesInFlight == 0 && connection.readsInFlight == 0
-      && connection.slots.isEmpty && connection.unsentCount == 0 && !isReplaying(connection)
+      && (connection.slots.isEmpty || connection.hungUp) && connection.unsentCount == 0
+      && !isReplaying(connection)
     // A pump ends with an empty framer unless something else holds it back,
     // which `idle` rules out (or the daemon is stopping, and drops it).
     if connection.inputClosed && idle {
       closeConnection(connection, why: nil)
       return
     }
+    // Out of epoll: the answers of its calls in flight resume it.
+    if connection.hungUp { return }
     var want = UInt32(0)
     let mayRead =
       !stopping && !connection.inputClosed && connection.unsentCount <= limits.highWater
