@@ -258,7 +258,7 @@ enum Commands {
   /// `switchctl --help`.
   static func overview() -> [String] {
     var lines = [
-      "Usage: switchctl [--socket PATH] [--user USER] [--json] [--no-ask-password] COMMAND [ARGS]",
+      "Usage: switchctl [--socket PATH] [--user USER] [--json] COMMAND [ARGS]",
       "",
       "Reads and changes the switches (boolean settings) that switchd keeps.",
       "",
@@ -277,8 +277,9 @@ enum Commands {
       "                 and history): administrators only, except yourself",
       "  --json         print the daemon's result as one line of JSON (on failure,",
       "                 the error object, on stdout too)",
-      "  --no-ask-password  never ask for a password (under Authorization=polkit,",
-      "                 switchctl on a terminal lets polkit ask, through pkttyagent)",
+      "  --no-ask-password",
+      "                 never let polkit ask for a password (on a terminal switchctl",
+      "                 lets it ask, through pkttyagent, under Authorization=polkit)",
       "  -h, --help     show help; 'switchctl help COMMAND' for one command",
       "  --version      print switchctl's version",
       "",
@@ -301,7 +302,6 @@ enum Commands {
     if let user = userHelp(spec.user) { options.append(("--user USER", user)) }
     options.append(("--socket PATH", "the daemon's socket"))
     options.append(("--json", "print the result, or the error object, as one line of JSON"))
-    options.append(("--no-ask-password", "never let polkit ask for a password"))
     let width = options.map { $0.0.count }.max() ?? 0
     lines += ["", "Options:"]
     for (name, help) in options {

@@ -74,12 +74,14 @@ private let goodDaemonLines: [(String, DaemonSettings)] = [
   ("LogLevel=notice", settings { $0.logLevel = .notice }),
   ("LogLevel=info", settings { $0.logLevel = .info }),
   ("LogLevel=DEBUG", settings { $0.logLevel = .debug }),
+  ("Authorization=builtin", settings { $0.authorization = .builtin }),
+  ("Authorization=polkit", settings { $0.authorization = .polkit }),
 ]
 
 private let daemonNamesAllowed =
   "allowed are Socket, Database, AdminGroup, Writers, SocketMode, MaxFrameBytes, "
   + "MaxConnections, MaxConnectionsPerUser, MaxQueuedBytes, MaxWatchesPerConnection, MaxHistoryPage, "
-  + "MaxNestingDepth, HistoryRetention, LogLevel, VarlinkSocket"
+  + "MaxNestingDepth, HistoryRetention, LogLevel, VarlinkSocket, Authorization"
 private let modeAllowed = "use octal digits from 0000 to 0777, like 0666 or 0660"
 private let levelsAllowed = "use one of error, warning, notice, info, debug"
 
@@ -90,6 +92,11 @@ private func number(_ low: Int, _ high: Int) -> String {
 /// A bad `[Daemon]` line and the message it gives.
 private let badDaemonLines: [(String, String)] = [
   ("Port=80", "unknown name Port in [Daemon]: \(daemonNamesAllowed)"),
+  (
+    "Authorization=pam",
+    "Authorization=pam is not a way to authorize: use builtin (the table of docs/semantics.md)"
+      + " or polkit (ask polkit for each write)"
+  ),
   ("socket=/x", "unknown name socket in [Daemon]: \(daemonNamesAllowed)"),
   ("Socket=run/s.sock", "Socket=run/s.sock is not an absolute path: it must start with '/'"),
   ("VarlinkSocket=v", "VarlinkSocket=v is not an absolute path: it must start with '/'"),

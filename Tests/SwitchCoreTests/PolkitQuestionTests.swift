@@ -1,0 +1,112 @@
+import Testing
+
+@testable import SwitchCore
+
+/// What polkit is asked under `Authorization=polkit` (docs/semantics.md
+/// "polkit"): which calls ask, which actions in which order, the details,
+/// and the rights a peer has before polkit answers.
+@Suite struct PolkitQuestionTests {
+  static let access = AccessRules(
+    daemonUID: 998, adminGroup: 50, writers: .humanAccounts, authorization: .polkit)
+
+  static func peer(_ uid: UInt32, groups: [UInt32] = []) -> Caller {
+    Caller.peer(uid: uid, gid: uid, pid: 4242, groups: groups, access: access)
+  }
+
+  static let free = SwitchState(checked: true)
+
+  static func question(
+    _ operation: Operation, state: SwitchState = free, scope: Scope = .system,
+    caller: Caller = peer(1000), current: Bool = true
+  ) -> PolkitQuestion? {
+    PolkitQuestion.changing(
+      operation, key: "wifi", scope: scope, state: state, current: current, defaultChecked: false,
+      caller: caller)
+  }
+
+  static func details(_ q: PolkitQuestion?) -> [String] {
+    q?.details.map { "\($0.name)=\($0.value)" } ?? []
+  }
+
+  @Test func underPolkitOnlyRootAndTheDaemonsUIDHaveRightsBeforeAsking() {
+    for owner: UInt32 in [0, 998] {
+      let caller = Self.peer(owner)
+      #expect(caller.isAdmin && caller.mayWrite && !caller.asksPolkit)
+      #expect(Self.question(.toggle(ifRevision: nil), caller: caller) == nil)
+      #expect(PolkitQuestion.administering(key: "wifi", checked: nil, caller: caller) == nil)
+    }
+    // The admin group and the human-account range decide nothing under polkit.
+    let member = Self.peer(1000, groups: [50])
+    #expect(!member.isAdmin && !member.mayWrite && member.asksPolkit)
+    let builtin = Caller.peer(
+      uid: 1000, gid: 1000, pid: 1, groups: [50],
+      access: AccessRules(daemonUID: 998, adminGroup: 50))
+    #expect(builtin.isAdmin && !builtin.asksPolkit)
+  }
+
+  @Test func aWriteOfASystemSwitchAsksWriteWithTheValueItWouldSet() {
+    let set = Self.question(.set(checked: false, ifRevision: nil))
+    #expect(set?.actions == [.write])
+    #expect(Self.details(set) == ["key=wifi", "checked=false", "user=1000"])
+    #expect(Self.details(Self.question(.toggle(ifRevision: nil))).contains("checked=false"))
+    #expect(
+      Self.details(Self.question(.toggle(ifRevision: nil), current: false)).contains("checked=true")
+    )
+    #expect(Self.details(Self.question(.reset)).contains("checked=false"))  // the default
+  }
+
+  @Test func aReadOnlySwitchAsksAdministerFirstUnlessNothingCouldWriteIt() {
+    let held = SwitchState(checked: true, readOnly: true, heldBy: .admin)
+    #expect(Self.question(.toggle(ifRevision: nil), state: held)?.actions == [.administer, .write])
+    // A fixed value or a disabled switch: nobody writes it; write decides
+    // PermissionDenied before the rules say ReadOnly or Disabled.
+    let fixed = SwitchState(checked: true, readOnly: true, heldBy: .policy, valueFixed: true)
+    #expect(Self.question(.toggle(ifRevision: nil), state: fixed)?.actions == [.write])
+    let disabled = SwitchState(checked: true, readOnly: true, disabled: true)
+    #expect(Self.question(.toggle(ifRevision: nil), state: disabled)?.actions == [.write])
+  }
+
+  @Test func oneOwnValueAsksNothingAnotherUsersAsksAdminister() {
+    #expect(Self.question(.toggle(ifRevision: nil), scope: .user) == nil)
+    let other = Self.peer(1000).acting(as: 1001)
+    let q = Self.question(.toggle(ifRevision: nil), scope: .user, caller: other)
+    #expect(q?.actions == [.administer])
+    #expect(Self.details(q).contains("user=1001"))
+    // Naming oneself is not acting as another.
+    #expect(
+      Self.question(
+        .toggle(ifRevision: nil), scope: .user, caller: Self.peer(1000).acting(as: 1000))
+        == nil)
+  }
+
+  @Test func administratorsMethodsAskAdministerWithEveryDetail() {
+    let q = PolkitQuestion.administering(key: nil, checked: nil, caller: Self.peer(1000))
+    #expect(q?.actions == [.administer])
+    #expect(Self.details(q) == ["key=", "checked=", "user=1000"])
+    let lock = Self.question(.lock(reason: nil, checked: false))
+    #expect(lock?.actions == [.administer])
+  }
+
+  @Test func aGrantIsForTheCallItWasAskedFor() {
+    let asking = Self.peer(1000)
+    let writer = asking.granted(.write)
+    #expect(writer.mayWrite && !writer.isAdmin && !writer.asksPolkit)
+    let admin = asking.granted(.administer)
+    #expect(admin.mayWrite && admin.isAdmin)
+    #expect(asking.asksPolkit && !asking.mayWrite)  // the connection's own rights are unchanged
+  }
+
+  @Test func readsSayWhatTheHoldsAllowNotWhatPolkitWouldAnswer() {
+    let caller = Self.peer(1000)
+    #expect(
+      Rules.writability(key: "wifi", state: Self.free, policy: nil, caller: caller) == .writable)
+    let held = SwitchState(checked: true, readOnly: true, heldBy: .admin)
+    guard
+      case .refused(.readOnly) = Rules.writability(
+        key: "wifi", state: held, policy: nil, caller: caller)
+    else {
+      Issue.record("a held switch must read as read-only")
+      return
+    }
+  }
+}
