@@ -123,6 +123,7 @@ struct SwitchBench {
     if options.runs("fairness") { try bench.measureWriteFairness() }
     if options.runs("apply") { try bench.measureApplyStall() }
     if options.runs("users") { try bench.measureUserValues() }
+    if options.runs("polkit") { try bench.measurePolkit() }
     if options.runs("instructions") { try bench.measureInstructions() }
   }
 

@@ -37,6 +37,13 @@ public enum VarlinkDecoder {
   public static func decode(
     _ frame: UnsafeBufferPointer<UInt8>, maxDepth: Int, limits: ParamLimits = ParamLimits()
   ) -> VarlinkMessage {
+    // The common call, read without a JSON tree (RequestFastPath.swift).
+    if let call = RequestFastPath.varlinkCall(frame, maxDepth: maxDepth) {
+      let body = self.body(call.method, parameters: call.parameters, more: false, limits: limits)
+      var message = VarlinkMessage(body)
+      message.allowsInteraction = Call.allowsInteractiveAuthentication(call.parameters)
+      return message
+    }
     let value: JSONValue
     do {
       value = try JSONParser.parse(frame, maxDepth: maxDepth)

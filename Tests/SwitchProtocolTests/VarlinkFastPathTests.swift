@@ -1,0 +1,68 @@
+import Testing
+
+@testable import SwitchProtocol
+
+/// The varlink calls read without a JSON tree decode to exactly what the
+/// general path gives the same call written with spaces (which the fast
+/// path declines).
+@Suite struct VarlinkFastPathTests {
+  static func decode(_ text: String) -> VarlinkMessage {
+    Array(text.utf8).withUnsafeBufferPointer { VarlinkDecoder.decode($0, maxDepth: 32) }
+  }
+
+  static func takesFastPath(_ text: String) -> Bool {
+    Array(text.utf8).withUnsafeBufferPointer {
+      RequestFastPath.varlinkCall($0, maxDepth: 32) != nil
+    }
+  }
+
+  /// The same call with a space after every ':' and ',' (never inside strings here).
+  static func spaced(_ text: String) -> String {
+    var out = ""
+    for c in text {
+      out.append(c)
+      if c == ":" || c == "," { out.append(" ") }
+    }
+    return out
+  }
+
+  static let calls = [
+    #"{"method":"io.switchd.Switches.Get","parameters":{"key":"wifi"}}"#,
+    #"{"parameters":{"key":"wifi"},"method":"io.switchd.Switches.Toggle"}"#,
+    #"{"method":"io.switchd.Switches.Set","parameters":{"key":"wifi","checked":false,"ifRevision":3}}"#,
+    #"{"method":"io.switchd.Switches.Toggle","parameters":{"key":"wifi","allowInteractiveAuthentication":true}}"#,
+    #"{"method":"io.switchd.Switches.Status"}"#,
+    #"{"method":"io.switchd.Switches.Get","parameters":{}}"#,
+    #"{"method":"io.switchd.Switches.Get","parameters":{"key":"Wi_Fi"}}"#,
+    #"{"method":"io.switchd.Switches.Get","parameters":{"key":"wifi","checked":1}}"#,
+    #"{"method":"io.switchd.Switches.Nope","parameters":{"key":"wifi"}}"#,
+    #"{"method":"org.varlink.service.GetInfo"}"#,
+    #"{"method":"io.switchd.Switches.Watch","parameters":{"keys":"wifi"}}"#,
+    #"{"method":"other.Interface.Get"}"#,
+    #"{"method":"io.switchd.Switches.Get","parameters":{"key":"wifi","key":"bluetooth"}}"#,
+  ]
+
+  @Test(arguments: calls)
+  func agreesWithTheGeneralPath(_ call: String) {
+    #expect(Self.takesFastPath(call))
+    #expect(!Self.takesFastPath(Self.spaced(call)))
+    let fast = Self.decode(call)
+    let general = Self.decode(Self.spaced(call))
+    #expect(fast.body == general.body)
+    #expect(fast.oneway == general.oneway && fast.more == general.more)
+    #expect(fast.allowsInteraction == general.allowsInteraction)
+  }
+
+  @Test func declinesWhatItDoesNotRead() {
+    for call in [
+      #"{"method":"io.switchd.Switches.Watch","more":true}"#,
+      #"{"method":"io.switchd.Switches.Toggle","oneway":true,"parameters":{"key":"wifi"}}"#,
+      #"{"method":"io.switchd.Switches.Get","parameters":{"key":null}}"#,
+      #"{"method":"io.switchd.Switches.Get","method":"io.switchd.Switches.Get"}"#,
+      #"{"parameters":{"key":"wifi"}}"#,
+      #"{"method":"io.switchd.Switches.Get"} "#,
+    ] {
+      #expect(!Self.takesFastPath(call), "\(call)")
+    }
+  }
+}
