@@ -93,6 +93,29 @@ struct PolkitEndToEndTests {
     #expect(refused.stdout.contains("\"authenticationRequired\":true"), "\(refused.stdout)")
     #expect(refused.stdout.contains("\"name\":\"PermissionDenied\""))
     #expect(refused.stderr.contains("authentication is required"))
+    // The same refusal on the varlink socket, by name, with its parameters.
+    guard access("/usr/bin/python3", X_OK) == 0 else { return }
+    let varlinkSocket = daemon.directory + "/io.switchd.Switches"
+    let script = """
+      import socket
+      s = socket.socket(socket.AF_UNIX)
+      s.connect("\(varlinkSocket)")
+      s.sendall(b'{"method":"io.switchd.Switches.Toggle","parameters":{"key":"bluetooth"}}\\0')
+      data = b""
+      while not data.endswith(b"\\0"):
+          chunk = s.recv(65536)
+          if not chunk: break
+          data += chunk
+      print(data[:-1].decode())
+      """
+    let run = runProcess([
+      "/usr/bin/setpriv", "--reuid=\(Self.user)", "--regid=\(Self.user)", "--clear-groups",
+      "/usr/bin/python3", "-c", script,
+    ])
+    #expect(
+      run.stdout.contains("\"error\":\"io.switchd.Switches.PermissionDenied\""),
+      "\(run.stdout) \(run.stderr)")
+    #expect(run.stdout.contains("\"authenticationRequired\":true"))
   }
 
   @Test func removingTheRuleTakesEffectWithoutRestartingSwitchd() throws {
