@@ -148,8 +148,12 @@ extension Server {
   /// (`writable`, `writableReason`).
   func writability(_ key: String, for caller: Caller, scope: Scope = .system) -> Writability {
     guard let record = records[key] else { return .refused(.unknownSwitch(key: key)) }
+    // The policy matters only to a switch a policy holds: no look-up else
+    // (every `get` asks this).
+    let held = record.state.heldBy == .policy || record.state.disabledBy == .policy
     return Rules.writability(
-      key: key, state: record.state, policy: catalog.policies[key], caller: caller, scope: scope)
+      key: key, state: record.state, policy: held ? catalog.policies[key] : nil, caller: caller,
+      scope: scope)
   }
 
   /// Writes the Switch object of a declared `key` as `viewpoint` reads it
