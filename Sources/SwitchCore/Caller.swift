@@ -26,9 +26,16 @@ public struct Caller: Equatable, Sendable {
     self.writeRequirement = writeRequirement
   }
 
-  /// This caller with the rights polkit granted it for one call.
-  public func granted(_ action: PolkitQuestion.Action) -> Caller {
+  /// The value polkit authorized a set, toggle or reset to give (its
+  /// `checked` detail): the rules refuse the write if it would give another
+  /// (the switch changed while polkit was asked). nil: no such grant.
+  public var authorizedValue: Bool?
+
+  /// This caller with the rights polkit granted it for one call, asked
+  /// with `checked` (the value the call would set; nil for none).
+  public func granted(_ action: PolkitQuestion.Action, checked: Bool? = nil) -> Caller {
     var granted = self
+    granted.authorizedValue = checked
     granted.asksPolkit = false
     granted.mayWrite = true
     if action == .administer { granted.isAdmin = true }

@@ -15,35 +15,46 @@ public struct PolkitQuestion: Equatable, Sendable {
   }
 
   public var actions: [Action]
-  /// `key`, `checked` and `user`, always all three, in that order.
+  /// `key`, `checked`, `user` and `method`, always all four, in that order.
   public var details: [(name: String, value: String)]
+  /// The switch asked about (nil for a call on none).
+  public var key: String?
+  /// The value a set, toggle or reset would give: a grant is for that
+  /// value only (`Caller.granted(_:checked:)`). nil for the other calls.
+  public var checked: Bool?
 
   public static func == (a: PolkitQuestion, b: PolkitQuestion) -> Bool {
-    a.actions == b.actions && a.details.elementsEqual(b.details) { $0 == $1 }
+    a.actions == b.actions && a.details.elementsEqual(b.details) { $0 == $1 } && a.key == b.key
+      && a.checked == b.checked
   }
 
   /// The details of every check: the switch (`""` for a call on none), the
   /// value it would have after the call (`"true"`/`"false"`, `""` when the
-  /// call names no switch), and the uid whose value it is (the caller's own
-  /// unless it names another).
+  /// call names no switch), the uid whose value it is (the caller's own
+  /// unless it names another), and the method (`reload` and `backup` both
+  /// name no switch: a rule tells them apart by it).
   public static func details(
-    key: String?, checked: Bool?, user: UInt32
+    key: String?, checked: Bool?, user: UInt32, method: String
   ) -> [(name: String, value: String)] {
     [
       ("key", key ?? ""), ("checked", checked.map { $0 ? "true" : "false" } ?? ""),
-      ("user", "\(user)"),
+      ("user", "\(user)"), ("method", method),
     ]
   }
 
   /// A method only administrators may call (lock, unlock, disable, enable,
   /// apply, reload, backup), asked before its params are checked, as the
-  /// order of checks puts PermissionDenied for the method first.
+  /// order of checks puts PermissionDenied for the method first. `checked`
+  /// informs a rule only: these calls set no value, so the grant is not
+  /// bound to one.
   public static func administering(
-    key: String?, checked: Bool?, caller: Caller
+    method: String, key: String?, checked: Bool?, caller: Caller
   ) -> PolkitQuestion? {
     if caller.isAdmin { return nil }
     return PolkitQuestion(
-      actions: [.administer], details: details(key: key, checked: checked, user: caller.subject))
+      actions: [.administer],
+      details: details(key: key, checked: checked, user: caller.subject, method: method),
+      key: key, checked: nil)
   }
 
   /// set, toggle or reset of a declared switch, asked after UnknownSwitch
@@ -62,7 +73,8 @@ public struct PolkitQuestion: Equatable, Sendable {
     case .set(let checked, _): after = checked
     case .toggle: after = !current
     case .reset: after = defaultChecked
-    default: return administering(key: key, checked: current, caller: caller)
+    default:
+      return administering(method: operation.verb, key: key, checked: current, caller: caller)
     }
     let actions: [Action]
     if let named = caller.actingAs, named != caller.uid {
@@ -79,6 +91,8 @@ public struct PolkitQuestion: Equatable, Sendable {
       actions = [.write]
     }
     return PolkitQuestion(
-      actions: actions, details: details(key: key, checked: after, user: caller.subject))
+      actions: actions,
+      details: details(key: key, checked: after, user: caller.subject, method: operation.verb),
+      key: key, checked: after)
   }
 }

@@ -46,6 +46,9 @@ extension Rules {
       // reset: the operations that change no value were taken by `decide` above.
       next = definition.defaultChecked
     }
+    if let refusal = authorizedValueRefusal(key: key, next: next, caller: caller) {
+      return .failure(refusal)
+    }
     return .success(
       UserDecision(
         definition, record, policy, user: user, own: own, next: next == current ? nil : next))

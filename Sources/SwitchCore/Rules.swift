@@ -55,6 +55,9 @@ public enum Rules {
       default:
         next.checked = definition.defaultChecked
       }
+      if let refusal = authorizedValueRefusal(key: key, next: next.checked, caller: caller) {
+        return .failure(refusal)
+      }
       return .success(next == state ? nil : next)
 
     case .lock(let reason, let checked):
@@ -205,6 +208,18 @@ public enum Rules {
         key: key, state: state, policy: policy, caller: caller, scope: scope)
     else { return .writable }
     return .refused(refusal)
+  }
+
+  /// A write polkit authorized for one value that would now give the other
+  /// (a toggle of a switch that changed while polkit was asked): refused,
+  /// so that a grant to turn something off never turns it on.
+  static func authorizedValueRefusal(key: String, next: Bool, caller: Caller) -> Refusal? {
+    guard let authorized = caller.authorizedValue, authorized != next else { return nil }
+    return .permissionDenied(
+      key: key, action: "change",
+      requirement:
+        "polkit authorized turning it \(authorized ? "on" : "off"), and it changed while polkit"
+        + " was asked: ask again")
   }
 
   static func conflict(key: String, ifRevision: Int64?, record: SwitchRecord) -> Refusal? {

@@ -9,8 +9,9 @@ import Glibc
 /// refusal says that authentication was needed.
 final class PolkitAgent {
   static let path = "/usr/bin/pkttyagent"
-  /// How long the agent may take to register before switchctl goes on.
-  static let registerMilliseconds: Int32 = 5000
+  /// How long the agent may take to register before switchctl goes on
+  /// (it says it has at once; this bounds an agent that hangs).
+  static let registerMilliseconds: Int32 = 30_000
 
   private var pid: pid_t = 0
 

@@ -45,8 +45,20 @@ public enum PolkitAnswer: Equatable, Sendable {
 /// an instance; nothing here blocks but `sd_bus_open_system` (a local socket).
 public final class PolkitAuthority {
   private var bus: OpaquePointer?
-  /// Checks sent and not yet answered, by id (the callback's userdata).
-  private var outstanding: [UInt64: Void] = [:]
+  /// Checks sent and not yet answered, by id, each with the context its
+  /// callback gets as userdata (retained until answered or dropped).
+  private var outstanding: [UInt64: Unmanaged<CallContext>] = [:]
+
+  /// What a reply callback needs: which authority and which check. No
+  /// global: two authorities in one process never see each other's answers.
+  private final class CallContext {
+    weak var authority: PolkitAuthority?
+    let id: UInt64
+    init(_ authority: PolkitAuthority, id: UInt64) {
+      self.authority = authority
+      self.id = id
+    }
+  }
   private let deliver: (UInt64, PolkitAnswer) -> Void
   /// Answers handed out by callbacks during the current `process()`.
   private var answered: [(UInt64, PolkitAnswer)] = []
@@ -83,36 +95,32 @@ public final class PolkitAuthority {
       if r >= 0 {
         let timeout =
           check.allowInteraction ? Self.interactiveTimeoutMicroseconds : Self.timeoutMicroseconds
+        let context = Unmanaged.passRetained(CallContext(self, id: id))
         r = sd_bus_call_async(
           bus, nil, message,
           { reply, userdata, _ in
-            PolkitAuthority.current?.answer(reply, id: UInt64(UInt(bitPattern: userdata)))
+            guard let userdata else { return 0 }
+            let context = Unmanaged<CallContext>.fromOpaque(userdata).takeUnretainedValue()
+            context.authority?.answer(reply, id: context.id)
             return 0
-          }, UnsafeMutableRawPointer(bitPattern: UInt(id)), timeout)
+          }, context.toOpaque(), timeout)
+        if r >= 0 { outstanding[id] = context } else { context.release() }
       }
       sd_bus_message_unref(message)
     }
     if r < 0 {
       deliver(id, .unreachable("the question could not be sent to polkit: \(errorText(r))"))
       if sd_bus_is_open(bus) <= 0 { disconnect("the system bus connection closed") }
-      return
     }
-    outstanding[id] = ()
   }
-
-  /// The one instance whose `process()` is running on this thread, for the
-  /// C callback (which has no context but the id).
-  nonisolated(unsafe) private static var current: PolkitAuthority?
 
   /// Reads what the bus has and delivers the answers that came. A bus that
   /// failed is dropped: its unanswered checks are `unreachable`, and the
   /// next check connects again (polkitd or dbus may have been restarted).
   public func process() {
     guard let bus else { return }
-    Self.current = self
     var r: Int32 = 1
     while r > 0 { r = sd_bus_process(bus, nil) }
-    Self.current = nil
     for (id, answer) in answered { deliver(id, answer) }
     answered.removeAll()
     if r < 0 { disconnect("the system bus connection failed: \(errorText(r))") }
@@ -134,16 +142,24 @@ public final class PolkitAuthority {
   public var outstandingCount: Int { outstanding.count }
 
   private func answer(_ reply: OpaquePointer?, id: UInt64) {
-    guard outstanding.removeValue(forKey: id) != nil, let reply else { return }
+    guard let context = outstanding.removeValue(forKey: id) else { return }
+    // The callback's own context: released after this returns to sd-bus,
+    // which touches it no more (a floating slot calls back once).
+    defer { context.release() }
+    guard let reply else { return answered.append((id, .unreachable("polkit sent no reply"))) }
     answered.append((id, Self.read(reply)))
   }
 
   private func disconnect(_ why: String) {
+    // Closing frees the floating slots without calling back.
     if let bus { sd_bus_flush_close_unref(bus) }
     bus = nil
-    let ids = outstanding.keys.sorted()
+    let dropped = outstanding.sorted { $0.key < $1.key }
     outstanding.removeAll()
-    for id in ids { deliver(id, .unreachable(why)) }
+    for (id, context) in dropped {
+      context.release()
+      deliver(id, .unreachable(why))
+    }
   }
 
   /// CheckAuthorization's arguments: `(sa{sv})` subject, `s` action,

@@ -173,6 +173,67 @@ struct PolkitEndToEndTests {
     #expect(held.status == 3, "\(held.stderr)")
   }
 
+  @Test func aWouldNeedAuthenticationAnswerIsNotLostToALaterNo() throws {
+    // write: NO; administer: the shipped default (auth_admin without a session).
+    let rule = """
+      polkit.addRule(function(action, subject) {
+        if (action.id == "io.switchd.write") return polkit.Result.NO;
+      });
+      """
+    let world = try PolkitWorld(rules: ["50-no-write.rules": rule])
+    let daemon = try Self.daemon(world)
+    #expect(daemon.ctl(["lock", "wifi"]).status == 0)
+    // A held switch asks administer (a challenge), then write (no).
+    let refused = daemon.ctl(["--json", "--no-ask-password", "toggle", "wifi"], asUser: Self.user)
+    #expect(refused.status == 6)
+    #expect(refused.stdout.contains("\"authenticationRequired\":true"), "\(refused.stdout)")
+    #expect(refused.stderr.contains("io.switchd.administer only after authentication"))
+  }
+
+  @Test func aGrantIsForTheValueAskedAboutNotTheOneAToggleGivesLater() throws {
+    // The rule lets pkuser turn wifi on, never off, and waits (through a
+    // program it spawns) until the test says go: meanwhile root changes wifi.
+    let world = try PolkitWorld()
+    let gate = world.directory + "/gate"
+    mkdir(gate, 0o777)
+    chmod(gate, 0o777)
+    let rule = """
+      polkit.addRule(function(action, subject) {
+        if (action.id != "io.switchd.write" || action.lookup("key") != "wifi") return polkit.Result.NOT_HANDLED;
+        polkit.spawn(["/bin/sh", "-c", "touch \(gate)/asked; i=0; while [ ! -e \(gate)/go ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i+1)); done"]);
+        return action.lookup("checked") == "true" ? polkit.Result.YES : polkit.Result.NO;
+      });
+      """
+    try world.writeRule("50-gated.rules", rule)
+    let daemon = try Self.daemon(world)
+    // polkitd reads the new rules file by itself: wait until it answers by
+    // it (turning wifi on is granted; the default would ask for a password).
+    #expect(daemon.ctl(["off", "wifi"]).status == 0)
+    writeMarker(gate + "/go")
+    #expect(
+      pollUntil(seconds: 60) {
+        daemon.ctl(["--no-ask-password", "on", "wifi"], asUser: Self.user).status == 0
+      })
+    unlink(gate + "/go")
+    unlink(gate + "/asked")
+    #expect(daemon.ctl(["off", "wifi"]).status == 0)
+    // pkuser toggles wifi (off → on: asked with checked "true", which the rule grants).
+    let log = daemon.directory + "/toggle.log"
+    let toggle = try Child(
+      [
+        "/usr/bin/setpriv", "--reuid=\(Self.user)", "--regid=\(Self.user)", "--clear-groups",
+        Products.path("switchctl"), "--socket", daemon.socketPath, "--no-ask-password", "toggle",
+        "wifi",
+      ], logPath: log)
+    #expect(pollUntil(seconds: 60) { access(gate + "/asked", F_OK) == 0 })
+    // While polkit is asked, root turns wifi on: the toggle would now turn it off.
+    #expect(daemon.ctl(["on", "wifi"]).status == 0)
+    writeMarker(gate + "/go")
+    #expect(toggle.wait(seconds: 60) == 6, "\((try? readWholeFile(log)) ?? "")")
+    #expect(((try? readWholeFile(log)) ?? "").contains("changed while polkit was asked"))
+    #expect(Self.checked(daemon, "wifi") == "on")
+  }
+
   @Test(.enabled(if: access("/usr/bin/python3", X_OK) == 0, "needs /usr/bin/python3"))
   func aCallWaitingForPolkitKeepsTheConnectionsOrder() throws {
     let world = try PolkitWorld(rules: ["50-wifi.rules": Self.grant("io.switchd.write")])
@@ -242,6 +303,12 @@ struct PolkitEndToEndTests {
     #expect(said.contains("authentication is required"), "\(said)")
     #expect(Self.checked(daemon, "bluetooth") == "off")
   }
+}
+
+/// An empty file at `path`, made by the test (a gate a rule waits for).
+private func writeMarker(_ path: String) {
+  let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+  if fd >= 0 { close(fd) }
 }
 
 extension String {

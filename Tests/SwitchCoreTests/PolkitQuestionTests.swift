@@ -33,7 +33,9 @@ import Testing
       let caller = Self.peer(owner)
       #expect(caller.isAdmin && caller.mayWrite && !caller.asksPolkit)
       #expect(Self.question(.toggle(ifRevision: nil), caller: caller) == nil)
-      #expect(PolkitQuestion.administering(key: "wifi", checked: nil, caller: caller) == nil)
+      #expect(
+        PolkitQuestion.administering(method: "lock", key: "wifi", checked: nil, caller: caller)
+          == nil)
     }
     // The admin group and the human-account range decide nothing under polkit.
     let member = Self.peer(1000, groups: [50])
@@ -47,7 +49,8 @@ import Testing
   @Test func aWriteOfASystemSwitchAsksWriteWithTheValueItWouldSet() {
     let set = Self.question(.set(checked: false, ifRevision: nil))
     #expect(set?.actions == [.write])
-    #expect(Self.details(set) == ["key=wifi", "checked=false", "user=1000"])
+    #expect(Self.details(set) == ["key=wifi", "checked=false", "user=1000", "method=set"])
+    #expect(set?.checked == false)
     #expect(Self.details(Self.question(.toggle(ifRevision: nil))).contains("checked=false"))
     #expect(
       Self.details(Self.question(.toggle(ifRevision: nil), current: false)).contains("checked=true")
@@ -80,9 +83,12 @@ import Testing
   }
 
   @Test func administratorsMethodsAskAdministerWithEveryDetail() {
-    let q = PolkitQuestion.administering(key: nil, checked: nil, caller: Self.peer(1000))
+    let q = PolkitQuestion.administering(
+      method: "reload", key: nil, checked: nil, caller: Self.peer(1000))
     #expect(q?.actions == [.administer])
-    #expect(Self.details(q) == ["key=", "checked=", "user=1000"])
+    #expect(Self.details(q) == ["key=", "checked=", "user=1000", "method=reload"])
+    // These calls set no value: the grant is not bound to one.
+    #expect(q?.checked == nil)
     let lock = Self.question(.lock(reason: nil, checked: false))
     #expect(lock?.actions == [.administer])
   }
@@ -94,6 +100,31 @@ import Testing
     let admin = asking.granted(.administer)
     #expect(admin.mayWrite && admin.isAdmin)
     #expect(asking.asksPolkit && !asking.mayWrite)  // the connection's own rights are unchanged
+  }
+
+  @Test func aGrantForOneValueNeverGivesTheOther() {
+    // Asked while wifi was on (toggle → off), granted after someone turned
+    // it off: the toggle would turn it on, which polkit never authorized.
+    let granted = Self.peer(1000).granted(.write, checked: false)
+    let definition = SwitchDefinition(key: "wifi", label: "Wi-Fi", defaultChecked: true)
+    let nowOff = SwitchRecord(key: "wifi", state: SwitchState(checked: false), revision: 2)
+    let toggled = Rules.decide(
+      .toggle(ifRevision: nil), key: "wifi", definition: definition, record: nowOff, policy: nil,
+      caller: granted)
+    guard case .failure(.permissionDenied(_, _, let why)) = toggled else {
+      Issue.record("a toggle to the value polkit did not authorize went through: \(toggled)")
+      return
+    }
+    #expect(why.contains("polkit authorized turning it off"))
+    let nowOn = SwitchRecord(key: "wifi", state: SwitchState(checked: true), revision: 3)
+    guard
+      case .success = Rules.decide(
+        .toggle(ifRevision: nil), key: "wifi", definition: definition, record: nowOn,
+        policy: nil, caller: granted)
+    else {
+      Issue.record("the authorized toggle was refused")
+      return
+    }
   }
 
   @Test func readsSayWhatTheHoldsAllowNotWhatPolkitWouldAnswer() {

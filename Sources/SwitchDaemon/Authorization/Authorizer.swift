@@ -36,6 +36,14 @@ final class Authorizer: @unchecked Sendable {
 
   /// Hands a check to the thread; its answer comes back through `answered()`.
   func ask(_ question: Question) {
+    guard eventFD >= 0 else {
+      // No way to wake the thread: every check is unanswerable.
+      answers.push(
+        Answer(id: question.id, answer: .unreachable("no eventfd for the polkit thread")))
+      var one: UInt64 = 1
+      _ = write(loopWakeFD, &one, 8)
+      return
+    }
     if !started {
       started = true
       let questions = self.questions

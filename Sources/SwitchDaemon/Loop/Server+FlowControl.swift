@@ -223,6 +223,7 @@ extension Server {
         .notice, cause: why, "closed a connection (pid \(connection.peer.pid)): \(why)")
     }
     for id in connection.watchIDs { hub.remove(id) }
+    forgetPolkitChecks(of: connection.id)
     connection.closeUnsentDescriptors()
     _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_DEL), connection.fd, 0, 0)
     close(connection.fd)

@@ -79,6 +79,7 @@ extension Server {
       if !busy || now >= stopDeadline {
         readerJobs.push(.stop)
         stopSentToReader = true
+        refuseParkedPolkitCalls()
       }
     }
     // The read-only connection closes first, so that the writer's close is

@@ -13,6 +13,9 @@ struct WaitingForPolkit {
   var step: Int
   /// The caller as it asked (acting as the request's `user`, if any).
   var caller: Caller
+  /// The first action polkit would grant after authentication, if any: the
+  /// refusal says so even when a later action was denied outright.
+  var challenged: PolkitQuestion.Action?
 }
 
 // Authorization=polkit: which calls ask, the asking, and the answers. The
@@ -32,7 +35,8 @@ extension Server {
       checked = records[named]?.state.checked
       if case .lock(_, let held?) = operation { checked = held }
     }
-    return PolkitQuestion.administering(key: key, checked: checked, caller: caller)
+    return PolkitQuestion.administering(
+      method: pending.method?.rawValue ?? "", key: key, checked: checked, caller: caller)
   }
 
   /// The question for set, toggle or reset of `key` by `caller` (acting as
@@ -56,20 +60,25 @@ extension Server {
   /// Parks `pending` and asks polkit the question's action at `step`.
   func askPolkit(
     _ question: PolkitQuestion, step: Int = 0, _ pending: PendingRequest,
-    on connection: Connection, caller: Caller
+    on connection: Connection, caller: Caller, challenged: PolkitQuestion.Action? = nil
   ) {
     let peer = connection.peer
-    guard let startTime = connection.processStartTime ?? ProcessStartTime.of(pid: peer.pid) else {
+    // Read when it connected, never later: a later read could be of a
+    // process that reused the pid.
+    guard let startTime = connection.processStartTime else {
       return refuseByPolkit(
         pending, on: connection, question: question,
-        why: "the calling process (pid \(peer.pid)) is gone, so polkit cannot be asked about it",
+        why:
+          "switchd did not learn when process \(peer.pid) started when it connected (it"
+          + " connected before Authorization=polkit was loaded, or had already exited), so"
+          + " polkit cannot be asked about it: connect again",
         authenticationRequired: false)
     }
-    connection.processStartTime = startTime
     let id = nextPolkitCheck
     nextPolkitCheck += 1
     waitingForPolkit[id] = WaitingForPolkit(
-      connection: connection.id, pending: pending, question: question, step: step, caller: caller)
+      connection: connection.id, pending: pending, question: question, step: step, caller: caller,
+      challenged: challenged)
     connection.readsInFlight += 1
     if authorizer == nil { authorizer = Authorizer(loopWakeFD: wakeFD) }
     authorizer?.ask(
@@ -95,22 +104,27 @@ extension Server {
       let hasNext = waiting.step + 1 < waiting.question.actions.count
       switch answer.answer {
       case .authorized:
-        execute(waiting.pending, on: connection, granted: waiting.caller.granted(action))
+        // The right for this call, and for the value polkit was asked about.
+        let granted = waiting.caller.granted(action, checked: waiting.question.checked)
+        execute(waiting.pending, on: connection, granted: granted)
       case .denied where hasNext, .challenge where hasNext:
+        let challenged = waiting.challenged ?? (answer.answer == .challenge ? action : nil)
         askPolkit(
           waiting.question, step: waiting.step + 1, waiting.pending, on: connection,
-          caller: waiting.caller)
-      case .challenge:
-        refuseByPolkit(
-          waiting.pending, on: connection, question: waiting.question,
-          why:
-            "polkit allows \(action.rawValue) only after authentication; ask again allowing"
-            + " interactive authentication (switchctl does on a terminal)",
-          authenticationRequired: true)
-      case .denied:
-        refuseByPolkit(
-          waiting.pending, on: connection, question: waiting.question,
-          why: "polkit did not authorize \(action.rawValue)", authenticationRequired: false)
+          caller: waiting.caller, challenged: challenged)
+      case .challenge, .denied:
+        if let challenged = waiting.challenged ?? (answer.answer == .challenge ? action : nil) {
+          refuseByPolkit(
+            waiting.pending, on: connection, question: waiting.question,
+            why:
+              "polkit allows \(challenged.rawValue) only after authentication; ask again"
+              + " allowing interactive authentication (switchctl does on a terminal)",
+            authenticationRequired: true)
+        } else {
+          refuseByPolkit(
+            waiting.pending, on: connection, question: waiting.question,
+            why: "polkit did not authorize \(action.rawValue)", authenticationRequired: false)
+        }
       case .unreachable(let why):
         log.rateLimited(.warning, cause: "polkit", "polkit could not be asked: \(why)")
         refuseByPolkit(
@@ -127,11 +141,33 @@ extension Server {
     _ pending: PendingRequest, on connection: Connection, question: PolkitQuestion,
     why: String, authenticationRequired: Bool
   ) {
-    let key = question.details.first { $0.name == "key" }?.value
     fail(
       pending, on: connection,
       .permissionDeniedByPolkit(
-        method: pending.method ?? .set, key: key?.isEmpty == false ? key : nil, why: why,
+        method: pending.method ?? .set, key: question.key, why: why,
         authenticationRequired: authenticationRequired))
+  }
+
+  /// A connection closed: its parked call has nobody to answer (polkit's
+  /// answer, when it comes, is dropped).
+  func forgetPolkitChecks(of connection: UInt64) {
+    guard !waitingForPolkit.isEmpty else { return }
+    for (id, waiting) in waitingForPolkit where waiting.connection == connection {
+      waitingForPolkit[id] = nil
+    }
+  }
+
+  /// Stopping: the calls still waiting for polkit are refused, not left
+  /// unanswered when the connections close.
+  func refuseParkedPolkitCalls() {
+    for (_, waiting) in waitingForPolkit.sorted(by: { $0.key < $1.key }) {
+      guard let connection = connections[waiting.connection] else { continue }
+      connection.readsInFlight -= 1
+      fail(
+        waiting.pending, on: connection,
+        .overloaded("switchd is stopping; try again once it is back"))
+      pump(connection)
+    }
+    waitingForPolkit.removeAll()
   }
 }
