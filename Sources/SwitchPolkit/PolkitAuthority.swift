@@ -215,6 +215,11 @@ public final class PolkitAuthority {
       let error = sd_bus_message_get_error(reply)
       let name = error?.pointee.name.map { String(cString: $0) } ?? "an error"
       let text = error?.pointee.message.map { String(cString: $0) } ?? ""
+      if text.contains("not registered") {
+        return .unreachable(
+          "polkit does not know switchd's actions (\(text)): install io.switchd.policy into"
+            + " /usr/share/polkit-1/actions")
+      }
       return .unreachable("polkit answered \(name)\(text.isEmpty ? "" : ": \(text)")")
     }
     var authorized: Int32 = 0
