@@ -21,6 +21,7 @@ extension WireEncoding {
     static let ineffectiveSystem = scopeMembers(effective: false, .system)
     static let revision = fixedBytes { $0.member(WireField.revision) }
     static let changedAt = fixedBytes { $0.member(WireField.changedAt) }
+    static let observed = fixedBytes { $0.member(WireField.observed) }
     static let writableEnd = fixedBytes {
       $0.member(WireField.writable)
       $0.bool(true)

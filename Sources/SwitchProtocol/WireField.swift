@@ -39,6 +39,7 @@ public enum WireField {
   public static let label = "label"
   public static let lastReload = "lastReload"
   public static let limit = "limit"
+  public static let observed = "observed"
   public static let on = "on"
   public static let order = "order"
   public static let param = "param"

@@ -41,7 +41,7 @@ import Testing
       policySource: policySource?.policySourceText, effective: record.state.isOnAndInEffect,
       scope: d.scope.wireName, user: user, revision: record.revision,
       changedAt: record.changedAt, writable: writable == .writable,
-      writableReason: writable.reason)
+      writableReason: writable.reason, observed: nil)
   }
 
   static func writeSwitch(

@@ -114,7 +114,7 @@ extension Server {
     var object = JSONWriter(capacity: 512)
     WireEncoding.writeSwitch(
       &object, template: template(of: outcome.definition), record: outcome.record,
-      policySource: outcome.policySource)
+      policySource: outcome.policySource, observed: observations[key])
     let writable = Rules.writability(
       key: key, state: outcome.record.state, policy: catalog.policies[key], caller: caller)
     WireEncoding.writeSwitch(&w, encoded: object.bytes, writable: writable)

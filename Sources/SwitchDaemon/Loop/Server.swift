@@ -83,6 +83,9 @@ final class Server {
   /// Who administers and who writes: every connection's `caller` follows from it.
   var access: AccessRules
   var records: [String: SwitchRecord]
+  /// What each switch's `ExecCheck=`/`ExecWatch=` last read of the system
+  /// (`observed`), by key; absent while unknown. Not State: never stored.
+  var observations: [String: Bool] = [:]
   /// Every user's own values of user-scope switches, as of `revision`.
   var userValues: UserValues
   var revision: Int64
