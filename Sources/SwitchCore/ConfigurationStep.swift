@@ -14,11 +14,15 @@ public enum ConfigurationStep: Equatable, Sendable {
 }
 
 extension Actor {
-  /// Who a change switchd makes from its configuration is by: a reconcile
-  /// (an apply at start or reload that set or cleared `invalid`) is
-  /// switchd's own, anything else the policy's.
+  /// Who a change that no client made is by: a reconcile (an apply at
+  /// start or reload that set or cleared `invalid`) is switchd's own, a
+  /// value adopted or a drift the system's, anything else the policy's.
   public static func configuration(_ cause: Cause) -> Actor {
-    cause == .reconcile ? .reconcile : .policy
+    switch cause {
+    case .reconcile: return .reconcile
+    case .external, .drift: return .system
+    default: return .policy
+    }
   }
 }
 

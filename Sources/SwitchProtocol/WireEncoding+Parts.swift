@@ -70,6 +70,7 @@ extension WireEncoding {
     static let hiddenActor = idlessActor(source: nil)
     static let policyActor = idlessActor(source: Actor.policy.source)
     static let reconcileActor = idlessActor(source: Actor.reconcile.source)
+    static let systemActor = idlessActor(source: Actor.system.source)
     static func idlessActor(source: String?) -> FixedBytes {
       fixedBytes {
         $0.firstMember(WireField.uid)

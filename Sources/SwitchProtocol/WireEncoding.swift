@@ -179,6 +179,7 @@ public enum WireEncoding {
       w.raw("}")
     case .policy: w.raw(Parts.policyActor)
     case .reconcile: w.raw(Parts.reconcileActor)
+    case .system: w.raw(Parts.systemActor)
     }
   }
 
@@ -187,7 +188,7 @@ public enum WireEncoding {
   public static func writeHiddenActor(_ w: inout JSONWriter, _ actor: Actor) {
     switch actor {
     case .peer: w.raw(Parts.hiddenActor)
-    case .policy, .reconcile: writeActor(&w, actor)
+    case .policy, .reconcile, .system: writeActor(&w, actor)
     }
   }
 

@@ -39,6 +39,8 @@ extension Cause {
     case .dependency: return "dependency"
     case .apply: return "apply"
     case .reconcile: return "reconcile"
+    case .external: return "external"
+    case .drift: return "drift"
     }
   }
 
@@ -55,6 +57,8 @@ extension Cause {
     case "dependency": self = .dependency
     case "apply": self = .apply
     case "reconcile": self = .reconcile
+    case "external": self = .external
+    case "drift": self = .drift
     default: return nil
     }
   }

@@ -244,9 +244,10 @@ extension SQLiteStatement {
       try bind(Int64(uid), at: 5)
       try bind(Int64(gid), at: 6)
       try bind(Int64(pid), at: 7)
-    case .policy, .reconcile:
+    case .policy, .reconcile, .system:
       // All three NULL is how the log says "a policy file did it", or, with
-      // cause `reconcile`, switchd applying stored values.
+      // cause `reconcile`, switchd applying stored values, or with `external`
+      // or `drift`, the system switchd reads back (`Actor.configuration`).
       try bindNull(at: 5)
       try bindNull(at: 6)
       try bindNull(at: 7)

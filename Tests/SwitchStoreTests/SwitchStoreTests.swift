@@ -32,8 +32,14 @@ import Testing
       ]
       var changes: [Change] = []
       for (index, cause) in Cause.allCases.enumerated() {
-        // The log tells switchd's own reconcile from a policy by the cause.
-        let actor: Actor = cause == .reconcile ? .reconcile : actors[index % actors.count]
+        // The log tells switchd's own reconcile, and the system's drift,
+        // from a policy by the cause.
+        let actor: Actor =
+          switch cause {
+          case .reconcile: .reconcile
+          case .external, .drift: .system
+          default: actors[index % actors.count]
+          }
         changes.append(
           Change(
             revision: Int64(index + 1), time: 1_790_000_000_123 + Int64(index),
