@@ -22,6 +22,11 @@ extension Server {
         notifier.send(statusLine)
       }
       takeCommitted(output.changes)
+      for (key, state) in output.observations {
+        // Not State: no event, only the Switch object shows it from now on.
+        observations[key] = state
+        encodings.invalidate(key)
+      }
       var resumed: [UInt64: Connection] = [:]
       for (ticket, answer) in output.answers {
         if let uid = ticket.countedAgainst {

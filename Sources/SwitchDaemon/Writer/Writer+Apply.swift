@@ -143,6 +143,11 @@ struct ApplyBook {
     if case .system(let system) = job, system.counted { reconciling.insert(id) }
   }
 
+  /// The keys parked job `id` holds (none once it is resumed).
+  func keys(of id: UInt64) -> [String] {
+    busy.compactMap { $0.value == id ? $0.key : nil }
+  }
+
   /// The parked job `result` finishes, as an item for the group.
   mutating func resume(_ result: ApplyResult) -> GroupItem? {
     guard let job = parked.removeValue(forKey: result.id) else { return nil }

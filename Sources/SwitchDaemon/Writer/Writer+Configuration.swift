@@ -157,7 +157,9 @@ extension Writer {
     }
     records = working
     revision = nextRevision
+    let previous = catalog
     catalog = next
+    reconfigureReadBack(from: previous)
     // Their rows take the default too, so that a later `Scope=system` reads,
     // also after a restart, the value this configuration showed.
     if !defaulted.isEmpty {

@@ -41,6 +41,16 @@ final class Writer {
   var announced: AnnouncedRevision?
   /// Set once a commit found the database file moved: said once in the log.
   var reportedFilesMoved = false
+  /// The `ExecWatch=` programs running, by key, and the thread that runs
+  /// `ExecCheck=` programs (Writer+ReadBack.swift).
+  var watches: [String: WatchThread] = [:]
+  var checks: CheckThread
+  /// Readings not yet told to the loop.
+  var unreported: [String: Bool?] = [:]
+  /// The last reading of each switch told to the loop (nil: unknown).
+  var observed: [String: Bool?] = [:]
+  /// Where the read-back threads post what they read (set at start).
+  var jobs: BlockingQueue<WriterJob>?
 
   /// Opens the database, loads every switch, and applies `catalog`: rows for
   /// new switches, policy changes with `cause: policy`.
@@ -72,11 +82,13 @@ final class Writer {
     let writer = Writer(
       store: store, configDirectory: configDirectory, catalog: catalog, records: records,
       revision: try store.currentRevision(), oldestRetained: try store.oldestRetainedRevision(),
-      checkpointed: try store.checkpointRevision(), log: log, pool: ApplyPool(results: jobs))
+      checkpointed: try store.checkpointRevision(), log: log, pool: ApplyPool(results: jobs),
+      checks: CheckThread(jobs: jobs, log: log))
     writer.users.values = userValues
     // Every switch with a command is applied: the machine may have booted,
     // or switchd crashed between a command and its commit.
     _ = try writer.apply(catalog, access: access, reconcilingEvery: true)
+    writer.startReadBack(jobs: jobs)
     writer.announced = announced?.record
     writer.announced?.record(writer.revision)
     return writer
@@ -85,7 +97,7 @@ final class Writer {
   private init(
     store: SwitchStore, configDirectory: String, catalog: Catalog,
     records: [String: SwitchRecord], revision: Int64, oldestRetained: Int64?, checkpointed: Int64,
-    log: Log, pool: ApplyPool
+    log: Log, pool: ApplyPool, checks: CheckThread
   ) {
     self.store = store
     self.configDirectory = configDirectory
@@ -97,6 +109,7 @@ final class Writer {
     self.checkpointed = checkpointed
     self.log = log
     self.pool = pool
+    self.checks = checks
   }
 
   /// The switches as the writer holds them (for the loop's first copy).
@@ -132,7 +145,12 @@ final class Writer {
         case .write(let ticket, let key, let operation, let caller):
           items.append(
             .write(WriteRequest(ticket: ticket, key: key, operation: operation, caller: caller)))
+        case .observed(let key, let state, let source, let time):
+          observe(key, state, source: source, at: time)
+        case .watchEnded(let key, _):
+          observe(key, nil, source: .watch, at: ReadBackClock.now())
         case .applied(let result):
+          checkAfterApply(applying.keys(of: result.id))
           guard let item = applying.resume(result) else { break }
           if case .reload(let parked, let failures) = item {
             flushItems()
@@ -161,7 +179,9 @@ final class Writer {
       }
       flushItems()
       if let output = applyBookOutput() { deliver(output) }
+      if let output = readingsOutput() { deliver(output) }
       if stopping {
+        stopReadBack()
         pool.stop()
         // The next start then replays nothing.
         checkpoint()

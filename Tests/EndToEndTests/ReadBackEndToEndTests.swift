@@ -1,0 +1,72 @@
+import Glibc
+import SwitchProtocol
+import SwitchTestSupport
+import Testing
+
+/// Issue 23 from the outside: `ExecCheck=` and `ExecWatch=` read a fake
+/// radio back, and `observed` shows what they read.
+@Suite struct ReadBackEndToEndTests {
+  @Test func aWatchShowsTheSystemInObserved() throws {
+    let daemon = try DaemonFixture.withAppliers(
+      """
+      [radio]
+      Label=Radio
+      Default=off
+      ExecApply=@DIR@/radio-apply @DIR@/radio
+      ExecWatch=@DIR@/radio-watch @DIR@/radio
+      """, prepare: { try $0.writeFakeRadio(initially: "on") })
+    let client = try daemon.client()
+    // The start's reconcile turns it off, and the watch reports it.
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
+    #expect(daemon.radioApplies().first == "off reconcile")
+    let set = try client.result("set", #"{"key":"radio","checked":true}"#)
+    #expect(set["changed"]?.boolValue == true)
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(true) })
+  }
+
+  @Test func aCheckRunsAfterEachApply() throws {
+    let daemon = try DaemonFixture.withAppliers(
+      """
+      [radio]
+      Label=Radio
+      Default=on
+      ExecApply=@DIR@/radio-apply @DIR@/radio
+      ExecCheck=@DIR@/radio-check @DIR@/radio
+      """, prepare: { try $0.writeFakeRadio(initially: "off") })
+    let client = try daemon.client()
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(true) })
+    _ = try client.result("set", #"{"key":"radio","checked":false}"#)
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
+  }
+
+  @Test func aWatchThatDiesIsUnknownUntilItIsStartedAgain() throws {
+    let daemon = try DaemonFixture.withAppliers(
+      """
+      [radio]
+      Label=Radio
+      Default=off
+      ExecApply=@DIR@/radio-apply @DIR@/radio
+      ExecWatch=@DIR@/radio-watch @DIR@/radio
+      """, prepare: { try $0.writeFakeRadio(initially: "off") })
+    let client = try daemon.client()
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
+    try writeWholeFile(daemon.directory + "/radio.watch-exit", "")
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(nil) })
+    // Restarted after its backoff, it reads the radio again.
+    unlink(daemon.directory + "/radio.watch-exit")
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
+  }
+
+  @Test func aSwitchThatReadsNothingBackIsNeverObserved() throws {
+    let daemon = try DaemonFixture.withAppliers(
+      """
+      [radio]
+      Label=Radio
+      ExecApply=@DIR@/radio-apply @DIR@/radio
+      """, prepare: { try $0.writeFakeRadio() })
+    let client = try daemon.client()
+    #expect(
+      try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
+    #expect(try daemon.observed("radio", client) == .some(nil))
+  }
+}
