@@ -70,7 +70,9 @@ extension Rules {
     let next = (target ?? current).applied(failure: failure)
     if next == current { return nil }
     let byConfiguration = target != nil && target != current
+    // A drift's `invalid` is the system's (cause `drift`), else switchd's reconcile.
+    let own: Cause = cause == .drift ? .drift : .reconcile
     return PlannedChange(
-      key: key, cause: byConfiguration ? cause : .reconcile, state: next, previous: current)
+      key: key, cause: byConfiguration ? cause : own, state: next, previous: current)
   }
 }

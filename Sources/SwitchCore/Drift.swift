@@ -122,6 +122,30 @@ public enum Drift {
     return judge(&memory, value: pending, state: state, readBack: readBack, now: now)
   }
 
+  /// After an apply ended: the last reading disagrees and nothing has
+  /// shown the applied value yet. A watch prints only changes, so one that
+  /// missed the applied value (something turned it back at once) may say
+  /// nothing more: the caller judges `observed` again after
+  /// `settleMilliseconds` (`settled`).
+  public static func needsSettling(_ memory: Memory, state: SwitchState) -> Bool {
+    guard memory.applying == nil, !memory.confirmed, let observed = memory.observed else {
+      return false
+    }
+    return observed != state.isOnAndInEffect
+  }
+
+  /// `settleMilliseconds` after an apply that `needsSettling`: the last
+  /// reading is judged again, now as drift if it still disagrees.
+  public static func settled(
+    _ memory: inout Memory, state: SwitchState, readBack: ReadBack, now: Int64
+  ) -> Verdict {
+    guard needsSettling(memory, state: state), let observed = memory.observed else {
+      return .agrees
+    }
+    if memory.reapplyScheduled { return .expected }
+    return judge(&memory, value: observed, state: state, readBack: readBack, now: now)
+  }
+
   /// A reading of the system: what to do about it. `state` is the switch's
   /// committed State.
   public static func reading(

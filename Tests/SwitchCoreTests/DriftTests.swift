@@ -269,6 +269,32 @@ struct DriftTests {
         == .reapply(afterMilliseconds: 0, systemValue: true))
   }
 
+  @Test func aWatchThatMissedTheAppliedValueIsJudgedAgainOnceSettled() {
+    // Re-applied off; something turned it back on before the watch saw off,
+    // so the watch prints nothing more.
+    var memory = Drift.Memory()
+    let held = DriftedSwitch.heldByPolicy.state
+    #expect(watchReading(&memory, true, held) == .reapply(afterMilliseconds: 0, systemValue: true))
+    Drift.applyStarted(&memory, value: false)
+    #expect(
+      Drift.applyEnded(&memory, state: held, reapplyFailure: nil, readBack: adopt, now: start)
+        == .agrees)
+    #expect(Drift.needsSettling(memory, state: held))
+    #expect(
+      Drift.settled(&memory, state: held, readBack: adopt, now: start + Drift.settleMilliseconds)
+        == .reapply(afterMilliseconds: 1000, systemValue: true))
+  }
+
+  @Test func aConfirmedApplyNeedsNoSettling() {
+    var memory = Drift.Memory()
+    let held = DriftedSwitch.heldByAdmin.state
+    Drift.applyStarted(&memory, value: false)
+    _ = watchReading(&memory, false, held)
+    _ = Drift.applyEnded(&memory, state: held, reapplyFailure: nil, readBack: adopt, now: start)
+    #expect(!Drift.needsSettling(memory, state: held))
+    #expect(Drift.settled(&memory, state: held, readBack: adopt, now: start + 5000) == .agrees)
+  }
+
   @Test func theReasonsSayWhatHappened() {
     #expect(
       Drift.keepsTurningReason(true, count: 5)

@@ -22,6 +22,7 @@ extension Writer {
       let id = applying.newID()
       var applied: [String: Bool] = [:]
       for step in first.steps { applied[step.key] = step.state.isOnAndInEffect }
+      for (key, value) in applied { driftApplyStarted(key, value: value) }
       applying.park(
         id,
         .reload(

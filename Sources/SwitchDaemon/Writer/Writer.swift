@@ -51,6 +51,8 @@ final class Writer {
   var observed: [String: Bool?] = [:]
   /// Where the read-back threads post what they read (set at start).
   var jobs: BlockingQueue<WriterJob>?
+  /// What the drift rules remember of each switch that reads back (Writer+Drift.swift).
+  var drift: [String: Drift.Memory] = [:]
 
   /// Opens the database, loads every switch, and applies `catalog`: rows for
   /// new switches, policy changes with `cause: policy`.
@@ -129,10 +131,18 @@ final class Writer {
       let batch = applying.takeHeldBack() ?? takeGroup(from: jobs)
       var items: [GroupItem] = []
       var stopping = false
+      /// Switches whose apply command ended in this batch: the drift rules
+      /// judge them once their outcome is committed.
+      var ended: [String] = []
       func flushItems() {
-        if items.isEmpty { return }
-        deliver(commitGroup(items))
-        items.removeAll(keepingCapacity: true)
+        if !items.isEmpty {
+          deliver(commitGroup(items))
+          items.removeAll(keepingCapacity: true)
+        }
+        guard !ended.isEmpty else { return }
+        let follow = driftApplyEnded(ended)
+        ended.removeAll()
+        if !follow.isEmpty { deliver(commitGroup(follow)) }
       }
       for job in batch {
         // Behind a reload or stop that waits for commands, everything waits
@@ -147,10 +157,23 @@ final class Writer {
             .write(WriteRequest(ticket: ticket, key: key, operation: operation, caller: caller)))
         case .observed(let key, let state, let source, let time):
           observe(key, state, source: source, at: time)
+          // Judged against what is committed: the writes before it first.
+          flushItems()
+          if let item = judgeReading(key, state, source: source, at: time) {
+            deliver(commitGroup([item]))
+          }
         case .watchEnded(let key, _):
           observe(key, nil, source: .watch, at: ReadBackClock.now())
+        case .reapplyDue(let key):
+          flushItems()
+          reapplyIfStillDrifted(key)
+        case .settled(let key):
+          flushItems()
+          if let item = judgeSettled(key) { deliver(commitGroup([item])) }
         case .applied(let result):
-          checkAfterApply(applying.keys(of: result.id))
+          let keys = applying.keys(of: result.id)
+          checkAfterApply(keys)
+          ended.append(contentsOf: keys)
           guard let item = applying.resume(result) else { break }
           if case .reload(let parked, let failures) = item {
             flushItems()

@@ -35,11 +35,15 @@ enum WriterJob: Sendable {
   case observed(key: String, Bool?, Drift.Source, at: Int64)
   /// A switch's `ExecWatch=` program ended; it is started again later.
   case watchEnded(key: String, reason: String)
+  /// A re-application's backoff is over (`Drift.Verdict.reapply`).
+  case reapplyDue(key: String)
+  /// The settling time after an apply is over (`Drift.needsSettling`).
+  case settled(key: String)
 
   /// What an apply command or a read-back program reports: never held back.
   var isApplied: Bool {
     switch self {
-    case .applied, .observed, .watchEnded: return true
+    case .applied, .observed, .watchEnded, .reapplyDue, .settled: return true
     default: return false
     }
   }
@@ -49,14 +53,14 @@ enum WriterJob: Sendable {
     switch self {
     case .write(let ticket, _, _, _): return ticket.connection
     case .reload(let ticket, _): return ticket?.connection
-    case .stop, .applied, .observed, .watchEnded: return nil
+    case .stop, .applied, .observed, .watchEnded, .reapplyDue, .settled: return nil
     }
   }
 
   /// A reload or stop: the writer does not hold a group open past one.
   var isControl: Bool {
     switch self {
-    case .write, .applied, .observed, .watchEnded: return false
+    case .write, .applied, .observed, .watchEnded, .reapplyDue, .settled: return false
     case .reload, .stop: return true
     }
   }

@@ -1,0 +1,121 @@
+import Glibc
+import SwitchProtocol
+import SwitchTestSupport
+import Testing
+
+/// Issue 23, rule 19 from the outside: a fake radio that another program
+/// changes behind switchd's back; held switches are re-applied, free ones
+/// follow, a competitor that does not stop makes the switch invalid.
+@Suite struct DriftEndToEndTests {
+  static func radio(_ extra: String = "", defaultOn: Bool = false) -> String {
+    """
+    [radio]
+    Label=Radio
+    Default=\(defaultOn ? "on" : "off")
+    ExecApply=@DIR@/radio-apply @DIR@/radio
+    ExecWatch=@DIR@/radio-watch @DIR@/radio
+    \(extra)
+    """
+  }
+
+  static let heldOff = ["50-corp.conf": "[radio]\nReadOnly=yes\nChecked=off\nReason=Held.\n"]
+
+  /// Starts the daemon and waits until the watch reports the reconciled value.
+  static func started(
+    _ switches: String, policies: [String: String] = [:], initially: String = "on"
+  ) throws -> (DaemonFixture, RPCClient) {
+    let daemon = try DaemonFixture.withAppliers(
+      switches, policies: policies, prepare: { try $0.writeFakeRadio(initially: initially) })
+    let client = try daemon.client()
+    let ready = try pollUntil(seconds: 60) {
+      try client.result("status")["reconciling"]?.int64Value == 0
+        && daemon.observed("radio", client) == .some(false)
+    }
+    try #require(ready)
+    return (daemon, client)
+  }
+
+  static func history(_ client: RPCClient) throws -> [JSONValue] {
+    try client.result("history", #"{"key":"radio"}"#)["entries"]?.arrayValue ?? []
+  }
+
+  static func radioFile(_ daemon: DaemonFixture) -> String {
+    ((try? readWholeFile(daemon.directory + "/radio")) ?? "").filter { $0 != "\n" }
+  }
+
+  @Test func aHeldSwitchIsReappliedAndItsStateDoesNotChange() throws {
+    let (daemon, client) = try Self.started(Self.radio(), policies: Self.heldOff)
+    let revision = try client.result("get", #"{"key":"radio"}"#)["revision"]?.int64Value
+    try daemon.turnRadio("on")
+    #expect(pollUntil(seconds: 60) { daemon.radioApplies().contains("off drift") })
+    #expect(pollUntil(seconds: 60) { Self.radioFile(daemon) == "off" })
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
+    let after = try client.result("get", #"{"key":"radio"}"#)
+    #expect(after["revision"]?.int64Value == revision)
+    #expect(after["checked"]?.boolValue == false)
+    #expect(after["invalid"]?.boolValue == false)
+    // One re-application: switchd's own apply was not taken for another drift.
+    #expect(daemon.radioApplies().filter { $0 == "off drift" }.count == 1)
+  }
+
+  @Test func aFreeSwitchAdoptsTheSystemsValueOnce() throws {
+    let (daemon, client) = try Self.started(Self.radio())
+    let before = try Self.history(client).count
+    try daemon.turnRadio("on")
+    #expect(
+      try pollUntil(seconds: 60) {
+        try client.result("get", #"{"key":"radio"}"#)["checked"]?.boolValue == true
+      })
+    let entries = try Self.history(client)
+    try #require(entries.count == before + 1)
+    #expect(entries[0]["cause"]?.stringValue == "external")
+    #expect(entries[0]["actor"]?["source"]?.stringValue == "system")
+    #expect(entries[0]["actor"]?["uid"]?.isNull == true)
+    // The system already had the value: nothing was applied for it.
+    #expect(daemon.radioApplies() == ["off reconcile"])
+    // A write afterwards is applied as usual and is not taken for drift.
+    _ = try client.result("set", #"{"key":"radio","checked":false}"#)
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
+    #expect(try Self.history(client).count == before + 2)
+    #expect(daemon.radioApplies() == ["off reconcile", "off set"])
+  }
+
+  @Test func reassertReappliesAFreeSwitch() throws {
+    let (daemon, client) = try Self.started(Self.radio("OnDrift=reassert"))
+    let before = try Self.history(client).count
+    try daemon.turnRadio("on")
+    #expect(pollUntil(seconds: 60) { daemon.radioApplies().contains("off drift") })
+    #expect(pollUntil(seconds: 60) { Self.radioFile(daemon) == "off" })
+    #expect(try Self.history(client).count == before)
+  }
+
+  @Test func aFlappingCompetitorMakesTheSwitchInvalidUntilTheSystemAgrees() throws {
+    let (daemon, client) = try Self.started(
+      Self.radio("DriftLimit=2"), policies: Self.heldOff)
+    // Something that keeps turning the radio on.
+    let competitor = try Child(
+      [
+        "/bin/sh", "-c",
+        "while :; do echo on > \"$0.c\" && mv \"$0.c\" \"$0\"; sleep 0.05; done",
+        daemon.directory + "/radio",
+      ], logPath: daemon.directory + "/competitor.log")
+    #expect(
+      try pollUntil(seconds: 60) {
+        try client.result("get", #"{"key":"radio"}"#)["invalid"]?.boolValue == true
+      })
+    let invalid = try client.result("get", #"{"key":"radio"}"#)
+    #expect(
+      invalid["invalidReason"]?.stringValue
+        == "something keeps turning it on: re-applied 2 times in 60 s")
+    #expect(daemon.radioApplies().filter { $0 == "off drift" }.count == 2)
+    competitor.signal(SIGKILL)
+    competitor.wait(seconds: 30)
+    try daemon.turnRadio("off")
+    #expect(
+      try pollUntil(seconds: 60) {
+        try client.result("get", #"{"key":"radio"}"#)["invalid"]?.boolValue == false
+      })
+    let causes = try Self.history(client).prefix(2).map { $0["cause"]?.stringValue }
+    #expect(causes == ["drift", "drift"])
+  }
+}
