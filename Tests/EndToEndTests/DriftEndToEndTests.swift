@@ -56,6 +56,15 @@ import Testing
     #expect(after["invalid"]?.boolValue == false)
     // One re-application: switchd's own apply was not taken for another drift.
     #expect(daemon.radioApplies().filter { $0 == "off drift" }.count == 1)
+    // status and why show it.
+    let report = try client.result("status")["readBack"]?.arrayValue?.first
+    #expect(report?["key"]?.stringValue == "radio")
+    #expect(report?["reapplied"]?.int64Value == 1)
+    #expect(report?["systemHad"]?.stringValue == "on")
+    let why = daemon.ctl(["why", "radio"]).stdout
+    #expect(why.contains("The system reads it as off."), "\(why)")
+    #expect(why.contains("Re-applied once since switchd started; last re-applied at "), "\(why)")
+    #expect(why.contains(": the system had turned it on."), "\(why)")
   }
 
   @Test func aFreeSwitchAdoptsTheSystemsValueOnce() throws {

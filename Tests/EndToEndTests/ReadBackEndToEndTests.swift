@@ -52,6 +52,11 @@ import Testing
     #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
     try writeWholeFile(daemon.directory + "/radio.watch-exit", "")
     #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(nil) })
+    let problem = try client.result("status")["readBack"]?.arrayValue?.first?["watchProblem"]
+    #expect(
+      problem?.stringValue?.hasPrefix("the ExecWatch= program of radio ended (exit status 1)")
+        == true)
+    #expect(daemon.ctl(["why", "radio"]).stdout.contains("Its watch program is not running: "))
     // Restarted after its backoff, it reads the radio again.
     unlink(daemon.directory + "/radio.watch-exit")
     #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })

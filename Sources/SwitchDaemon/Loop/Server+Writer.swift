@@ -22,6 +22,7 @@ extension Server {
         notifier.send(statusLine)
       }
       takeCommitted(output.changes)
+      if let reports = output.readBack { readBackReports = reports }
       for (key, state) in output.observations {
         // Not State: no event, only the Switch object shows it from now on.
         observations[key] = state

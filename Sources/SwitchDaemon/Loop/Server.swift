@@ -86,6 +86,8 @@ final class Server {
   /// What each switch's `ExecCheck=`/`ExecWatch=` last read of the system
   /// (`observed`), by key; absent while unknown. Not State: never stored.
   var observations: [String: Bool] = [:]
+  /// How each switch that reads back is doing, for `status.readBack`.
+  var readBackReports: [String: ReadBackReport] = [:]
   /// Every user's own values of user-scope switches, as of `revision`.
   var userValues: UserValues
   var revision: Int64

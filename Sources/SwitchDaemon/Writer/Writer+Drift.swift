@@ -1,5 +1,6 @@
 import Glibc
 import SwitchCore
+import SwitchProtocol
 import SwitchSystem
 
 // Drift (SEMANTICS.md rule 19), carried out by the writer with the rules of
@@ -95,6 +96,12 @@ extension Writer {
         SystemApply(id: id, key: key, target: nil, cause: .drift, counted: false),
         failure: state.invalid ? state.invalidReason : nil)
     case .reapply(let wait, let systemValue):
+      if readBackReports[key] != nil {
+        readBackReports[key]?.reapplied += 1
+        readBackReports[key]?.lastReapplied = wallClockMilliseconds()
+        readBackReports[key]?.systemHad = systemValue
+        readBackReportsChanged = true
+      }
       log.notice(
         "\(key) was turned \(systemValue ? "on" : "off") outside switchd: re-applying"
           + (wait > 0 ? " in \(ApplyCommand.seconds(Int(wait)))s" : ""))

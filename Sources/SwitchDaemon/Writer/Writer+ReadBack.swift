@@ -1,4 +1,5 @@
 import SwitchCore
+import SwitchProtocol
 import SwitchSystem
 
 // Reading the system back (SEMANTICS.md rule 18): the writer starts and
@@ -32,6 +33,13 @@ extension Writer {
     for key in previous.switches.keys where catalog.switches[key]?.readBack == nil {
       observe(key, nil, source: .watch, at: ReadBackClock.now())
     }
+    var reports: [String: ReadBackReport] = [:]
+    for definition in catalog.switches.values where definition.readBack != nil {
+      reports[definition.key] =
+        readBackReports[definition.key] ?? ReadBackReport(key: definition.key)
+    }
+    readBackReports = reports
+    readBackReportsChanged = true
     let scheduled = CheckThread.checks(in: catalog)
     if !scheduled.isEmpty { checks.submit(.schedule(scheduled)) }
   }
@@ -41,6 +49,14 @@ extension Writer {
     for watch in watches.values { watch.stop() }
     watches = [:]
     checks.submit(.stop)
+  }
+
+  /// `key`'s watch program ended: `status` and `why` say why until it reads again.
+  func watchEnded(_ key: String, reason: String) {
+    observe(key, nil, source: .watch, at: ReadBackClock.now())
+    guard readBackReports[key] != nil else { return }
+    readBackReports[key]?.watchProblem = reason
+    readBackReportsChanged = true
   }
 
   /// Runs the checks of `keys` whose apply command has just run.
@@ -53,6 +69,10 @@ extension Writer {
   /// A reading of `key`'s state (nil: unknown), for the loop's `observed`.
   func observe(_ key: String, _ state: Bool?, source: Drift.Source, at time: Int64) {
     guard catalog.switches[key]?.readBack != nil || state == nil else { return }
+    if source == .watch, state != nil, readBackReports[key]?.watchProblem != nil {
+      readBackReports[key]?.watchProblem = nil
+      readBackReportsChanged = true
+    }
     if let known = observed[key], known == state { return }
     observed[key] = .some(state)
     unreported[key] = .some(state)
@@ -60,11 +80,13 @@ extension Writer {
 
   /// The readings the loop has not been told, as an output; nil when none.
   func readingsOutput() -> WriterOutput? {
-    guard !unreported.isEmpty else { return nil }
+    guard !unreported.isEmpty || readBackReportsChanged else { return nil }
     var output = WriterOutput(
       catalog: nil, changes: [], answers: [], oldestRetained: oldestRetained)
     output.observations = unreported
     unreported = [:]
+    if readBackReportsChanged { output.readBack = readBackReports }
+    readBackReportsChanged = false
     return output
   }
 }

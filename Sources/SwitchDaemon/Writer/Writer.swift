@@ -53,6 +53,9 @@ final class Writer {
   var jobs: BlockingQueue<WriterJob>?
   /// What the drift rules remember of each switch that reads back (Writer+Drift.swift).
   var drift: [String: Drift.Memory] = [:]
+  /// `status.readBack`, and whether the loop has the latest.
+  var readBackReports: [String: ReadBackReport] = [:]
+  var readBackReportsChanged = false
 
   /// Opens the database, loads every switch, and applies `catalog`: rows for
   /// new switches, policy changes with `cause: policy`.
@@ -162,8 +165,8 @@ final class Writer {
           if let item = judgeReading(key, state, source: source, at: time) {
             deliver(commitGroup([item]))
           }
-        case .watchEnded(let key, _):
-          observe(key, nil, source: .watch, at: ReadBackClock.now())
+        case .watchEnded(let key, let reason):
+          watchEnded(key, reason: reason)
         case .reapplyDue(let key):
           flushItems()
           reapplyIfStillDrifted(key)

@@ -127,4 +127,6 @@ struct WriterOutput: Sendable {
   /// What the read-back programs last read, by key, since the last output
   /// (nil: unknown again): each switch's `observed`.
   var observations: [String: Bool?] = [:]
+  /// Every read-back switch's report, when one changed (`status.readBack`).
+  var readBack: [String: ReadBackReport]?
 }
