@@ -22,10 +22,15 @@ import Testing
 
   /// Starts the daemon and waits until the watch reports the reconciled value.
   static func started(
-    _ switches: String, policies: [String: String] = [:], initially: String = "on"
+    _ switches: String, policies: [String: String] = [:], initially: String = "on",
+    prepare: (DaemonFixture) throws -> Void = { _ in }
   ) throws -> (DaemonFixture, RPCClient) {
     let daemon = try DaemonFixture.withAppliers(
-      switches, policies: policies, prepare: { try $0.writeFakeRadio(initially: initially) })
+      switches, policies: policies,
+      prepare: {
+        try $0.writeFakeRadio(initially: initially)
+        try prepare($0)
+      })
     let client = try daemon.client()
     let ready = try pollUntil(seconds: 60) {
       try client.result("status")["reconciling"]?.int64Value == 0
@@ -126,5 +131,91 @@ import Testing
       })
     let causes = try Self.history(client).prefix(2).map { $0["cause"]?.stringValue }
     #expect(causes == ["drift", "drift"])
+  }
+
+  @Test func aSwitchADependencyDisablesIsReapplied() throws {
+    let (daemon, client) = try Self.started(
+      """
+      [airplane]
+      Label=Airplane mode
+      Default=on
+
+      """ + Self.radio("Conflicts=airplane", defaultOn: true))
+    #expect(
+      try client.result("get", #"{"key":"radio"}"#)["disabledBy"]?.stringValue == "dependency")
+    try daemon.turnRadio("on")
+    #expect(pollUntil(seconds: 60) { daemon.radioApplies().contains("off drift") })
+    #expect(pollUntil(seconds: 60) { Self.radioFile(daemon) == "off" })
+  }
+
+  @Test func anAdoptedValueMakesItsDependentsFollow() throws {
+    let (daemon, client) = try Self.started(
+      Self.radio()
+        + """
+
+        [hotspot]
+        Label=Hotspot
+        Default=on
+        Requires=radio
+        ExecApply=@DIR@/record @DIR@/hotspot.log
+        """,
+      prepare: { try $0.writeRecordingApplier() })
+    #expect(
+      try client.result("get", #"{"key":"hotspot"}"#)["disabledBy"]?.stringValue == "dependency")
+    try daemon.turnRadio("on")
+    #expect(
+      try pollUntil(seconds: 60) {
+        try client.result("get", #"{"key":"hotspot"}"#)["disabled"]?.boolValue == false
+      })
+    let entries = try client.result("history", #"{"limit":2}"#)["entries"]?.arrayValue ?? []
+    #expect(entries.map { $0["key"]?.stringValue } == ["hotspot", "radio"])
+    #expect(entries.map { $0["cause"]?.stringValue } == ["dependency", "external"])
+    #expect(entries.last?["actor"]?["source"]?.stringValue == "system")
+    // The dependent's command ran, told the cause of the change it follows.
+    let runs = daemon.recordedRuns("hotspot.log")
+    #expect(runs.last?.environment.contains("SWITCH_CAUSE=external") == true)
+    #expect(runs.last?.environment.contains("SWITCH_EFFECTIVE=on") == true)
+  }
+
+  @Test func aFailedReapplicationMakesTheSwitchInvalid() throws {
+    let (daemon, client) = try Self.started(Self.radio(), policies: Self.heldOff)
+    try writeWholeFile(daemon.directory + "/radio.fail", "")
+    try daemon.turnRadio("on")
+    #expect(
+      try pollUntil(seconds: 60) {
+        try client.result("get", #"{"key":"radio"}"#)["invalid"]?.boolValue == true
+      })
+    let radio = try client.result("get", #"{"key":"radio"}"#)
+    #expect(
+      radio["invalidReason"]?.stringValue
+        == "re-applying failed after the system had changed it: the radio is jammed")
+    let entry = try Self.history(client).first
+    #expect(entry?["cause"]?.stringValue == "drift")
+    #expect(entry?["actor"]?["source"]?.stringValue == "system")
+    // The system agrees again: valid again, cause drift.
+    unlink(daemon.directory + "/radio.fail")
+    try daemon.turnRadio("off")
+    #expect(
+      try pollUntil(seconds: 60) {
+        try client.result("get", #"{"key":"radio"}"#)["invalid"]?.boolValue == false
+      })
+    #expect(try Self.history(client).first?["cause"]?.stringValue == "drift")
+  }
+
+  @Test func aPeriodicCheckCatchesDrift() throws {
+    let daemon = try DaemonFixture.withAppliers(
+      """
+      [radio]
+      Label=Radio
+      Default=off
+      ExecApply=@DIR@/radio-apply @DIR@/radio
+      ExecCheck=@DIR@/radio-check @DIR@/radio
+      CheckIntervalSec=0.1
+      """, policies: Self.heldOff, prepare: { try $0.writeFakeRadio(initially: "off") })
+    let client = try daemon.client()
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
+    try daemon.turnRadio("on")
+    #expect(pollUntil(seconds: 60) { daemon.radioApplies().contains("off drift") })
+    #expect(pollUntil(seconds: 60) { Self.radioFile(daemon) == "off" })
   }
 }

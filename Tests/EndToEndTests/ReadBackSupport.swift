@@ -10,9 +10,11 @@ import Testing
 extension DaemonFixture {
   func writeFakeRadio(initially state: String = "off") throws {
     try writeWholeFile(directory + "/radio", state + "\n")
+    // While the file `radio.fail` exists, applying fails with its reason.
     try writeApplier(
       "radio-apply",
       """
+      if [ -e "$1.fail" ]; then echo "the radio is jammed" >&2; exit 1; fi
       echo "$SWITCH_EFFECTIVE $SWITCH_CAUSE" >> "$1.applies"
       echo "$SWITCH_EFFECTIVE" > "$1.new" && mv "$1.new" "$1"
       """)
