@@ -218,4 +218,31 @@ import Testing
     #expect(pollUntil(seconds: 60) { daemon.radioApplies().contains("off drift") })
     #expect(pollUntil(seconds: 60) { Self.radioFile(daemon) == "off" })
   }
+
+  @Test func switchdsOwnAppliesAreNeverDriftEvenWithALateWatch() throws {
+    // A watch that prints the state on every round, a fifth of a second
+    // after reading it: around an apply it says the old value late.
+    let (daemon, client) = try Self.started(
+      """
+      [radio]
+      Label=Radio
+      Default=off
+      ExecApply=@DIR@/radio-apply @DIR@/radio
+      ExecWatch=@DIR@/late-watch @DIR@/radio
+      """,
+      prepare: {
+        try $0.writeApplier(
+          "late-watch", #"while :; do read state < "$1"; sleep 0.2; echo "$state"; done"#)
+      })
+    let before = try Self.history(client).count
+    for value in [true, false, true, false] {
+      _ = try client.result("set", #"{"key":"radio","checked":\#(value)}"#)
+      #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(value) })
+    }
+    // One change per write, nothing adopted, nothing re-applied.
+    let entries = try Self.history(client)
+    #expect(entries.count == before + 4)
+    #expect(entries.prefix(4).allSatisfy { $0["cause"]?.stringValue == "set" })
+    #expect(daemon.radioApplies() == ["off reconcile", "on set", "off set", "on set", "off set"])
+  }
 }
