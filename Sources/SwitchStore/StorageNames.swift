@@ -63,3 +63,8 @@ extension Cause {
     }
   }
 }
+
+extension Actor {
+  /// `changes.actor_source` of a change the system made (schema migration 5).
+  static let systemStorageName = "system"
+}

@@ -22,6 +22,22 @@ import Testing
     }
   }
 
+  @Test func aDependentThatFollowsTheSystemKeepsTheSystemAsItsActor() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db")
+      defer { store.close() }
+      // Null ids with cause `dependency` are a policy's unless the log says system.
+      let changes = [Actor.system, .policy].enumerated().map { index, actor in
+        Change(
+          revision: Int64(index + 1), time: 1_790_000_000_123, key: "hotspot", cause: .dependency,
+          actor: actor, state: sampleStates[0], previous: sampleStates[1])
+      }
+      try store.commit(changes)
+      #expect(
+        try store.changes(after: 0, upTo: .max, limit: 10).map(\.actor) == [.system, .policy])
+    }
+  }
+
   @Test func changesRoundTripEveryCauseActorAndState() throws {
     try withTemporaryDirectory { directory in
       let store = try SwitchStore(path: directory + "/s.db")
