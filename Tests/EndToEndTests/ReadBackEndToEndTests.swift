@@ -74,4 +74,30 @@ import Testing
       try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
     #expect(try daemon.observed("radio", client) == .some(nil))
   }
+
+  @Test func aReloadStopsAndStartsWatches() throws {
+    let watched = """
+      [radio]
+      Label=Radio
+      Default=off
+      ExecApply=@DIR@/radio-apply @DIR@/radio
+      ExecWatch=@DIR@/radio-watch @DIR@/radio
+      """
+    let daemon = try DaemonFixture.withAppliers(
+      watched, prepare: { try $0.writeFakeRadio(initially: "off") })
+    let client = try daemon.client()
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
+    try daemon.writeFile(
+      "switches.d/10-test.conf",
+      "[radio]\nLabel=Radio\nDefault=off\nExecApply=\(daemon.directory)/radio-apply "
+        + "\(daemon.directory)/radio\n")
+    _ = try client.result("reload")
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(nil) })
+    #expect(try client.result("status")["readBack"]?.arrayValue?.isEmpty == true)
+    try daemon.writeFile(
+      "switches.d/10-test.conf", watched.replacingAll("@DIR@", with: daemon.directory))
+    _ = try client.result("reload")
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
+    #expect(try client.result("status")["readBack"]?.arrayValue?.count == 1)
+  }
 }
