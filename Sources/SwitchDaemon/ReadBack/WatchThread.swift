@@ -74,11 +74,16 @@ final class WatchThread: @unchecked Sendable {
         arguments: arguments, environment: environment, started: { attach($0) },
         line: { [self] state in
           if state == nil {
-            log.warning("the ExecWatch= program of \(key) printed a line that is not on or off")
+            log.rateLimited(
+              .warning, cause: "ExecWatch= of \(key)",
+              "the ExecWatch= program of \(key) printed a line that is not on or off")
           }
           jobs.push(.observed(key: key, state, .watch, at: ReadBackClock.now()))
         },
-        errorLine: { [self] line in log.notice("ExecWatch= of \(key): \(line)") })
+        // Bounded: a program that floods its standard error cannot fill the journal.
+        errorLine: { [self] line in
+          log.rateLimited(.notice, cause: "ExecWatch= of \(key)", "ExecWatch= of \(key): \(line)")
+        })
       attach(nil)
       if isStopped { return }
       if monotonicSeconds() - startedAt > wait { wait = Self.firstRestartSeconds }
