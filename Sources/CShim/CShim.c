@@ -96,6 +96,11 @@ long shim_raise_nofile_limit(void) {
 
 int shim_spawn_apply(const char *path, char *const argv[], char *const envp[], int stderr_fd,
                      int32_t *pid) {
+  return shim_spawn_reader(path, argv, envp, -1, stderr_fd, pid);
+}
+
+int shim_spawn_reader(const char *path, char *const argv[], char *const envp[], int stdout_fd,
+                      int stderr_fd, int32_t *pid) {
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;
   int rc = posix_spawn_file_actions_init(&actions);
@@ -117,7 +122,10 @@ int shim_spawn_apply(const char *path, char *const argv[], char *const envp[], i
     rc = posix_spawnattr_setflags(
         &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   if (rc == 0) rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  if (rc == 0) rc = posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  if (rc == 0) {
+    rc = stdout_fd < 0 ? posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+                       : posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
+  }
   if (rc == 0) rc = posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
   if (rc == 0) rc = posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   if (rc == 0) rc = posix_spawn_file_actions_addchdir_np(&actions, "/");

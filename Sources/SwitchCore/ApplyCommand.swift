@@ -20,7 +20,7 @@ public struct ApplyCommand: Equatable, Hashable, Sendable {
   public var timeoutReason: String { "timed out after \(Self.seconds(timeoutMilliseconds))s" }
 
   /// Milliseconds as seconds without needless digits: 5000 → "5", 1500 → "1.5".
-  static func seconds(_ milliseconds: Int) -> String {
+  public static func seconds(_ milliseconds: Int) -> String {
     let whole = milliseconds / 1000
     let fraction = milliseconds % 1000
     if fraction == 0 { return "\(whole)" }

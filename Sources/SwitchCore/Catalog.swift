@@ -41,12 +41,16 @@ public struct SwitchDefinition: Equatable, Sendable {
   public var source: SourceLocation
   /// `ExecApply=` and `ApplyTimeoutSec=`; nil when the switch has no apply command.
   public var apply: ApplyCommand?
+  /// `ExecCheck=`, `ExecWatch=` and their drift settings; nil when the
+  /// switch reads nothing back (its `observed` is always null).
+  public var readBack: ReadBack?
 
   public init(
     key: String, label: String?, description: String = "", defaultChecked: Bool,
     checkedIcon: String = "", uncheckedIcon: String = "", group: String = "", order: Int = 0,
     scope: Scope = .system, requires: [String] = [], conflicts: [String] = [],
-    source: SourceLocation = SourceLocation(file: "", line: 0), apply: ApplyCommand? = nil
+    source: SourceLocation = SourceLocation(file: "", line: 0), apply: ApplyCommand? = nil,
+    readBack: ReadBack? = nil
   ) {
     self.key = key
     self.label = label
@@ -61,6 +65,7 @@ public struct SwitchDefinition: Equatable, Sendable {
     self.conflicts = conflicts
     self.source = source
     self.apply = apply
+    self.readBack = readBack
   }
 }
 

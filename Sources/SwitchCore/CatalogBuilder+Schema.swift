@@ -1,10 +1,11 @@
 // switches.d: the schema, the switches that exist.
 extension CatalogBuilder {
-  static let switchNames = [
-    "Label", "Description", "Default", "CheckedIcon", "UncheckedIcon", "Group", "Scope",
-    "Requires", "Conflicts",
-    "ExecApply", "ApplyTimeoutSec",
-  ]
+  static let switchNames =
+    [
+      "Label", "Description", "Default", "CheckedIcon", "UncheckedIcon", "Group", "Scope",
+      "Requires", "Conflicts",
+      "ExecApply", "ApplyTimeoutSec",
+    ] + readBackNames
 
   /// Reads the schema file by file, remembering where each key was first declared.
   struct SchemaReader {
@@ -71,6 +72,7 @@ extension CatalogBuilder {
     var execApplyLine: Int?
     var timeoutLine: Int?
     var timeout = ApplyCommand.defaultTimeoutMilliseconds
+    var readBack = ReadBackDraft()
     for entry in section.entries {
       let location = SourceLocation(file: header.file, line: entry.line)
       switch entry.name {
@@ -120,12 +122,18 @@ extension CatalogBuilder {
           report.error(location, notBoolean(entry))
           valid = false
         }
+      case _ where readBackNames.contains(entry.name):
+        if !readBack.read(entry, at: location, into: &report) { valid = false }
       default:
         report.error(location, unknownName(entry, section: section.name, allowed: switchNames))
         valid = false
       }
     }
     definition.apply?.timeoutMilliseconds = timeout
+    let (readBackSettings, readBackValid) = readBack.finish(
+      key: section.name, hasApply: execApplyLine != nil, file: header.file, into: &report)
+    definition.readBack = readBackSettings
+    if !readBackValid { valid = false }
     if let execApplyLine, definition.scope == .user {
       report.error(
         SourceLocation(file: header.file, line: execApplyLine),
@@ -152,24 +160,9 @@ extension CatalogBuilder {
     return valid ? definition : nil
   }
 
-  /// The words of an `ExecApply=` value (`ApplyCommand.split`), or what is
-  /// wrong with it: empty, an unclosed quote, or a program path that is not absolute.
+  /// The words of an `ExecApply=` value (`programWords`), or what is wrong with it.
   static func execApplyWords(_ value: String) -> (words: [String]?, problem: String?) {
-    switch ApplyCommand.split(value) {
-    case .failure(.empty):
-      return (nil, "ExecApply= is empty: name the program that applies the value")
-    case .failure(.unclosedQuote):
-      return (nil, "ExecApply=\(value) has an unclosed double quote")
-    case .success(let words):
-      guard words[0].hasPrefix("/") else {
-        return (
-          nil,
-          "ExecApply=\(value): the program \(words[0]) is not an absolute path: "
-            + "it must start with '/'"
-        )
-      }
-      return (words, nil)
-    }
+    programWords(value, name: "ExecApply", purpose: "applies the value")
   }
 
   /// Word sequences that make a label read as a command or a state.

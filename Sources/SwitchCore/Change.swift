@@ -1,15 +1,18 @@
-/// Who made a change: a peer from SO_PEERCRED, a policy file, or switchd
-/// itself applying stored values at start or reload.
+/// Who made a change: a peer from SO_PEERCRED, a policy file, switchd
+/// itself applying stored values at start or reload, or the system that
+/// switchd reads back (a drift: SEMANTICS.md rules 18–19).
 public enum Actor: Equatable, Hashable, Sendable {
   case peer(uid: UInt32, gid: UInt32, pid: Int32)
   case policy
   case reconcile
+  case system
 }
 
 /// What made a change: the method, a policy applied at start or reload,
 /// another switch's change that disabled or enabled this one (`dependency`,
 /// rule 17), or an apply at start or reload that set or cleared `invalid`
-/// (`reconcile`).
+/// (`reconcile`), a value adopted from the system (`external`), or
+/// `invalid` set or cleared because the system kept drifting (`drift`).
 public enum Cause: Sendable, CaseIterable {
   case set
   case toggle
@@ -22,6 +25,8 @@ public enum Cause: Sendable, CaseIterable {
   case dependency
   case apply
   case reconcile
+  case external
+  case drift
 }
 
 /// One committed change of one switch: one revision, one event.

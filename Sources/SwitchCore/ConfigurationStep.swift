@@ -14,11 +14,15 @@ public enum ConfigurationStep: Equatable, Sendable {
 }
 
 extension Actor {
-  /// Who a change switchd makes from its configuration is by: a reconcile
-  /// (an apply at start or reload that set or cleared `invalid`) is
-  /// switchd's own, anything else the policy's.
+  /// Who a change that no client made is by: a reconcile (an apply at
+  /// start or reload that set or cleared `invalid`) is switchd's own, a
+  /// value adopted or a drift the system's, anything else the policy's.
   public static func configuration(_ cause: Cause) -> Actor {
-    cause == .reconcile ? .reconcile : .policy
+    switch cause {
+    case .reconcile: return .reconcile
+    case .external, .drift: return .system
+    default: return .policy
+    }
   }
 }
 
@@ -66,7 +70,9 @@ extension Rules {
     let next = (target ?? current).applied(failure: failure)
     if next == current { return nil }
     let byConfiguration = target != nil && target != current
+    // A drift's `invalid` is the system's (cause `drift`), else switchd's reconcile.
+    let own: Cause = cause == .drift ? .drift : .reconcile
     return PlannedChange(
-      key: key, cause: byConfiguration ? cause : .reconcile, state: next, previous: current)
+      key: key, cause: byConfiguration ? cause : own, state: next, previous: current)
   }
 }

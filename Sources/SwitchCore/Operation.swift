@@ -71,6 +71,8 @@ extension Cause {
     switch self {
     case .set, .toggle, .reset, .apply: return .writer
     case .lock, .unlock, .disable, .enable, .policy, .reconcile: return .administrator
+    // switchd's own, following the system; no caller asks for it.
+    case .external, .drift: return .administrator
     // Made with another change, by whoever may make that one; nobody asks for it.
     case .dependency: return .anyone
     }

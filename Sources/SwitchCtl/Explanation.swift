@@ -10,6 +10,9 @@ struct Explanation: Equatable {
   var lastChange: Sent<EntryObject>?
   var heldSince: Sent<EntryObject>?
   var disabledSince: Sent<EntryObject>?
+  /// `status.readBack`'s entry for the switch: its re-applications and its
+  /// watch program (nil when it reads nothing back). Not in `--json`.
+  var readBack: ReadBackReport?
   /// Whether any entry has been seen; the first one seen is the last change.
   private var sawEntries = false
 

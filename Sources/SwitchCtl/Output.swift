@@ -194,6 +194,12 @@ enum Output {
         if count > 0 { text += count == 1 ? " (1 error)" : " (\(count) errors)" }
         lines.append(member.name + ": " + text)
         lines += reload.errors.map { "  " + printable($0) }
+      case WireField.readBack:
+        let reapplied = report.readBack.reduce(0) { $0 + $1.reapplied }
+        let down = report.readBack.filter { $0.watchProblem != nil }.map(\.key)
+        lines.append(
+          member.name + ": \(report.readBack.count) switches, re-applied \(reapplied) times"
+            + (down.isEmpty ? "" : ", watch not running: " + down.joined(separator: ", ")))
       case WireField.caller:
         let c = report.caller
         lines.append(
@@ -303,7 +309,30 @@ enum Output {
         "Invalid: its apply command could not make the value real" + reason
           + " `switchctl apply \(key)` tries again.")
     }
+    lines += readBack(s, explanation.readBack)
     lines.append(lastChange(explanation.lastChange?.value, s))
+    return lines
+  }
+
+  /// What the system reads (`observed`), the re-applications and the watch
+  /// program of a switch that reads the system back.
+  private static func readBack(_ s: SwitchObject, _ report: ReadBackReport?) -> [String] {
+    guard let report else { return [] }
+    var lines: [String] = []
+    if let observed = s.observed {
+      lines.append("The system reads it as " + onOff(observed) + ".")
+    } else {
+      lines.append("What the system has is unknown: nothing was read back yet.")
+    }
+    if report.reapplied > 0, let time = report.lastReapplied, let had = report.systemHad {
+      let times = report.reapplied == 1 ? "once" : "\(report.reapplied) times"
+      lines.append(
+        "Re-applied \(times) since switchd started; last re-applied at \(Output.time(time)): "
+          + "the system had turned it \(onOff(had)).")
+    }
+    if let problem = report.watchProblem {
+      lines.append("Its watch program is not running: " + printable(problem) + ".")
+    }
     return lines
   }
 

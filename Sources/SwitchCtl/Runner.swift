@@ -229,6 +229,11 @@ struct Runner {
       else { break }
       before = oldest
     }
+    // Its re-applications and watch program; a daemon older than read-back
+    // has no `readBack`, and then there is nothing to add.
+    if let status = try? StatusReport(wire: try call(client, .status, [])) {
+      explanation.readBack = status.readBack.first { $0.key == key }
+    }
     return explanation
   }
 }

@@ -185,7 +185,22 @@ public enum ResultEncoding {
     w.bool(status.caller.administrator)
     w.member(WireField.writesSystemSwitches)
     w.bool(status.caller.writesSystemSwitches)
-    w.raw("}}")
+    w.raw("}")
+    w.member(WireField.readBack)
+    writeArray(&w, status.readBack) { w, report in
+      w.firstMember(WireField.key)
+      w.string(report.key)
+      w.member(WireField.reapplied)
+      w.int(Int64(report.reapplied))
+      w.member(WireField.lastReapplied)
+      if let time = report.lastReapplied { WireEncoding.writeTime(&w, time) } else { w.null() }
+      w.member(WireField.systemHad)
+      w.stringOrNull(report.systemHad.map { $0 ? "on" : "off" })
+      w.member(WireField.watchProblem)
+      w.stringOrNull(report.watchProblem)
+      w.raw("}")
+    }
+    w.raw("}")
   }
 
   /// The heads of the results every `list` and write answers, made once.

@@ -165,6 +165,41 @@ public struct ReloadRecord: Equatable, Sendable, WireDecodable {
   }
 }
 
+/// How a switch that reads the system back is doing (`status.readBack`,
+/// SEMANTICS.md rules 18–19): its re-applications since switchd started,
+/// the last one and what the system had turned it to, and why its
+/// `ExecWatch=` program is not running, if it is not.
+public struct ReadBackReport: Equatable, Sendable, WireDecodable {
+  public var key: String
+  public var reapplied: Int
+  /// Milliseconds since the epoch; nil before any re-application.
+  public var lastReapplied: Int64?
+  /// What the system had turned the switch to before the last re-application.
+  public var systemHad: Bool?
+  public var watchProblem: String?
+
+  public init(
+    key: String, reapplied: Int = 0, lastReapplied: Int64? = nil, systemHad: Bool? = nil,
+    watchProblem: String? = nil
+  ) {
+    self.key = key
+    self.reapplied = reapplied
+    self.lastReapplied = lastReapplied
+    self.systemHad = systemHad
+    self.watchProblem = watchProblem
+  }
+
+  public static let objectName = "a readBack entry"
+
+  public init(members m: WireMembers) throws(WireDecodingError) {
+    let had = try m.stringOrNull(WireField.systemHad)
+    self.init(
+      key: try m.string(WireField.key), reapplied: try m.integer(WireField.reapplied),
+      lastReapplied: try m.timeOrNull(WireField.lastReapplied),
+      systemHad: had.map { $0 == "on" }, watchProblem: try m.stringOrNull(WireField.watchProblem))
+  }
+}
+
 /// What `status` reports (`ResultEncoding.writeStatus`).
 public struct StatusReport: Equatable, Sendable, WireDecodable {
   /// The caller of `status`, as the daemon sees it.
@@ -208,13 +243,16 @@ public struct StatusReport: Equatable, Sendable, WireDecodable {
   /// is still running (0 once every one has been applied).
   public var reconciling: Int
   public var caller: CallerReport
+  /// The switches that read the system back, by key.
+  public var readBack: [ReadBackReport] = []
 
   public init(
     version: String, revision: Int64, switches: Int, policies: Int, connections: Int,
     watches: Int, uptimeSeconds: Int64, database: String, socket: String,
     configDirectory: String, lastReload: ReloadRecord?, reconciling: Int = 0,
-    caller: CallerReport
+    caller: CallerReport, readBack: [ReadBackReport] = []
   ) {
+    self.readBack = readBack
     self.version = version
     self.revision = revision
     self.switches = switches
@@ -242,5 +280,7 @@ public struct StatusReport: Equatable, Sendable, WireDecodable {
       configDirectory: try m.string(WireField.configDirectory),
       lastReload: try m.decodeOrNull(WireField.lastReload),
       reconciling: try m.integer(WireField.reconciling), caller: try m.decode(WireField.caller))
+    // Absent from a daemon older than read-back.
+    if m.has(WireField.readBack) { readBack = try m.decodeArray(WireField.readBack) }
   }
 }

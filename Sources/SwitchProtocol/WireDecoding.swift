@@ -50,6 +50,10 @@ public struct WireMembers {
     try read(name, "true or false", \.boolValue)
   }
 
+  public func boolOrNull(_ name: String) throws(WireDecodingError) -> Bool? {
+    try readOrNull(name, "true or false", \.boolValue)
+  }
+
   /// A whole number that fits `T` (a uid in `UInt32`, a count in `Int`).
   public func integer<T: FixedWidthInteger>(_ name: String) throws(WireDecodingError) -> T {
     try read(name, "a whole number") { $0.int64Value.flatMap { T(exactly: $0) } }

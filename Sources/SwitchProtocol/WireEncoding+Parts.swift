@@ -21,6 +21,7 @@ extension WireEncoding {
     static let ineffectiveSystem = scopeMembers(effective: false, .system)
     static let revision = fixedBytes { $0.member(WireField.revision) }
     static let changedAt = fixedBytes { $0.member(WireField.changedAt) }
+    static let observed = fixedBytes { $0.member(WireField.observed) }
     static let writableEnd = fixedBytes {
       $0.member(WireField.writable)
       $0.bool(true)
@@ -69,6 +70,7 @@ extension WireEncoding {
     static let hiddenActor = idlessActor(source: nil)
     static let policyActor = idlessActor(source: Actor.policy.source)
     static let reconcileActor = idlessActor(source: Actor.reconcile.source)
+    static let systemActor = idlessActor(source: Actor.system.source)
     static func idlessActor(source: String?) -> FixedBytes {
       fixedBytes {
         $0.firstMember(WireField.uid)

@@ -7,13 +7,15 @@ public enum WireEncoding {
   /// A Switch object.
   /// `user`: whose value of a user-scope switch `record` shows (nil for a
   /// system switch, and for a user-scope one seen by every user's watch).
+  /// `observed`: what the switch's `ExecCheck=`/`ExecWatch=` last read
+  /// (nil while unknown, and always for a switch that reads nothing back).
   public static func writeSwitch(
     _ w: inout JSONWriter, definition: SwitchDefinition, record: SwitchRecord,
-    policySource: SourceLocation?, user: UInt32? = nil
+    policySource: SourceLocation?, user: UInt32? = nil, observed: Bool? = nil
   ) {
     writeSwitch(
       &w, template: SwitchTemplate(definition), record: record, policySource: policySource,
-      user: user)
+      user: user, observed: observed)
   }
 
   /// A Switch object, its schema members copied from `template`; with
@@ -21,12 +23,13 @@ public enum WireEncoding {
   /// when given.
   public static func writeSwitch(
     _ w: inout JSONWriter, template: SwitchTemplate, record: SwitchRecord,
-    policySource: SourceLocation?, user: UInt32? = nil, writable: Writability? = nil
+    policySource: SourceLocation?, user: UInt32? = nil, observed: Bool? = nil,
+    writable: Writability? = nil
   ) {
     writeSwitch(
       &w, template: template, record: record,
       middle: switchMiddle(template: template, state: record.state, policySource: policySource),
-      user: user, writable: writable)
+      user: user, observed: observed, writable: writable)
   }
 
   /// The members of a Switch object between `checked` and `effective`
@@ -46,12 +49,12 @@ public enum WireEncoding {
   /// A Switch object whose middle members `switchMiddle` encoded.
   public static func writeSwitch(
     _ w: inout JSONWriter, template: SwitchTemplate, record: SwitchRecord, middle: [UInt8],
-    user: UInt32?, writable: Writability?
+    user: UInt32?, observed: Bool?, writable: Writability?
   ) {
     writeSwitch(
       &w, template: template, checked: record.state.checked, middle: middle,
       effective: record.state.isOnAndInEffect, user: user, revision: record.revision,
-      changedAt: record.changedAt, writable: writable)
+      changedAt: record.changedAt, observed: observed, writable: writable)
   }
 
   /// A Switch object from its parts: what one user reads of a user-scope
@@ -59,7 +62,8 @@ public enum WireEncoding {
   /// once (appending a `StaticString` goes through the generic sequence path).
   public static func writeSwitch(
     _ w: inout JSONWriter, template: SwitchTemplate, checked: Bool, middle: [UInt8],
-    effective: Bool, user: UInt32?, revision: Int64, changedAt: Int64?, writable: Writability?
+    effective: Bool, user: UInt32?, revision: Int64, changedAt: Int64?, observed: Bool?,
+    writable: Writability?
   ) {
     w.raw(template.head)
     w.raw(checked ? Parts.true : Parts.false)
@@ -78,6 +82,10 @@ public enum WireEncoding {
     } else {
       w.null()
     }
+    // Before `writable`: an object encoded for anyone gets the caller's
+    // `writable` appended in place of its closing brace.
+    w.raw(Parts.observed)
+    if let observed { w.bool(observed) } else { w.null() }
     if let writable {
       writeWritableEnd(&w, writable)
     } else {
@@ -171,6 +179,7 @@ public enum WireEncoding {
       w.raw("}")
     case .policy: w.raw(Parts.policyActor)
     case .reconcile: w.raw(Parts.reconcileActor)
+    case .system: w.raw(Parts.systemActor)
     }
   }
 
@@ -179,7 +188,7 @@ public enum WireEncoding {
   public static func writeHiddenActor(_ w: inout JSONWriter, _ actor: Actor) {
     switch actor {
     case .peer: w.raw(Parts.hiddenActor)
-    case .policy, .reconcile: writeActor(&w, actor)
+    case .policy, .reconcile, .system: writeActor(&w, actor)
     }
   }
 

@@ -31,6 +31,8 @@ extension Cause {
     case .dependency: return "dependency"
     case .apply: return "apply"
     case .reconcile: return "reconcile"
+    case .external: return "external"
+    case .drift: return "drift"
     }
   }
 
@@ -77,6 +79,7 @@ extension Actor {
     case .peer: return nil
     case .policy: return "policy"
     case .reconcile: return "reconcile"
+    case .system: return "system"
     }
   }
 }

@@ -56,6 +56,9 @@ public struct SwitchObject: Equatable, Sendable {
   public var changedAt: Int64?
   public var writable: Bool
   public var writableReason: String?
+  /// What the switch's `ExecCheck=`/`ExecWatch=` last read of the system;
+  /// nil while unknown or when it reads nothing back (not State).
+  public var observed: Bool?
 }
 
 extension SwitchObject: WireDecodable {
@@ -73,7 +76,9 @@ extension SwitchObject: WireDecodable {
       effective: try m.bool(WireField.effective), scope: try m.string(WireField.scope),
       user: try m.integerOrNull(WireField.user), revision: try m.integer(WireField.revision),
       changedAt: try m.timeOrNull(WireField.changedAt), writable: try m.bool(WireField.writable),
-      writableReason: try m.stringOrNull(WireField.writableReason))
+      writableReason: try m.stringOrNull(WireField.writableReason),
+      // Absent from a daemon older than `observed`: unknown, as null says.
+      observed: m.has(WireField.observed) ? try m.boolOrNull(WireField.observed) : nil)
   }
 }
 

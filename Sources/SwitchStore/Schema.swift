@@ -14,7 +14,9 @@ struct Migration: Sendable {
 }
 
 enum Schema {
-  static let migrations: [Migration] = [changeLog, keyChains, applyCommands, userValues]
+  static let migrations: [Migration] = [
+    changeLog, keyChains, applyCommands, userValues, systemActors,
+  ]
 
   /// 1: switches, the change log, and the global revision.
   static let changeLog = Migration(
@@ -134,6 +136,16 @@ enum Schema {
       ) WITHOUT ROWID;
       """,
     foundBy: "SELECT count(*) FROM pragma_table_info('changes') WHERE name = 'user'")
+
+  /// 5: who made a change without ids. Null ids were told apart by the cause alone (a
+  /// policy, switchd's reconcile); a change the system made (a value adopted, a drift, and
+  /// the dependents that follow them, SEMANTICS.md rule 19) has causes a policy has too
+  /// (`dependency`), so `actor_source` says `system` for it (NULL: by the cause, as before).
+  static let systemActors = Migration(
+    name: "the system as an actor",
+    sql: """
+      ALTER TABLE changes ADD COLUMN actor_source TEXT;
+      """)
 
   /// The schema version this build writes and reads.
   static var currentVersion: Int32 { Int32(migrations.count) }

@@ -39,6 +39,8 @@ extension Cause {
     case .dependency: return "dependency"
     case .apply: return "apply"
     case .reconcile: return "reconcile"
+    case .external: return "external"
+    case .drift: return "drift"
     }
   }
 
@@ -55,7 +57,14 @@ extension Cause {
     case "dependency": self = .dependency
     case "apply": self = .apply
     case "reconcile": self = .reconcile
+    case "external": self = .external
+    case "drift": self = .drift
     default: return nil
     }
   }
+}
+
+extension Actor {
+  /// `changes.actor_source` of a change the system made (schema migration 5).
+  static let systemStorageName = "system"
 }

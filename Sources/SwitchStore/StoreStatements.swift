@@ -23,10 +23,10 @@ struct StoreStatements {
       s_disabled_by, \
       p_checked, p_read_only, p_read_only_reason, p_held_by, p_disabled, p_disabled_reason, \
       p_disabled_by, s_invalid, s_invalid_reason, p_invalid, p_invalid_reason, user, \
-      s_value_fixed, p_value_fixed
+      s_value_fixed, p_value_fixed, actor_source
       """
     /// `changeColumns` then `key_previous`: its column index.
-    static let keyPreviousColumn: Int32 = 28
+    static let keyPreviousColumn: Int32 = 29
 
     static let loadSwitches = "SELECT \(switchColumns) FROM switches ORDER BY key"
     static let hasSwitch = "SELECT 1 FROM switches WHERE key = ?1"
@@ -96,11 +96,11 @@ struct StoreStatements {
       SELECT max(revision) FROM changes WHERE revision > ?1 AND key = ?2 AND user IS ?3
       """
 
-    /// `?29` is `key_previous`: the revision of the previous change of the same key and user.
+    /// `?30` is `key_previous`: the revision of the previous change of the same key and user.
     static let insertChange = """
       INSERT INTO changes(\(changeColumns), key_previous) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
       ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, \
-      ?26, ?27, ?28, ?29)
+      ?26, ?27, ?28, ?29, ?30)
       """
     /// The revision of a key's newest change as of the checkpoint (0: none).
     static let switchRevision = "SELECT revision FROM switches WHERE key = ?1"
@@ -233,7 +233,7 @@ extension SQLiteStatement {
     )
   }
 
-  /// Binds a log row to `?1`...`?29` (`SQL.changeColumns`, then `key_previous`).
+  /// Binds a log row to `?1`...`?30` (`SQL.changeColumns`, then `key_previous`).
   func bindChange(_ change: Change, keyPrevious: Int64?) throws(SQLiteError) {
     try bind(change.revision, at: 1)
     try bind(change.key, at: 2)
@@ -244,9 +244,10 @@ extension SQLiteStatement {
       try bind(Int64(uid), at: 5)
       try bind(Int64(gid), at: 6)
       try bind(Int64(pid), at: 7)
-    case .policy, .reconcile:
+    case .policy, .reconcile, .system:
       // All three NULL is how the log says "a policy file did it", or, with
-      // cause `reconcile`, switchd applying stored values.
+      // cause `reconcile`, switchd applying stored values, or with `external`
+      // or `drift`, the system switchd reads back (`Actor.configuration`).
       try bindNull(at: 5)
       try bindNull(at: 6)
       try bindNull(at: 7)
@@ -256,7 +257,8 @@ extension SQLiteStatement {
     try bind(change.user.map { Int64($0) }, at: 26)
     try bind(change.state.valueFixed, at: 27)
     try bind(change.previous.valueFixed, at: 28)
-    try bind(keyPrevious, at: 29)
+    try bind(change.actor == .system ? Actor.systemStorageName : nil, at: 29)
+    try bind(keyPrevious, at: 30)
   }
 
   /// Binds the seven State columns to `?first`...`?(first + 6)`, and
@@ -292,7 +294,8 @@ extension SQLiteStatement {
     let actor: Actor
     switch (optionalInt64(at: 4), optionalInt64(at: 5), optionalInt64(at: 6)) {
     case (nil, nil, nil):
-      actor = .configuration(cause)
+      actor =
+        optionalText(at: 28) == Actor.systemStorageName ? .system : .configuration(cause)
     case (let uid?, let gid?, let pid?):
       guard let uid = UInt32(exactly: uid), let gid = UInt32(exactly: gid),
         let pid = Int32(exactly: pid)

@@ -15,9 +15,11 @@ import Testing
         "key", "label", "description", "checked", "defaultChecked", "readOnly", "readOnlyReason",
         "heldBy", "disabled", "disabledReason", "disabledBy", "invalid", "invalidReason",
         "checkedIcon", "uncheckedIcon", "group", "order", "policySource", "effective", "scope",
-        "user", "revision", "changedAt", "writable", "writableReason",
+        "user", "revision", "changedAt", "observed", "writable", "writableReason",
       ])
     #expect(wifi["label"]?.stringValue == "Wi-Fi")
+    // The fixture's switches read nothing back from the system.
+    #expect(wifi["observed"]?.isNull == true)
     #expect(wifi["checked"]?.boolValue == true)
     #expect(wifi["revision"]?.int64Value == 0)
     #expect(wifi["changedAt"]?.isNull == true)

@@ -256,7 +256,8 @@ struct CatalogBuilderTests {
           + "1000000",
         "switches.d/10-base.conf:3: unknown name Colour in [wifi]: allowed are Label, "
           + "Description, Default, CheckedIcon, UncheckedIcon, Group, Scope, Requires, Conflicts, "
-          + "ExecApply, ApplyTimeoutSec",
+          + "ExecApply, ApplyTimeoutSec, ExecCheck, ExecWatch, CheckIntervalSec, OnDrift, "
+          + "DriftLimit",
         "policy.d/50-corp.conf:2: ReadOnly=maybe is not a boolean: use on/off, yes/no, "
           + "true/false or 1/0",
       ])
@@ -419,7 +420,8 @@ struct SchemaTests {
     (
       "[wifi]\nLabel=Wi-Fi\nlabel=x", 3,
       "unknown name label in [wifi]: allowed are Label, Description, Default, CheckedIcon, "
-        + "UncheckedIcon, Group, Scope, Requires, Conflicts, ExecApply, ApplyTimeoutSec"
+        + "UncheckedIcon, Group, Scope, Requires, Conflicts, ExecApply, ApplyTimeoutSec, "
+        + "ExecCheck, ExecWatch, CheckIntervalSec, OnDrift, DriftLimit"
     ),
     (
       "[wifi]\nLabel=Wi-Fi\nScope=users", 3,

@@ -266,7 +266,24 @@ import Testing
         + #""invalid":false,"invalidReason":null,"#
         + #""checkedIcon":"wifi","uncheckedIcon":"wifi_off","group":"Connectivity","order":3,"#
         + #""policySource":"50-corp.conf:2","effective":true,"scope":"system","user":null,"#
-        + #""revision":42,"changedAt":"2026-11-30T03:40:00.123Z"}"#)
+        + #""revision":42,"changedAt":"2026-11-30T03:40:00.123Z","observed":null}"#)
+  }
+
+  @Test(arguments: [(true, "true"), (false, "false")])
+  func observedComesAfterChangedAtAndDecodes(observed: Bool, text: String) throws {
+    var w = JSONWriter()
+    WireEncoding.writeSwitch(
+      &w, definition: Self.definition,
+      record: SwitchRecord(key: "wifi", state: SwitchState(checked: false)), policySource: nil,
+      observed: observed)
+    #expect(
+      String(decoding: w.bytes, as: UTF8.self)
+        .hasSuffix(#""changedAt":null,"observed":"# + text + "}"))
+    // As a caller reads it: `writable` appended after `observed`.
+    var seen = JSONWriter()
+    WireEncoding.writeSwitch(&seen, encoded: w.bytes, writable: .writable)
+    let decoded = try SwitchObject(wire: JSONParser.parse(seen.bytes, maxDepth: 64))
+    #expect(decoded.observed == observed)
   }
 
   @Test func writableAndItsReasonAreTheCallersAndComeLast() {
@@ -320,7 +337,7 @@ import Testing
     #expect(
       text.hasSuffix(
         #""policySource":null,"effective":false,"scope":"system","user":null,"#
-          + #""revision":0,"changedAt":null}"#))
+          + #""revision":0,"changedAt":null,"observed":null}"#))
   }
 
   static let change = Change(

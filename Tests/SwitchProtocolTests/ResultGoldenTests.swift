@@ -117,7 +117,8 @@ import Testing
     + #""uptimeSeconds":60,"database":"/var/lib/switchd/switches.db","#
     + #""socket":"/run/switchd/switchd.sock","configDirectory":"/etc/switchd","lastReload":"#
   static let statusCaller =
-    #","reconciling":2,"caller":{"uid":1000,"gid":100,"administrator":false,"writesSystemSwitches":true}}"#
+    #","reconciling":2,"caller":{"uid":1000,"gid":100,"administrator":false,"writesSystemSwitches":true},"#
+    + #""readBack":[]}"#
 
   @Test func statusGolden() {
     #expect(
@@ -145,6 +146,21 @@ import Testing
       asAdministrator.contains(
         #""result":"refused","errorCount":2,"#
           + #""errors":["switches.d/a.conf:1: x","policy.d/b.conf:2: y"]}"#))
+  }
+
+  @Test func statusReadBackGolden() {
+    var report = Self.status(lastReload: nil)
+    report.readBack = [
+      ReadBackReport(
+        key: "bluetooth", reapplied: 3, lastReapplied: 1_796_010_067_002, systemHad: true),
+      ReadBackReport(key: "wifi", watchProblem: "the ExecWatch= program of wifi ended"),
+    ]
+    #expect(
+      Self.text { ResultEncoding.writeStatus(&$0, report) }.hasSuffix(
+        #""readBack":[{"key":"bluetooth","reapplied":3,"#
+          + #""lastReapplied":"2026-11-30T03:41:07.002Z","systemHad":"on","watchProblem":null},"#
+          + #"{"key":"wifi","reapplied":0,"lastReapplied":null,"systemHad":null,"#
+          + #""watchProblem":"the ExecWatch= program of wifi ended"}]}"#))
   }
 
   @Test func invalidConfigListsEveryError() {

@@ -41,7 +41,7 @@ import Testing
       policySource: policySource?.policySourceText, effective: record.state.isOnAndInEffect,
       scope: d.scope.wireName, user: user, revision: record.revision,
       changedAt: record.changedAt, writable: writable == .writable,
-      writableReason: writable.reason)
+      writableReason: writable.reason, observed: nil)
   }
 
   static func writeSwitch(
@@ -206,7 +206,12 @@ import Testing
     let refused = ReloadRecord(
       time: 1_796_010_067_002, result: .refused, errors: ["a.conf:1: x", "b.conf:2: y"])
     for reload in [nil, ReloadRecord(time: 1_796_010_067_002, result: .applied), refused] {
-      let report = ResultGoldenTests.status(lastReload: reload, administrator: true)
+      var report = ResultGoldenTests.status(lastReload: reload, administrator: true)
+      report.readBack = [
+        ReadBackReport(
+          key: "radio", reapplied: 2, lastReapplied: 1_796_010_067_002, systemHad: false),
+        ReadBackReport(key: "wifi", watchProblem: "gone"),
+      ]
       #expect(try Self.decoded { ResultEncoding.writeStatus(&$0, report) } == report)
     }
     // Only an administrator is sent the errors; anyone their count.

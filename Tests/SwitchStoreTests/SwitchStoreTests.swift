@@ -22,6 +22,22 @@ import Testing
     }
   }
 
+  @Test func aDependentThatFollowsTheSystemKeepsTheSystemAsItsActor() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db")
+      defer { store.close() }
+      // Null ids with cause `dependency` are a policy's unless the log says system.
+      let changes = [Actor.system, .policy].enumerated().map { index, actor in
+        Change(
+          revision: Int64(index + 1), time: 1_790_000_000_123, key: "hotspot", cause: .dependency,
+          actor: actor, state: sampleStates[0], previous: sampleStates[1])
+      }
+      try store.commit(changes)
+      #expect(
+        try store.changes(after: 0, upTo: .max, limit: 10).map(\.actor) == [.system, .policy])
+    }
+  }
+
   @Test func changesRoundTripEveryCauseActorAndState() throws {
     try withTemporaryDirectory { directory in
       let store = try SwitchStore(path: directory + "/s.db")
@@ -32,8 +48,14 @@ import Testing
       ]
       var changes: [Change] = []
       for (index, cause) in Cause.allCases.enumerated() {
-        // The log tells switchd's own reconcile from a policy by the cause.
-        let actor: Actor = cause == .reconcile ? .reconcile : actors[index % actors.count]
+        // The log tells switchd's own reconcile, and the system's drift,
+        // from a policy by the cause.
+        let actor: Actor =
+          switch cause {
+          case .reconcile: .reconcile
+          case .external, .drift: .system
+          default: actors[index % actors.count]
+          }
         changes.append(
           Change(
             revision: Int64(index + 1), time: 1_790_000_000_123 + Int64(index),

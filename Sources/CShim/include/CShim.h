@@ -65,6 +65,11 @@ long shim_raise_nofile_limit(void);
 int shim_spawn_apply(const char *path, char *const argv[], char *const envp[], int stderr_fd,
                      int32_t *pid);
 
+/// shim_spawn_apply with standard output onto `stdout_fd` instead of /dev/null
+/// (ExecCheck= and ExecWatch= print the state they read).
+int shim_spawn_reader(const char *path, char *const argv[], char *const envp[], int stdout_fd,
+                      int stderr_fd, int32_t *pid);
+
 /// pidfd_open(2): a descriptor that polls readable once `pid` has exited;
 /// -1 with errno (ENOSYS on kernels before 5.3).
 int shim_pidfd_open(int32_t pid);

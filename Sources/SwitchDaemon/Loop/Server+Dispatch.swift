@@ -158,7 +158,8 @@ extension Server {
       reconciling: reconciling,
       caller: StatusReport.CallerReport(
         uid: connection.peer.uid, gid: connection.peer.gid, administrator: caller.isAdmin,
-        writesSystemSwitches: caller.mayWrite))
+        writesSystemSwitches: caller.mayWrite),
+      readBack: readBackReports.keys.sorted().compactMap { readBackReports[$0] })
   }
 
   func markWriterStopped() { writerStopped = true }

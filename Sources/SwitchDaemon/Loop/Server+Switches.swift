@@ -83,11 +83,12 @@ struct SwitchEncodings {
   /// Encodes the Switch at `position` and keeps it until `invalidate`.
   mutating func encode(
     at position: Int, definition: SwitchDefinition, record: SwitchRecord,
-    policySource: SourceLocation?
+    policySource: SourceLocation?, observed: Bool?
   ) -> [UInt8] {
     let template = entries[position].template ?? SwitchTemplate(definition)
     var w = JSONWriter(capacity: 512)
-    WireEncoding.writeSwitch(&w, template: template, record: record, policySource: policySource)
+    WireEncoding.writeSwitch(
+      &w, template: template, record: record, policySource: policySource, observed: observed)
     entries[position] = Entry(template: template, bytes: w.bytes)
     return w.bytes
   }
@@ -141,7 +142,8 @@ extension Server {
     }
     return encodings.encode(
       at: position, definition: definition, record: record,
-      policySource: Rules.policySource(state: record.state, rule: catalog.policies[key]))
+      policySource: Rules.policySource(state: record.state, rule: catalog.policies[key]),
+      observed: observations[key])
   }
 
   /// Whether `caller` may change `key`'s value now, and if not why

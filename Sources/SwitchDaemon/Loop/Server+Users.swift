@@ -48,7 +48,8 @@ extension Server {
     WireEncoding.writeSwitch(
       &w, template: template, checked: seen.checked, middle: middle,
       effective: seen.checked && !state.disabled, user: uid, revision: seen.revision,
-      changedAt: seen.changedAt,
+      // A user-scope switch has no apply command, so nothing is read back.
+      changedAt: seen.changedAt, observed: nil,
       writable: Rules.writability(
         key: key, state: state, policy: policy, caller: caller, scope: .user))
   }

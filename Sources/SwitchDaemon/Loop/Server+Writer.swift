@@ -22,6 +22,12 @@ extension Server {
         notifier.send(statusLine)
       }
       takeCommitted(output.changes)
+      if let reports = output.readBack { readBackReports = reports }
+      for (key, state) in output.observations {
+        // Not State: no event, only the Switch object shows it from now on.
+        observations[key] = state
+        encodings.invalidate(key)
+      }
       var resumed: [UInt64: Connection] = [:]
       for (ticket, answer) in output.answers {
         if let uid = ticket.countedAgainst {
@@ -114,7 +120,7 @@ extension Server {
     var object = JSONWriter(capacity: 512)
     WireEncoding.writeSwitch(
       &object, template: template(of: outcome.definition), record: outcome.record,
-      policySource: outcome.policySource)
+      policySource: outcome.policySource, observed: observations[key])
     let writable = Rules.writability(
       key: key, state: outcome.record.state, policy: catalog.policies[key], caller: caller)
     WireEncoding.writeSwitch(&w, encoded: object.bytes, writable: writable)

@@ -83,6 +83,11 @@ final class Server {
   /// Who administers and who writes: every connection's `caller` follows from it.
   var access: AccessRules
   var records: [String: SwitchRecord]
+  /// What each switch's `ExecCheck=`/`ExecWatch=` last read of the system
+  /// (`observed`), by key; absent while unknown. Not State: never stored.
+  var observations: [String: Bool] = [:]
+  /// How each switch that reads back is doing, for `status.readBack`.
+  var readBackReports: [String: ReadBackReport] = [:]
   /// Every user's own values of user-scope switches, as of `revision`.
   var userValues: UserValues
   var revision: Int64

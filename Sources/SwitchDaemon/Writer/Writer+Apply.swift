@@ -27,6 +27,9 @@ struct WriteRequest: Sendable {
   /// Set once its command has run: for which effective value, and the
   /// failure's reason (nil: applied).
   var applied: AppliedCommand?
+  /// A value adopted from the system (rule 19): cause `external`, and the
+  /// switch's own command does not run (the system already has the value).
+  var external = false
 }
 
 struct AppliedCommand: Sendable {
@@ -47,6 +50,9 @@ struct SystemApply: Sendable {
   var cause: Cause
   /// Part of the reconcile of the start or of a reload (`status.reconciling`).
   var counted: Bool
+  /// A re-application after a drift whose command ran (not a drift's own
+  /// `invalid` change, which runs nothing).
+  var reapplied = false
 }
 
 /// What a group decides, in order.
@@ -143,6 +149,11 @@ struct ApplyBook {
     if case .system(let system) = job, system.counted { reconciling.insert(id) }
   }
 
+  /// The keys parked job `id` holds (none once it is resumed).
+  func keys(of id: UInt64) -> [String] {
+    busy.compactMap { $0.value == id ? $0.key : nil }
+  }
+
   /// The parked job `result` finishes, as an item for the group.
   mutating func resume(_ result: ApplyResult) -> GroupItem? {
     guard let job = parked.removeValue(forKey: result.id) else { return nil }
@@ -209,12 +220,13 @@ extension Writer {
     var steps: [ApplyStep] = []
     var undo: [ApplyStep] = []
     for plan in plans {
+      if write.external && plan.key == write.key { continue }
       guard let definition = catalog.switches[plan.key], let command = definition.apply,
         (write.operation == .apply && plan.key == write.key)
           || Rules.needsApply(definition, from: plan.previous, to: plan.state)
       else { continue }
       // SWITCH_CAUSE is the method (CONFIG.md), also for the dependents it changes.
-      let cause = write.operation.cause
+      let cause = write.external ? .external : write.operation.cause
       steps.append(ApplyStep(key: plan.key, command: command, state: plan.state, cause: cause))
       undo.append(ApplyStep(key: plan.key, command: command, state: plan.previous, cause: cause))
     }
@@ -234,6 +246,7 @@ extension Writer {
     var parked = write
     parked.applied = nil
     applying.park(id, .write(parked, effective: effective), keys: plans.map(\.key))
+    for (key, value) in effective { driftApplyStarted(key, value: value) }
     pool.submit(ApplyTask(id: id, steps: steps, undo: undo))
     return .parked
   }
@@ -242,15 +255,19 @@ extension Writer {
   /// reconcile (target nil) of `key`.
   func parkSystemApply(
     _ key: String, command: ApplyCommand, state: SwitchState, target: SwitchState?,
-    cause: Cause, counted: Bool
+    cause: Cause, counted: Bool, reapplied: Bool = false
   ) -> UInt64 {
     let id = applying.newID()
     applying.park(
       id,
-      .system(SystemApply(id: id, key: key, target: target, cause: cause, counted: counted)),
+      .system(
+        SystemApply(
+          id: id, key: key, target: target, cause: cause, counted: counted, reapplied: reapplied)),
       keys: [key])
-    // SWITCH_CAUSE is `policy` for what a configuration made, dependents included (CONFIG.md).
-    let cause: Cause = target == nil ? .reconcile : .policy
+    driftApplyStarted(key, value: state.isOnAndInEffect)
+    // SWITCH_CAUSE is `policy` for what a configuration made, dependents
+    // included, and `drift` for a re-application (CONFIG.md, SEMANTICS.md rule 19).
+    let cause: Cause = target == nil ? (cause == .drift ? .drift : .reconcile) : .policy
     pool.submit(
       ApplyTask(
         id: id, steps: [ApplyStep(key: key, command: command, state: state, cause: cause)],
@@ -265,6 +282,10 @@ extension Writer {
     _ system: SystemApply, failure: String?, revision: Int64, time: Int64
   ) -> Change? {
     guard let record = records[system.key] else { return nil }
+    var failure = failure
+    if let reason = failure, system.cause == .drift, system.target == nil, system.reapplied {
+      failure = "re-applying failed after the system had changed it: \(reason)"
+    }
     if let failure {
       log.warning("applying \(system.key) failed, it is marked invalid: \(failure)")
     }

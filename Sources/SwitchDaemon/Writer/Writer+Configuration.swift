@@ -22,6 +22,7 @@ extension Writer {
       let id = applying.newID()
       var applied: [String: Bool] = [:]
       for step in first.steps { applied[step.key] = step.state.isOnAndInEffect }
+      for (key, value) in applied { driftApplyStarted(key, value: value) }
       applying.park(
         id,
         .reload(
@@ -157,7 +158,9 @@ extension Writer {
     }
     records = working
     revision = nextRevision
+    let previous = catalog
     catalog = next
+    reconfigureReadBack(from: previous)
     // Their rows take the default too, so that a later `Scope=system` reads,
     // also after a restart, the value this configuration showed.
     if !defaulted.isEmpty {

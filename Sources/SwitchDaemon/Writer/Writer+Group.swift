@@ -193,7 +193,8 @@ extension Writer {
       let planned =
         decided.next.map {
           Rules.plannedChanges(
-            of: key, to: $0, cause: write.operation.cause, catalog: catalog, records: records)
+            of: key, to: $0, cause: write.external ? .external : write.operation.cause,
+            catalog: catalog, records: records)
         } ?? []
       switch applyStage(write, decided, planned) {
       case .parked:

@@ -41,6 +41,21 @@ final class Writer {
   var announced: AnnouncedRevision?
   /// Set once a commit found the database file moved: said once in the log.
   var reportedFilesMoved = false
+  /// The `ExecWatch=` programs running, by key, and the thread that runs
+  /// `ExecCheck=` programs (Writer+ReadBack.swift).
+  var watches: [String: WatchThread] = [:]
+  var checks: CheckThread
+  /// Readings not yet told to the loop.
+  var unreported: [String: Bool?] = [:]
+  /// The last reading of each switch told to the loop (nil: unknown).
+  var observed: [String: Bool?] = [:]
+  /// Where the read-back threads post what they read (set at start).
+  var jobs: BlockingQueue<WriterJob>?
+  /// What the drift rules remember of each switch that reads back (Writer+Drift.swift).
+  var drift: [String: Drift.Memory] = [:]
+  /// `status.readBack`, and whether the loop has the latest.
+  var readBackReports: [String: ReadBackReport] = [:]
+  var readBackReportsChanged = false
 
   /// Opens the database, loads every switch, and applies `catalog`: rows for
   /// new switches, policy changes with `cause: policy`.
@@ -72,11 +87,13 @@ final class Writer {
     let writer = Writer(
       store: store, configDirectory: configDirectory, catalog: catalog, records: records,
       revision: try store.currentRevision(), oldestRetained: try store.oldestRetainedRevision(),
-      checkpointed: try store.checkpointRevision(), log: log, pool: ApplyPool(results: jobs))
+      checkpointed: try store.checkpointRevision(), log: log, pool: ApplyPool(results: jobs),
+      checks: CheckThread(jobs: jobs, log: log))
     writer.users.values = userValues
     // Every switch with a command is applied: the machine may have booted,
     // or switchd crashed between a command and its commit.
     _ = try writer.apply(catalog, access: access, reconcilingEvery: true)
+    writer.startReadBack(jobs: jobs)
     writer.announced = announced?.record
     writer.announced?.record(writer.revision)
     return writer
@@ -85,7 +102,7 @@ final class Writer {
   private init(
     store: SwitchStore, configDirectory: String, catalog: Catalog,
     records: [String: SwitchRecord], revision: Int64, oldestRetained: Int64?, checkpointed: Int64,
-    log: Log, pool: ApplyPool
+    log: Log, pool: ApplyPool, checks: CheckThread
   ) {
     self.store = store
     self.configDirectory = configDirectory
@@ -97,6 +114,7 @@ final class Writer {
     self.checkpointed = checkpointed
     self.log = log
     self.pool = pool
+    self.checks = checks
   }
 
   /// The switches as the writer holds them (for the loop's first copy).
@@ -116,10 +134,18 @@ final class Writer {
       let batch = applying.takeHeldBack() ?? takeGroup(from: jobs)
       var items: [GroupItem] = []
       var stopping = false
+      /// Switches whose apply command ended in this batch: the drift rules
+      /// judge them once their outcome is committed.
+      var ended: [String] = []
       func flushItems() {
-        if items.isEmpty { return }
-        deliver(commitGroup(items))
-        items.removeAll(keepingCapacity: true)
+        if !items.isEmpty {
+          deliver(commitGroup(items))
+          items.removeAll(keepingCapacity: true)
+        }
+        guard !ended.isEmpty else { return }
+        let follow = driftApplyEnded(ended)
+        ended.removeAll()
+        if !follow.isEmpty { deliver(commitGroup(follow)) }
       }
       for job in batch {
         // Behind a reload or stop that waits for commands, everything waits
@@ -132,7 +158,25 @@ final class Writer {
         case .write(let ticket, let key, let operation, let caller):
           items.append(
             .write(WriteRequest(ticket: ticket, key: key, operation: operation, caller: caller)))
+        case .observed(let key, let state, let source, let time):
+          observe(key, state, source: source, at: time)
+          // Judged against what is committed: the writes before it first.
+          flushItems()
+          if let item = judgeReading(key, state, source: source, at: time) {
+            deliver(commitGroup([item]))
+          }
+        case .watchEnded(let key, let reason):
+          watchEnded(key, reason: reason)
+        case .reapplyDue(let key):
+          flushItems()
+          reapplyIfStillDrifted(key)
+        case .settled(let key):
+          flushItems()
+          if let item = judgeSettled(key) { deliver(commitGroup([item])) }
         case .applied(let result):
+          let keys = applying.keys(of: result.id)
+          checkAfterApply(keys)
+          ended.append(contentsOf: keys)
           guard let item = applying.resume(result) else { break }
           if case .reload(let parked, let failures) = item {
             flushItems()
@@ -161,7 +205,9 @@ final class Writer {
       }
       flushItems()
       if let output = applyBookOutput() { deliver(output) }
+      if let output = readingsOutput() { deliver(output) }
       if stopping {
+        stopReadBack()
         pool.stop()
         // The next start then replays nothing.
         checkpoint()

@@ -30,10 +30,22 @@ enum WriterJob: Sendable {
   case stop
   /// An apply command (`ApplyPool`) has finished.
   case applied(ApplyResult)
+  /// What a switch's `ExecWatch=` or `ExecCheck=` read of the system (nil:
+  /// nothing it could read), at `ReadBackClock` time.
+  case observed(key: String, Bool?, Drift.Source, at: Int64)
+  /// A switch's `ExecWatch=` program ended; it is started again later.
+  case watchEnded(key: String, reason: String)
+  /// A re-application's backoff is over (`Drift.Verdict.reapply`).
+  case reapplyDue(key: String)
+  /// The settling time after an apply is over (`Drift.needsSettling`).
+  case settled(key: String)
 
+  /// What an apply command or a read-back program reports: never held back.
   var isApplied: Bool {
-    if case .applied = self { return true }
-    return false
+    switch self {
+    case .applied, .observed, .watchEnded, .reapplyDue, .settled: return true
+    default: return false
+    }
   }
 
   /// The connection a write or reload came from (nil: SIGHUP, stop, a command's result).
@@ -41,14 +53,14 @@ enum WriterJob: Sendable {
     switch self {
     case .write(let ticket, _, _, _): return ticket.connection
     case .reload(let ticket, _): return ticket?.connection
-    case .stop, .applied: return nil
+    case .stop, .applied, .observed, .watchEnded, .reapplyDue, .settled: return nil
     }
   }
 
   /// A reload or stop: the writer does not hold a group open past one.
   var isControl: Bool {
     switch self {
-    case .write, .applied: return false
+    case .write, .applied, .observed, .watchEnded, .reapplyDue, .settled: return false
     case .reload, .stop: return true
     }
   }
@@ -112,4 +124,9 @@ struct WriterOutput: Sendable {
   /// Set when it changed: how many switches the reconcile of the start or
   /// of a reload is still applying (`status.reconciling`).
   var reconciling: Int?
+  /// What the read-back programs last read, by key, since the last output
+  /// (nil: unknown again): each switch's `observed`.
+  var observations: [String: Bool?] = [:]
+  /// Every read-back switch's report, when one changed (`status.readBack`).
+  var readBack: [String: ReadBackReport]?
 }

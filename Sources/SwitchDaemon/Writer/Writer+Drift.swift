@@ -1,0 +1,133 @@
+import Glibc
+import SwitchCore
+import SwitchProtocol
+import SwitchSystem
+
+// Drift (SEMANTICS.md rule 19), carried out by the writer with the rules of
+// `Drift`: it tells them when an apply of a switch starts and ends, hands
+// them each reading, and turns their verdict into a re-application (a
+// system apply with `SWITCH_CAUSE=drift` that changes no State), an adopted
+// value (a write, cause `external`, actor `system`, dependents following)
+// or an `invalid` change (cause `drift`).
+extension Writer {
+  /// An apply of `key` starts, making `value` real.
+  func driftApplyStarted(_ key: String, value: Bool) {
+    guard catalog.switches[key]?.readBack != nil else { return }
+    Drift.applyStarted(&drift[key, default: Drift.Memory()], value: value)
+  }
+
+  /// The applies of `keys` ended and their outcome is committed: what a
+  /// reading kept while they ran says now. Returns the changes to commit.
+  func driftApplyEnded(_ keys: [String]) -> [GroupItem] {
+    var items: [GroupItem] = []
+    for key in keys where applying.busy[key] == nil {
+      guard let readBack = catalog.switches[key]?.readBack, let record = records[key],
+        drift[key] != nil
+      else { continue }
+      let verdict = Drift.applyEnded(
+        &drift[key, default: Drift.Memory()], state: record.state, reapplyFailure: nil,
+        readBack: readBack, now: ReadBackClock.now())
+      if let item = carryOut(verdict, key: key) { items.append(item) }
+      if let memory = drift[key], Drift.needsSettling(memory, state: record.state) {
+        after(Drift.settleMilliseconds, post: .settled(key: key))
+      }
+    }
+    return items
+  }
+
+  /// A reading of `key` (nil: unknown, nothing to judge): the change it
+  /// makes, if any; a re-application is parked or scheduled here.
+  func judgeReading(
+    _ key: String, _ state: Bool?, source: Drift.Source, at time: Int64
+  ) -> GroupItem? {
+    guard let state, let readBack = catalog.switches[key]?.readBack, let record = records[key]
+    else { return nil }
+    let verdict = Drift.reading(
+      &drift[key, default: Drift.Memory()], value: state, source: source, state: record.state,
+      readBack: readBack, now: time)
+    return carryOut(verdict, key: key)
+  }
+
+  /// The settling time after an apply of `key` is over: its last reading
+  /// judged again.
+  func judgeSettled(_ key: String) -> GroupItem? {
+    guard let readBack = catalog.switches[key]?.readBack, let record = records[key],
+      drift[key] != nil
+    else { return nil }
+    let verdict = Drift.settled(
+      &drift[key, default: Drift.Memory()], state: record.state, readBack: readBack,
+      now: ReadBackClock.now())
+    return carryOut(verdict, key: key)
+  }
+
+  /// Posts `job` to the writer after `milliseconds`, from a thread that
+  /// only waits: the writer never does.
+  private func after(_ milliseconds: Int64, post job: WriterJob) {
+    guard let jobs else { return }
+    SwitchSystem.startThread {
+      usleep(useconds_t(min(milliseconds, Drift.maximumBackoffMilliseconds) * 1000))
+      jobs.push(job)
+    }
+  }
+
+  /// Does what `verdict` says for `key`; a State change comes back as an item.
+  private func carryOut(_ verdict: Drift.Verdict, key: String) -> GroupItem? {
+    switch verdict {
+    case .agrees, .expected, .stillInvalid:
+      return nil
+    case .adopt(let state):
+      log.notice("\(key) was turned \(state.checked ? "on" : "off") outside switchd: adopted")
+      let system = Caller(actor: .system, isAdmin: true, mayWrite: true)
+      // Connection 0 and slot 0: nobody is answered.
+      let ticket = Ticket(connection: 0, slot: 0, part: 0, id: .null)
+      var write = WriteRequest(
+        ticket: ticket, key: key, operation: .set(checked: state.checked, ifRevision: nil),
+        caller: system)
+      write.external = true
+      return .write(write)
+    case .invalidate(let state), .clear(let state):
+      if state.invalid {
+        log.warning("\(key) is marked invalid: \(state.invalidReason ?? "")")
+      } else {
+        log.notice("\(key) agrees with the system again")
+      }
+      let id = applying.newID()
+      return .system(
+        SystemApply(id: id, key: key, target: nil, cause: .drift, counted: false),
+        failure: state.invalid ? state.invalidReason : nil)
+    case .reapply(let wait, let systemValue):
+      if readBackReports[key] != nil {
+        readBackReports[key]?.reapplied += 1
+        readBackReports[key]?.lastReapplied = wallClockMilliseconds()
+        readBackReports[key]?.systemHad = systemValue
+        readBackReportsChanged = true
+      }
+      log.notice(
+        "\(key) was turned \(systemValue ? "on" : "off") outside switchd: re-applying"
+          + (wait > 0 ? " in \(ApplyCommand.seconds(Int(wait)))s" : ""))
+      if wait == 0 {
+        reapplyIfStillDrifted(key)
+      } else {
+        after(wait, post: .reapplyDue(key: key))
+      }
+      return nil
+    }
+  }
+
+  /// Runs `key`'s apply command again with its effective value, unless an
+  /// apply of it runs already or the system came back by itself.
+  func reapplyIfStillDrifted(_ key: String) {
+    guard var memory = drift[key], memory.reapplyScheduled else { return }
+    guard applying.busy[key] == nil, let definition = catalog.switches[key],
+      let command = definition.apply, let record = records[key],
+      memory.observed != record.state.isOnAndInEffect
+    else {
+      memory.reapplyScheduled = false
+      drift[key] = memory
+      return
+    }
+    _ = parkSystemApply(
+      key, command: command, state: record.state, target: nil, cause: .drift, counted: false,
+      reapplied: true)
+  }
+}

@@ -1,0 +1,248 @@
+import Glibc
+import SwitchProtocol
+import SwitchTestSupport
+import Testing
+
+/// Issue 23, rule 19 from the outside: a fake radio that another program
+/// changes behind switchd's back; held switches are re-applied, free ones
+/// follow, a competitor that does not stop makes the switch invalid.
+@Suite struct DriftEndToEndTests {
+  static func radio(_ extra: String = "", defaultOn: Bool = false) -> String {
+    """
+    [radio]
+    Label=Radio
+    Default=\(defaultOn ? "on" : "off")
+    ExecApply=@DIR@/radio-apply @DIR@/radio
+    ExecWatch=@DIR@/radio-watch @DIR@/radio
+    \(extra)
+    """
+  }
+
+  static let heldOff = ["50-corp.conf": "[radio]\nReadOnly=yes\nChecked=off\nReason=Held.\n"]
+
+  /// Starts the daemon and waits until the watch reports the reconciled value.
+  static func started(
+    _ switches: String, policies: [String: String] = [:], initially: String = "on",
+    prepare: (DaemonFixture) throws -> Void = { _ in }
+  ) throws -> (DaemonFixture, RPCClient) {
+    let daemon = try DaemonFixture.withAppliers(
+      switches, policies: policies,
+      prepare: {
+        try $0.writeFakeRadio(initially: initially)
+        try prepare($0)
+      })
+    let client = try daemon.client()
+    let ready = try pollUntil(seconds: 60) {
+      try client.result("status")["reconciling"]?.int64Value == 0
+        && daemon.observed("radio", client) == .some(false)
+    }
+    try #require(ready)
+    return (daemon, client)
+  }
+
+  static func history(_ client: RPCClient) throws -> [JSONValue] {
+    try client.result("history", #"{"key":"radio"}"#)["entries"]?.arrayValue ?? []
+  }
+
+  static func radioFile(_ daemon: DaemonFixture) -> String {
+    ((try? readWholeFile(daemon.directory + "/radio")) ?? "").filter { $0 != "\n" }
+  }
+
+  @Test func aHeldSwitchIsReappliedAndItsStateDoesNotChange() throws {
+    let (daemon, client) = try Self.started(Self.radio(), policies: Self.heldOff)
+    let revision = try client.result("get", #"{"key":"radio"}"#)["revision"]?.int64Value
+    try daemon.turnRadio("on")
+    #expect(pollUntil(seconds: 60) { daemon.radioApplies().contains("off drift") })
+    #expect(pollUntil(seconds: 60) { Self.radioFile(daemon) == "off" })
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
+    let after = try client.result("get", #"{"key":"radio"}"#)
+    #expect(after["revision"]?.int64Value == revision)
+    #expect(after["checked"]?.boolValue == false)
+    #expect(after["invalid"]?.boolValue == false)
+    // One re-application: switchd's own apply was not taken for another drift.
+    #expect(daemon.radioApplies().filter { $0 == "off drift" }.count == 1)
+    // status and why show it.
+    let report = try client.result("status")["readBack"]?.arrayValue?.first
+    #expect(report?["key"]?.stringValue == "radio")
+    #expect(report?["reapplied"]?.int64Value == 1)
+    #expect(report?["systemHad"]?.stringValue == "on")
+    let why = daemon.ctl(["why", "radio"]).stdout
+    #expect(why.contains("The system reads it as off."), "\(why)")
+    #expect(why.contains("Re-applied once since switchd started; last re-applied at "), "\(why)")
+    #expect(why.contains(": the system had turned it on."), "\(why)")
+  }
+
+  @Test func aFreeSwitchAdoptsTheSystemsValueOnce() throws {
+    let (daemon, client) = try Self.started(Self.radio())
+    let before = try Self.history(client).count
+    try daemon.turnRadio("on")
+    #expect(
+      try pollUntil(seconds: 60) {
+        try client.result("get", #"{"key":"radio"}"#)["checked"]?.boolValue == true
+      })
+    let entries = try Self.history(client)
+    try #require(entries.count == before + 1)
+    #expect(entries[0]["cause"]?.stringValue == "external")
+    #expect(entries[0]["actor"]?["source"]?.stringValue == "system")
+    #expect(entries[0]["actor"]?["uid"]?.isNull == true)
+    // The system already had the value: nothing was applied for it.
+    #expect(daemon.radioApplies() == ["off reconcile"])
+    // A write afterwards is applied as usual and is not taken for drift.
+    _ = try client.result("set", #"{"key":"radio","checked":false}"#)
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
+    #expect(try Self.history(client).count == before + 2)
+    #expect(daemon.radioApplies() == ["off reconcile", "off set"])
+  }
+
+  @Test func reassertReappliesAFreeSwitch() throws {
+    let (daemon, client) = try Self.started(Self.radio("OnDrift=reassert"))
+    let before = try Self.history(client).count
+    try daemon.turnRadio("on")
+    #expect(pollUntil(seconds: 60) { daemon.radioApplies().contains("off drift") })
+    #expect(pollUntil(seconds: 60) { Self.radioFile(daemon) == "off" })
+    #expect(try Self.history(client).count == before)
+  }
+
+  @Test func aFlappingCompetitorMakesTheSwitchInvalidUntilTheSystemAgrees() throws {
+    let (daemon, client) = try Self.started(
+      Self.radio("DriftLimit=2"), policies: Self.heldOff)
+    // Something that keeps turning the radio on.
+    let competitor = try Child(
+      [
+        "/bin/sh", "-c",
+        "while :; do echo on > \"$0.c\" && mv \"$0.c\" \"$0\"; sleep 0.05; done",
+        daemon.directory + "/radio",
+      ], logPath: daemon.directory + "/competitor.log")
+    #expect(
+      try pollUntil(seconds: 60) {
+        try client.result("get", #"{"key":"radio"}"#)["invalid"]?.boolValue == true
+      })
+    let invalid = try client.result("get", #"{"key":"radio"}"#)
+    #expect(
+      invalid["invalidReason"]?.stringValue
+        == "something keeps turning it on: re-applied 2 times in 60 s")
+    #expect(daemon.radioApplies().filter { $0 == "off drift" }.count == 2)
+    competitor.signal(SIGKILL)
+    competitor.wait(seconds: 30)
+    try daemon.turnRadio("off")
+    #expect(
+      try pollUntil(seconds: 60) {
+        try client.result("get", #"{"key":"radio"}"#)["invalid"]?.boolValue == false
+      })
+    let causes = try Self.history(client).prefix(2).map { $0["cause"]?.stringValue }
+    #expect(causes == ["drift", "drift"])
+  }
+
+  @Test func aSwitchADependencyDisablesIsReapplied() throws {
+    let (daemon, client) = try Self.started(
+      """
+      [airplane]
+      Label=Airplane mode
+      Default=on
+
+      """ + Self.radio("Conflicts=airplane", defaultOn: true))
+    #expect(
+      try client.result("get", #"{"key":"radio"}"#)["disabledBy"]?.stringValue == "dependency")
+    try daemon.turnRadio("on")
+    #expect(pollUntil(seconds: 60) { daemon.radioApplies().contains("off drift") })
+    #expect(pollUntil(seconds: 60) { Self.radioFile(daemon) == "off" })
+  }
+
+  @Test func anAdoptedValueMakesItsDependentsFollow() throws {
+    let (daemon, client) = try Self.started(
+      Self.radio()
+        + """
+
+        [hotspot]
+        Label=Hotspot
+        Default=on
+        Requires=radio
+        ExecApply=@DIR@/record @DIR@/hotspot.log
+        """,
+      prepare: { try $0.writeRecordingApplier() })
+    #expect(
+      try client.result("get", #"{"key":"hotspot"}"#)["disabledBy"]?.stringValue == "dependency")
+    try daemon.turnRadio("on")
+    #expect(
+      try pollUntil(seconds: 60) {
+        try client.result("get", #"{"key":"hotspot"}"#)["disabled"]?.boolValue == false
+      })
+    let entries = try client.result("history", #"{"limit":2}"#)["entries"]?.arrayValue ?? []
+    #expect(entries.map { $0["key"]?.stringValue } == ["hotspot", "radio"])
+    #expect(entries.map { $0["cause"]?.stringValue } == ["dependency", "external"])
+    #expect(entries.allSatisfy { $0["actor"]?["source"]?.stringValue == "system" })
+    // The dependent's command ran, told the cause of the change it follows.
+    let runs = daemon.recordedRuns("hotspot.log")
+    #expect(runs.last?.environment.contains("SWITCH_CAUSE=external") == true)
+    #expect(runs.last?.environment.contains("SWITCH_EFFECTIVE=on") == true)
+  }
+
+  @Test func aFailedReapplicationMakesTheSwitchInvalid() throws {
+    let (daemon, client) = try Self.started(Self.radio(), policies: Self.heldOff)
+    try writeWholeFile(daemon.directory + "/radio.fail", "")
+    try daemon.turnRadio("on")
+    #expect(
+      try pollUntil(seconds: 60) {
+        try client.result("get", #"{"key":"radio"}"#)["invalid"]?.boolValue == true
+      })
+    let radio = try client.result("get", #"{"key":"radio"}"#)
+    #expect(
+      radio["invalidReason"]?.stringValue
+        == "re-applying failed after the system had changed it: the radio is jammed")
+    let entry = try Self.history(client).first
+    #expect(entry?["cause"]?.stringValue == "drift")
+    #expect(entry?["actor"]?["source"]?.stringValue == "system")
+    // The system agrees again: valid again, cause drift.
+    unlink(daemon.directory + "/radio.fail")
+    try daemon.turnRadio("off")
+    #expect(
+      try pollUntil(seconds: 60) {
+        try client.result("get", #"{"key":"radio"}"#)["invalid"]?.boolValue == false
+      })
+    #expect(try Self.history(client).first?["cause"]?.stringValue == "drift")
+  }
+
+  @Test func aPeriodicCheckCatchesDrift() throws {
+    let daemon = try DaemonFixture.withAppliers(
+      """
+      [radio]
+      Label=Radio
+      Default=off
+      ExecApply=@DIR@/radio-apply @DIR@/radio
+      ExecCheck=@DIR@/radio-check @DIR@/radio
+      CheckIntervalSec=0.1
+      """, policies: Self.heldOff, prepare: { try $0.writeFakeRadio(initially: "off") })
+    let client = try daemon.client()
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
+    try daemon.turnRadio("on")
+    #expect(pollUntil(seconds: 60) { daemon.radioApplies().contains("off drift") })
+    #expect(pollUntil(seconds: 60) { Self.radioFile(daemon) == "off" })
+  }
+
+  @Test func switchdsOwnAppliesAreNeverDriftEvenWithALateWatch() throws {
+    // A watch that prints the state on every round, a fifth of a second
+    // after reading it: around an apply it says the old value late.
+    let (daemon, client) = try Self.started(
+      """
+      [radio]
+      Label=Radio
+      Default=off
+      ExecApply=@DIR@/radio-apply @DIR@/radio
+      ExecWatch=@DIR@/late-watch @DIR@/radio
+      """,
+      prepare: {
+        try $0.writeApplier(
+          "late-watch", #"while :; do read state < "$1"; sleep 0.2; echo "$state"; done"#)
+      })
+    let before = try Self.history(client).count
+    for value in [true, false, true, false] {
+      _ = try client.result("set", #"{"key":"radio","checked":\#(value)}"#)
+      #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(value) })
+    }
+    // One change per write, nothing adopted, nothing re-applied.
+    let entries = try Self.history(client)
+    #expect(entries.count == before + 4)
+    #expect(entries.prefix(4).allSatisfy { $0["cause"]?.stringValue == "set" })
+    #expect(daemon.radioApplies() == ["off reconcile", "on set", "off set", "on set", "off set"])
+  }
+}

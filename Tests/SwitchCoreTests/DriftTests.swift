@@ -1,0 +1,306 @@
+import Testing
+
+@testable import SwitchCore
+
+/// The switch kinds of rule 19, each with its effective value off.
+enum DriftedSwitch: String, CaseIterable, CustomTestStringConvertible {
+  case free
+  case heldByPolicy
+  case heldByAdmin
+  case disabledByAdmin
+  case disabledByDependency
+
+  var testDescription: String { rawValue }
+
+  /// Off, and held or disabled as the kind says (a disabled one is checked:
+  /// its effective value is off all the same).
+  var state: SwitchState {
+    switch self {
+    case .free: return SwitchState(checked: false)
+    case .heldByPolicy:
+      return SwitchState(checked: false, readOnly: true, readOnlyReason: "Corp.", heldBy: .policy)
+    case .heldByAdmin: return SwitchState(checked: false, readOnly: true, heldBy: .admin)
+    case .disabledByAdmin: return SwitchState(checked: true, disabled: true, disabledBy: .admin)
+    case .disabledByDependency:
+      return SwitchState(
+        checked: true, disabled: true, disabledReason: "Airplane mode is on",
+        disabledBy: .dependency)
+    }
+  }
+}
+
+private let adopt = ReadBack(watch: ["/bin/watch"])
+private let reassert = ReadBack(watch: ["/bin/watch"], onDrift: .reassert)
+private let start: Int64 = 1_000_000
+
+/// A reading of `value` by the watch at `now`, on a memory that already saw nothing.
+private func watchReading(
+  _ memory: inout Drift.Memory, _ value: Bool, _ state: SwitchState,
+  readBack: ReadBack = adopt, at now: Int64 = start
+) -> Drift.Verdict {
+  Drift.reading(&memory, value: value, source: .watch, state: state, readBack: readBack, now: now)
+}
+
+struct DriftTests {
+  // MARK: kind × observed × apply running
+
+  @Test(arguments: DriftedSwitch.allCases, [false, true])
+  func anApplyRunningMakesEveryReadingExpected(kind: DriftedSwitch, observed: Bool) {
+    var memory = Drift.Memory()
+    Drift.applyStarted(&memory, value: false)
+    #expect(watchReading(&memory, observed, kind.state) == .expected)
+    #expect(memory.observed == observed)
+    #expect(memory.reapplicationCount == 0)
+  }
+
+  @Test(arguments: DriftedSwitch.allCases)
+  func aSystemThatAgreesIsNotDrift(kind: DriftedSwitch) {
+    var memory = Drift.Memory()
+    #expect(watchReading(&memory, false, kind.state) == .agrees)
+    #expect(memory.observed == false)
+  }
+
+  @Test(arguments: DriftedSwitch.allCases)
+  func aSystemThatDisagreesIsReappliedOrAdopted(kind: DriftedSwitch) {
+    var memory = Drift.Memory()
+    let verdict = watchReading(&memory, true, kind.state)
+    if kind == .free {
+      var adopted = kind.state
+      adopted.checked = true
+      #expect(verdict == .adopt(adopted))
+      #expect(memory.reapplicationCount == 0)
+    } else {
+      #expect(verdict == .reapply(afterMilliseconds: 0, systemValue: true))
+      #expect(memory.reapplicationCount == 1)
+      #expect(memory.lastReapplied == Drift.Reapplied(time: start, systemValue: true))
+    }
+  }
+
+  @Test(arguments: DriftedSwitch.allCases)
+  func reassertReappliesEvenAFreeSwitch(kind: DriftedSwitch) {
+    var memory = Drift.Memory()
+    #expect(
+      watchReading(&memory, true, kind.state, readBack: reassert)
+        == .reapply(afterMilliseconds: 0, systemValue: true))
+  }
+
+  @Test func adoptingClearsInvalidSinceTheSystemHasTheValue() {
+    var memory = Drift.Memory()
+    let state = SwitchState(checked: false, invalid: true, invalidReason: "rfkill: blocked")
+    #expect(watchReading(&memory, true, state) == .adopt(SwitchState(checked: true)))
+  }
+
+  // MARK: re-application, backoff and DriftLimit=
+
+  @Test func aFlappingCompetitorIsReappliedWithBackoffThenMadeInvalid() {
+    var memory = Drift.Memory()
+    let held = DriftedSwitch.heldByPolicy.state
+    var now = start
+    var waits: [Int64] = []
+    for _ in 0..<ReadBack.defaultDriftLimit {
+      guard case .reapply(let wait, true) = watchReading(&memory, true, held, at: now) else {
+        Issue.record("not re-applied")
+        return
+      }
+      waits.append(wait)
+      now += wait
+      // The re-application runs and the system shows it, then the competitor again.
+      Drift.applyStarted(&memory, value: false)
+      #expect(watchReading(&memory, false, held, at: now) == .expected)
+      #expect(
+        Drift.applyEnded(
+          &memory, state: held, reapplyFailure: nil, readBack: adopt, now: now) == .agrees)
+      now += 10
+    }
+    #expect(waits == [0, 1000, 2000, 4000, 8000])
+    let reason = "something keeps turning it on: re-applied 5 times in 60 s"
+    #expect(
+      watchReading(&memory, true, held, at: now) == .invalidate(held.applied(failure: reason)))
+    #expect(memory.reapplicationCount == 5)
+    // Committed invalid, it waits; once the system agrees it clears (cause drift).
+    let invalid = held.applied(failure: reason)
+    #expect(watchReading(&memory, true, invalid, at: now + 1) == .stillInvalid)
+    #expect(watchReading(&memory, false, invalid, at: now + 2) == .clear(held))
+  }
+
+  @Test func theLimitCountsOnlyTheLastMinute() {
+    var memory = Drift.Memory()
+    let held = DriftedSwitch.heldByAdmin.state
+    let readBack = ReadBack(watch: ["/bin/watch"], driftLimit: 1)
+    #expect(
+      watchReading(&memory, true, held, readBack: readBack)
+        == .reapply(afterMilliseconds: 0, systemValue: true))
+    Drift.applyStarted(&memory, value: false)
+    _ = Drift.applyEnded(&memory, state: held, reapplyFailure: nil, readBack: readBack, now: start)
+    _ = watchReading(&memory, false, held, readBack: readBack, at: start + 1)
+    // A minute later the first re-application no longer counts.
+    #expect(
+      watchReading(&memory, true, held, readBack: readBack, at: start + 60_000)
+        == .reapply(afterMilliseconds: 0, systemValue: true))
+  }
+
+  @Test func aScheduledReapplicationIsNotScheduledTwice() {
+    var memory = Drift.Memory()
+    let held = DriftedSwitch.disabledByDependency.state
+    #expect(watchReading(&memory, true, held) == .reapply(afterMilliseconds: 0, systemValue: true))
+    // A check says the same before the re-application started: not a second one.
+    #expect(
+      Drift.reading(
+        &memory, value: true, source: .check(startedAt: start), state: held, readBack: adopt,
+        now: start + 1) == .expected)
+    #expect(memory.reapplicationCount == 1)
+  }
+
+  @Test func aFailedReapplicationMakesTheSwitchInvalidOnce() {
+    var memory = Drift.Memory()
+    let held = DriftedSwitch.heldByPolicy.state
+    _ = watchReading(&memory, true, held)
+    Drift.applyStarted(&memory, value: false)
+    let reason = "re-applying failed after the system had changed it: rfkill: permission denied"
+    #expect(
+      Drift.applyEnded(
+        &memory, state: held, reapplyFailure: "rfkill: permission denied", readBack: adopt,
+        now: start) == .invalidate(held.applied(failure: reason)))
+    Drift.applyStarted(&memory, value: false)
+    #expect(
+      Drift.applyEnded(
+        &memory, state: held.applied(failure: reason), reapplyFailure: "rfkill: permission denied",
+        readBack: adopt, now: start + 1) == .stillInvalid)
+  }
+
+  @Test func backoffDoublesUpToHalfAMinute() {
+    #expect(
+      (0..<8).map(Drift.backoff(after:)) == [0, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000])
+  }
+
+  // MARK: switchd's own applies are never drift
+
+  @Test(arguments: DriftedSwitch.allCases)
+  func theOldValueSeenDuringAnApplyIsNotDrift(kind: DriftedSwitch) {
+    // The switch was on; a change to off is being applied; the watch still says on.
+    var memory = Drift.Memory()
+    _ = watchReading(&memory, true, SwitchState(checked: true))
+    Drift.applyStarted(&memory, value: false)
+    #expect(watchReading(&memory, true, kind.state) == .expected)
+    #expect(
+      Drift.applyEnded(
+        &memory, state: kind.state, reapplyFailure: nil, readBack: adopt, now: start) == .agrees)
+    // The same old line, late, just after the apply: not drift either.
+    #expect(watchReading(&memory, true, kind.state, at: start + 1) == .expected)
+    // The system shows the applied value: agreed, with no change.
+    #expect(watchReading(&memory, false, kind.state, at: start + 2) == .agrees)
+    #expect(memory.reapplicationCount == 0)
+  }
+
+  @Test(arguments: DriftedSwitch.allCases)
+  func aCompetitorDuringAnApplyIsJudgedWhenItEnds(kind: DriftedSwitch) {
+    var memory = Drift.Memory()
+    Drift.applyStarted(&memory, value: false)
+    // The system shows the applied value, then something turns it back on.
+    #expect(watchReading(&memory, false, kind.state) == .expected)
+    #expect(watchReading(&memory, true, kind.state) == .expected)
+    let verdict = Drift.applyEnded(
+      &memory, state: kind.state, reapplyFailure: nil, readBack: adopt, now: start)
+    if kind == .free {
+      var adopted = kind.state
+      adopted.checked = true
+      #expect(verdict == .adopt(adopted))
+    } else {
+      #expect(verdict == .reapply(afterMilliseconds: 0, systemValue: true))
+    }
+  }
+
+  @Test func aCompetitorUndoneBeforeTheApplyEndsLeavesNothingToJudge() {
+    var memory = Drift.Memory()
+    let held = DriftedSwitch.heldByPolicy.state
+    Drift.applyStarted(&memory, value: false)
+    for value in [false, true, false] {
+      #expect(watchReading(&memory, value, held) == .expected)
+    }
+    #expect(
+      Drift.applyEnded(&memory, state: held, reapplyFailure: nil, readBack: adopt, now: start)
+        == .agrees)
+  }
+
+  @Test func aLateLineIsDriftOnceTheSettlingTimeIsOver() {
+    var memory = Drift.Memory()
+    let held = DriftedSwitch.heldByAdmin.state
+    Drift.applyStarted(&memory, value: false)
+    _ = Drift.applyEnded(&memory, state: held, reapplyFailure: nil, readBack: adopt, now: start)
+    #expect(
+      watchReading(&memory, true, held, at: start + Drift.settleMilliseconds - 1) == .expected)
+    #expect(
+      watchReading(&memory, true, held, at: start + Drift.settleMilliseconds)
+        == .reapply(afterMilliseconds: 0, systemValue: true))
+  }
+
+  @Test func aCheckStartedAfterTheApplyIsBelievedAtOnce() {
+    var memory = Drift.Memory()
+    let held = DriftedSwitch.heldByAdmin.state
+    Drift.applyStarted(&memory, value: false)
+    _ = Drift.applyEnded(&memory, state: held, reapplyFailure: nil, readBack: adopt, now: start)
+    #expect(
+      Drift.reading(
+        &memory, value: true, source: .check(startedAt: start - 1), state: held, readBack: adopt,
+        now: start + 1) == .expected)
+    #expect(
+      Drift.reading(
+        &memory, value: true, source: .check(startedAt: start), state: held, readBack: adopt,
+        now: start + 2) == .reapply(afterMilliseconds: 0, systemValue: true))
+  }
+
+  @Test func aConfirmedApplyMakesTheNextDisagreementDriftAtOnce() {
+    var memory = Drift.Memory()
+    let free = DriftedSwitch.free.state
+    Drift.applyStarted(&memory, value: false)
+    _ = watchReading(&memory, false, free)
+    _ = Drift.applyEnded(&memory, state: free, reapplyFailure: nil, readBack: adopt, now: start)
+    #expect(watchReading(&memory, true, free, at: start + 1) == .adopt(SwitchState(checked: true)))
+  }
+
+  @Test func anApplyOfTheValueAlreadyInPlaceIsConfirmedByTheLastReading() {
+    var memory = Drift.Memory()
+    let held = DriftedSwitch.heldByPolicy.state
+    _ = watchReading(&memory, false, held)
+    Drift.applyStarted(&memory, value: false)
+    _ = Drift.applyEnded(&memory, state: held, reapplyFailure: nil, readBack: adopt, now: start)
+    #expect(
+      watchReading(&memory, true, held, at: start + 1)
+        == .reapply(afterMilliseconds: 0, systemValue: true))
+  }
+
+  @Test func aWatchThatMissedTheAppliedValueIsJudgedAgainOnceSettled() {
+    // Re-applied off; something turned it back on before the watch saw off,
+    // so the watch prints nothing more.
+    var memory = Drift.Memory()
+    let held = DriftedSwitch.heldByPolicy.state
+    #expect(watchReading(&memory, true, held) == .reapply(afterMilliseconds: 0, systemValue: true))
+    Drift.applyStarted(&memory, value: false)
+    #expect(
+      Drift.applyEnded(&memory, state: held, reapplyFailure: nil, readBack: adopt, now: start)
+        == .agrees)
+    #expect(Drift.needsSettling(memory, state: held))
+    #expect(
+      Drift.settled(&memory, state: held, readBack: adopt, now: start + Drift.settleMilliseconds)
+        == .reapply(afterMilliseconds: 1000, systemValue: true))
+  }
+
+  @Test func aConfirmedApplyNeedsNoSettling() {
+    var memory = Drift.Memory()
+    let held = DriftedSwitch.heldByAdmin.state
+    Drift.applyStarted(&memory, value: false)
+    _ = watchReading(&memory, false, held)
+    _ = Drift.applyEnded(&memory, state: held, reapplyFailure: nil, readBack: adopt, now: start)
+    #expect(!Drift.needsSettling(memory, state: held))
+    #expect(Drift.settled(&memory, state: held, readBack: adopt, now: start + 5000) == .agrees)
+  }
+
+  @Test func theReasonsSayWhatHappened() {
+    #expect(
+      Drift.keepsTurningReason(true, count: 5)
+        == "something keeps turning it on: re-applied 5 times in 60 s")
+    #expect(
+      Drift.reappliedLine(time: "2026-12-02T07:00:00.000Z", systemValue: true)
+        == "re-applied at 2026-12-02T07:00:00.000Z: the system had turned it on")
+  }
+}
