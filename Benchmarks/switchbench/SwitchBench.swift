@@ -124,6 +124,7 @@ struct SwitchBench {
     if options.runs("apply") { try bench.measureApplyStall() }
     if options.runs("users") { try bench.measureUserValues() }
     if options.runs("polkit") { try bench.measurePolkit() }
+    if options.runs("drift") { try bench.measureDrift() }
     if options.runs("instructions") { try bench.measureInstructions() }
   }
 
