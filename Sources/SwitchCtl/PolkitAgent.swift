@@ -1,4 +1,5 @@
 import Glibc
+import SwitchSystem
 
 /// polkit's text agent for this process, as `systemctl` brings one: when a
 /// call that needs a right is made from a terminal, switchctl starts
@@ -32,10 +33,12 @@ final class PolkitAgent {
     // Not --fallback (systemctl's): polkit 122 then never uses an agent
     // registered for a process, only for a session.
     let argv = [Self.path, "--process", "\(getpid())", "--notify-fd", "3"]
-    var cArgs = argv.map { strdup($0) } + [nil]
-    defer { for arg in cArgs { free(arg) } }
     var child: pid_t = 0
-    let rc = posix_spawn(&child, Self.path, &actions, nil, &cArgs, environ)
+    // Swift's own copies, not strdup's: a sanitizer's free cannot take
+    // glibc's inner malloc (seen under TSan).
+    let rc = ApplyProcess.withCStrings(argv) { cArgs in
+      posix_spawn(&child, Self.path, &actions, nil, cArgs, environ)
+    }
     close(pipeFDs[1])
     guard rc == 0 else { return false }
     pid = child

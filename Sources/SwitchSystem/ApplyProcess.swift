@@ -107,7 +107,7 @@ public enum ApplyProcess {
   }
 
   /// Calls `body` with a NULL-terminated array of C strings that live for the call.
-  static func withCStrings<R>(
+  public static func withCStrings<R>(
     _ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R
   ) -> R {
     // Copied into memory Swift allocates (and frees), not strdup's: one
