@@ -72,6 +72,26 @@ import Testing
     #expect(why.contains(": the system had turned it on."), "\(why)")
   }
 
+  /// The hold comes with a reload whose apply turns the radio off (as a
+  /// policy pushed to a running machine does): drift after it is re-applied
+  /// too (it was not while the reload's apply was still counted as running).
+  @Test func aSwitchAReloadedPolicyHoldsIsReapplied() throws {
+    let daemon = try DaemonFixture.withAppliers(
+      Self.radio(defaultOn: true), prepare: { try $0.writeFakeRadio(initially: "on") })
+    let client = try daemon.client()
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(true) })
+    try daemon.writeFile("policy.d/50-corp.conf", Self.heldOff["50-corp.conf"]!)
+    _ = try client.result("reload")
+    #expect(pollUntil(seconds: 60) { Self.radioFile(daemon) == "off" })
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
+    try daemon.turnRadio("on")
+    #expect(pollUntil(seconds: 60) { daemon.radioApplies().contains("off drift") })
+    #expect(pollUntil(seconds: 60) { Self.radioFile(daemon) == "off" })
+    let after = try client.result("get", #"{"key":"radio"}"#)
+    #expect(after["checked"]?.boolValue == false)
+    #expect(after["readOnly"]?.boolValue == true)
+  }
+
   @Test func aFreeSwitchAdoptsTheSystemsValueOnce() throws {
     let (daemon, client) = try Self.started(Self.radio())
     let before = try Self.history(client).count

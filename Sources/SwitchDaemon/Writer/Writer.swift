@@ -179,11 +179,17 @@ final class Writer {
           ended.append(contentsOf: keys)
           guard let item = applying.resume(result) else { break }
           if case .reload(let parked, let failures) = item {
+            // Its switches are judged once the reload has committed and
+            // released them (still busy here, they would be skipped and
+            // their drift memory left "applying" for good).
+            let judgeAfterRelease = ended
+            ended.removeAll()
             flushItems()
             deliver(
               finishReload(
                 parked.ticket, parked.next, parked.access, ran: (parked.applied, failures)))
             items.append(.release(parked.id))
+            ended = judgeAfterRelease
           } else {
             items.append(item)
           }
