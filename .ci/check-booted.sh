@@ -223,8 +223,12 @@ in_box dpkg -s switchd | grep -q '^Status: install ok installed' || fail "switch
 # --- the configuration for the rest: Wi-Fi through NetworkManager, a probe -------------
 sed -i 's|^#ExecApply=/usr/libexec/switchd/rfkill-apply wlan$|ExecApply=/usr/libexec/switchd/nm-radio apply wifi|' \
   "$root/etc/switchd/switches.d/10-connectivity.conf"
+sed -i 's|^#ExecWatch=/usr/libexec/switchd/nm-radio watch wifi$|ExecWatch=/usr/libexec/switchd/nm-radio watch wifi|' \
+  "$root/etc/switchd/switches.d/10-connectivity.conf"
 grep -q '^ExecApply=/usr/libexec/switchd/nm-radio apply wifi$' "$root/etc/switchd/switches.d/10-connectivity.conf" ||
   fail "could not give wifi its nm-radio ExecApply= line"
+grep -q '^ExecWatch=/usr/libexec/switchd/nm-radio watch wifi$' "$root/etc/switchd/switches.d/10-connectivity.conf" ||
+  fail "could not give wifi its nm-radio ExecWatch= line"
 # An apply command that writes down what it runs under, in the only
 # directory the sandbox lets it write.
 mkdir -p "$root/usr/local/libexec"
@@ -334,7 +338,42 @@ until_ok 10 "nm-radio watch wifi did not follow nmcli radio wifi off: $(in_box c
 [ "$(as_switchd /usr/libexec/switchd/nm-radio check wifi)" = off ] || fail "nm-radio check wifi did not say off"
 in_box nmcli radio wifi on
 say "NetworkManager: ok (switchctl off/on wifi switch the radio; nm-radio check and watch read it back)"
-say "not checked yet: a typed nmcli radio wifi on re-applied while held, adopted while free (needs ExecWatch= and rule 19, issue 23 items 1-2)"
+
+# --- drift (rule 19): nmcli typed behind switchd's back ----------------------------------
+observed() { ctl get wifi --json | grep -q "\"observed\":$1"; }
+until_ok 20 "wifi's observed never said true (ExecWatch= nm-radio watch wifi): $(ctl why wifi)" observed true
+# Held: a policy holds Wi-Fi off; a typed `nmcli radio wifi on` is re-applied.
+printf '[wifi]\nReadOnly=yes\nChecked=off\nReason=Held off by CI.\n' \
+  >"$root/etc/switchd/policy.d/60-ci-wifi.conf"
+ctl reload >/dev/null || fail "switchctl reload (wifi held off) failed"
+radio_off() { [ "$(radio)" = disabled ]; }
+until_ok 20 "the policy did not turn the radio off: $(radio)" radio_off
+in_box nmcli radio wifi on
+typed=$(date +%s%N)
+until_ok 10 "nmcli radio wifi on while wifi is held off was not re-applied: $(ctl why wifi)" radio_off
+reapplied_ms=$((($(date +%s%N) - typed) / 1000000))
+ctl is-on wifi && fail "a held wifi changed its value on drift: $(ctl why wifi)"
+ctl why wifi | grep -qi 're-applied' || fail "why does not say wifi was re-applied: $(ctl why wifi)"
+say "drift while held: ok (nmcli radio wifi on re-applied, the radio off again after ${reapplied_ms} ms; value unchanged; why says re-applied)"
+# Free: the policy lifted, a typed `nmcli radio wifi on` is adopted, one external event.
+rm -f "$root/etc/switchd/policy.d/60-ci-wifi.conf"
+ctl reload >/dev/null || fail "switchctl reload (wifi free) failed"
+ctl is-on wifi && fail "wifi is not off after the policy was lifted: $(ctl why wifi)"
+revision=$(ctl status --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["revision"])')
+in_box nmcli radio wifi on
+adopted() { ctl is-on wifi; }
+until_ok 10 "nmcli radio wifi on while wifi is free was not adopted: $(ctl why wifi)" adopted
+# What committed since: exactly one change, wifi's, cause external, actor source system.
+newer=$(ctl history --json --limit 20 | python3 -c '
+import json, sys
+since = int(sys.argv[1])
+new = [e for e in json.load(sys.stdin)["entries"] if e["revision"] > since]
+print(" ".join("%s/%s/%s" % (e["key"], e["cause"], e["actor"].get("source")) for e in new))
+' "$revision")
+[ "$newer" = "wifi/external/system" ] ||
+  fail "adopting nmcli radio wifi on was not one external change of wifi by the system: $newer"
+[ "$(radio)" = enabled ] || fail "the adopted value was applied back wrong: nmcli radio wifi $(radio)"
+say "drift while free: ok (nmcli radio wifi on adopted: switchctl get wifi says on, one external event)"
 
 halt
 say "ok in $((SECONDS - started)) s"
