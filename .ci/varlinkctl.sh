@@ -56,7 +56,7 @@ fi
 for tool in apt-get dpkg-deb flock; do
   command -v "$tool" >/dev/null || cannot "no $tool on this machine"
 done
-[ -r "$keyring" ] || cannot "no Debian archive keyring ($keyring: apt-get install debian-archive-keyring)"
+[ -r "$keyring" ] || cannot "no Debian archive keyring ($keyring: the debian-archive-keyring package provides it)"
 
 t0=$SECONDS
 fresh=$cache/varlinkctl-$suite.tmp
