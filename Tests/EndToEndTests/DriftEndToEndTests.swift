@@ -8,14 +8,7 @@ import Testing
 /// follow, a competitor that does not stop makes the switch invalid.
 @Suite struct DriftEndToEndTests {
   static func radio(_ extra: String = "", defaultOn: Bool = false) -> String {
-    """
-    [radio]
-    Label=Radio
-    Default=\(defaultOn ? "on" : "off")
-    ExecApply=@DIR@/radio-apply @DIR@/radio
-    ExecWatch=@DIR@/radio-watch @DIR@/radio
-    \(extra)
-    """
+    DaemonFixture.radioSwitch(defaultOn: defaultOn, extra: extra)
   }
 
   static let heldOff = ["50-corp.conf": "[radio]\nReadOnly=yes\nChecked=off\nReason=Held.\n"]
@@ -42,6 +35,11 @@ import Testing
 
   static func history(_ client: RPCClient) throws -> [JSONValue] {
     try client.result("history", #"{"key":"radio"}"#)["entries"]?.arrayValue ?? []
+  }
+
+  /// Whether the radio is `invalid` now.
+  static func isInvalid(_ client: RPCClient) throws -> Bool? {
+    try client.result("get", #"{"key":"radio"}"#)["invalid"]?.boolValue
   }
 
   static func radioFile(_ daemon: DaemonFixture) -> String {
@@ -134,9 +132,7 @@ import Testing
         daemon.directory + "/radio",
       ], logPath: daemon.directory + "/competitor.log")
     #expect(
-      try pollUntil(seconds: 60) {
-        try client.result("get", #"{"key":"radio"}"#)["invalid"]?.boolValue == true
-      })
+      try pollUntil(seconds: 60) { try Self.isInvalid(client) == true })
     let invalid = try client.result("get", #"{"key":"radio"}"#)
     #expect(
       invalid["invalidReason"]?.stringValue
@@ -146,9 +142,7 @@ import Testing
     competitor.wait(seconds: 30)
     try daemon.turnRadio("off")
     #expect(
-      try pollUntil(seconds: 60) {
-        try client.result("get", #"{"key":"radio"}"#)["invalid"]?.boolValue == false
-      })
+      try pollUntil(seconds: 60) { try Self.isInvalid(client) == false })
     let causes = try Self.history(client).prefix(2).map { $0["cause"]?.stringValue }
     #expect(causes == ["drift", "drift"])
   }
@@ -202,9 +196,7 @@ import Testing
     try writeWholeFile(daemon.directory + "/radio.fail", "")
     try daemon.turnRadio("on")
     #expect(
-      try pollUntil(seconds: 60) {
-        try client.result("get", #"{"key":"radio"}"#)["invalid"]?.boolValue == true
-      })
+      try pollUntil(seconds: 60) { try Self.isInvalid(client) == true })
     let radio = try client.result("get", #"{"key":"radio"}"#)
     #expect(
       radio["invalidReason"]?.stringValue
@@ -216,22 +208,15 @@ import Testing
     unlink(daemon.directory + "/radio.fail")
     try daemon.turnRadio("off")
     #expect(
-      try pollUntil(seconds: 60) {
-        try client.result("get", #"{"key":"radio"}"#)["invalid"]?.boolValue == false
-      })
+      try pollUntil(seconds: 60) { try Self.isInvalid(client) == false })
     #expect(try Self.history(client).first?["cause"]?.stringValue == "drift")
   }
 
   @Test func aPeriodicCheckCatchesDrift() throws {
     let daemon = try DaemonFixture.withAppliers(
-      """
-      [radio]
-      Label=Radio
-      Default=off
-      ExecApply=@DIR@/radio-apply @DIR@/radio
-      ExecCheck=@DIR@/radio-check @DIR@/radio
-      CheckIntervalSec=0.1
-      """, policies: Self.heldOff, prepare: { try $0.writeFakeRadio(initially: "off") })
+      DaemonFixture.radioSwitch(
+        readBack: [DaemonFixture.radioCheck], extra: "CheckIntervalSec=0.1"),
+      policies: Self.heldOff, prepare: { try $0.writeFakeRadio(initially: "off") })
     let client = try daemon.client()
     #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
     try daemon.turnRadio("on")
@@ -243,13 +228,7 @@ import Testing
     // A watch that prints the state on every round, a fifth of a second
     // after reading it: around an apply it says the old value late.
     let (daemon, client) = try Self.started(
-      """
-      [radio]
-      Label=Radio
-      Default=off
-      ExecApply=@DIR@/radio-apply @DIR@/radio
-      ExecWatch=@DIR@/late-watch @DIR@/radio
-      """,
+      DaemonFixture.radioSwitch(readBack: ["ExecWatch=@DIR@/late-watch @DIR@/radio"]),
       prepare: {
         try $0.writeApplier(
           "late-watch", #"while :; do read state < "$1"; sleep 0.2; echo "$state"; done"#)

@@ -8,13 +8,7 @@ import Testing
 @Suite struct ReadBackEndToEndTests {
   @Test func aWatchShowsTheSystemInObserved() throws {
     let daemon = try DaemonFixture.withAppliers(
-      """
-      [radio]
-      Label=Radio
-      Default=off
-      ExecApply=@DIR@/radio-apply @DIR@/radio
-      ExecWatch=@DIR@/radio-watch @DIR@/radio
-      """, prepare: { try $0.writeFakeRadio(initially: "on") })
+      DaemonFixture.radioSwitch(), prepare: { try $0.writeFakeRadio(initially: "on") })
     let client = try daemon.client()
     // The start's reconcile turns it off, and the watch reports it.
     #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
@@ -26,13 +20,8 @@ import Testing
 
   @Test func aCheckRunsAfterEachApply() throws {
     let daemon = try DaemonFixture.withAppliers(
-      """
-      [radio]
-      Label=Radio
-      Default=on
-      ExecApply=@DIR@/radio-apply @DIR@/radio
-      ExecCheck=@DIR@/radio-check @DIR@/radio
-      """, prepare: { try $0.writeFakeRadio(initially: "off") })
+      DaemonFixture.radioSwitch(defaultOn: true, readBack: [DaemonFixture.radioCheck]),
+      prepare: { try $0.writeFakeRadio(initially: "off") })
     let client = try daemon.client()
     #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(true) })
     _ = try client.result("set", #"{"key":"radio","checked":false}"#)
@@ -41,13 +30,7 @@ import Testing
 
   @Test func aWatchThatDiesIsUnknownUntilItIsStartedAgain() throws {
     let daemon = try DaemonFixture.withAppliers(
-      """
-      [radio]
-      Label=Radio
-      Default=off
-      ExecApply=@DIR@/radio-apply @DIR@/radio
-      ExecWatch=@DIR@/radio-watch @DIR@/radio
-      """, prepare: { try $0.writeFakeRadio(initially: "off") })
+      DaemonFixture.radioSwitch(), prepare: { try $0.writeFakeRadio(initially: "off") })
     let client = try daemon.client()
     #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
     try writeWholeFile(daemon.directory + "/radio.watch-exit", "")
@@ -64,11 +47,7 @@ import Testing
 
   @Test func aSwitchThatReadsNothingBackIsNeverObserved() throws {
     let daemon = try DaemonFixture.withAppliers(
-      """
-      [radio]
-      Label=Radio
-      ExecApply=@DIR@/radio-apply @DIR@/radio
-      """, prepare: { try $0.writeFakeRadio() })
+      DaemonFixture.radioSwitch(defaultOn: nil, readBack: []), prepare: { try $0.writeFakeRadio() })
     let client = try daemon.client()
     #expect(
       try pollUntil(seconds: 60) { try client.result("status")["reconciling"]?.int64Value == 0 })
@@ -76,13 +55,7 @@ import Testing
   }
 
   @Test func aReloadStopsAndStartsWatches() throws {
-    let watched = """
-      [radio]
-      Label=Radio
-      Default=off
-      ExecApply=@DIR@/radio-apply @DIR@/radio
-      ExecWatch=@DIR@/radio-watch @DIR@/radio
-      """
+    let watched = DaemonFixture.radioSwitch()
     let daemon = try DaemonFixture.withAppliers(
       watched, prepare: { try $0.writeFakeRadio(initially: "off") })
     let client = try daemon.client()

@@ -8,6 +8,23 @@ import Testing
 /// watch that follows it (a short poll inside the script: the test itself
 /// never sleeps, it waits for what the daemon reports).
 extension DaemonFixture {
+  /// The fake radio's `[radio]` section: its apply command, then `readBack`
+  /// lines (its watch by default) and `extra`; `defaultOn` nil leaves
+  /// `Default=` out.
+  static func radioSwitch(
+    defaultOn: Bool? = false, readBack: [String] = ["ExecWatch=@DIR@/radio-watch @DIR@/radio"],
+    extra: String = ""
+  ) -> String {
+    var lines = ["[radio]", "Label=Radio"]
+    if let defaultOn { lines.append("Default=\(defaultOn ? "on" : "off")") }
+    lines.append("ExecApply=@DIR@/radio-apply @DIR@/radio")
+    lines += readBack
+    if !extra.isEmpty { lines.append(extra) }
+    return lines.joined(separator: "\n") + "\n"
+  }
+
+  static let radioCheck = "ExecCheck=@DIR@/radio-check @DIR@/radio"
+
   func writeFakeRadio(initially state: String = "off") throws {
     try writeWholeFile(directory + "/radio", state + "\n")
     // While the file `radio.fail` exists, applying fails with its reason.
