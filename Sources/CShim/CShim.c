@@ -5,6 +5,7 @@
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <sys/socket.h>
 #include <pthread.h>
 #include <signal.h>
@@ -66,6 +67,19 @@ int shim_epoll_wait(int epfd, uint32_t *events, uint64_t *data, int capacity, in
 }
 
 int shim_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+int shim_timerfd_wall(void) { return timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC); }
+
+int shim_timerfd_arm_wall(int fd, int64_t milliseconds) {
+  struct itimerspec spec;
+  memset(&spec, 0, sizeof spec);
+  if (milliseconds < 0) return timerfd_settime(fd, 0, &spec, NULL);
+  // An absolute time of 0 would disarm: a deadline that far back is due now anyway.
+  if (milliseconds == 0) milliseconds = 1;
+  spec.it_value.tv_sec = milliseconds / 1000;
+  spec.it_value.tv_nsec = (milliseconds % 1000) * 1000000;
+  return timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &spec, NULL);
+}
 
 int shim_signalfd_termination_and_reload(void) {
   sigset_t set;

@@ -6,6 +6,8 @@ public enum Actor: Equatable, Hashable, Sendable {
   case policy
   case reconcile
   case system
+  /// switchd carrying out a deadline (rules 21–22): a timed value or hold that ended.
+  case timer
 }
 
 /// What made a change: the method, a policy applied at start or reload,
@@ -27,6 +29,8 @@ public enum Cause: Sendable, CaseIterable {
   case reconcile
   case external
   case drift
+  /// A timed value or hold that ended at its deadline (rules 21–22).
+  case expiry
 }
 
 /// One committed change of one switch: one revision, one event.

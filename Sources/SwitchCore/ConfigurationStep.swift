@@ -21,6 +21,7 @@ extension Actor {
     switch cause {
     case .reconcile: return .reconcile
     case .external, .drift: return .system
+    case .expiry: return .timer
     default: return .policy
     }
   }

@@ -9,6 +9,9 @@ public enum Operation: Equatable, Sendable {
   case enable
   /// Runs the apply command again with the effective value; changes no value.
   case apply
+  /// Carries out the earliest deadline of the switch that has passed
+  /// (`Rules.expired`): switchd's own, at the deadline; nobody asks for it.
+  case expire
 
   public var cause: Cause {
     switch self {
@@ -20,6 +23,7 @@ public enum Operation: Equatable, Sendable {
     case .disable: return .disable
     case .enable: return .enable
     case .apply: return .apply
+    case .expire: return .expiry
     }
   }
 
@@ -29,7 +33,7 @@ public enum Operation: Equatable, Sendable {
   public var changesValue: Bool {
     switch self {
     case .set, .toggle, .reset: return true
-    case .lock, .unlock, .disable, .enable, .apply: return false
+    case .lock, .unlock, .disable, .enable, .apply, .expire: return false
     }
   }
 
@@ -44,6 +48,7 @@ public enum Operation: Equatable, Sendable {
     case .disable: return "disable"
     case .enable: return "enable"
     case .apply: return "apply"
+    case .expire: return "expire"
     }
   }
 
@@ -72,7 +77,7 @@ extension Cause {
     case .set, .toggle, .reset, .apply: return .writer
     case .lock, .unlock, .disable, .enable, .policy, .reconcile: return .administrator
     // switchd's own, following the system; no caller asks for it.
-    case .external, .drift: return .administrator
+    case .external, .drift, .expiry: return .administrator
     // Made with another change, by whoever may make that one; nobody asks for it.
     case .dependency: return .anyone
     }

@@ -15,12 +15,24 @@ public enum Rules {
   /// - Returns: the decision, with the switch it was made on, or the refusal.
   public static func decide(
     _ operation: Operation, key: String, definition: SwitchDefinition?, record: SwitchRecord?,
-    policy: PolicyRule?, caller: Caller
+    policy: PolicyRule?, caller: Caller, lasting: Lasting? = nil, at time: Int64 = 0
   ) -> Result<Decision, Refusal> {
     guard let definition, let record else { return .failure(.unknownSwitch(key: key)) }
+    if operation == .expire {
+      return .success(
+        Decision(
+          definition: definition, record: record, policy: policy,
+          next: expired(record.state, at: time)))
+    }
     return nextState(
       operation, key: key, definition: definition, record: record, policy: policy, caller: caller
-    ).map { Decision(definition: definition, record: record, policy: policy, next: $0) }
+    ).map {
+      // A write that changes nothing is a no-op with or without a time (PROTOCOL.md).
+      let next = $0.map {
+        timed($0, from: record.state, operation, lasting: lasting, at: time)
+      }
+      return Decision(definition: definition, record: record, policy: policy, next: next)
+    }
   }
 
   /// The state `operation` leaves a declared switch in; nil when it changes nothing.
@@ -121,6 +133,9 @@ public enum Rules {
           .permissionDenied(key: key, action: "apply", requirement: caller.writeRequirement))
       }
       return .success(nil)
+
+    case .expire:
+      return .success(nil)  // taken by `decide`, which knows the time
     }
   }
 

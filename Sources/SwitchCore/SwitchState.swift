@@ -23,12 +23,22 @@ public struct SwitchState: Equatable, Hashable, Sendable {
   /// their own. Otherwise `checked` is what a user who never set it reads
   /// (`defaultChecked`). Never set for a system switch. Not a wire field.
   public var valueFixed: Bool
+  /// When a timed value ends and the value from before comes back
+  /// (SEMANTICS.md rule 21), in milliseconds since the epoch; nil: not timed.
+  public var expiresAt: Int64?
+  /// When an administrator's `lock` or `disable` lifts by itself (rule 22).
+  public var readOnlyUntil: Int64?
+  public var disabledUntil: Int64?
 
   public init(
     checked: Bool, readOnly: Bool = false, readOnlyReason: String? = nil, heldBy: Holder? = nil,
     disabled: Bool = false, disabledReason: String? = nil, disabledBy: Holder? = nil,
-    invalid: Bool = false, invalidReason: String? = nil, valueFixed: Bool = false
+    invalid: Bool = false, invalidReason: String? = nil, valueFixed: Bool = false,
+    expiresAt: Int64? = nil, readOnlyUntil: Int64? = nil, disabledUntil: Int64? = nil
   ) {
+    self.expiresAt = expiresAt
+    self.readOnlyUntil = readOnlyUntil
+    self.disabledUntil = disabledUntil
     self.valueFixed = valueFixed
     self.checked = checked
     self.readOnly = readOnly
@@ -53,13 +63,23 @@ public struct SwitchState: Equatable, Hashable, Sendable {
     if disabledBy != other.disabledBy { fields.append(.disabledBy) }
     if invalid != other.invalid { fields.append(.invalid) }
     if invalidReason != other.invalidReason { fields.append(.invalidReason) }
+    if expiresAt != other.expiresAt { fields.append(.expiresAt) }
+    if readOnlyUntil != other.readOnlyUntil { fields.append(.readOnlyUntil) }
+    if disabledUntil != other.disabledUntil { fields.append(.disabledUntil) }
     return fields
   }
 
   /// Neither held read-only, disabled nor invalid, with no reasons: how most switches are.
   public var isFree: Bool {
     !readOnly && !disabled && heldBy == nil && disabledBy == nil && readOnlyReason == nil
-      && disabledReason == nil && !invalid && invalidReason == nil
+      && disabledReason == nil && !invalid && invalidReason == nil && expiresAt == nil
+      && readOnlyUntil == nil && disabledUntil == nil
+  }
+
+  /// The earliest of its deadlines, when it has one: when the writer must
+  /// look at it again (`Rules.expired`).
+  public var nextDeadline: Int64? {
+    [expiresAt, readOnlyUntil, disabledUntil].compactMap { $0 }.min()
   }
 
   /// Whether the setting is on and in effect: a disabled switch does not apply.
@@ -87,6 +107,9 @@ public enum StateField: Sendable, CaseIterable {
   case disabledBy
   case invalid
   case invalidReason
+  case expiresAt
+  case readOnlyUntil
+  case disabledUntil
 }
 
 /// A switch as stored: its state and when it last changed.

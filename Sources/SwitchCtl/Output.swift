@@ -146,7 +146,18 @@ enum Output {
     case .disabledBy: return state.disabledBy ?? "none"
     case .invalid: return yesNo(state.invalid)
     case .invalidReason: return quoted(state.invalidReason)
+    case .expiresAt: return time(state.expiresAt)
+    case .readOnlyUntil: return time(state.readOnlyUntil)
+    case .disabledUntil: return time(state.disabledUntil)
     }
+  }
+
+  /// A deadline as the wire writes times, `none` for null.
+  private static func time(_ ms: Int64?) -> String {
+    guard let ms else { return "none" }
+    var bytes: [UInt8] = []
+    Timestamp.append(milliseconds: ms, to: &bytes)
+    return String(decoding: bytes, as: UTF8.self)
   }
 
   /// `watch`: `42 wifi off (toggle by uid 1000)`, then the notes of the new state.

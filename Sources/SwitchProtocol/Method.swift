@@ -1,3 +1,4 @@
+import Glibc
 import SwitchCore
 
 /// The methods of the API (docs/protocol.md, "Methods").
@@ -65,7 +66,8 @@ public enum Call: Equatable, Sendable {
   case list(prefix: String?, user: Viewpoint?)
   /// set, toggle, reset, lock, unlock, disable, enable, apply; only the first
   /// three take a `user`.
-  case write(key: String, Operation, user: UInt32?)
+  /// `lasting`: the `for` or `until` of a timed value or hold (rules 21–22).
+  case write(key: String, Operation, user: UInt32?, lasting: Lasting? = nil)
   case watch(patterns: [KeyPattern]?, since: Int64?, user: Viewpoint?)
   case unwatch(id: String)
   case history(key: String?, limit: Int, before: Int64?, user: Viewpoint?)
@@ -97,19 +99,21 @@ public enum Call: Equatable, Sendable {
         let checked = try p.requiredBool("checked")
         call = .write(
           key: key, .set(checked: checked, ifRevision: try p.optionalRevision("ifRevision")),
-          user: try p.optionalUser(everyone: false)?.uid)
+          user: try p.optionalUser(everyone: false)?.uid, lasting: try p.optionalLasting())
       case .toggle:
         let key = try p.key()
         call = .write(
           key: key, .toggle(ifRevision: try p.optionalRevision("ifRevision")),
-          user: try p.optionalUser(everyone: false)?.uid)
+          user: try p.optionalUser(everyone: false)?.uid, lasting: try p.optionalLasting())
       case .reset:
         call = .write(key: try p.key(), .reset, user: try p.optionalUser(everyone: false)?.uid)
       case .lock:
         let key = try p.key()
         let reason = try p.optionalString("reason", maxBytes: limits.maxReasonBytes)
         let checked = try p.optionalBool("checked")
-        call = .write(key: key, .lock(reason: reason, checked: checked), user: nil)
+        call = .write(
+          key: key, .lock(reason: reason, checked: checked), user: nil,
+          lasting: try p.optionalLasting())
       case .unlock:
         call = .write(key: try p.key(), .unlock, user: nil)
       case .disable:
@@ -117,7 +121,7 @@ public enum Call: Equatable, Sendable {
         call = .write(
           key: key,
           .disable(reason: try p.optionalString("reason", maxBytes: limits.maxReasonBytes)),
-          user: nil)
+          user: nil, lasting: try p.optionalLasting())
       case .enable:
         call = .write(key: try p.key(), .enable, user: nil)
       case .apply:
@@ -274,6 +278,26 @@ private struct Params {
     return number
   }
 
+  /// `for` (seconds) or `until` (a time in the future, at most a year
+  /// ahead), which exclude each other (PROTOCOL.md, "Time parameters").
+  mutating func optionalLasting() throws(RPCError) -> Lasting? {
+    let seconds = try optionalInt(WireField.for, in: 1...Lasting.longestSeconds)
+    guard let value = take(WireField.until) else { return seconds.map { .seconds($0) } }
+    if seconds != nil {
+      throw error("\"for\" and \"until\" exclude each other: give one", param: WireField.until)
+    }
+    guard let text = value.stringValue, let time = Timestamp.milliseconds(text) else {
+      throw error(
+        "\"until\" must be a time like \"2026-12-02T16:00:00.000Z\"", param: WireField.until)
+    }
+    let now = wallClockNow()
+    guard time > now else { throw error("\"until\" is not in the future", param: WireField.until) }
+    guard time - now <= Lasting.longestSeconds * 1000 else {
+      throw error("\"until\" is more than a year ahead", param: WireField.until)
+    }
+    return .until(time)
+  }
+
   mutating func optionalRevision(_ name: String) throws(RPCError) -> Int64? {
     try optionalInt(name, in: 0...Int64.max)
   }
@@ -322,4 +346,11 @@ extension JSONValue {
     return text.utf8.count > 40
       ? String(decoding: Array(text.utf8.prefix(40)), as: UTF8.self) + "…" : text
   }
+}
+
+/// Milliseconds since the epoch on the wall clock, for checking an `until`.
+private func wallClockNow() -> Int64 {
+  var ts = timespec()
+  clock_gettime(CLOCK_REALTIME, &ts)
+  return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
 }

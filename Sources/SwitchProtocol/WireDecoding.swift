@@ -79,6 +79,12 @@ public struct WireMembers {
     try readOrNull(name, "a time", Self.time)
   }
 
+  /// A time or null, and nil when absent: a member a daemon from before it
+  /// does not send (the deadlines of SEMANTICS.md rules 20–22).
+  public func timeIfPresent(_ name: String) throws(WireDecodingError) -> Int64? {
+    has(name) ? try timeOrNull(name) : nil
+  }
+
   public func strings(_ name: String) throws(WireDecodingError) -> [String] {
     try read(name, "an array of strings") { value in
       guard let items = value.arrayValue else { return nil }

@@ -61,6 +61,14 @@ extension WireEncoding {
     static let disabledBy = fixedBytes { $0.member(WireField.disabledBy) }
     static let invalid = fixedBytes { $0.member(WireField.invalid) }
     static let invalidReason = fixedBytes { $0.member(WireField.invalidReason) }
+    /// Tried changes are not built yet: `pendingUntil` is always null.
+    static let pendingUntilNullExpiresAt = fixedBytes {
+      $0.member(WireField.pendingUntil)
+      $0.null()
+      $0.member(WireField.expiresAt)
+    }
+    static let readOnlyUntil = fixedBytes { $0.member(WireField.readOnlyUntil) }
+    static let disabledUntil = fixedBytes { $0.member(WireField.disabledUntil) }
     /// Most switches are held by nobody: one copy instead of sixteen appends.
     static let freeHold = fixedBytes { writeHoldMembersInFull(&$0, SwitchState(checked: false)) }
 
@@ -71,6 +79,7 @@ extension WireEncoding {
     static let policyActor = idlessActor(source: Actor.policy.source)
     static let reconcileActor = idlessActor(source: Actor.reconcile.source)
     static let systemActor = idlessActor(source: Actor.system.source)
+    static let timerActor = idlessActor(source: Actor.timer.source)
     static func idlessActor(source: String?) -> FixedBytes {
       fixedBytes {
         $0.firstMember(WireField.uid)

@@ -164,6 +164,16 @@ public enum WireEncoding {
     w.bool(s.invalid)
     w.raw(Parts.invalidReason)
     w.stringOrNull(s.invalidReason)
+    w.raw(Parts.pendingUntilNullExpiresAt)
+    writeTimeOrNull(&w, s.expiresAt)
+    w.raw(Parts.readOnlyUntil)
+    writeTimeOrNull(&w, s.readOnlyUntil)
+    w.raw(Parts.disabledUntil)
+    writeTimeOrNull(&w, s.disabledUntil)
+  }
+
+  static func writeTimeOrNull(_ w: inout JSONWriter, _ ms: Int64?) {
+    if let ms { writeTime(&w, ms) } else { w.null() }
   }
 
   /// An Actor object.
@@ -180,6 +190,7 @@ public enum WireEncoding {
     case .policy: w.raw(Parts.policyActor)
     case .reconcile: w.raw(Parts.reconcileActor)
     case .system: w.raw(Parts.systemActor)
+    case .timer: w.raw(Parts.timerActor)
     }
   }
 
@@ -188,7 +199,7 @@ public enum WireEncoding {
   public static func writeHiddenActor(_ w: inout JSONWriter, _ actor: Actor) {
     switch actor {
     case .peer: w.raw(Parts.hiddenActor)
-    case .policy, .reconcile, .system: writeActor(&w, actor)
+    case .policy, .reconcile, .system, .timer: writeActor(&w, actor)
     }
   }
 

@@ -33,6 +33,7 @@ extension Cause {
     case .reconcile: return "reconcile"
     case .external: return "external"
     case .drift: return "drift"
+    case .expiry: return "expiry"
     }
   }
 
@@ -54,6 +55,9 @@ extension StateField {
     case .disabledBy: return "disabledBy"
     case .invalid: return "invalid"
     case .invalidReason: return "invalidReason"
+    case .expiresAt: return "expiresAt"
+    case .readOnlyUntil: return "readOnlyUntil"
+    case .disabledUntil: return "disabledUntil"
     }
   }
 }
@@ -80,6 +84,7 @@ extension Actor {
     case .policy: return "policy"
     case .reconcile: return "reconcile"
     case .system: return "system"
+    case .timer: return "timer"
     }
   }
 }

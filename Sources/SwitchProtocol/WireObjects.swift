@@ -16,6 +16,11 @@ public struct StateObject: Equatable, Sendable {
   public var disabledBy: String?
   public var invalid: Bool
   public var invalidReason: String?
+  /// Milliseconds since the epoch (SEMANTICS.md rules 20–22); nil: none.
+  public var pendingUntil: Int64? = nil
+  public var expiresAt: Int64? = nil
+  public var readOnlyUntil: Int64? = nil
+  public var disabledUntil: Int64? = nil
 }
 
 extension StateObject: WireDecodable {
@@ -29,7 +34,11 @@ extension StateObject: WireDecodable {
       heldBy: try m.stringOrNull(WireField.heldBy), disabled: try m.bool(WireField.disabled),
       disabledReason: try m.stringOrNull(WireField.disabledReason),
       disabledBy: try m.stringOrNull(WireField.disabledBy), invalid: try m.bool(WireField.invalid),
-      invalidReason: try m.stringOrNull(WireField.invalidReason))
+      invalidReason: try m.stringOrNull(WireField.invalidReason),
+      pendingUntil: try m.timeIfPresent(WireField.pendingUntil),
+      expiresAt: try m.timeIfPresent(WireField.expiresAt),
+      readOnlyUntil: try m.timeIfPresent(WireField.readOnlyUntil),
+      disabledUntil: try m.timeIfPresent(WireField.disabledUntil))
   }
 }
 

@@ -15,7 +15,7 @@ struct Migration: Sendable {
 
 enum Schema {
   static let migrations: [Migration] = [
-    changeLog, keyChains, applyCommands, userValues, systemActors,
+    changeLog, keyChains, applyCommands, userValues, systemActors, deadlines,
   ]
 
   /// 1: switches, the change log, and the global revision.
@@ -145,6 +145,25 @@ enum Schema {
     name: "the system as an actor",
     sql: """
       ALTER TABLE changes ADD COLUMN actor_source TEXT;
+      """)
+
+  /// 6: switches in time (SEMANTICS.md rules 21–22). A timed value's end and an
+  /// administrator's hold's end are part of the State, so they are kept where the State is:
+  /// in the switch rows and in both States of each logged change. Every deadline is data:
+  /// a start finds the passed ones in the rows and carries them out. The log may now hold
+  /// the cause 'expiry' and the actor source 'timer'.
+  static let deadlines = Migration(
+    name: "deadlines: timed values and holds",
+    sql: """
+      ALTER TABLE switches ADD COLUMN expires_at INTEGER;
+      ALTER TABLE switches ADD COLUMN read_only_until INTEGER;
+      ALTER TABLE switches ADD COLUMN disabled_until INTEGER;
+      ALTER TABLE changes ADD COLUMN s_expires_at INTEGER;
+      ALTER TABLE changes ADD COLUMN s_read_only_until INTEGER;
+      ALTER TABLE changes ADD COLUMN s_disabled_until INTEGER;
+      ALTER TABLE changes ADD COLUMN p_expires_at INTEGER;
+      ALTER TABLE changes ADD COLUMN p_read_only_until INTEGER;
+      ALTER TABLE changes ADD COLUMN p_disabled_until INTEGER;
       """)
 
   /// The schema version this build writes and reads.

@@ -41,6 +41,7 @@ extension Cause {
     case .reconcile: return "reconcile"
     case .external: return "external"
     case .drift: return "drift"
+    case .expiry: return "expiry"
     }
   }
 
@@ -59,6 +60,7 @@ extension Cause {
     case "reconcile": self = .reconcile
     case "external": self = .external
     case "drift": self = .drift
+    case "expiry": self = .expiry
     default: return nil
     }
   }
@@ -67,4 +69,24 @@ extension Cause {
 extension Actor {
   /// `changes.actor_source` of a change the system made (schema migration 5).
   static let systemStorageName = "system"
+  /// `changes.actor_source` of a change a deadline made (schema migration 6).
+  static let timerStorageName = "timer"
+
+  /// `changes.actor_source`: NULL when the cause and null ids say who it was.
+  var storageSource: String? {
+    switch self {
+    case .system: return Actor.systemStorageName
+    case .timer: return Actor.timerStorageName
+    case .peer, .policy, .reconcile: return nil
+    }
+  }
+
+  /// The actor of a row with null ids, by its `actor_source` and cause.
+  static func stored(source: String?, cause: Cause) -> Actor {
+    switch source {
+    case systemStorageName?: return .system
+    case timerStorageName?: return .timer
+    default: return .configuration(cause)
+    }
+  }
 }

@@ -13,9 +13,11 @@ struct StoreStatements {
 
     static let switchColumns = """
       key, checked, read_only, read_only_reason, held_by, disabled, disabled_reason, \
-      disabled_by, revision, changed_at, invalid, invalid_reason, value_fixed
+      disabled_by, revision, changed_at, invalid, invalid_reason, value_fixed, expires_at, \
+      read_only_until, disabled_until
       """
-    static let switchValues = "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13"
+    static let switchValues =
+      "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16"
 
     static let changeColumns = """
       revision, key, cause, time, actor_uid, actor_gid, actor_pid, \
@@ -23,10 +25,11 @@ struct StoreStatements {
       s_disabled_by, \
       p_checked, p_read_only, p_read_only_reason, p_held_by, p_disabled, p_disabled_reason, \
       p_disabled_by, s_invalid, s_invalid_reason, p_invalid, p_invalid_reason, user, \
-      s_value_fixed, p_value_fixed, actor_source
+      s_value_fixed, p_value_fixed, actor_source, s_expires_at, s_read_only_until, \
+      s_disabled_until, p_expires_at, p_read_only_until, p_disabled_until
       """
     /// `changeColumns` then `key_previous`: its column index.
-    static let keyPreviousColumn: Int32 = 29
+    static let keyPreviousColumn: Int32 = 35
 
     static let loadSwitches = "SELECT \(switchColumns) FROM switches ORDER BY key"
     static let hasSwitch = "SELECT 1 FROM switches WHERE key = ?1"
@@ -49,7 +52,8 @@ struct StoreStatements {
         disabled_reason = excluded.disabled_reason, disabled_by = excluded.disabled_by,
         revision = excluded.revision, changed_at = excluded.changed_at,
         invalid = excluded.invalid, invalid_reason = excluded.invalid_reason,
-        value_fixed = excluded.value_fixed
+        value_fixed = excluded.value_fixed, expires_at = excluded.expires_at,
+        read_only_until = excluded.read_only_until, disabled_until = excluded.disabled_until
       """
     /// The revision the switch rows hold: changes after it are only in the log.
     static let readCheckpoint = "SELECT value FROM meta WHERE name = 'checkpoint'"
@@ -59,7 +63,7 @@ struct StoreStatements {
       INSERT INTO switches(\(switchColumns))
         SELECT key, s_checked, s_read_only, s_read_only_reason, s_held_by, s_disabled,
           s_disabled_reason, s_disabled_by, revision, time, s_invalid, s_invalid_reason,
-          s_value_fixed
+          s_value_fixed, s_expires_at, s_read_only_until, s_disabled_until
         FROM changes WHERE revision IN
           (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2
            AND user IS NULL GROUP BY key)
@@ -69,7 +73,8 @@ struct StoreStatements {
         disabled_reason = excluded.disabled_reason, disabled_by = excluded.disabled_by,
         revision = excluded.revision, changed_at = excluded.changed_at,
         invalid = excluded.invalid, invalid_reason = excluded.invalid_reason,
-        value_fixed = excluded.value_fixed
+        value_fixed = excluded.value_fixed, expires_at = excluded.expires_at,
+        read_only_until = excluded.read_only_until, disabled_until = excluded.disabled_until
       """
     /// Copies each user's newest value change in (?1, ?2] to its `user_values` row.
     static let checkpointUserRows = """
@@ -96,11 +101,11 @@ struct StoreStatements {
       SELECT max(revision) FROM changes WHERE revision > ?1 AND key = ?2 AND user IS ?3
       """
 
-    /// `?30` is `key_previous`: the revision of the previous change of the same key and user.
+    /// `?36` is `key_previous`: the revision of the previous change of the same key and user.
     static let insertChange = """
       INSERT INTO changes(\(changeColumns), key_previous) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
       ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, \
-      ?26, ?27, ?28, ?29, ?30)
+      ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36)
       """
     /// The revision of a key's newest change as of the checkpoint (0: none).
     static let switchRevision = "SELECT revision FROM switches WHERE key = ?1"
@@ -202,7 +207,7 @@ struct StoreStatements {
 // MARK: Binding and reading rows
 
 extension SQLiteStatement {
-  /// Binds a switch row to `?1`...`?13` (`SQL.switchValues`).
+  /// Binds a switch row to `?1`...`?16` (`SQL.switchValues`).
   func bindSwitch(
     key: String, state: SwitchState, revision: Int64, changedAt: Int64?
   ) throws(SQLiteError) {
@@ -211,6 +216,21 @@ extension SQLiteStatement {
     try bind(revision, at: 9)
     try bind(changedAt, at: 10)
     try bind(state.valueFixed, at: 13)
+    try bindDeadlines(state, from: 14)
+  }
+
+  /// Binds `expiresAt`, `readOnlyUntil` and `disabledUntil` (migration 6) to `?first`... .
+  private func bindDeadlines(_ state: SwitchState, from first: Int32) throws(SQLiteError) {
+    try bind(state.expiresAt, at: first)
+    try bind(state.readOnlyUntil, at: first + 1)
+    try bind(state.disabledUntil, at: first + 2)
+  }
+
+  /// Reads what `bindDeadlines` wrote, starting at column `first`.
+  private func readDeadlines(into state: inout SwitchState, from first: Int32) {
+    state.expiresAt = optionalInt64(at: first)
+    state.readOnlyUntil = optionalInt64(at: first + 1)
+    state.disabledUntil = optionalInt64(at: first + 2)
   }
 
   /// Binds a `user_values` row to `?1`...`?5` (`SQL.userValueColumns`).
@@ -233,7 +253,7 @@ extension SQLiteStatement {
     )
   }
 
-  /// Binds a log row to `?1`...`?30` (`SQL.changeColumns`, then `key_previous`).
+  /// Binds a log row to `?1`...`?36` (`SQL.changeColumns`, then `key_previous`).
   func bindChange(_ change: Change, keyPrevious: Int64?) throws(SQLiteError) {
     try bind(change.revision, at: 1)
     try bind(change.key, at: 2)
@@ -244,7 +264,7 @@ extension SQLiteStatement {
       try bind(Int64(uid), at: 5)
       try bind(Int64(gid), at: 6)
       try bind(Int64(pid), at: 7)
-    case .policy, .reconcile, .system:
+    case .policy, .reconcile, .system, .timer:
       // All three NULL is how the log says "a policy file did it", or, with
       // cause `reconcile`, switchd applying stored values, or with `external`
       // or `drift`, the system switchd reads back (`Actor.configuration`).
@@ -257,8 +277,10 @@ extension SQLiteStatement {
     try bind(change.user.map { Int64($0) }, at: 26)
     try bind(change.state.valueFixed, at: 27)
     try bind(change.previous.valueFixed, at: 28)
-    try bind(change.actor == .system ? Actor.systemStorageName : nil, at: 29)
-    try bind(keyPrevious, at: 30)
+    try bind(change.actor.storageSource, at: 29)
+    try bindDeadlines(change.state, from: 30)
+    try bindDeadlines(change.previous, from: 33)
+    try bind(keyPrevious, at: 36)
   }
 
   /// Binds the seven State columns to `?first`...`?(first + 6)`, and
@@ -282,6 +304,7 @@ extension SQLiteStatement {
     let key = text(at: 0)
     var state = try readState(from: 1, invalidFrom: 10, row: "switch \(key)")
     state.valueFixed = bool(at: 12)
+    readDeadlines(into: &state, from: 13)
     return SwitchRecord(
       key: key, state: state, revision: int64(at: 8), changedAt: optionalInt64(at: 9))
   }
@@ -294,8 +317,7 @@ extension SQLiteStatement {
     let actor: Actor
     switch (optionalInt64(at: 4), optionalInt64(at: 5), optionalInt64(at: 6)) {
     case (nil, nil, nil):
-      actor =
-        optionalText(at: 28) == Actor.systemStorageName ? .system : .configuration(cause)
+      actor = Actor.stored(source: optionalText(at: 28), cause: cause)
     case (let uid?, let gid?, let pid?):
       guard let uid = UInt32(exactly: uid), let gid = UInt32(exactly: gid),
         let pid = Int32(exactly: pid)
@@ -316,8 +338,10 @@ extension SQLiteStatement {
     }
     var state = try readState(from: 7, invalidFrom: 21, row: "change \(revision)")
     state.valueFixed = bool(at: 26)
+    readDeadlines(into: &state, from: 29)
     var previous = try readState(from: 14, invalidFrom: 23, row: "change \(revision)")
     previous.valueFixed = bool(at: 27)
+    readDeadlines(into: &previous, from: 32)
     return Change(
       revision: revision, time: int64(at: 3), key: text(at: 1), cause: cause, actor: actor,
       state: state, previous: previous, user: user)

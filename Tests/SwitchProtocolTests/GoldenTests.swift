@@ -263,7 +263,7 @@ import Testing
         == #"{"key":"wifi","label":"Wi-Fi","description":"Connect to wireless networks.","#
         + #""checked":true,"defaultChecked":false,"readOnly":true,"readOnlyReason":"Held.","#
         + #""heldBy":"policy","disabled":false,"disabledReason":null,"disabledBy":null,"#
-        + #""invalid":false,"invalidReason":null,"#
+        + #""invalid":false,"invalidReason":null,"pendingUntil":null,"expiresAt":null,"readOnlyUntil":null,"disabledUntil":null,"#
         + #""checkedIcon":"wifi","uncheckedIcon":"wifi_off","group":"Connectivity","order":3,"#
         + #""policySource":"50-corp.conf:2","effective":true,"scope":"system","user":null,"#
         + #""revision":42,"changedAt":"2026-11-30T03:40:00.123Z","observed":null}"#)
@@ -348,11 +348,11 @@ import Testing
   static let stateGolden =
     #"{"checked":false,"readOnly":false,"readOnlyReason":null,"heldBy":null,"#
     + #""disabled":false,"disabledReason":null,"disabledBy":null,"#
-    + #""invalid":false,"invalidReason":null}"#
+    + #""invalid":false,"invalidReason":null,"pendingUntil":null,"expiresAt":null,"readOnlyUntil":null,"disabledUntil":null}"#
   static let previousGolden =
     #"{"checked":true,"readOnly":false,"readOnlyReason":null,"heldBy":null,"#
     + #""disabled":false,"disabledReason":null,"disabledBy":null,"#
-    + #""invalid":false,"invalidReason":null}"#
+    + #""invalid":false,"invalidReason":null,"pendingUntil":null,"expiresAt":null,"readOnlyUntil":null,"disabledUntil":null}"#
 
   @Test func eventGolden() {
     var members = JSONWriter()

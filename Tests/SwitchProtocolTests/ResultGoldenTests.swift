@@ -80,7 +80,7 @@ import Testing
     let state =
       #""readOnly":false,"readOnlyReason":null,"heldBy":null,"#
       + #""disabled":false,"disabledReason":null,"disabledBy":null,"#
-      + #""invalid":false,"invalidReason":null}"#
+      + #""invalid":false,"invalidReason":null,"pendingUntil":null,"expiresAt":null,"readOnlyUntil":null,"disabledUntil":null}"#
     #expect(
       Self.text { ResultEncoding.writeHistory(&$0, entries: [change]) }
         == #"{"entries":[{"revision":43,"time":"2026-11-30T03:41:07.002Z","key":"wifi","#

@@ -46,6 +46,15 @@ enum {
 /// A non-blocking, close-on-exec eventfd.
 int shim_eventfd(void);
 
+/// A non-blocking, close-on-exec timerfd on CLOCK_REALTIME (deadlines given
+/// as times follow the wall clock).
+int shim_timerfd_wall(void);
+
+/// Arms `fd` to expire at `milliseconds` since the epoch (one shot, absolute,
+/// TFD_TIMER_CANCEL_ON_SET: a read fails with ECANCELED when the clock is
+/// set, so the caller looks at its deadlines again); `milliseconds` < 0 disarms.
+int shim_timerfd_arm_wall(int fd, int64_t milliseconds);
+
 /// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread (threads created
 /// later inherit the mask) and returns a non-blocking signalfd for them.
 int shim_signalfd_termination_and_reload(void);

@@ -75,7 +75,7 @@ extension Server {
           writeSwitches(&$0, positions(withPrefix: prefix), for: caller, viewpoint: viewpoint)
         }
       }
-    case .write(let key, let operation, let user):
+    case .write(let key, let operation, let user, let lasting):
       var write = ticket(pending, connection)
       // Administrators are exempt from the per-uid share, so only the writes
       // of others count against their uid (given back when answered).
@@ -85,7 +85,7 @@ extension Server {
         return askPolkit(question, pending, on: connection, caller: acting)
       }
       write.viewer = acting.subject
-      submit(.write(write, key: key, operation, acting), for: connection, pending)
+      submit(.write(write, key: key, operation, acting, lasting: lasting), for: connection, pending)
     case .reload:
       notifier.send("RELOADING=1")
       guard admitWrite(for: connection, pending) else { return }
@@ -126,7 +126,7 @@ extension Server {
   /// ready in the same turn share one transaction and one sync.
   func submit(_ job: WriterJob, for connection: Connection, _ pending: PendingRequest) {
     guard admitWrite(for: connection, pending) else { return }
-    if case .write(let ticket, _, _, _) = job, let uid = ticket.countedAgainst {
+    if case .write(let ticket, _, _, _, _) = job, let uid = ticket.countedAgainst {
       writesPerUser.handedOver(uid: uid)
     }
     writesThisTurn.append(job)

@@ -30,7 +30,7 @@ extension Server {
     guard caller.asksPolkit else { return nil }
     var key: String?
     var checked: Bool?
-    if case .success(.write(let named, let operation, _)) = pending.call {
+    if case .success(.write(let named, let operation, _, _)) = pending.call {
       key = named
       checked = records[named]?.state.checked
       if case .lock(_, let held?) = operation { checked = held }

@@ -30,6 +30,8 @@ struct WriteRequest: Sendable {
   /// A value adopted from the system (rule 19): cause `external`, and the
   /// switch's own command does not run (the system already has the value).
   var external = false
+  /// The write's `for` or `until`: a timed value or hold (rules 21–22).
+  var lasting: Lasting? = nil
 }
 
 struct AppliedCommand: Sendable {

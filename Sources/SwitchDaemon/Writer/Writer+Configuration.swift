@@ -157,6 +157,7 @@ extension Writer {
       for change in changes { changedSinceCheckpoint.insert(change.key) }
     }
     records = working
+    rebuildDeadlines()
     revision = nextRevision
     let previous = catalog
     catalog = next

@@ -28,7 +28,7 @@ extension Writer {
   /// connection's writes keep their order). It is decided as if it had come
   /// before the reload, which has not been answered yet.
   func mayPassHeldBack(_ job: WriterJob) -> Bool {
-    guard case .write(let ticket, let key, let operation, _) = job,
+    guard case .write(let ticket, let key, let operation, _, _) = job,
       !applying.heldBack.contains(where: { $0.connection == ticket.connection })
     else { return false }
     if writesUserValue(key, operation) { return true }
@@ -43,7 +43,7 @@ extension Writer {
 
   static func writers(of jobs: [WriterJob]) -> Set<UInt64> {
     var connections = Set<UInt64>()
-    for case .write(let ticket, _, _, _) in jobs { connections.insert(ticket.connection) }
+    for case .write(let ticket, _, _, _, _) in jobs { connections.insert(ticket.connection) }
     return connections
   }
 
@@ -87,7 +87,10 @@ extension Writer {
         catalog: nil, changes: group.changes, answers: group.answers,
         oldestRetained: oldestRetained)
     } catch {
-      for old in group.undo.reversed() { records[old.key] = old }
+      for old in group.undo.reversed() {
+        records[old.key] = old
+        deadlines.note(old.key, old.state)
+      }
       users.rollBack()
       revision = group.firstRevision
       logCommitFailure(error)
@@ -137,6 +140,20 @@ extension Writer {
   ) -> UInt64? {
     switch item {
     case .write(let write):
+      if writesUserValue(write.key, write.operation), write.lasting != nil {
+        // Not built yet: a user's own timer needs its deadline in `user_values`.
+        group.answers.append(
+          (
+            write.ticket,
+            .write(
+              .failure(
+                .invalidParams(
+                  "a timed value of a user-scope switch is not supported yet",
+                  param: WireField.for, key: write.key)))
+          ))
+        group.settled.append(item)
+        return nil
+      }
       if writesUserValue(write.key, write.operation) {
         // A user's own value: no apply command and no dependents (both
         // are for system switches), so it never waits.
@@ -159,6 +176,7 @@ extension Writer {
         }
       }
       guard decideSystemWrite(write, into: &group) else { return nil }
+      if write.operation == .expire { expiryDecided(write.key) }
       group.settled.append(item)
       return write.applied?.id
     case .system(let system, let failure):
@@ -185,7 +203,8 @@ extension Writer {
     let key = write.key
     let decision = Rules.decide(
       write.operation, key: key, definition: catalog.switches[key], record: records[key],
-      policy: catalog.policies[key], caller: write.caller)
+      policy: catalog.policies[key], caller: write.caller, lasting: write.lasting,
+      at: group.time)
     switch decision {
     case .failure(let refusal):
       group.answers.append((write.ticket, .refused(refusal)))
@@ -199,6 +218,16 @@ extension Writer {
       switch applyStage(write, decided, planned) {
       case .parked:
         return false
+      case .failed(let reason) where write.operation == .expire:
+        if let old = records[key], let next = decided.next {
+          revision += 1
+          record(
+            Change(
+              revision: revision, time: group.time, key: key, cause: .expiry,
+              actor: write.caller.actor,
+              state: Self.failedExpiry(old.state, next: next, reason: reason), previous: old.state),
+            replacing: old, into: &group)
+        }
       case .failed(let reason):
         group.answers.append(
           (write.ticket, .write(.failure(.applyFailed(key: key, reason: reason)))))
@@ -227,6 +256,7 @@ extension Writer {
   private func record(_ change: Change, replacing old: SwitchRecord, into group: inout Group) {
     group.undo.append(old)
     records[change.key] = change.record
+    deadlines.note(change.key, change.state)
     group.changes.append(change)
   }
 

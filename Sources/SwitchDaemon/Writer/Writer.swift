@@ -56,6 +56,9 @@ final class Writer {
   /// `status.readBack`, and whether the loop has the latest.
   var readBackReports: [String: ReadBackReport] = [:]
   var readBackReportsChanged = false
+  /// Every switch's deadlines, and the timer armed for the earliest (Writer+Deadlines.swift).
+  var deadlines = DeadlineIndex()
+  var deadlineTimer: WallClockTimer?
 
   /// Opens the database, loads every switch, and applies `catalog`: rows for
   /// new switches, policy changes with `cause: policy`.
@@ -94,6 +97,7 @@ final class Writer {
     // or switchd crashed between a command and its commit.
     _ = try writer.apply(catalog, access: access, reconcilingEvery: true)
     writer.startReadBack(jobs: jobs)
+    writer.startDeadlines(jobs: jobs)
     writer.announced = announced?.record
     writer.announced?.record(writer.revision)
     return writer
@@ -127,6 +131,7 @@ final class Writer {
     func deliver(_ output: WriterOutput) {
       // Recorded before the loop announces it (the record may lag, never lead).
       if !output.changes.isEmpty { announced?.record(revision) }
+      rearmDeadlines()
       handOff(output)
     }
     if let output = applyBookOutput() { deliver(output) }
@@ -155,9 +160,13 @@ final class Writer {
           continue
         }
         switch job {
-        case .write(let ticket, let key, let operation, let caller):
+        case .write(let ticket, let key, let operation, let caller, let lasting):
           items.append(
-            .write(WriteRequest(ticket: ticket, key: key, operation: operation, caller: caller)))
+            .write(
+              WriteRequest(
+                ticket: ticket, key: key, operation: operation, caller: caller, lasting: lasting)))
+        case .deadlinesDue:
+          items += dueExpiries()
         case .observed(let key, let state, let source, let time):
           observe(key, state, source: source, at: time)
           // Judged against what is committed: the writes before it first.
@@ -214,6 +223,7 @@ final class Writer {
       if let output = readingsOutput() { deliver(output) }
       if stopping {
         stopReadBack()
+        stopDeadlines()
         pool.stop()
         // The next start then replays nothing.
         checkpoint()

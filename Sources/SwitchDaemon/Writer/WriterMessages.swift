@@ -22,7 +22,10 @@ struct Ticket: Sendable {
 
 /// What the event loop asks of the writer thread.
 enum WriterJob: Sendable {
-  case write(Ticket, key: String, Operation, Caller)
+  /// `lasting`: the write's `for` or `until` (a timed value or hold).
+  case write(Ticket, key: String, Operation, Caller, lasting: Lasting? = nil)
+  /// The wall-clock timer fired, or the clock was set: carry out what is due.
+  case deadlinesDue
   /// Make a configuration the config reader read the running one, or
   /// refuse it (SIGHUP has no ticket).
   case reload(Ticket?, ConfigurationRead)
@@ -43,7 +46,7 @@ enum WriterJob: Sendable {
   /// What an apply command or a read-back program reports: never held back.
   var isApplied: Bool {
     switch self {
-    case .applied, .observed, .watchEnded, .reapplyDue, .settled: return true
+    case .applied, .observed, .watchEnded, .reapplyDue, .settled, .deadlinesDue: return true
     default: return false
     }
   }
@@ -51,16 +54,18 @@ enum WriterJob: Sendable {
   /// The connection a write or reload came from (nil: SIGHUP, stop, a command's result).
   var connection: UInt64? {
     switch self {
-    case .write(let ticket, _, _, _): return ticket.connection
+    case .write(let ticket, _, _, _, _): return ticket.connection
     case .reload(let ticket, _): return ticket?.connection
-    case .stop, .applied, .observed, .watchEnded, .reapplyDue, .settled: return nil
+    case .stop, .applied, .observed, .watchEnded, .reapplyDue, .settled, .deadlinesDue:
+      return nil
     }
   }
 
   /// A reload or stop: the writer does not hold a group open past one.
   var isControl: Bool {
     switch self {
-    case .write, .applied, .observed, .watchEnded, .reapplyDue, .settled: return false
+    case .write, .applied, .observed, .watchEnded, .reapplyDue, .settled, .deadlinesDue:
+      return false
     case .reload, .stop: return true
     }
   }
