@@ -14,7 +14,7 @@ import Testing
       names == [
         "key", "label", "description", "checked", "defaultChecked", "readOnly", "readOnlyReason",
         "heldBy", "disabled", "disabledReason", "disabledBy", "invalid", "invalidReason",
-        "checkedIcon", "uncheckedIcon", "group", "order", "policySource", "effective", "scope",
+        "pendingUntil", "expiresAt", "readOnlyUntil", "disabledUntil", "checkedIcon", "uncheckedIcon", "group", "order", "policySource", "effective", "scope",
         "user", "revision", "changedAt", "observed", "writable", "writableReason",
       ])
     #expect(wifi["label"]?.stringValue == "Wi-Fi")

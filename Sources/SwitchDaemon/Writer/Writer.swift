@@ -135,6 +135,9 @@ final class Writer {
       handOff(output)
     }
     if let output = applyBookOutput() { deliver(output) }
+    // Deadlines that passed while switchd was stopped, before any write.
+    let due = dueExpiries()
+    if !due.isEmpty { deliver(commitGroup(due)) }
     while true {
       let batch = applying.takeHeldBack() ?? takeGroup(from: jobs)
       var items: [GroupItem] = []

@@ -1,0 +1,134 @@
+import Testing
+
+@testable import SwitchCore
+
+/// The rules of time (SEMANTICS.md rules 21–22 and the paragraph after
+/// them) with an injected clock: what a timed write sets, and what each
+/// deadline does when it passes.
+@Suite struct DeadlineRulesTests {
+  static let definition = SwitchDefinition(key: "wifi", label: "Wi-Fi", defaultChecked: true)
+  static let admin = Caller(actor: .peer(uid: 0, gid: 0, pid: 3), isAdmin: true, mayWrite: true)
+  static let now: Int64 = 1_800_000_000_000
+
+  static func decide(
+    _ operation: Operation, _ state: SwitchState, lasting: Lasting? = nil, at time: Int64 = now
+  ) throws -> SwitchState? {
+    let record = SwitchRecord(key: "wifi", state: state, revision: 1, changedAt: 0)
+    return try Rules.decide(
+      operation, key: "wifi", definition: definition, record: record, policy: nil,
+      caller: admin, lasting: lasting, at: time
+    ).get().next
+  }
+
+  @Test func forBecomesATimeWhenTheChangeCommits() throws {
+    let next = try Self.decide(
+      .set(checked: false, ifRevision: nil), SwitchState(checked: true), lasting: .seconds(3600))
+    #expect(next?.checked == false)
+    #expect(next?.expiresAt == Self.now + 3_600_000)
+    let until = try Self.decide(
+      .toggle(ifRevision: nil), SwitchState(checked: true), lasting: .until(Self.now + 5))
+    #expect(until?.expiresAt == Self.now + 5)
+  }
+
+  @Test func aTimedWriteThatChangesNothingIsANoOp() throws {
+    let next = try Self.decide(
+      .set(checked: true, ifRevision: nil), SwitchState(checked: true), lasting: .seconds(60))
+    #expect(next == nil)
+  }
+
+  @Test func aLaterWriteOfTheValueEndsTheTimerAndOneThatChangesNothingLeavesIt() throws {
+    let timed = SwitchState(checked: false, expiresAt: Self.now + 1000)
+    let changed = try Self.decide(.set(checked: true, ifRevision: nil), timed)
+    #expect(changed?.checked == true)
+    #expect(changed?.expiresAt == nil)
+    #expect(try Self.decide(.set(checked: false, ifRevision: nil), timed) == nil)
+    // A hold changes no value: the timer runs on under it.
+    let locked = try Self.decide(.lock(reason: nil, checked: nil), timed)
+    #expect(locked?.expiresAt == Self.now + 1000)
+  }
+
+  @Test func theValueFromBeforeComesBackAtTheDeadlineNotBefore() {
+    let timed = SwitchState(checked: false, expiresAt: Self.now)
+    #expect(Rules.expired(timed, at: Self.now - 1) == nil)
+    let back = Rules.expired(timed, at: Self.now)
+    #expect(back == SwitchState(checked: true))
+  }
+
+  @Test func aHoldThatCameSinceWinsTheTimerEndsAndTheValueStays() {
+    var disabled = SwitchState(checked: false, expiresAt: Self.now)
+    disabled.disabled = true
+    disabled.disabledBy = .policy
+    let ended = Rules.expired(disabled, at: Self.now)
+    #expect(ended?.checked == false)
+    #expect(ended?.expiresAt == nil)
+    #expect(ended?.disabled == true)
+    var held = SwitchState(checked: false, readOnly: true, heldBy: .admin, expiresAt: Self.now)
+    held.readOnlyReason = "IT"
+    #expect(Rules.expired(held, at: Self.now)?.checked == false)
+  }
+
+  @Test func aTimedHoldLiftsAsUnlockOrEnableWould() throws {
+    let locked = try #require(
+      try Self.decide(
+        .lock(reason: "exam", checked: nil), SwitchState(checked: true), lasting: .seconds(10)))
+    #expect(locked.readOnlyUntil == Self.now + 10_000)
+    let lifted = Rules.expired(locked, at: Self.now + 10_000)
+    #expect(lifted == SwitchState(checked: true))
+
+    let disabled = try #require(
+      try Self.decide(.disable(reason: nil), SwitchState(checked: true), lasting: .seconds(1)))
+    #expect(disabled.disabledUntil == Self.now + 1000)
+    #expect(Rules.expired(disabled, at: Self.now + 1000) == SwitchState(checked: true))
+  }
+
+  @Test func aLockWithoutATimeMakesTheHoldPermanentAgain() throws {
+    let timed = SwitchState(
+      checked: true, readOnly: true, readOnlyReason: "r", heldBy: .admin,
+      readOnlyUntil: Self.now + 5)
+    let permanent = try Self.decide(.lock(reason: "r2", checked: nil), timed)
+    #expect(permanent?.readOnlyUntil == nil)
+  }
+
+  @Test func aHoldThatIsNoLongerTheAdministratorsHasNoEndOfItsOwn() {
+    var policy = SwitchState(checked: true, readOnly: true, heldBy: .admin, readOnlyUntil: 5)
+    policy.heldBy = .policy
+    let settled = Rules.settledDeadlines(policy, from: SwitchState(checked: true))
+    #expect(settled.readOnlyUntil == nil)
+    // Had it stayed: its end passes and only the field clears, the policy holds.
+    let ended = Rules.expired(policy, at: 10)
+    #expect(ended?.readOnly == true)
+    #expect(ended?.heldBy == .policy)
+    #expect(ended?.readOnlyUntil == nil)
+  }
+
+  @Test func eachDeadlineIsOneChangeInDeadlineOrderADisablesEndFirstOnATie() throws {
+    var state = SwitchState(checked: false, expiresAt: 100)
+    state.disabled = true
+    state.disabledBy = .admin
+    state.disabledUntil = 100
+    let first = try #require(Rules.expired(state, at: 200))
+    #expect(first.disabled == false)
+    #expect(first.expiresAt == 100)
+    // Judged unheld now: the value comes back.
+    let second = try #require(Rules.expired(first, at: 200))
+    #expect(second == SwitchState(checked: true))
+    #expect(Rules.expired(second, at: 200) == nil)
+    #expect(second.nextDeadline == nil)
+
+    let earlier = SwitchState(
+      checked: true, readOnly: true, heldBy: .admin, expiresAt: 50,
+      readOnlyUntil: 70)
+    #expect(earlier.nextDeadline == 50)
+    // The value's end comes first, under the hold: only its timer ends.
+    #expect(Rules.expired(earlier, at: 100)?.checked == true)
+    #expect(Rules.expired(earlier, at: 100)?.readOnlyUntil == 70)
+  }
+
+  @Test func theExpiryDecisionIsTheOperationsNotTheCallers() throws {
+    // `.expire` needs no time parameter and carries out only what has passed.
+    let timed = SwitchState(checked: false, expiresAt: Self.now + 1)
+    #expect(try Self.decide(.expire, timed, at: Self.now) == nil)
+    #expect(try Self.decide(.expire, timed, at: Self.now + 1)?.checked == true)
+    #expect(Operation.expire.cause == .expiry)
+  }
+}
