@@ -14,7 +14,8 @@ import Testing
       names == [
         "key", "label", "description", "checked", "defaultChecked", "readOnly", "readOnlyReason",
         "heldBy", "disabled", "disabledReason", "disabledBy", "invalid", "invalidReason",
-        "pendingUntil", "expiresAt", "readOnlyUntil", "disabledUntil", "checkedIcon", "uncheckedIcon", "group", "order", "policySource", "effective", "scope",
+        "pendingUntil", "expiresAt", "readOnlyUntil", "disabledUntil", "checkedIcon",
+        "uncheckedIcon", "group", "order", "policySource", "effective", "scope",
         "user", "revision", "changedAt", "observed", "writable", "writableReason",
       ])
     #expect(wifi["label"]?.stringValue == "Wi-Fi")
