@@ -6,6 +6,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <pthread.h>
 #include <signal.h>
@@ -69,6 +70,24 @@ int shim_epoll_wait(int epfd, uint32_t *events, uint64_t *data, int capacity, in
 int shim_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 
 int shim_timerfd_wall(void) { return timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC); }
+
+int shim_timerfd_boot(void) { return timerfd_create(CLOCK_BOOTTIME, TFD_NONBLOCK | TFD_CLOEXEC); }
+
+int shim_timerfd_arm_boot(int fd, int64_t milliseconds) {
+  struct itimerspec spec;
+  memset(&spec, 0, sizeof spec);
+  if (milliseconds < 0) return timerfd_settime(fd, 0, &spec, NULL);
+  if (milliseconds == 0) milliseconds = 1;
+  spec.it_value.tv_sec = milliseconds / 1000;
+  spec.it_value.tv_nsec = (milliseconds % 1000) * 1000000;
+  return timerfd_settime(fd, TFD_TIMER_ABSTIME, &spec, NULL);
+}
+
+int64_t shim_boot_clock_milliseconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 int shim_timerfd_arm_wall(int fd, int64_t milliseconds) {
   struct itimerspec spec;

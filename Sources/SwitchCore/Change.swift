@@ -31,6 +31,11 @@ public enum Cause: Sendable, CaseIterable {
   case drift
   /// A timed value or hold that ended at its deadline (rules 21–22).
   case expiry
+  /// A tried change kept (rule 20).
+  case confirm
+  /// A tried change undone: asked for, not confirmed in time, or its
+  /// connection closed (rule 20).
+  case revert
 }
 
 /// One committed change of one switch: one revision, one event.

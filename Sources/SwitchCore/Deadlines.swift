@@ -4,6 +4,9 @@ public enum Lasting: Equatable, Sendable {
   case seconds(Int64)
   /// Milliseconds since the epoch.
   case until(Int64)
+  /// A tried change (rule 20): reverted after `seconds` on the boot clock
+  /// unless confirmed, and when its connection closes first if `revertOnDisconnect`.
+  case confirmWithin(seconds: Int64, revertOnDisconnect: Bool)
 
   /// `for` at most, and how far ahead `until` may be: a year (PROTOCOL.md).
   public static let longestSeconds: Int64 = 31_536_000
@@ -12,10 +15,13 @@ public enum Lasting: Equatable, Sendable {
   /// becomes a time when the change commits, so the wall clock decides from then on.
   public func deadline(committedAt time: Int64) -> Int64 {
     switch self {
-    case .seconds(let seconds): return time + seconds * 1000
+    case .seconds(let seconds), .confirmWithin(let seconds, _): return time + seconds * 1000
     case .until(let until): return until
     }
   }
+
+  /// `confirmWithin` at most (PROTOCOL.md).
+  public static let longestTrialSeconds: Int64 = 3600
 }
 
 /// The rules of deadlines: what a timed write sets, and what ends when.
@@ -28,19 +34,28 @@ extension Rules {
   /// its own (a policy's lifts with its file or schedule).
   static func timed(
     _ next: SwitchState, from state: SwitchState, _ operation: Operation, lasting: Lasting?,
-    at time: Int64
+    at time: Int64, boot: BootMoment?, caller: Caller
   ) -> SwitchState {
     var next = next
     let deadline = lasting?.deadline(committedAt: time)
     switch operation {
     case .set, .toggle, .reset:
-      if next.checked != state.checked { next.expiresAt = deadline }
+      guard next.checked != state.checked else { break }
+      if case .confirmWithin(let seconds, let onDisconnect) = lasting, let boot {
+        next.expiresAt = nil
+        next.pendingUntil = deadline
+        next.pending = TriedChange(
+          maker: caller.actor, bootDeadline: boot.milliseconds + seconds * 1000, bootID: boot.id,
+          revertOnDisconnect: onDisconnect)
+      } else {
+        next.expiresAt = deadline
+      }
     case .lock:
       next.readOnlyUntil = deadline
       if next.checked != state.checked { next.expiresAt = nil }
     case .disable:
       next.disabledUntil = deadline
-    case .unlock, .enable, .apply, .expire:
+    case .unlock, .enable, .apply, .expire, .confirm, .revert:
       break
     }
     return settledDeadlines(next, from: state)
@@ -91,5 +106,69 @@ extension Rules {
       if !next.readOnly && !next.disabled { next.checked.toggle() }
     }
     return next
+  }
+}
+
+/// Where the boot clock is: CLOCK_BOOTTIME in milliseconds and the boot's
+/// id (`/proc/sys/kernel/random/boot_id`). A tried change's deadline runs on
+/// it, so setting the wall clock neither shortens nor stretches the window,
+/// and a tried change from another boot is reverted at once.
+public struct BootMoment: Equatable, Sendable {
+  public var milliseconds: Int64
+  public var id: String
+
+  public init(milliseconds: Int64, id: String) {
+    self.milliseconds = milliseconds
+    self.id = id
+  }
+}
+
+/// A tried change waiting for `confirm` (rule 20): kept in the State, so in
+/// the database with the change that made it.
+public struct TriedChange: Equatable, Hashable, Sendable {
+  /// Who made it: who may confirm or revert it (any connection of its uid,
+  /// or an administrator), and the actor of the revert nobody stopped.
+  public var maker: Actor
+  /// On the boot clock of `bootID`, in milliseconds.
+  public var bootDeadline: Int64
+  public var bootID: String
+  public var revertOnDisconnect: Bool
+
+  public init(maker: Actor, bootDeadline: Int64, bootID: String, revertOnDisconnect: Bool) {
+    self.maker = maker
+    self.bootDeadline = bootDeadline
+    self.bootID = bootID
+    self.revertOnDisconnect = revertOnDisconnect
+  }
+
+  /// Whether switchd must revert it now: its deadline passed, or the
+  /// machine restarted since (nobody could confirm).
+  public func isDue(at boot: BootMoment) -> Bool {
+    bootID != boot.id || bootDeadline <= boot.milliseconds
+  }
+}
+
+extension Rules {
+  /// `confirm` or `revert` of a tried change (rule 20): by its maker (any
+  /// connection of the same uid) or an administrator; nothing pending is a
+  /// no-op. A revert puts the value from before back, unless the switch was
+  /// held or disabled since: then the hold wins and only the trial ends.
+  static func settleTried(
+    _ operation: Operation, key: String, state: SwitchState, caller: Caller
+  ) -> Result<SwitchState?, Refusal> {
+    guard let pending = state.pending else { return .success(nil) }
+    if !caller.has(.administrator) {
+      guard case .peer(let maker, _, _) = pending.maker, caller.uid == maker else {
+        return .failure(
+          .permissionDenied(
+            key: key, action: operation.verb,
+            requirement: "only the caller that made the change or an administrator may"))
+      }
+    }
+    var next = state
+    next.pending = nil
+    next.pendingUntil = nil
+    if operation == .revert && !state.readOnly && !state.disabled { next.checked.toggle() }
+    return .success(next)
   }
 }

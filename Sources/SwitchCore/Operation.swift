@@ -12,6 +12,11 @@ public enum Operation: Equatable, Sendable {
   /// Carries out the earliest deadline of the switch that has passed
   /// (`Rules.expired`): switchd's own, at the deadline; nobody asks for it.
   case expire
+  /// Keeps a tried change (rule 20): its maker or an administrator.
+  case confirm
+  /// Undoes a tried change now: its maker or an administrator, or switchd
+  /// for the maker at the deadline or when its connection closed.
+  case revert
 
   public var cause: Cause {
     switch self {
@@ -24,6 +29,8 @@ public enum Operation: Equatable, Sendable {
     case .enable: return .enable
     case .apply: return .apply
     case .expire: return .expiry
+    case .confirm: return .confirm
+    case .revert: return .revert
     }
   }
 
@@ -33,7 +40,8 @@ public enum Operation: Equatable, Sendable {
   public var changesValue: Bool {
     switch self {
     case .set, .toggle, .reset: return true
-    case .lock, .unlock, .disable, .enable, .apply, .expire: return false
+    // confirm and revert: tried changes are of system switches.
+    case .lock, .unlock, .disable, .enable, .apply, .expire, .confirm, .revert: return false
     }
   }
 
@@ -49,6 +57,8 @@ public enum Operation: Equatable, Sendable {
     case .enable: return "enable"
     case .apply: return "apply"
     case .expire: return "expire"
+    case .confirm: return "confirm"
+    case .revert: return "revert"
     }
   }
 
@@ -80,6 +90,8 @@ extension Cause {
     case .external, .drift, .expiry: return .administrator
     // Made with another change, by whoever may make that one; nobody asks for it.
     case .dependency: return .anyone
+    // The rules decide: the tried change's maker, or an administrator.
+    case .confirm, .revert: return .anyone
     }
   }
 }

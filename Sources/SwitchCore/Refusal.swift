@@ -13,6 +13,8 @@ public enum Refusal: Error, Equatable, Sendable {
   case readOnly(key: String, reason: String?, heldBy: Holder?, source: SourceLocation? = nil)
   /// `ifRevision` is not the switch's revision.
   case conflict(key: String, expected: Int64, current: Int64)
+  /// The switch is pending a tried change (rule 20): `Conflict` with `data.pending`.
+  case pending(key: String)
   /// `apply` on a switch that has no apply command (`ExecApply=`).
   case noApplyCommand(key: String)
 
@@ -30,6 +32,8 @@ public enum Refusal: Error, Equatable, Sendable {
       return Refusal.sentence("\(key) is read-only", reason: reason, holder: heldBy)
     case .conflict(let key, let expected, let current):
       return "\(key) changed since revision \(expected); it is now at revision \(current)."
+    case .pending(let key):
+      return "\(key) is being tried: confirm or revert the change first."
     case .noApplyCommand(let key):
       return "\(key) has no apply command (ExecApply=) to run."
     }

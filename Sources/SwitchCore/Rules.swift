@@ -15,7 +15,8 @@ public enum Rules {
   /// - Returns: the decision, with the switch it was made on, or the refusal.
   public static func decide(
     _ operation: Operation, key: String, definition: SwitchDefinition?, record: SwitchRecord?,
-    policy: PolicyRule?, caller: Caller, lasting: Lasting? = nil, at time: Int64 = 0
+    policy: PolicyRule?, caller: Caller, lasting: Lasting? = nil, at time: Int64 = 0,
+    boot: BootMoment? = nil
   ) -> Result<Decision, Refusal> {
     guard let definition, let record else { return .failure(.unknownSwitch(key: key)) }
     if operation == .expire {
@@ -29,7 +30,8 @@ public enum Rules {
     ).map {
       // A write that changes nothing is a no-op with or without a time (PROTOCOL.md).
       let next = $0.map {
-        timed($0, from: record.state, operation, lasting: lasting, at: time)
+        timed(
+          $0, from: record.state, operation, lasting: lasting, at: time, boot: boot, caller: caller)
       }
       return Decision(definition: definition, record: record, policy: policy, next: next)
     }
@@ -52,6 +54,8 @@ public enum Rules {
       if let refusal = writeRefusal(key: key, state: state, policy: policy, caller: caller) {
         return .failure(refusal)
       }
+      // Nobody writes a value that is being tried (rule 20): confirm or revert it first.
+      if state.pending != nil { return .failure(.pending(key: key)) }
       var next = state
       switch operation {
       case .set(let checked, let ifRevision):
@@ -136,6 +140,9 @@ public enum Rules {
 
     case .expire:
       return .success(nil)  // taken by `decide`, which knows the time
+
+    case .confirm, .revert:
+      return settleTried(operation, key: key, state: state, caller: caller)
     }
   }
 

@@ -23,6 +23,11 @@ public struct SwitchState: Equatable, Hashable, Sendable {
   /// their own. Otherwise `checked` is what a user who never set it reads
   /// (`defaultChecked`). Never set for a system switch. Not a wire field.
   public var valueFixed: Bool
+  /// When a tried change reverts unless confirmed (rule 20), on the wall
+  /// clock, for people; `pending` says who made it and its real deadline.
+  public var pendingUntil: Int64?
+  /// The tried change waiting for `confirm`; not a wire field.
+  public var pending: TriedChange?
   /// When a timed value ends and the value from before comes back
   /// (SEMANTICS.md rule 21), in milliseconds since the epoch; nil: not timed.
   public var expiresAt: Int64?
@@ -34,8 +39,11 @@ public struct SwitchState: Equatable, Hashable, Sendable {
     checked: Bool, readOnly: Bool = false, readOnlyReason: String? = nil, heldBy: Holder? = nil,
     disabled: Bool = false, disabledReason: String? = nil, disabledBy: Holder? = nil,
     invalid: Bool = false, invalidReason: String? = nil, valueFixed: Bool = false,
-    expiresAt: Int64? = nil, readOnlyUntil: Int64? = nil, disabledUntil: Int64? = nil
+    expiresAt: Int64? = nil, readOnlyUntil: Int64? = nil, disabledUntil: Int64? = nil,
+    pendingUntil: Int64? = nil, pending: TriedChange? = nil
   ) {
+    self.pendingUntil = pendingUntil
+    self.pending = pending
     self.expiresAt = expiresAt
     self.readOnlyUntil = readOnlyUntil
     self.disabledUntil = disabledUntil
@@ -63,6 +71,7 @@ public struct SwitchState: Equatable, Hashable, Sendable {
     if disabledBy != other.disabledBy { fields.append(.disabledBy) }
     if invalid != other.invalid { fields.append(.invalid) }
     if invalidReason != other.invalidReason { fields.append(.invalidReason) }
+    if pendingUntil != other.pendingUntil { fields.append(.pendingUntil) }
     if expiresAt != other.expiresAt { fields.append(.expiresAt) }
     if readOnlyUntil != other.readOnlyUntil { fields.append(.readOnlyUntil) }
     if disabledUntil != other.disabledUntil { fields.append(.disabledUntil) }
@@ -73,7 +82,7 @@ public struct SwitchState: Equatable, Hashable, Sendable {
   public var isFree: Bool {
     !readOnly && !disabled && heldBy == nil && disabledBy == nil && readOnlyReason == nil
       && disabledReason == nil && !invalid && invalidReason == nil && expiresAt == nil
-      && readOnlyUntil == nil && disabledUntil == nil
+      && readOnlyUntil == nil && disabledUntil == nil && pendingUntil == nil && pending == nil
   }
 
   /// The earliest of its deadlines, when it has one: when the writer must
@@ -107,6 +116,7 @@ public enum StateField: Sendable, CaseIterable {
   case disabledBy
   case invalid
   case invalidReason
+  case pendingUntil
   case expiresAt
   case readOnlyUntil
   case disabledUntil

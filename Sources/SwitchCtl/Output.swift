@@ -146,6 +146,7 @@ enum Output {
     case .disabledBy: return state.disabledBy ?? "none"
     case .invalid: return yesNo(state.invalid)
     case .invalidReason: return quoted(state.invalidReason)
+    case .pendingUntil: return time(state.pendingUntil)
     case .expiresAt: return time(state.expiresAt)
     case .readOnlyUntil: return time(state.readOnlyUntil)
     case .disabledUntil: return time(state.disabledUntil)

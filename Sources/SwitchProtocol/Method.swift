@@ -5,6 +5,8 @@ import SwitchCore
 public enum Method: String, CaseIterable, Sendable {
   case get, list, set, toggle, reset, watch, unwatch, history
   case lock, unlock, disable, enable, reload, status, apply
+  /// Keep or undo a tried change (SEMANTICS.md rule 20).
+  case confirm, revert
   /// A copy of the database, handed to the caller as an open descriptor.
   case backup
 
@@ -12,7 +14,9 @@ public enum Method: String, CaseIterable, Sendable {
   /// their transaction commits, and a later read waits for them.
   public var isWrite: Bool {
     switch self {
-    case .set, .toggle, .reset, .lock, .unlock, .disable, .enable, .reload, .apply: return true
+    case .set, .toggle, .reset, .lock, .unlock, .disable, .enable, .reload, .apply, .confirm,
+      .revert:
+      return true
     default: return false
     }
   }
@@ -34,6 +38,8 @@ public enum Method: String, CaseIterable, Sendable {
     case .disable: return Cause.disable.privilege
     case .enable: return Cause.enable.privilege
     case .apply: return Cause.apply.privilege
+    case .confirm: return Cause.confirm.privilege
+    case .revert: return Cause.revert.privilege
     case .reload: return Cause.policy.privilege
     // The copy holds every user's values and who changed what: the
     // configuration's owners only.
@@ -99,12 +105,18 @@ public enum Call: Equatable, Sendable {
         let checked = try p.requiredBool("checked")
         call = .write(
           key: key, .set(checked: checked, ifRevision: try p.optionalRevision("ifRevision")),
-          user: try p.optionalUser(everyone: false)?.uid, lasting: try p.optionalLasting())
+          user: try p.optionalUser(everyone: false)?.uid,
+          lasting: try p.optionalLasting(mayTry: true))
       case .toggle:
         let key = try p.key()
         call = .write(
           key: key, .toggle(ifRevision: try p.optionalRevision("ifRevision")),
-          user: try p.optionalUser(everyone: false)?.uid, lasting: try p.optionalLasting())
+          user: try p.optionalUser(everyone: false)?.uid,
+          lasting: try p.optionalLasting(mayTry: true))
+      case .confirm, .revert:
+        call = .write(
+          key: try p.key(), method == .confirm ? .confirm : .revert,
+          user: try p.optionalUser(everyone: false)?.uid)
       case .reset:
         call = .write(key: try p.key(), .reset, user: try p.optionalUser(everyone: false)?.uid)
       case .lock:
@@ -280,7 +292,28 @@ private struct Params {
 
   /// `for` (seconds) or `until` (a time in the future, at most a year
   /// ahead), which exclude each other (PROTOCOL.md, "Time parameters").
-  mutating func optionalLasting() throws(RPCError) -> Lasting? {
+  /// With `mayTry`, `confirmWithin` (1–3600 seconds) and
+  /// `revertOnDisconnect` (only with it, default true), which exclude both.
+  mutating func optionalLasting(mayTry: Bool = false) throws(RPCError) -> Lasting? {
+    let trial =
+      mayTry ? try optionalInt(WireField.confirmWithin, in: 1...Lasting.longestTrialSeconds) : nil
+    let onDisconnect = mayTry ? try optionalBool(WireField.revertOnDisconnect) : nil
+    if onDisconnect != nil && trial == nil {
+      throw error(
+        "\"revertOnDisconnect\" goes only with \"confirmWithin\"",
+        param: WireField.revertOnDisconnect)
+    }
+    let lasting = try optionalTimedLasting()
+    guard let trial else { return lasting }
+    if lasting != nil {
+      throw error(
+        "\"confirmWithin\" excludes \"for\" and \"until\": give one",
+        param: WireField.confirmWithin)
+    }
+    return .confirmWithin(seconds: trial, revertOnDisconnect: onDisconnect ?? true)
+  }
+
+  private mutating func optionalTimedLasting() throws(RPCError) -> Lasting? {
     let seconds = try optionalInt(WireField.for, in: 1...Lasting.longestSeconds)
     guard let value = take(WireField.until) else { return seconds.map { .seconds($0) } }
     if seconds != nil {

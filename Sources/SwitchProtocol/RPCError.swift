@@ -157,6 +157,11 @@ public struct RPCError: Error, Equatable, Sendable {
       self.init(
         .conflict, refusal.message,
         data: [JSONMember("key", .string(key)), JSONMember("revision", .int(current))])
+    case .pending(let key):
+      // `data.revision` is added by the daemon, which knows it (`pendingConflict`).
+      self.init(
+        .conflict, refusal.message,
+        data: [JSONMember("key", .string(key)), JSONMember(WireField.pending, .bool(true))])
     case .noApplyCommand(let key):
       self.init(
         .invalidParams, refusal.message,
@@ -165,6 +170,17 @@ public struct RPCError: Error, Equatable, Sendable {
         ]
       )
     }
+  }
+
+  /// `Conflict` for a write of a switch pending a tried change (rule 20),
+  /// with the switch's current revision.
+  public static func pendingConflict(key: String, revision: Int64) -> RPCError {
+    RPCError(
+      .conflict, Refusal.pending(key: key).message,
+      data: [
+        JSONMember(WireField.key, .string(key)), JSONMember(WireField.pending, .bool(true)),
+        JSONMember(WireField.revision, .int(revision)),
+      ])
   }
 
   /// The switch's apply command failed or timed out; nothing changed.

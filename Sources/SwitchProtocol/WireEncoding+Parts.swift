@@ -61,12 +61,8 @@ extension WireEncoding {
     static let disabledBy = fixedBytes { $0.member(WireField.disabledBy) }
     static let invalid = fixedBytes { $0.member(WireField.invalid) }
     static let invalidReason = fixedBytes { $0.member(WireField.invalidReason) }
-    /// Tried changes are not built yet: `pendingUntil` is always null.
-    static let pendingUntilNullExpiresAt = fixedBytes {
-      $0.member(WireField.pendingUntil)
-      $0.null()
-      $0.member(WireField.expiresAt)
-    }
+    static let pendingUntil = fixedBytes { $0.member(WireField.pendingUntil) }
+    static let expiresAt = fixedBytes { $0.member(WireField.expiresAt) }
     static let readOnlyUntil = fixedBytes { $0.member(WireField.readOnlyUntil) }
     static let disabledUntil = fixedBytes { $0.member(WireField.disabledUntil) }
     /// Most switches are held by nobody: one copy instead of sixteen appends.

@@ -34,6 +34,8 @@ extension Cause {
     case .external: return "external"
     case .drift: return "drift"
     case .expiry: return "expiry"
+    case .confirm: return "confirm"
+    case .revert: return "revert"
     }
   }
 
@@ -55,6 +57,7 @@ extension StateField {
     case .disabledBy: return "disabledBy"
     case .invalid: return "invalid"
     case .invalidReason: return "invalidReason"
+    case .pendingUntil: return "pendingUntil"
     case .expiresAt: return "expiresAt"
     case .readOnlyUntil: return "readOnlyUntil"
     case .disabledUntil: return "disabledUntil"

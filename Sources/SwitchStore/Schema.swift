@@ -147,11 +147,12 @@ enum Schema {
       ALTER TABLE changes ADD COLUMN actor_source TEXT;
       """)
 
-  /// 6: switches in time (SEMANTICS.md rules 21–22). A timed value's end and an
-  /// administrator's hold's end are part of the State, so they are kept where the State is:
+  /// 6: switches in time (SEMANTICS.md rules 20–22). A timed value's end, an
+  /// administrator's hold's end and a tried change (`pending`: its maker and its deadline on
+  /// the boot clock of its boot, `TriedChange.storageText`) are part of the State, so they are kept where the State is:
   /// in the switch rows and in both States of each logged change. Every deadline is data:
   /// a start finds the passed ones in the rows and carries them out. The log may now hold
-  /// the cause 'expiry' and the actor source 'timer'.
+  /// the causes 'expiry', 'confirm' and 'revert' and the actor source 'timer'.
   static let deadlines = Migration(
     name: "deadlines: timed values and holds",
     sql: """
@@ -164,6 +165,12 @@ enum Schema {
       ALTER TABLE changes ADD COLUMN p_expires_at INTEGER;
       ALTER TABLE changes ADD COLUMN p_read_only_until INTEGER;
       ALTER TABLE changes ADD COLUMN p_disabled_until INTEGER;
+      ALTER TABLE switches ADD COLUMN pending_until INTEGER;
+      ALTER TABLE switches ADD COLUMN pending TEXT;
+      ALTER TABLE changes ADD COLUMN s_pending_until INTEGER;
+      ALTER TABLE changes ADD COLUMN s_pending TEXT;
+      ALTER TABLE changes ADD COLUMN p_pending_until INTEGER;
+      ALTER TABLE changes ADD COLUMN p_pending TEXT;
       """)
 
   /// The schema version this build writes and reads.

@@ -42,6 +42,8 @@ extension Cause {
     case .external: return "external"
     case .drift: return "drift"
     case .expiry: return "expiry"
+    case .confirm: return "confirm"
+    case .revert: return "revert"
     }
   }
 
@@ -61,6 +63,8 @@ extension Cause {
     case "external": self = .external
     case "drift": self = .drift
     case "expiry": self = .expiry
+    case "confirm": self = .confirm
+    case "revert": self = .revert
     default: return nil
     }
   }
@@ -88,5 +92,24 @@ extension Actor {
     case timerStorageName?: return .timer
     default: return .configuration(cause)
     }
+  }
+}
+
+extension TriedChange {
+  /// `pending` as stored: "uid gid pid bootDeadline revertOnDisconnect bootID" (a boot id
+  /// has no spaces). Only a client makes a tried change, so the maker is a peer.
+  var storageText: String? {
+    guard case .peer(let uid, let gid, let pid) = maker else { return nil }
+    return "\(uid) \(gid) \(pid) \(bootDeadline) \(revertOnDisconnect ? 1 : 0) \(bootID)"
+  }
+
+  init?(storageText: String) {
+    let parts = storageText.split(separator: " ", omittingEmptySubsequences: false)
+    guard parts.count == 6, let uid = UInt32(parts[0]), let gid = UInt32(parts[1]),
+      let pid = Int32(parts[2]), let deadline = Int64(parts[3]), parts[4] == "0" || parts[4] == "1"
+    else { return nil }
+    self.init(
+      maker: .peer(uid: uid, gid: gid, pid: pid), bootDeadline: deadline, bootID: String(parts[5]),
+      revertOnDisconnect: parts[4] == "1")
   }
 }

@@ -14,10 +14,10 @@ struct StoreStatements {
     static let switchColumns = """
       key, checked, read_only, read_only_reason, held_by, disabled, disabled_reason, \
       disabled_by, revision, changed_at, invalid, invalid_reason, value_fixed, expires_at, \
-      read_only_until, disabled_until
+      read_only_until, disabled_until, pending_until, pending
       """
     static let switchValues =
-      "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16"
+      "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18"
 
     static let changeColumns = """
       revision, key, cause, time, actor_uid, actor_gid, actor_pid, \
@@ -26,10 +26,11 @@ struct StoreStatements {
       p_checked, p_read_only, p_read_only_reason, p_held_by, p_disabled, p_disabled_reason, \
       p_disabled_by, s_invalid, s_invalid_reason, p_invalid, p_invalid_reason, user, \
       s_value_fixed, p_value_fixed, actor_source, s_expires_at, s_read_only_until, \
-      s_disabled_until, p_expires_at, p_read_only_until, p_disabled_until
+      s_disabled_until, s_pending_until, s_pending, p_expires_at, p_read_only_until, \
+      p_disabled_until, p_pending_until, p_pending
       """
     /// `changeColumns` then `key_previous`: its column index.
-    static let keyPreviousColumn: Int32 = 35
+    static let keyPreviousColumn: Int32 = 39
 
     static let loadSwitches = "SELECT \(switchColumns) FROM switches ORDER BY key"
     static let hasSwitch = "SELECT 1 FROM switches WHERE key = ?1"
@@ -53,7 +54,8 @@ struct StoreStatements {
         revision = excluded.revision, changed_at = excluded.changed_at,
         invalid = excluded.invalid, invalid_reason = excluded.invalid_reason,
         value_fixed = excluded.value_fixed, expires_at = excluded.expires_at,
-        read_only_until = excluded.read_only_until, disabled_until = excluded.disabled_until
+        read_only_until = excluded.read_only_until, disabled_until = excluded.disabled_until,
+        pending_until = excluded.pending_until, pending = excluded.pending
       """
     /// The revision the switch rows hold: changes after it are only in the log.
     static let readCheckpoint = "SELECT value FROM meta WHERE name = 'checkpoint'"
@@ -63,7 +65,8 @@ struct StoreStatements {
       INSERT INTO switches(\(switchColumns))
         SELECT key, s_checked, s_read_only, s_read_only_reason, s_held_by, s_disabled,
           s_disabled_reason, s_disabled_by, revision, time, s_invalid, s_invalid_reason,
-          s_value_fixed, s_expires_at, s_read_only_until, s_disabled_until
+          s_value_fixed, s_expires_at, s_read_only_until, s_disabled_until, s_pending_until,
+          s_pending
         FROM changes WHERE revision IN
           (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2
            AND user IS NULL GROUP BY key)
@@ -74,7 +77,8 @@ struct StoreStatements {
         revision = excluded.revision, changed_at = excluded.changed_at,
         invalid = excluded.invalid, invalid_reason = excluded.invalid_reason,
         value_fixed = excluded.value_fixed, expires_at = excluded.expires_at,
-        read_only_until = excluded.read_only_until, disabled_until = excluded.disabled_until
+        read_only_until = excluded.read_only_until, disabled_until = excluded.disabled_until,
+        pending_until = excluded.pending_until, pending = excluded.pending
       """
     /// Copies each user's newest value change in (?1, ?2] to its `user_values` row.
     static let checkpointUserRows = """
@@ -101,11 +105,11 @@ struct StoreStatements {
       SELECT max(revision) FROM changes WHERE revision > ?1 AND key = ?2 AND user IS ?3
       """
 
-    /// `?36` is `key_previous`: the revision of the previous change of the same key and user.
+    /// `?40` is `key_previous`: the revision of the previous change of the same key and user.
     static let insertChange = """
       INSERT INTO changes(\(changeColumns), key_previous) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
       ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, \
-      ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36)
+      ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40)
       """
     /// The revision of a key's newest change as of the checkpoint (0: none).
     static let switchRevision = "SELECT revision FROM switches WHERE key = ?1"
@@ -207,7 +211,7 @@ struct StoreStatements {
 // MARK: Binding and reading rows
 
 extension SQLiteStatement {
-  /// Binds a switch row to `?1`...`?16` (`SQL.switchValues`).
+  /// Binds a switch row to `?1`...`?18` (`SQL.switchValues`).
   func bindSwitch(
     key: String, state: SwitchState, revision: Int64, changedAt: Int64?
   ) throws(SQLiteError) {
@@ -219,18 +223,30 @@ extension SQLiteStatement {
     try bindDeadlines(state, from: 14)
   }
 
-  /// Binds `expiresAt`, `readOnlyUntil` and `disabledUntil` (migration 6) to `?first`... .
+  /// Binds `expiresAt`, `readOnlyUntil`, `disabledUntil`, `pendingUntil` and `pending`
+  /// (migration 6) to `?first`...`?(first + 4)`.
   private func bindDeadlines(_ state: SwitchState, from first: Int32) throws(SQLiteError) {
     try bind(state.expiresAt, at: first)
     try bind(state.readOnlyUntil, at: first + 1)
     try bind(state.disabledUntil, at: first + 2)
+    try bind(state.pendingUntil, at: first + 3)
+    try bind(state.pending?.storageText, at: first + 4)
   }
 
   /// Reads what `bindDeadlines` wrote, starting at column `first`.
-  private func readDeadlines(into state: inout SwitchState, from first: Int32) {
+  private func readDeadlines(
+    into state: inout SwitchState, from first: Int32
+  ) throws(SQLiteError) {
     state.expiresAt = optionalInt64(at: first)
     state.readOnlyUntil = optionalInt64(at: first + 1)
     state.disabledUntil = optionalInt64(at: first + 2)
+    state.pendingUntil = optionalInt64(at: first + 3)
+    if let text = optionalText(at: first + 4) {
+      guard let pending = TriedChange(storageText: text) else {
+        throw .corrupt("a tried change is unreadable: '\(text)'", context: "`\(sql)` on \(path)")
+      }
+      state.pending = pending
+    }
   }
 
   /// Binds a `user_values` row to `?1`...`?5` (`SQL.userValueColumns`).
@@ -253,7 +269,7 @@ extension SQLiteStatement {
     )
   }
 
-  /// Binds a log row to `?1`...`?36` (`SQL.changeColumns`, then `key_previous`).
+  /// Binds a log row to `?1`...`?40` (`SQL.changeColumns`, then `key_previous`).
   func bindChange(_ change: Change, keyPrevious: Int64?) throws(SQLiteError) {
     try bind(change.revision, at: 1)
     try bind(change.key, at: 2)
@@ -279,8 +295,8 @@ extension SQLiteStatement {
     try bind(change.previous.valueFixed, at: 28)
     try bind(change.actor.storageSource, at: 29)
     try bindDeadlines(change.state, from: 30)
-    try bindDeadlines(change.previous, from: 33)
-    try bind(keyPrevious, at: 36)
+    try bindDeadlines(change.previous, from: 35)
+    try bind(keyPrevious, at: 40)
   }
 
   /// Binds the seven State columns to `?first`...`?(first + 6)`, and
@@ -304,7 +320,7 @@ extension SQLiteStatement {
     let key = text(at: 0)
     var state = try readState(from: 1, invalidFrom: 10, row: "switch \(key)")
     state.valueFixed = bool(at: 12)
-    readDeadlines(into: &state, from: 13)
+    try readDeadlines(into: &state, from: 13)
     return SwitchRecord(
       key: key, state: state, revision: int64(at: 8), changedAt: optionalInt64(at: 9))
   }
@@ -338,10 +354,10 @@ extension SQLiteStatement {
     }
     var state = try readState(from: 7, invalidFrom: 21, row: "change \(revision)")
     state.valueFixed = bool(at: 26)
-    readDeadlines(into: &state, from: 29)
+    try readDeadlines(into: &state, from: 29)
     var previous = try readState(from: 14, invalidFrom: 23, row: "change \(revision)")
     previous.valueFixed = bool(at: 27)
-    readDeadlines(into: &previous, from: 32)
+    try readDeadlines(into: &previous, from: 34)
     return Change(
       revision: revision, time: int64(at: 3), key: text(at: 1), cause: cause, actor: actor,
       state: state, previous: previous, user: user)

@@ -55,6 +55,18 @@ int shim_timerfd_wall(void);
 /// set, so the caller looks at its deadlines again); `milliseconds` < 0 disarms.
 int shim_timerfd_arm_wall(int fd, int64_t milliseconds);
 
+/// A non-blocking, close-on-exec timerfd on CLOCK_BOOTTIME (a tried change's
+/// window: setting the wall clock neither shortens nor stretches it, and
+/// time asleep counts).
+int shim_timerfd_boot(void);
+
+/// Arms `fd` (from `shim_timerfd_boot`) for `milliseconds` on CLOCK_BOOTTIME,
+/// one shot, absolute; `milliseconds` < 0 disarms.
+int shim_timerfd_arm_boot(int fd, int64_t milliseconds);
+
+/// CLOCK_BOOTTIME in milliseconds.
+int64_t shim_boot_clock_milliseconds(void);
+
 /// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread (threads created
 /// later inherit the mask) and returns a non-blocking signalfd for them.
 int shim_signalfd_termination_and_reload(void);

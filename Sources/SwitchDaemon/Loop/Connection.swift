@@ -75,6 +75,9 @@ final class Connection {
   var hungUp = false
   /// The loop closed this connection; it is no longer served.
   var isClosed = false
+  /// It sent a tried change with `revertOnDisconnect` (rule 20): the writer
+  /// hears when it closes.
+  var madeTriedChange = false
 
   init(
     id: UInt64, fd: Int32, peer: Peer, caller: Caller, maxFrameBytes: Int,

@@ -85,6 +85,7 @@ extension Server {
         return askPolkit(question, pending, on: connection, caller: acting)
       }
       write.viewer = acting.subject
+      if case .confirmWithin(_, true) = lasting { connection.madeTriedChange = true }
       submit(.write(write, key: key, operation, acting, lasting: lasting), for: connection, pending)
     case .reload:
       notifier.send("RELOADING=1")

@@ -224,6 +224,8 @@ extension Server {
     }
     for id in connection.watchIDs { hub.remove(id) }
     forgetPolkitChecks(of: connection.id)
+    // Behind its writes, in the same queue: the revert follows the change.
+    if connection.madeTriedChange { writesThisTurn.append(.connectionClosed(connection.id)) }
     connection.closeUnsentDescriptors()
     _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_DEL), connection.fd, 0, 0)
     close(connection.fd)

@@ -87,6 +87,13 @@ extension Server {
       writeSwitchAsSeen(&now, key: key, for: caller, viewpoint: .user(caller.subject))
       let conflict = Refusal.conflict(key: key, expected: expected, current: current)
       Self.writeResponse(&w, to: ticket, error: RPCError(conflict), switchObject: now.bytes)
+    case .refused(.pending(let key)):
+      var now = JSONWriter(capacity: 512)
+      writeSwitchAsSeen(&now, key: key, for: caller, viewpoint: .user(caller.subject))
+      let revision = records[key]?.revision ?? 0
+      Self.writeResponse(
+        &w, to: ticket, error: .pendingConflict(key: key, revision: revision),
+        switchObject: now.bytes)
     case .refused(let refusal):
       Self.writeResponse(&w, to: ticket, error: RPCError(refusal))
     case .write(.failure(let error)), .reload(.failure(let error)):

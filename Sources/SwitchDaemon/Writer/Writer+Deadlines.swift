@@ -2,106 +2,172 @@ import SwitchCore
 import SwitchProtocol
 import SwitchSystem
 
-/// The deadlines of timed values and holds (SEMANTICS.md rules 21–22): kept
-/// in the State, so in the database with each change; indexed here by key;
-/// one wall-clock timer armed for the earliest. What ends when is
-/// `Rules.expired`'s; this file only finds what is due and makes each one a
+/// The deadlines of tried changes, timed values and holds (SEMANTICS.md
+/// rules 20–22): kept in the State, so in the database with each change;
+/// indexed here by key; the two timers (`DeadlineTimers`) armed for the
+/// earliest. What ends when is SwitchCore's (`Rules.expired`,
+/// `TriedChange.isDue`); this file finds what is due and makes each one a
 /// write like any other (the apply command, dependents, one change each).
 struct DeadlineIndex {
-  /// The earliest deadline of each switch that has one.
+  /// The earliest wall-clock deadline of each switch that has one.
   var byKey: [String: Int64] = [:]
-  /// Switches whose expiry was handed to a group and not decided yet: not
+  /// The tried change of each switch pending one.
+  var tried: [String: TriedChange] = [:]
+  /// The connection that made each tried change, while it is open and
+  /// switchd has not restarted since (after a restart only the deadline decides).
+  var makers: [String: UInt64] = [:]
+  /// Switches whose ending was handed to a group and not decided yet: not
   /// due again until it is (its apply command may take a while).
-  var expiring: Set<String> = []
-  /// Set when the earliest deadline may have moved: the timer is armed again.
+  var ending: Set<String> = []
+  /// Set when the earliest deadline may have moved: the timers are armed again.
   var moved = false
 
   mutating func note(_ key: String, _ state: SwitchState) {
     let deadline = state.nextDeadline
-    guard byKey[key] != deadline else { return }
-    byKey[key] = deadline
-    moved = true
+    if byKey[key] != deadline {
+      byKey[key] = deadline
+      moved = true
+    }
+    if tried[key] != state.pending {
+      tried[key] = state.pending
+      if state.pending == nil { makers[key] = nil }
+      moved = true
+    }
   }
 
-  /// The earliest deadline not already being carried out.
-  var earliest: Int64? {
-    byKey.lazy.filter { !expiring.contains($0.key) }.map(\.value).min()
+  var earliestWall: Int64? {
+    byKey.lazy.filter { !ending.contains($0.key) }.map(\.value).min()
+  }
+
+  var earliestBoot: Int64? {
+    tried.lazy.filter { !ending.contains($0.key) }.map(\.value.bootDeadline).min()
   }
 }
 
 extension Writer {
-  /// Who carries out a deadline: switchd's timer, with the rights the
-  /// change's maker had (the rules judge the expiry by the State alone).
+  /// Who carries out a timed value's or hold's end: switchd's timer. The
+  /// rules judge it by the State alone.
   static let timerCaller = Caller(actor: .timer, isAdmin: true, mayWrite: true)
 
-  /// Indexes every switch's deadlines and starts the timer: a deadline that
-  /// passed while switchd was stopped fires at once, so it is carried out
-  /// once, at start, in deadline order.
+  /// Who reverts a tried change nobody confirmed: its maker (the change's
+  /// actor, PROTOCOL.md), with the right to.
+  static func revertCaller(_ tried: TriedChange) -> Caller {
+    Caller(actor: tried.maker, isAdmin: true, mayWrite: true)
+  }
+
+  /// Where the boot clock is now.
+  var bootMoment: BootMoment { BootMoment(milliseconds: bootClockMilliseconds(), id: bootID) }
+
+  /// Indexes every switch's deadlines and starts the timers. What passed
+  /// while switchd was stopped (and a tried change of another boot) is due
+  /// at once: `run` carries it out before any write, once, in deadline order.
   func startDeadlines(jobs: BlockingQueue<WriterJob>) {
     rebuildDeadlines()
     do {
-      deadlineTimer = try WallClockTimer { jobs.push(.deadlinesDue) }
+      deadlineTimers = try DeadlineTimers { jobs.push(.deadlinesDue) }
     } catch {
-      log.error("timed values and holds will not end: \(error)")
+      log.error("tried changes, timed values and holds will not end: \(error)")
     }
     rearmDeadlines()
   }
 
   func stopDeadlines() {
-    deadlineTimer?.stop()
-    deadlineTimer = nil
+    deadlineTimers?.stop()
+    deadlineTimers = nil
   }
 
   /// After a reload replaced the switches: every deadline is looked up again.
   func rebuildDeadlines() {
     deadlines.byKey.removeAll(keepingCapacity: true)
+    deadlines.tried.removeAll(keepingCapacity: true)
     for (key, record) in records { deadlines.note(key, record.state) }
     deadlines.moved = true
   }
 
-  /// Arms the timer for the earliest deadline, when it may have moved.
+  /// Arms the timers for the earliest deadlines, when they may have moved.
   func rearmDeadlines() {
     guard deadlines.moved else { return }
     deadlines.moved = false
-    deadlineTimer?.arm(at: deadlines.earliest)
+    deadlineTimers?.arm(wall: deadlines.earliestWall)
+    deadlineTimers?.arm(boot: deadlines.earliestBoot)
   }
 
-  /// The expiries due now, in deadline order (then by key): one write each,
-  /// which carries out that switch's earliest passed deadline. A switch with
-  /// two passed deadlines is due again once the first is committed.
+  /// What is due now, in deadline order (then by key): one write each. A
+  /// tried change that is due is reverted; otherwise the switch's earliest
+  /// passed deadline is carried out. A switch with two passed deadlines is
+  /// due again once the first is committed.
   func dueExpiries() -> [GroupItem] {
     let now = wallClockMilliseconds()
-    let due = deadlines.byKey
-      .filter { $0.value <= now && !deadlines.expiring.contains($0.key) }
-      .sorted { ($0.value, $0.key) < ($1.value, $1.key) }
-    // The timer is one-shot: armed again for what is left (or, the clock
+    let boot = bootMoment
+    var due: [(order: Int64, key: String, item: WriteRequest)] = []
+    // Connection 0 and slot 0: nobody is answered.
+    let nobody = Ticket(connection: 0, slot: 0, part: 0, id: .null)
+    for (key, tried) in deadlines.tried where !deadlines.ending.contains(key) {
+      guard tried.isDue(at: boot) else { continue }
+      // A tried change of another boot goes first: its deadline means nothing now.
+      let order = tried.bootID == boot.id ? now - (boot.milliseconds - tried.bootDeadline) : 0
+      due.append(
+        (
+          order, key,
+          WriteRequest(
+            ticket: nobody, key: key, operation: .revert, caller: Self.revertCaller(tried))
+        ))
+    }
+    for (key, deadline) in deadlines.byKey
+    where deadline <= now && !deadlines.ending.contains(key) && !due.contains(where: { $0.key == key })
+    {
+      due.append(
+        (
+          deadline, key,
+          WriteRequest(ticket: nobody, key: key, operation: .expire, caller: Self.timerCaller)
+        ))
+    }
+    due.sort { ($0.order, $0.key) < ($1.order, $1.key) }
+    // The timers are one-shot: armed again for what is left (or, the clock
     // having been set back, for what is now later).
     deadlines.moved = true
-    for (key, _) in due { deadlines.expiring.insert(key) }
+    for entry in due { deadlines.ending.insert(entry.key) }
     rearmDeadlines()
-    // Connection 0 and slot 0: nobody is answered.
-    let ticket = Ticket(connection: 0, slot: 0, part: 0, id: .null)
-    return due.map { key, _ in
-      .write(WriteRequest(ticket: ticket, key: key, operation: .expire, caller: Self.timerCaller))
+    return due.map { .write($0.item) }
+  }
+
+  /// An ending was decided (committed, or found to change nothing).
+  func endingDecided(_ key: String) {
+    if deadlines.ending.remove(key) != nil { deadlines.moved = true }
+  }
+
+  /// A connection closed: the tried changes it made with
+  /// `revertOnDisconnect` are reverted at once, by their maker.
+  func makerLeft(_ connection: UInt64) -> [GroupItem] {
+    let nobody = Ticket(connection: 0, slot: 0, part: 0, id: .null)
+    var items: [GroupItem] = []
+    for (key, maker) in deadlines.makers.sorted(by: { $0.key < $1.key }) where maker == connection {
+      deadlines.makers[key] = nil
+      guard let tried = deadlines.tried[key], tried.revertOnDisconnect,
+        !deadlines.ending.contains(key)
+      else { continue }
+      deadlines.ending.insert(key)
+      items.append(
+        .write(
+          WriteRequest(
+            ticket: nobody, key: key, operation: .revert, caller: Self.revertCaller(tried))))
     }
+    return items
   }
 
-  /// An expiry was decided (committed, or found to change nothing).
-  func expiryDecided(_ key: String) {
-    if deadlines.expiring.remove(key) != nil { deadlines.moved = true }
-  }
-
-  /// The change an expiry whose apply command failed makes: the timer ends
+  /// The change an ending whose apply command failed makes: the timer ends
   /// and the value stays as it is, `invalid` with the command's reason
   /// (SEMANTICS.md, after rule 22: the undo is a write like any other, but
   /// a deadline cannot be refused and tried again for ever).
-  static func failedExpiry(
+  static func failedEnding(
     _ state: SwitchState, next: SwitchState, reason: String
   ) -> SwitchState {
     var kept = state
     kept.expiresAt = next.expiresAt
     kept.readOnlyUntil = next.readOnlyUntil
     kept.disabledUntil = next.disabledUntil
+    kept.pendingUntil = next.pendingUntil
+    kept.pending = next.pending
     return kept.applied(failure: reason)
   }
 }

@@ -176,7 +176,7 @@ extension Writer {
         }
       }
       guard decideSystemWrite(write, into: &group) else { return nil }
-      if write.operation == .expire { expiryDecided(write.key) }
+      if write.ticket.connection == 0 { endingDecided(write.key) }
       group.settled.append(item)
       return write.applied?.id
     case .system(let system, let failure):
@@ -204,7 +204,7 @@ extension Writer {
     let decision = Rules.decide(
       write.operation, key: key, definition: catalog.switches[key], record: records[key],
       policy: catalog.policies[key], caller: write.caller, lasting: write.lasting,
-      at: group.time)
+      at: group.time, boot: write.lasting.map { _ in bootMoment })
     switch decision {
     case .failure(let refusal):
       group.answers.append((write.ticket, .refused(refusal)))
@@ -218,16 +218,20 @@ extension Writer {
       switch applyStage(write, decided, planned) {
       case .parked:
         return false
-      case .failed(let reason) where write.operation == .expire:
+      case .failed(let reason) where write.operation == .expire || write.operation == .revert:
+        // An ending cannot be refused and come again for ever: it ends, the
+        // value stays, and the switch is invalid (rule 20, after rule 22).
         if let old = records[key], let next = decided.next {
           revision += 1
           record(
             Change(
-              revision: revision, time: group.time, key: key, cause: .expiry,
+              revision: revision, time: group.time, key: key, cause: write.operation.cause,
               actor: write.caller.actor,
-              state: Self.failedExpiry(old.state, next: next, reason: reason), previous: old.state),
+              state: Self.failedEnding(old.state, next: next, reason: reason), previous: old.state),
             replacing: old, into: &group)
         }
+        group.answers.append(
+          (write.ticket, .write(.success(WriteOutcome(decided, changed: true, records[key])))))
       case .failed(let reason):
         group.answers.append(
           (write.ticket, .write(.failure(.applyFailed(key: key, reason: reason)))))
@@ -245,6 +249,7 @@ extension Writer {
               actor: write.caller.actor, state: plan.state, previous: plan.previous),
             replacing: old, into: &group)
         }
+        if case .confirmWithin = write.lasting { deadlines.makers[key] = write.ticket.connection }
         group.answers.append(
           (write.ticket, .write(.success(WriteOutcome(decided, changed: true, records[key])))))
       }

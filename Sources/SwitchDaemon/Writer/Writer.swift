@@ -58,7 +58,9 @@ final class Writer {
   var readBackReportsChanged = false
   /// Every switch's deadlines, and the timer armed for the earliest (Writer+Deadlines.swift).
   var deadlines = DeadlineIndex()
-  var deadlineTimer: WallClockTimer?
+  var deadlineTimers: DeadlineTimers?
+  /// This boot's id, read once: a tried change of another boot is reverted.
+  let bootID = currentBootID()
 
   /// Opens the database, loads every switch, and applies `catalog`: rows for
   /// new switches, policy changes with `cause: policy`.
@@ -170,6 +172,8 @@ final class Writer {
                 ticket: ticket, key: key, operation: operation, caller: caller, lasting: lasting)))
         case .deadlinesDue:
           items += dueExpiries()
+        case .connectionClosed(let connection):
+          items += makerLeft(connection)
         case .observed(let key, let state, let source, let time):
           observe(key, state, source: source, at: time)
           // Judged against what is committed: the writes before it first.

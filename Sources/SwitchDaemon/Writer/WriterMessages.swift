@@ -26,6 +26,8 @@ enum WriterJob: Sendable {
   case write(Ticket, key: String, Operation, Caller, lasting: Lasting? = nil)
   /// The wall-clock timer fired, or the clock was set: carry out what is due.
   case deadlinesDue
+  /// A connection that made a tried change closed (its revert, rule 20).
+  case connectionClosed(UInt64)
   /// Make a configuration the config reader read the running one, or
   /// refuse it (SIGHUP has no ticket).
   case reload(Ticket?, ConfigurationRead)
@@ -46,7 +48,9 @@ enum WriterJob: Sendable {
   /// What an apply command or a read-back program reports: never held back.
   var isApplied: Bool {
     switch self {
-    case .applied, .observed, .watchEnded, .reapplyDue, .settled, .deadlinesDue: return true
+    case .applied, .observed, .watchEnded, .reapplyDue, .settled, .deadlinesDue,
+      .connectionClosed:
+      return true
     default: return false
     }
   }
@@ -56,7 +60,8 @@ enum WriterJob: Sendable {
     switch self {
     case .write(let ticket, _, _, _, _): return ticket.connection
     case .reload(let ticket, _): return ticket?.connection
-    case .stop, .applied, .observed, .watchEnded, .reapplyDue, .settled, .deadlinesDue:
+    case .stop, .applied, .observed, .watchEnded, .reapplyDue, .settled, .deadlinesDue,
+      .connectionClosed:
       return nil
     }
   }
@@ -64,7 +69,8 @@ enum WriterJob: Sendable {
   /// A reload or stop: the writer does not hold a group open past one.
   var isControl: Bool {
     switch self {
-    case .write, .applied, .observed, .watchEnded, .reapplyDue, .settled, .deadlinesDue:
+    case .write, .applied, .observed, .watchEnded, .reapplyDue, .settled, .deadlinesDue,
+      .connectionClosed:
       return false
     case .reload, .stop: return true
     }

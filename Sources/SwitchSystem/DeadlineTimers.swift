@@ -1,0 +1,96 @@
+import CShim
+import Glibc
+
+/// The one timer source for deadlines (SEMANTICS.md, "Time"): two timerfds
+/// one thread waits on. The wall clock's (CLOCK_REALTIME, with
+/// TFD_TIMER_CANCEL_ON_SET) is armed for the earliest time given as a time,
+/// so setting the clock forward fires what is now past and setting it back
+/// delays it; the boot clock's (CLOCK_BOOTTIME) for the earliest tried
+/// change, which no clock change moves. The thread calls `fired` when either
+/// expires or the clock was set; the owner then carries out what is due and
+/// arms them again. The owner's thread never waits.
+public final class DeadlineTimers: @unchecked Sendable {
+  private let wall: Int32
+  private let boot: Int32
+  /// An eventfd that ends the waiting thread.
+  private let stopper: Int32
+  private var thread: pthread_t?
+
+  public init(fired: @escaping @Sendable () -> Void) throws(SystemError) {
+    wall = shim_timerfd_wall()
+    boot = shim_timerfd_boot()
+    stopper = shim_eventfd()
+    guard wall >= 0, boot >= 0, stopper >= 0 else {
+      let error = SystemError.last("timerfd_create")
+      for fd in [wall, boot, stopper] where fd >= 0 { close(fd) }
+      throw error
+    }
+    let (wall, boot, stopper) = (wall, boot, stopper)
+    thread = startJoinableThread {
+      Self.wait(timers: [wall, boot], stopper: stopper, fired: fired)
+    }
+  }
+
+  private static func wait(timers: [Int32], stopper: Int32, fired: @Sendable () -> Void) {
+    var fds = (timers + [stopper]).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+    while true {
+      for i in fds.indices { fds[i].revents = 0 }
+      guard poll(&fds, nfds_t(fds.count), -1) >= 0 || errno == EINTR else { return }
+      if fds[2].revents != 0 { return }
+      var due = false
+      for i in 0..<2 where fds[i].revents != 0 {
+        var expirations: UInt64 = 0
+        let n = read(fds[i].fd, &expirations, 8)
+        // ECANCELED: the clock was set; what is due must be looked at again.
+        if n == 8 || (n < 0 && errno == ECANCELED) { due = true }
+      }
+      if due { fired() }
+    }
+  }
+
+  /// Arms the wall-clock timer for `milliseconds` since the epoch (a time
+  /// already past fires at once); nil disarms it.
+  public func arm(wall milliseconds: Int64?) {
+    _ = shim_timerfd_arm_wall(wall, milliseconds.map { max($0, 0) } ?? -1)
+  }
+
+  /// Arms the boot-clock timer for `milliseconds` of `bootClockMilliseconds()`.
+  public func arm(boot milliseconds: Int64?) {
+    _ = shim_timerfd_arm_boot(boot, milliseconds.map { max($0, 0) } ?? -1)
+  }
+
+  /// Ends the waiting thread; `fired` is not called after this returns.
+  public func stop() {
+    guard let thread else { return }
+    var one: UInt64 = 1
+    _ = write(stopper, &one, 8)
+    pthread_join(thread, nil)
+    self.thread = nil
+  }
+
+  deinit {
+    stop()
+    for fd in [wall, boot, stopper] { close(fd) }
+  }
+}
+
+/// CLOCK_BOOTTIME in milliseconds: runs on while the machine sleeps, and no
+/// setting of the wall clock moves it.
+public func bootClockMilliseconds() -> Int64 { shim_boot_clock_milliseconds() }
+
+/// This boot's id (`/proc/sys/kernel/random/boot_id`); a fresh random one
+/// when it cannot be read, so that a tried change of an unknown boot is
+/// treated as one from another boot (reverted), never kept by mistake.
+public func currentBootID() -> String {
+  let fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC)
+  if fd >= 0 {
+    defer { close(fd) }
+    var bytes = [UInt8](repeating: 0, count: 64)
+    let n = read(fd, &bytes, 64)
+    if n > 0 {
+      let id = String(decoding: bytes[..<n], as: UTF8.self).filter { !$0.isWhitespace }
+      if !id.isEmpty { return id }
+    }
+  }
+  return "unknown-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+}
