@@ -131,4 +131,72 @@ import Testing
     #expect(try Self.decide(.expire, timed, at: Self.now + 1)?.checked == true)
     #expect(Operation.expire.cause == .expiry)
   }
+
+  // MARK: Tried changes (rule 20)
+
+  static let maker = Caller(
+    actor: .peer(uid: 1000, gid: 1000, pid: 7), isAdmin: false, mayWrite: true)
+  static let other = Caller(
+    actor: .peer(uid: 1001, gid: 1001, pid: 8), isAdmin: false, mayWrite: true)
+  static let boot = BootMoment(milliseconds: 5_000, id: "boot-a")
+
+  static func decide(
+    _ operation: Operation, _ state: SwitchState, by caller: Caller, lasting: Lasting? = nil
+  ) -> Result<SwitchState?, Refusal> {
+    let record = SwitchRecord(key: "wifi", state: state, revision: 1, changedAt: 0)
+    return Rules.decide(
+      operation, key: "wifi", definition: definition, record: record, policy: nil,
+      caller: caller, lasting: lasting, at: now, boot: boot
+    ).map(\.next)
+  }
+
+  static func tried() throws -> SwitchState {
+    try #require(
+      try decide(
+        .set(checked: false, ifRevision: nil), SwitchState(checked: true), by: maker,
+        lasting: .confirmWithin(seconds: 30, revertOnDisconnect: true)
+      ).get())
+  }
+
+  @Test func aTriedChangeRecordsItsMakerAndItsDeadlineOnTheBootClock() throws {
+    let state = try Self.tried()
+    #expect(state.checked == false)
+    #expect(state.pendingUntil == Self.now + 30_000)
+    #expect(state.expiresAt == nil)
+    let pending = try #require(state.pending)
+    #expect(pending.maker == Self.maker.actor)
+    #expect(pending.bootDeadline == 35_000)
+    #expect(pending.isDue(at: BootMoment(milliseconds: 34_999, id: "boot-a")) == false)
+    #expect(pending.isDue(at: BootMoment(milliseconds: 35_000, id: "boot-a")))
+    // Another boot: nobody could have confirmed it.
+    #expect(pending.isDue(at: BootMoment(milliseconds: 0, id: "boot-b")))
+  }
+
+  @Test func whileTriedNobodyWritesTheValueAndOnlyTheMakerOrAnAdminSettlesIt() throws {
+    let state = try Self.tried()
+    #expect(
+      Self.decide(.toggle(ifRevision: nil), state, by: Self.maker)
+        == .failure(.pending(key: "wifi")))
+    #expect(Self.decide(.reset, state, by: Self.admin) == .failure(.pending(key: "wifi")))
+    guard case .failure(.permissionDenied) = Self.decide(.confirm, state, by: Self.other) else {
+      Issue.record("another user confirmed a tried change")
+      return
+    }
+    let kept = try #require(try Self.decide(.confirm, state, by: Self.maker).get())
+    #expect(kept == SwitchState(checked: false))
+    let undone = try #require(try Self.decide(.revert, state, by: Self.admin).get())
+    #expect(undone == SwitchState(checked: true))
+    // Nothing tried: a no-op for anyone.
+    #expect(try Self.decide(.confirm, kept, by: Self.other).get() == nil)
+  }
+
+  @Test func aRevertUnderAHoldThatCameSinceEndsTheTrialAndKeepsTheValue() throws {
+    var state = try Self.tried()
+    state.disabled = true
+    state.disabledBy = .admin
+    let undone = try #require(try Self.decide(.revert, state, by: Self.maker).get())
+    #expect(undone.checked == false)
+    #expect(undone.pending == nil)
+    #expect(undone.pendingUntil == nil)
+  }
 }

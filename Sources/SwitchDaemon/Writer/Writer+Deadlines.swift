@@ -114,7 +114,8 @@ extension Writer {
         ))
     }
     for (key, deadline) in deadlines.byKey
-    where deadline <= now && !deadlines.ending.contains(key) && !due.contains(where: { $0.key == key })
+    where deadline <= now && !deadlines.ending.contains(key)
+      && !due.contains(where: { $0.key == key })
     {
       due.append(
         (

@@ -1,0 +1,143 @@
+import Glibc
+import SwitchProtocol
+import SwitchTestSupport
+import Testing
+
+/// Tried changes (SEMANTICS.md rule 20) against the real binaries: kept by
+/// `confirm`, undone by `revert`, at the deadline, at once when the maker's
+/// connection closes, and at start after a reboot; surviving a restart of
+/// the daemon; each one change.
+@Suite struct TriedChangeEndToEndTests {
+  @Test func aConfirmedChangeStaysAndTheConfirmIsOneStateChange() throws {
+    let daemon = try DaemonFixture()
+    let watcher = try daemon.client()
+    _ = try watcher.result("watch", #"{"keys":["wifi"]}"#)
+    let maker = try daemon.client()
+    let tried = try maker.result("set", #"{"key":"wifi","checked":false,"confirmWithin":600}"#)
+    #expect(tried["switch"]?["pendingUntil"]?.isNull == false)
+    let set = try watcher.nextEvent()
+    #expect(set["fields"]?.arrayValue == [.string("checked"), .string("pendingUntil")])
+
+    // While it is tried, nobody writes the value.
+    let conflict = try daemon.client().error("toggle", #"{"key":"wifi"}"#)
+    #expect(conflict["data"]?["name"]?.stringValue == "Conflict")
+    #expect(conflict["data"]?["pending"]?.boolValue == true)
+    #expect(conflict["data"]?["revision"]?.int64Value == 1)
+    #expect(conflict["data"]?["switch"]?["checked"]?.boolValue == false)
+
+    let kept = try daemon.client().result("confirm", #"{"key":"wifi"}"#)
+    #expect(kept["changed"]?.boolValue == true)
+    #expect(kept["switch"]?["pendingUntil"]?.isNull == true)
+    let confirm = try watcher.nextEvent()
+    #expect(confirm["cause"]?.stringValue == "confirm")
+    #expect(confirm["fields"]?.arrayValue == [.string("pendingUntil")])
+    #expect(confirm["state"]?["checked"]?.boolValue == false)
+    let again = try maker.result("confirm", #"{"key":"wifi"}"#)
+    #expect(again["changed"]?.boolValue == false)
+    // Closing the maker's connection now changes nothing.
+    maker.close()
+    _ = try watcher.result("toggle", #"{"key":"wifi"}"#)
+    let next = try watcher.nextEvent()
+    #expect(next["revision"]?.int64Value == 3)
+    #expect(next["cause"]?.stringValue == "toggle")
+  }
+
+  @Test func closingTheMakersConnectionRevertsAtOnceAsTheMaker() throws {
+    let daemon = try DaemonFixture()
+    let watcher = try daemon.client()
+    _ = try watcher.result("watch", #"{"keys":["wifi"]}"#)
+    let maker = try daemon.client()
+    // An hour: only the closing can revert it within the test.
+    _ = try maker.result("toggle", #"{"key":"wifi","confirmWithin":3600}"#)
+    #expect(try watcher.nextEvent()["cause"]?.stringValue == "toggle")
+    maker.close()
+    let revert = try watcher.nextEvent()
+    #expect(revert["revision"]?.int64Value == 2)
+    #expect(revert["cause"]?.stringValue == "revert")
+    #expect(revert["state"]?["checked"]?.boolValue == true)
+    #expect(revert["state"]?["pendingUntil"]?.isNull == true)
+    #expect(revert["actor"]?["uid"]?.int64Value == Int64(getuid()))
+    #expect(revert["actor"]?["source"] == nil)
+  }
+
+  @Test func withoutRevertOnDisconnectTheDeadlineRevertsIt() throws {
+    let daemon = try DaemonFixture()
+    let watcher = try daemon.client()
+    _ = try watcher.result("watch", #"{"keys":["wifi"]}"#)
+    let maker = try daemon.client()
+    _ = try maker.result(
+      "set", #"{"key":"wifi","checked":false,"confirmWithin":1,"revertOnDisconnect":false}"#)
+    maker.close()
+    #expect(try watcher.nextEvent()["cause"]?.stringValue == "set")
+    let revert = try watcher.nextEvent()
+    #expect(revert["cause"]?.stringValue == "revert")
+    #expect(revert["state"]?["checked"]?.boolValue == true)
+    #expect(try watcher.result("status")["revision"]?.int64Value == 2)
+  }
+
+  @Test func anExplicitRevertUndoesItNow() throws {
+    let daemon = try DaemonFixture()
+    let client = try daemon.client()
+    _ = try client.result("set", #"{"key":"wifi","checked":false,"confirmWithin":600}"#)
+    let undone = try client.result("revert", #"{"key":"wifi"}"#)
+    #expect(undone["changed"]?.boolValue == true)
+    #expect(undone["switch"]?["checked"]?.boolValue == true)
+    let history = try client.result("history", #"{"limit":1}"#)
+    #expect(history["entries"]?.arrayValue?.first?["cause"]?.stringValue == "revert")
+  }
+
+  @Test func aTriedChangeSurvivesARestartOfTheDaemonAndIsRevertedAfterAReboot() throws {
+    let daemon = try DaemonFixture()
+    var client = try daemon.client()
+    _ = try client.result(
+      "set", #"{"key":"wifi","checked":false,"confirmWithin":3600,"revertOnDisconnect":false}"#)
+    _ = try client.result(
+      "set", #"{"key":"bluetooth","checked":true,"confirmWithin":3600,"revertOnDisconnect":false}"#)
+    #expect(daemon.stop() == 0)
+    try daemon.start()
+    client = try daemon.client()
+    // The daemon stopping is not the maker's disconnect: still tried.
+    let wifi = try client.result("get", #"{"key":"wifi"}"#)
+    #expect(wifi["pendingUntil"]?.isNull == false)
+    #expect(wifi["checked"]?.boolValue == false)
+    #expect(try client.result("status")["revision"]?.int64Value == 2)
+    #expect(try client.result("confirm", #"{"key":"wifi"}"#)["changed"]?.boolValue == true)
+
+    // The machine restarted inside the window: another boot id in the stored
+    // tried change (as a reboot leaves it), and the next start reverts it.
+    #expect(daemon.stop() == 0)
+    let rewrite = Durability.Python.execute(
+      daemon.databasePath,
+      """
+      UPDATE switches SET pending = rtrim(pending, '0123456789abcdef-') || 'another-boot'
+        WHERE pending IS NOT NULL;
+      """)
+    #expect(rewrite.status == 0, "\(rewrite.stderr)")
+    try daemon.start()
+    client = try daemon.client()
+    #expect(try pollUntil { try client.result("status")["revision"]?.int64Value == 4 })
+    let history = try client.result("history", #"{"limit":1}"#)
+    #expect(history["entries"]?.arrayValue?.first?["cause"]?.stringValue == "revert")
+    #expect(history["entries"]?.arrayValue?.first?["key"]?.stringValue == "bluetooth")
+    let bluetooth = try client.result("get", #"{"key":"bluetooth"}"#)
+    #expect(bluetooth["checked"]?.boolValue == false)
+    #expect(bluetooth["pendingUntil"]?.isNull == true)
+  }
+
+  @Test func badTrialParametersAreInvalidParams() throws {
+    let daemon = try DaemonFixture()
+    let client = try daemon.client()
+    for (method, params) in [
+      ("set", #"{"key":"wifi","checked":false,"confirmWithin":0}"#),
+      ("set", #"{"key":"wifi","checked":false,"confirmWithin":3601}"#),
+      ("set", #"{"key":"wifi","checked":false,"revertOnDisconnect":false}"#),
+      ("set", #"{"key":"wifi","checked":false,"confirmWithin":5,"for":5}"#),
+      ("reset", #"{"key":"wifi","confirmWithin":5}"#),
+      ("lock", #"{"key":"wifi","confirmWithin":5}"#),
+    ] {
+      let error = try client.error(method, params)
+      #expect(error["data"]?["name"]?.stringValue == "InvalidParams", "\(method) \(params)")
+    }
+    #expect(try client.result("status")["revision"]?.int64Value == 0)
+  }
+}
