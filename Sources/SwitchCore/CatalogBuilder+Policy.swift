@@ -1,6 +1,6 @@
 // policy.d: what the organisation holds, merged name by name.
 extension CatalogBuilder {
-  static let policyNames = ["ReadOnly", "Disabled", "Checked", "Reason"]
+  static let policyNames = ["ReadOnly", "Disabled", "Checked", "Reason", "Schedule"]
 
   /// A policy being merged, with what the later warnings need to point at.
   struct PolicyDraft {
@@ -67,6 +67,17 @@ extension CatalogBuilder {
             }
           case "Reason":
             draft.rule.reason = entry.value.isEmpty ? nil : entry.value
+          case "Schedule":
+            // Empty clears an earlier file's Schedule=, as for Checked=.
+            if entry.value.isEmpty {
+              draft.rule.schedule = nil
+            } else {
+              do {
+                draft.rule.schedule = try Schedule(parsing: entry.value)
+              } catch {
+                report.error(location, "invalid Schedule=: \(error.message)")
+              }
+            }
           default:
             report.error(location, unknownName(entry, section: key, allowed: policyNames))
           }
