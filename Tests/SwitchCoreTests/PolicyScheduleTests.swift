@@ -43,6 +43,20 @@ struct PolicyScheduleConfigTests {
     #expect(rule?.disabled == true)
   }
 
+  @Test func aScheduleOnASectionThatHoldsNothingIsAWarning() throws {
+    let result = build(
+      switches: "[wifi]\nLabel=Wi-Fi",
+      policies: [
+        (corp, "[wifi]\nReadOnly=yes\nSchedule=Mon..Fri 08:00-16:00"),
+        (local, "[wifi]\nReadOnly=no"),
+      ])
+    #expect(
+      result.diagnostics == [
+        "policy.d/50-corp.conf:3: Schedule= has no effect without ReadOnly=yes or Disabled=yes"
+      ])
+    #expect(try #require(result.catalog).policies["wifi"]?.schedule == office)
+  }
+
   @Test func aMalformedScheduleIsAnErrorAtItsLine() {
     let result = build(
       switches: "[wifi]\nLabel=Wi-Fi",
