@@ -81,11 +81,14 @@ public struct PolicyRule: Equatable, Sendable {
   public var readOnlySource: SourceLocation?
   /// The section whose `Disabled=` is in force.
   public var disabledSource: SourceLocation?
+  /// `Schedule=`: the rule holds only inside these windows (`inEffect`);
+  /// nil holds always.
+  public var schedule: Schedule?
 
   public init(
     key: String, readOnly: Bool = false, disabled: Bool = false, checked: Bool? = nil,
     reason: String? = nil, readOnlySource: SourceLocation? = nil,
-    disabledSource: SourceLocation? = nil
+    disabledSource: SourceLocation? = nil, schedule: Schedule? = nil
   ) {
     self.key = key
     self.readOnly = readOnly
@@ -94,6 +97,7 @@ public struct PolicyRule: Equatable, Sendable {
     self.reason = reason
     self.readOnlySource = readOnlySource
     self.disabledSource = disabledSource
+    self.schedule = schedule
   }
 
   /// The policy fixes the value: nobody can set it over the socket.

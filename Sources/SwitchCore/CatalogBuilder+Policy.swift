@@ -1,6 +1,6 @@
 // policy.d: what the organisation holds, merged name by name.
 extension CatalogBuilder {
-  static let policyNames = ["ReadOnly", "Disabled", "Checked", "Reason"]
+  static let policyNames = ["ReadOnly", "Disabled", "Checked", "Reason", "Schedule"]
 
   /// A policy being merged, with what the later warnings need to point at.
   struct PolicyDraft {
@@ -12,6 +12,8 @@ extension CatalogBuilder {
     var checkedAt: (location: SourceLocation, file: Int)?
     /// The `ReadOnly=` line in force, whatever its value.
     var readOnlyAt: SourceLocation?
+    /// The `Schedule=` line in force.
+    var scheduleAt: (location: SourceLocation, file: Int)?
   }
 
   /// Merges policy files name by name, in order, as systemd drop-ins do
@@ -67,6 +69,19 @@ extension CatalogBuilder {
             }
           case "Reason":
             draft.rule.reason = entry.value.isEmpty ? nil : entry.value
+          case "Schedule":
+            // Empty clears an earlier file's Schedule=, as for Checked=.
+            if entry.value.isEmpty {
+              draft.rule.schedule = nil
+              draft.scheduleAt = nil
+            } else {
+              do {
+                draft.rule.schedule = try Schedule(parsing: entry.value)
+                draft.scheduleAt = (location, report.file)
+              } catch {
+                report.error(location, "invalid Schedule=: \(error.message)")
+              }
+            }
           default:
             report.error(location, unknownName(entry, section: key, allowed: policyNames))
           }
@@ -95,6 +110,13 @@ extension CatalogBuilder {
           var message = "Checked= has no effect without ReadOnly=yes"
           if let lifted = draft.readOnlyAt { message += " (ReadOnly=no at \(lifted))" }
           report.warning(checkedAt.location, message, file: checkedAt.file)
+        }
+        // Like Checked=: a schedule on a section that holds nothing is
+        // most likely a drop-in that lifted the hold and forgot the times.
+        if let scheduleAt = draft.scheduleAt, !draft.rule.readOnly, !draft.rule.disabled {
+          report.warning(
+            scheduleAt.location, "Schedule= has no effect without ReadOnly=yes or Disabled=yes",
+            file: scheduleAt.file)
         }
         rules.append(draft.rule)
       }

@@ -292,7 +292,7 @@ struct CatalogBuilderTests {
         "switches.d/20-more.conf:1: switch gps has no Label: always pair a switch with a label",
         "policy.d/50-corp.conf:2: Checked= has no effect without ReadOnly=yes",
         "policy.d/90-local.conf:2: unknown name Bogus in [sync]: allowed are ReadOnly, "
-          + "Disabled, Checked, Reason",
+          + "Disabled, Checked, Reason, Schedule",
       ])
   }
 
@@ -668,7 +668,8 @@ struct PolicyTests {
     ("[sync]\nChecked=2", 2, "Checked=2 is not a boolean: use on/off, yes/no, true/false or 1/0"),
     (
       "[sync]\nHeldBy=corp", 2,
-      "unknown name HeldBy in [sync]: allowed are ReadOnly, Disabled, Checked, Reason"
+      "unknown name HeldBy in [sync]: allowed are ReadOnly, Disabled, Checked, Reason, "
+        + "Schedule"
     ),
     (
       "[Sync]\nReadOnly=yes", 1,

@@ -73,4 +73,32 @@ import Testing
         ])
     }
   }
+
+  /// `Schedule=` in policy.d: a good one counts as a policy, a bad one is
+  /// an error at its line.
+  @Test func aPolicyScheduleIsChecked() throws {
+    let schema = "[wifi]\nLabel=Wi-Fi\n"
+    // No admin group: its warning would depend on this machine's groups.
+    try withConfig([
+      "switchd.conf": "[Daemon]\nAdminGroup=\n", "switches.d/10.conf": schema,
+      "policy.d/50.conf": "[wifi]\nReadOnly=yes\nSchedule=Mon..Fri 08:00-16:00; Sat 10:00-12:00\n",
+    ]) { directory in
+      let (lines, status) = Daemon.checkConfigReport(directory)
+      #expect(status == 0)
+      #expect(lines == ["\(directory): ok, 1 switch, 1 policy, 0 warnings"])
+    }
+    try withConfig([
+      "switches.d/10.conf": schema,
+      "policy.d/50.conf": "[wifi]\nReadOnly=yes\nSchedule=Mon..Fri 08:00-08:00\n",
+    ]) { directory in
+      let (lines, status) = Daemon.checkConfigReport(directory)
+      #expect(status == 1)
+      #expect(
+        lines == [
+          "policy.d/50.conf:3: error: invalid Schedule=: window \"Mon..Fri 08:00-08:00\" starts "
+            + "and ends at the same time",
+          "\(directory): 1 error",
+        ])
+    }
+  }
 }

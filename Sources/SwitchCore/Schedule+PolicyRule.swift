@@ -1,0 +1,18 @@
+// What a scheduled policy section holds at a given time, for the daemon to
+// apply and to set its next timer by.
+extension PolicyRule {
+  /// The rule as it stands at `milliseconds`: itself inside its schedule's
+  /// windows (or always, without a schedule), and outside them a rule that
+  /// holds nothing. `changesAt` is when that next flips, nil for never.
+  ///
+  /// The rule outside keeps its key and schedule, so that it still says
+  /// what will hold, but not its reason or sources: those name a hold.
+  public func inEffect(at milliseconds: Int64, in zone: ZoneOffsets) -> (
+    rule: PolicyRule, changesAt: Int64?
+  ) {
+    guard let schedule else { return (self, nil) }
+    let changesAt = schedule.nextTransition(after: milliseconds, in: zone)
+    if schedule.isActive(at: milliseconds, in: zone) { return (self, changesAt) }
+    return (PolicyRule(key: key, schedule: schedule), changesAt)
+  }
+}
