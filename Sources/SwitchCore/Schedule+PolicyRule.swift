@@ -16,3 +16,22 @@ extension PolicyRule {
     return (PolicyRule(key: key, schedule: schedule), changesAt)
   }
 }
+
+extension Catalog {
+  /// The catalog with every scheduled policy as it stands at `milliseconds`
+  /// (`PolicyRule.inEffect`), and the next time one of them flips (nil:
+  /// never). The running catalog is this; the one read from the files is
+  /// kept to ask again at that time.
+  public func inEffect(at milliseconds: Int64, in zone: ZoneOffsets) -> (
+    catalog: Catalog, changesAt: Int64?
+  ) {
+    var effective = self
+    var changesAt: Int64?
+    for (key, rule) in policies where rule.schedule != nil {
+      let now = rule.inEffect(at: milliseconds, in: zone)
+      effective.policies[key] = now.rule
+      if let at = now.changesAt { changesAt = min(changesAt ?? at, at) }
+    }
+    return (effective, changesAt)
+  }
+}

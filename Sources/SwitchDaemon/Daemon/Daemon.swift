@@ -198,8 +198,10 @@ public enum Daemon {
     do {
       server = try Server(
         listener: listener, databasePath: databasePath,
-        configDirectory: options.configDirectory, catalog: catalog, access: access,
-        started: started, jobs: jobs, outputs: outputs, wakeFD: wakeFD, signalFD: signalFD,
+        configDirectory: options.configDirectory,
+        // Scheduled policies as they stand now, as the writer took them.
+        catalog: catalog.inEffect(at: wallClockMilliseconds(), in: Writer.localZone).catalog,
+        access: access, started: started, jobs: jobs, outputs: outputs, wakeFD: wakeFD, signalFD: signalFD,
         notifier: notifier, log: log, varlinkListener: varlinkListener)
     } catch {
       log.error("cannot start: \(error)")

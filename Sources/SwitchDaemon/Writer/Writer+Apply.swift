@@ -83,6 +83,8 @@ struct ParkedReload: Sendable {
   var access: AccessRules
   /// The effective value each command was run for, by key.
   var applied: [String: Bool]
+  /// A schedule's window edge, not a reload anyone asked for.
+  var scheduled = false
 }
 
 /// The writer's book of apply commands under way.

@@ -11,11 +11,23 @@ extension Writer {
   /// `status` shows.
   func reload(_ ticket: Ticket?, _ read: ConfigurationRead) -> WriterOutput {
     let time = wallClockMilliseconds()
-    guard case .valid(let next, let access) = read else {
-      guard case .refused(let errors) = read else { fatalError("unreachable") }
+    let next: Catalog
+    let access: AccessRules
+    switch read {
+    case .valid(let configured, let configuredAccess):
+      next = inEffectNow(configured, configuredAccess)
+      access = configuredAccess
+    case .scheduled:
+      guard let configured, scheduleIsDue else {
+        return WriterOutput(catalog: nil, changes: [], answers: [], oldestRetained: oldestRetained)
+      }
+      next = inEffectNow(configured.catalog, configured.access)
+      access = configured.access
+    case .refused(let errors):
       return reloadFailed(
         ticket, .invalidConfig(errors), ReloadRecord(time: time, result: .refused, errors: errors))
     }
+    let scheduled = read.isScheduled
     let first = commandsFirst(next)
     if !first.steps.isEmpty {
       // Its commands run first; the change then commits in one group.
@@ -26,12 +38,14 @@ extension Writer {
       applying.park(
         id,
         .reload(
-          ParkedReload(id: id, ticket: ticket, next: next, access: access, applied: applied)),
+          ParkedReload(
+            id: id, ticket: ticket, next: next, access: access, applied: applied,
+            scheduled: scheduled)),
         keys: first.keys)
       pool.submit(ApplyTask(id: id, steps: first.steps, undo: [], eachOwn: true))
       return WriterOutput(catalog: nil, changes: [], answers: [], oldestRetained: oldestRetained)
     }
-    return finishReload(ticket, next, access, ran: nil)
+    return finishReload(ticket, next, access, ran: nil, scheduled: scheduled)
   }
 
   /// Makes a valid configuration `next` the running one and answers the
@@ -39,7 +53,7 @@ extension Writer {
   /// failure by key), if any.
   func finishReload(
     _ ticket: Ticket?, _ next: Catalog, _ access: AccessRules,
-    ran: (applied: [String: Bool], failures: [String: String])?
+    ran: (applied: [String: Bool], failures: [String: String])?, scheduled: Bool = false
   ) -> WriterOutput {
     let time = wallClockMilliseconds()
     let restartRequired = Rules.settingsNeedingRestart(from: startSettings, to: next.settings)
@@ -59,6 +73,10 @@ extension Writer {
         } else {
           applying.reloadAnswer = (ticket, .reload(.success(summary)), Set(applied.parked))
         }
+      }
+      if scheduled {
+        log.notice("a policy schedule's window started or ended: \(output.changes.count) changed")
+        return output
       }
       output.reload = ReloadRecord(time: time, result: .applied)
       log.notice(

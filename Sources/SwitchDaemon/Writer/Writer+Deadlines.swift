@@ -88,7 +88,8 @@ extension Writer {
   func rearmDeadlines() {
     guard deadlines.moved else { return }
     deadlines.moved = false
-    deadlineTimers?.arm(wall: deadlines.earliestWall)
+    let wall = [deadlines.earliestWall, scheduleChangesAt].compactMap { $0 }.min()
+    deadlineTimers?.arm(wall: wall)
     deadlineTimers?.arm(boot: deadlines.earliestBoot)
   }
 

@@ -59,6 +59,11 @@ final class Writer {
   /// Every switch's deadlines, and the timer armed for the earliest (Writer+Deadlines.swift).
   var deadlines = DeadlineIndex()
   var deadlineTimers: DeadlineTimers?
+  /// The configuration as read from the files, before its scheduled
+  /// policies are taken as they stand now (Writer+Schedule.swift), and when
+  /// one of them next starts or ends a window.
+  var configured: (catalog: Catalog, access: AccessRules)?
+  var scheduleChangesAt: Int64?
   /// This boot's id, read once: a tried change of another boot is reverted.
   let bootID = currentBootID()
 
@@ -97,7 +102,8 @@ final class Writer {
     writer.users.values = userValues
     // Every switch with a command is applied: the machine may have booted,
     // or switchd crashed between a command and its commit.
-    _ = try writer.apply(catalog, access: access, reconcilingEvery: true)
+    _ = try writer.apply(
+      writer.inEffectNow(catalog, access), access: access, reconcilingEvery: true)
     writer.startReadBack(jobs: jobs)
     writer.startDeadlines(jobs: jobs)
     writer.announced = announced?.record
@@ -172,6 +178,8 @@ final class Writer {
                 ticket: ticket, key: key, operation: operation, caller: caller, lasting: lasting)))
         case .deadlinesDue:
           items += dueExpiries()
+          // Behind the writes already queued, as a reload would be.
+          if scheduleIsDue { jobs.push(.reload(nil, .scheduled)) }
         case .connectionClosed(let connection):
           items += makerLeft(connection)
         case .observed(let key, let state, let source, let time):
@@ -203,7 +211,8 @@ final class Writer {
             flushItems()
             deliver(
               finishReload(
-                parked.ticket, parked.next, parked.access, ran: (parked.applied, failures)))
+                parked.ticket, parked.next, parked.access, ran: (parked.applied, failures),
+                scheduled: parked.scheduled))
             items.append(.release(parked.id))
             ended = judgeAfterRelease
           } else {

@@ -82,6 +82,14 @@ enum WriterJob: Sendable {
 enum ConfigurationRead: Sendable {
   case valid(Catalog, AccessRules)
   case refused(errors: [String])
+  /// The running configuration again, at a start or end of a scheduled
+  /// policy's window (Writer+Schedule.swift): not a reload anyone asked for.
+  case scheduled
+
+  var isScheduled: Bool {
+    if case .scheduled = self { return true }
+    return false
+  }
 }
 
 /// The result of a write: whether it changed the switch, and the switch after it.

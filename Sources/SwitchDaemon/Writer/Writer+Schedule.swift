@@ -1,0 +1,38 @@
+import Glibc
+import SwitchCore
+import SwitchSystem
+
+/// Scheduled policy (SEMANTICS.md rule 22, CONFIG.md `Schedule=`): the
+/// running catalog holds each scheduled policy as it stands now
+/// (`Catalog.inEffect`); the catalog read from the files is kept, and at the
+/// next start or end of a window it is applied again, as a reload of the
+/// same files would be: each switch whose State changes is one change with
+/// `cause: policy`. The wall-clock timer fires for it with the deadlines.
+extension Writer {
+  /// The machine's local time zone, with its daylight-saving rules
+  /// (`localtime_r`'s `tm_gmtoff`; `TZ` when set, else /etc/localtime,
+  /// looked at again with `tzset` each time).
+  static let localZone = ZoneOffsets { seconds in
+    tzset()
+    var time = time_t(seconds)
+    var parts = tm()
+    guard localtime_r(&time, &parts) != nil else { return 0 }
+    return Int64(parts.tm_gmtoff)
+  }
+
+  /// `configured` as it stands now, remembering it and when it next flips.
+  func inEffectNow(_ configured: Catalog, _ access: AccessRules) -> Catalog {
+    let now = configured.inEffect(at: wallClockMilliseconds(), in: Self.localZone)
+    self.configured = (configured, access)
+    scheduleChangesAt = now.changesAt
+    deadlines.moved = true
+    return now.catalog
+  }
+
+  /// Whether a window of a scheduled policy has started or ended since the
+  /// running catalog was made.
+  var scheduleIsDue: Bool {
+    guard let at = scheduleChangesAt else { return false }
+    return at <= wallClockMilliseconds()
+  }
+}
