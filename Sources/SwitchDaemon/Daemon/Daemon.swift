@@ -201,7 +201,8 @@ public enum Daemon {
         configDirectory: options.configDirectory,
         // Scheduled policies as they stand now, as the writer took them.
         catalog: catalog.inEffect(at: wallClockMilliseconds(), in: Writer.localZone).catalog,
-        access: access, started: started, jobs: jobs, outputs: outputs, wakeFD: wakeFD, signalFD: signalFD,
+        access: access, started: started, jobs: jobs, outputs: outputs, wakeFD: wakeFD,
+        signalFD: signalFD,
         notifier: notifier, log: log, varlinkListener: varlinkListener)
     } catch {
       log.error("cannot start: \(error)")
