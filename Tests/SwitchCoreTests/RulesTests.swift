@@ -306,7 +306,7 @@ import Testing
   @Test func privilegesAreOneTable() {
     for cause in Cause.allCases {
       let expected: Privilege =
-        cause == .dependency
+        [.dependency, .confirm, .revert].contains(cause)
         ? .anyone : [.set, .toggle, .reset, .apply].contains(cause) ? .writer : .administrator
       #expect(cause.privilege == expected)
     }

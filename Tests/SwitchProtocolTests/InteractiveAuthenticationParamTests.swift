@@ -44,7 +44,7 @@ import Testing
   /// The params a method cannot do without.
   static func required(_ method: Method) -> [JSONMember] {
     switch method {
-    case .get, .toggle, .reset, .lock, .unlock, .disable, .enable, .apply:
+    case .get, .toggle, .reset, .lock, .unlock, .disable, .enable, .apply, .confirm, .revert:
       return [JSONMember("key", .string("wifi"))]
     case .set: return [JSONMember("key", .string("wifi")), JSONMember("checked", .bool(true))]
     case .unwatch: return [JSONMember("watch", .string("w1"))]
