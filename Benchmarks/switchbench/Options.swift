@@ -41,7 +41,7 @@ struct Options {
 
   static let sections = [
     "get", "toggle", "varlink", "mixed", "ctl", "fanout", "growth", "history", "fairness", "apply",
-    "users", "polkit", "drift",
+    "users", "polkit", "drift", "timers",
     "instructions",
   ]
 

@@ -125,6 +125,7 @@ struct SwitchBench {
     if options.runs("users") { try bench.measureUserValues() }
     if options.runs("polkit") { try bench.measurePolkit() }
     if options.runs("drift") { try bench.measureDrift() }
+    if options.runs("timers") { try bench.measureTimers() }
     if options.runs("instructions") { try bench.measureInstructions() }
   }
 
