@@ -1,3 +1,4 @@
+import Glibc
 import SwitchCore
 import SwitchProtocol
 
@@ -13,6 +14,20 @@ struct Invocation: Equatable {
   /// `--no-ask-password`: never let polkit ask for a password (scripts).
   var askPassword = true
   var command: Command
+  /// `--for`, `--until`, `--confirm` and `--no-ask` of a write.
+  var timing = Timing()
+}
+
+/// A write's time options (SEMANTICS.md rules 20–22), checked as far as the
+/// command line can be: a span in seconds, a time in milliseconds.
+struct Timing: Equatable {
+  var forSeconds: Int64?
+  var until: Int64?
+  var confirmWithin: Int64?
+  /// `--no-ask`: do not stay to ask; the change reverts at its deadline.
+  var noAsk = false
+
+  var isEmpty: Bool { self == Timing() }
 }
 
 /// One command with its arguments, checked as far as the command line can
@@ -32,6 +47,9 @@ enum Command: Equatable {
   case disable(key: String, reason: String?)
   case enable(key: String)
   case apply(key: String)
+  /// Keep or undo a tried change (rule 20).
+  case confirm(key: String)
+  case revert(key: String)
   case why(key: String)
   case status
   case reload
@@ -169,6 +187,7 @@ enum ArgumentParser {
       return invocation
     }
     invocation.command = try build(spec.name, &parsed)
+    invocation.timing = try timing(&parsed)
     try parsed.finish()
     if let user { try checkUser(user, for: spec) }
     return invocation
@@ -192,6 +211,35 @@ enum ArgumentParser {
         message: "'\(spec.name)' does not act as one user: --user does not apply.",
         command: spec.name)
     }
+  }
+
+  /// `--for SPAN`, `--until TIME`, `--confirm SPAN`, `--no-ask`, where the
+  /// command's row takes them; the ranges are the protocol's.
+  private static func timing(_ p: inout ParsedArguments) throws(UsageError) -> Timing {
+    func fail(_ message: String) -> UsageError { UsageError(message: message, command: p.command) }
+    func span(_ name: String, upTo most: Int64) throws(UsageError) -> Int64? {
+      guard let text = p.options[name] else { return nil }
+      switch TimeArgument.span(text) {
+      case .failure(let problem): throw fail("\(name): \(problem.message).")
+      case .success(let seconds):
+        guard seconds <= most else { throw fail("\(name) is at most \(most) seconds.") }
+        return seconds
+      }
+    }
+    var timing = Timing()
+    timing.forSeconds = try span("--for", upTo: 31_536_000)
+    timing.confirmWithin = try span("--confirm", upTo: 3600)
+    timing.noAsk = p.options["--no-ask"] != nil
+    if let text = p.options["--until"] {
+      switch TimeArgument.time(text, now: Int64(time(nil)) * 1000) {
+      case .failure(let problem): throw fail("--until: \(problem.message).")
+      case .success(let until): timing.until = until
+      }
+    }
+    let given = [timing.forSeconds, timing.until, timing.confirmWithin].compactMap { $0 }.count
+    if given > 1 { throw fail("--for, --until and --confirm exclude each other: give one.") }
+    if timing.noAsk && timing.confirmWithin == nil { throw fail("--no-ask goes with --confirm.") }
+    return timing
   }
 
   /// The command for a row of the table, from its arguments.
@@ -245,6 +293,10 @@ enum ArgumentParser {
       return .enable(key: try p.positional("KEY"))
     case "apply":
       return .apply(key: try p.positional("KEY"))
+    case "confirm":
+      return .confirm(key: try p.positional("KEY"))
+    case "revert":
+      return .revert(key: try p.positional("KEY"))
     case "why":
       return .why(key: try p.positional("KEY"))
     case "status":

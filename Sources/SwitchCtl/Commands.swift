@@ -50,6 +50,20 @@ enum Commands {
     help: "change it only if its revision is still N (else exit 8, Conflict)")
   private static let reason = OptionSpec(
     name: "--reason", valueName: "TEXT", help: "the reason users are shown")
+  private static let forSpan = OptionSpec(
+    name: "--for", valueName: "SPAN",
+    help: "only for SPAN (90s, 15m, 1h 30m, 2d), then it ends by itself")
+  private static let untilTime = OptionSpec(
+    name: "--until", valueName: "TIME",
+    help: "only until TIME (HH:MM, or 2026-12-02 16:00, or a UTC timestamp)")
+  private static let confirm = OptionSpec(
+    name: "--confirm", valueName: "SPAN",
+    help: "try it: it reverts after SPAN unless confirmed (asks on a terminal)")
+  private static let noAsk = OptionSpec(
+    name: "--no-ask", valueName: nil,
+    help: "with --confirm: do not ask; print when it reverts and exit")
+  /// What set, on, off and toggle take.
+  private static let valueOptions = [ifRevision, forSpan, untilTime, confirm, noAsk]
 
   static let all: [CommandSpec] = [
     CommandSpec(
@@ -85,27 +99,30 @@ enum Commands {
       description: """
         Sets the switch to on or off (true/false, yes/no and 1/0 are accepted too) and \
         prints its new value. "(unchanged)" follows when it already had that value; \
-        nothing changed then and no event was sent.
+        nothing changed then and no event was sent. With --for or --until the value \
+        lasts that long and the one from before comes back; with --confirm the \
+        change is tried: on a terminal switchctl asks "Keep this change? [y/N]" with \
+        the time left, and anything but yes (or losing the session) puts it back.
         """,
-      options: [ifRevision]),
+      options: valueOptions),
     CommandSpec(
       name: "on", arguments: "KEY",
       summary: "turn a switch on",
       description: "The same as `set KEY on`: turns the switch on and prints its new value.",
-      options: [ifRevision]),
+      options: valueOptions),
     CommandSpec(
       name: "off", arguments: "KEY",
       summary: "turn a switch off",
       description: "The same as `set KEY off`: turns the switch off and prints its new value.",
-      options: [ifRevision]),
+      options: valueOptions),
     CommandSpec(
       name: "toggle", arguments: "KEY",
       summary: "flip a switch",
       description: """
         Flips the switch inside switchd, atomically (many concurrent toggles lose \
-        none), and prints its new value.
+        none), and prints its new value. --for, --until and --confirm as for set.
         """,
-      options: [ifRevision]),
+      options: valueOptions),
     CommandSpec(
       name: "reset", arguments: "KEY",
       summary: "return a switch to its default",
@@ -161,6 +178,7 @@ enum Commands {
       options: [
         reason,
         OptionSpec(name: "--checked", valueName: "on|off", help: "also set the value"),
+        forSpan, untilTime,
       ],
       user: .refused),
     CommandSpec(
@@ -179,7 +197,7 @@ enum Commands {
         change it until it is enabled again. Only an administrator may disable, and \
         not a switch a policy file disables.
         """,
-      options: [reason], user: .refused),
+      options: [reason, forSpan, untilTime], user: .refused),
     CommandSpec(
       name: "enable", arguments: "KEY",
       summary: "make a disabled switch apply again (administrator)",
@@ -196,6 +214,23 @@ enum Commands {
         (on when it is on and not disabled), for a switch marked invalid because \
         the system did not take its value. Changes no value; success clears \
         invalid. Exit status 1 with the command's reason when it fails.
+        """,
+      user: .refused),
+    CommandSpec(
+      name: "confirm", arguments: "KEY",
+      summary: "keep a tried change",
+      description: """
+        Keeps the change made to KEY with --confirm, before it reverts by itself. \
+        Only the user who made it, or an administrator, may. "(unchanged)" when \
+        nothing was being tried.
+        """,
+      user: .refused),
+    CommandSpec(
+      name: "revert", arguments: "KEY",
+      summary: "undo a tried change now",
+      description: """
+        Puts back the value from before a change made to KEY with --confirm, now. \
+        Only the user who made it, or an administrator, may.
         """,
       user: .refused),
     CommandSpec(
@@ -292,11 +327,18 @@ enum Commands {
 
   /// `switchctl COMMAND --help`.
   static func help(for spec: CommandSpec) -> [String] {
-    var usage = "Usage: switchctl " + spec.synopsis
+    // The usage line wraps at 80 columns, under the synopsis.
+    var lines = ["Usage: switchctl " + spec.synopsis]
+    let indent = String(repeating: " ", count: "Usage: switchctl ".count + spec.name.count + 1)
     for option in spec.options {
-      usage += " [" + option.name + (option.valueName.map { " " + $0 } ?? "") + "]"
+      let part = " [" + option.name + (option.valueName.map { " " + $0 } ?? "") + "]"
+      if lines[lines.count - 1].count + part.count > 80 {
+        lines.append(indent + String(part.dropFirst()))
+      } else {
+        lines[lines.count - 1] += part
+      }
     }
-    var lines = [usage, ""]
+    lines.append("")
     lines += wrap(spec.description, width: 78)
     var options = spec.options.map { ($0.name + ($0.valueName.map { " " + $0 } ?? ""), $0.help) }
     if let user = userHelp(spec.user) { options.append(("--user USER", user)) }

@@ -1,3 +1,4 @@
+import Glibc
 import SwitchCore
 import SwitchProtocol
 
@@ -24,7 +25,56 @@ enum Output {
       notes.append(hold("read-only", by: state.heldBy, reason: state.readOnlyReason))
     }
     if state.invalid { notes.append(hold("invalid", by: nil, reason: state.invalidReason)) }
+    return notes + timeNotes(state, now: wallClockMilliseconds())
+  }
+
+  /// The deadlines in words (rules 20–22): "reverts in 40 s unless
+  /// confirmed", "off for 52 more minutes", "read-only until 16:00".
+  static func timeNotes(_ state: StateObject, now: Int64) -> [String] {
+    var notes: [String] = []
+    if let at = state.pendingUntil {
+      notes.append("reverts in \(span(at - now)) unless confirmed")
+    }
+    if let at = state.expiresAt {
+      notes.append(onOff(state.checked) + " for \(span(at - now, more: true))")
+    }
+    if let at = state.readOnlyUntil { notes.append("read-only until " + localClock(at)) }
+    if let at = state.disabledUntil { notes.append("disabled until " + localClock(at)) }
     return notes
+  }
+
+  /// `40 s`, `52 minutes` (`52 more minutes`), `3 hours`, `2 days`: rounded up.
+  static func span(_ milliseconds: Int64, more: Bool = false) -> String {
+    let seconds = max(0, (milliseconds + 999) / 1000)
+    let extra = more ? "more " : ""
+    if seconds < 120 { return "\(seconds) \(more ? "more " : "")s" }
+    let minutes = (seconds + 59) / 60
+    if minutes < 120 { return "\(minutes) \(extra)minutes" }
+    let hours = (minutes + 59) / 60
+    if hours < 48 { return "\(hours) \(extra)hours" }
+    return "\((hours + 23) / 24) \(extra)days"
+  }
+
+  /// Now on the wall clock, in milliseconds.
+  static func wallClockMilliseconds() -> Int64 {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+  }
+
+  /// A time in the local time zone: `16:00` today, else `2026-12-03 16:00`;
+  /// `16:00:05` with `seconds`.
+  static func localClock(_ milliseconds: Int64, seconds: Bool = false) -> String {
+    var when = time_t(milliseconds / 1000)
+    var now = Glibc.time(nil)
+    var at = tm()
+    var today = tm()
+    localtime_r(&when, &at)
+    localtime_r(&now, &today)
+    func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+    let clock = two(at.tm_hour) + ":" + two(at.tm_min) + (seconds ? ":" + two(at.tm_sec) : "")
+    if at.tm_year == today.tm_year && at.tm_yday == today.tm_yday { return clock }
+    return "\(at.tm_year + 1900)-\(two(at.tm_mon + 1))-\(two(at.tm_mday)) " + clock
   }
 
   private static func hold(_ what: String, by holder: String?, reason: String?) -> String {

@@ -48,28 +48,32 @@ struct Runner {
     case .set(let key, let checked, let ifRevision):
       var params = try keyParam(key) + [JSONMember(WireField.checked, .bool(checked))]
       if let ifRevision { params.append(JSONMember(WireField.ifRevision, .int(ifRevision))) }
-      try write(.set, params)
+      try timedWrite(.set, key: key, params)
     case .toggle(let key, let ifRevision):
       var params = try keyParam(key)
       if let ifRevision { params.append(JSONMember(WireField.ifRevision, .int(ifRevision))) }
-      try write(.toggle, params)
+      try timedWrite(.toggle, key: key, params)
     case .reset(let key):
       try write(.reset, try keyParam(key))
     case .lock(let key, let reason, let checked):
       var params = try bareKeyParam(key)
       if let reason { params.append(JSONMember(WireField.reason, .string(reason))) }
       if let checked { params.append(JSONMember(WireField.checked, .bool(checked))) }
-      try write(.lock, params)
+      try write(.lock, params + lastingParams)
     case .unlock(let key):
       try write(.unlock, try bareKeyParam(key))
     case .disable(let key, let reason):
       var params = try bareKeyParam(key)
       if let reason { params.append(JSONMember(WireField.reason, .string(reason))) }
-      try write(.disable, params)
+      try write(.disable, params + lastingParams)
     case .enable(let key):
       try write(.enable, try bareKeyParam(key))
     case .apply(let key):
       try write(.apply, try bareKeyParam(key))
+    case .confirm(let key):
+      try write(.confirm, try bareKeyParam(key))
+    case .revert(let key):
+      try write(.revert, try bareKeyParam(key))
     case .history(let key, let limit, let before):
       var params = try userParam()
       if let key { params = try keyParam(key) }
@@ -145,7 +149,7 @@ struct Runner {
     }
   }
 
-  private func bareKeyParam(_ key: String) throws(Failure) -> [JSONMember] {
+  func bareKeyParam(_ key: String) throws(Failure) -> [JSONMember] {
     if let problem = SwitchKey.problem(key) {
       throw .remote(
         RemoteError(
@@ -158,7 +162,7 @@ struct Runner {
     return [JSONMember(WireField.key, .string(key))]
   }
 
-  private func connect(receiveTimeout: Int? = nil) throws(Failure) -> DaemonClient {
+  func connect(receiveTimeout: Int? = nil) throws(Failure) -> DaemonClient {
     do {
       return try DaemonClient.connect(
         to: socketPath, receiveTimeout: receiveTimeout ?? self.receiveTimeout)
@@ -168,7 +172,7 @@ struct Runner {
   }
 
   /// One call on a new connection.
-  private func call(_ method: Method, _ params: [JSONMember]) throws(Failure) -> JSONValue {
+  func call(_ method: Method, _ params: [JSONMember]) throws(Failure) -> JSONValue {
     // A person typing a password may take minutes (polkit waits five).
     let asks = polkitAgent != nil && (method.isWrite || method == .backup)
     return try call(connect(receiveTimeout: asks ? Self.interactiveTimeout : nil), method, params)
@@ -177,7 +181,7 @@ struct Runner {
   /// Seconds an answer may take when polkit may ask the person.
   static let interactiveTimeout = 330
 
-  private func call(
+  func call(
     _ client: DaemonClient, _ method: Method, _ params: [JSONMember]
   ) throws(Failure) -> JSONValue {
     var params = params
@@ -207,7 +211,7 @@ struct Runner {
     console.out(invocation.json ? [Output.json(result)] : text(decoded))
   }
 
-  private func write(_ method: Method, _ params: [JSONMember]) throws(Failure) {
+  func write(_ method: Method, _ params: [JSONMember]) throws(Failure) {
     try show(try call(method, params), as: WriteResult.self) { [Output.write($0)] }
   }
 

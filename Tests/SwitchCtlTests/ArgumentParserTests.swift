@@ -170,7 +170,9 @@ import Testing
 
   @Test func setHelpShowsUsageOptionsAndDescription() {
     let out = runCtl(["set", "--help"]).out
-    #expect(out[0] == "Usage: switchctl set KEY on|off [--if-revision N]")
+    #expect(
+      out[0] == "Usage: switchctl set KEY on|off [--if-revision N] [--for SPAN] [--until TIME]")
+    #expect(out[1] == "                     [--confirm SPAN] [--no-ask]")
     #expect(out.contains { $0.hasPrefix("Sets the switch to on or off") })
     #expect(out.contains { $0.hasPrefix("  --if-revision N  change it only if") })
   }

@@ -1,0 +1,97 @@
+import Glibc
+import SwitchProtocol
+
+// `--for`, `--until` and `--confirm` (SEMANTICS.md rules 20–22): the params
+// they send, and the question a tried change asks on a terminal.
+extension Runner {
+  /// `for` or `until`, from `--for` or `--until`.
+  var lastingParams: [JSONMember] {
+    var params: [JSONMember] = []
+    let timing = invocation.timing
+    if let seconds = timing.forSeconds { params.append(JSONMember(WireField.for, .int(seconds))) }
+    if let until = timing.until {
+      params.append(JSONMember(WireField.until, .string(Timestamp.iso8601(milliseconds: until))))
+    }
+    return params
+  }
+
+  /// Whether a tried change stays to ask: on a terminal, unless `--no-ask`
+  /// or `--json` (a script reads the result and settles it later).
+  var asksToKeep: Bool {
+    !invocation.timing.noAsk && !invocation.json && isatty(0) == 1 && isatty(1) == 1
+  }
+
+  /// set or toggle with its time options. A tried change that asks keeps
+  /// its connection open while it asks: the connection is the change's
+  /// maker, so ^C or a lost session reverts it (`revertOnDisconnect`).
+  func timedWrite(_ method: SwitchProtocol.Method, key: String, _ params: [JSONMember])
+    throws(Failure)
+  {
+    guard let seconds = invocation.timing.confirmWithin else {
+      try write(method, params + lastingParams)
+      return
+    }
+    let asks = asksToKeep
+    let tried =
+      params + [
+        JSONMember(WireField.confirmWithin, .int(seconds)),
+        JSONMember(WireField.revertOnDisconnect, .bool(asks)),
+      ]
+    let client = try connect()
+    let answer = try call(client, method, tried)
+    let result = try decode(answer, as: WriteResult.self)
+    console.out(invocation.json ? [Output.json(answer)] : [Output.write(result)])
+    guard result.changed, let until = result.switchObject.state.pendingUntil else { return }
+    guard asks else {
+      console.out(
+        "\(key) reverts at \(Output.localClock(until, seconds: true)) unless confirmed: switchctl confirm \(key)"
+      )
+      return
+    }
+    let keep = KeepQuestion(until: until).ask()
+    let settling: SwitchProtocol.Method = keep ? .confirm : .revert
+    let settled = try decode(
+      try call(client, settling, try bareKeyParam(key)), as: WriteResult.self)
+    console.out(keep ? "kept: " + Output.write(settled) : "reverted: " + Output.write(settled))
+  }
+}
+
+/// "Keep this change? [y/N]" with the seconds left, redrawn each second;
+/// yes keeps, anything else, no answer in time or end of input reverts.
+struct KeepQuestion {
+  var until: Int64
+
+  func ask() -> Bool {
+    var line: [UInt8] = []
+    defer { FileHandleOut.write("\n") }
+    while true {
+      let left = KeepQuestion.secondsLeft(until: until, now: Output.wallClockMilliseconds())
+      guard left > 0 else { return false }
+      FileHandleOut.write("\rKeep this change? [y/N] (\(left) s left) ")
+      var fds = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+      let ready = poll(&fds, 1, 1000)
+      if ready < 0 && errno != EINTR { return false }
+      guard ready > 0 else { continue }
+      var byte: UInt8 = 0
+      let n = read(0, &byte, 1)
+      guard n == 1 else { return false }
+      if byte == UInt8(ascii: "\n") { return KeepQuestion.isYes(line) }
+      line.append(byte)
+    }
+  }
+
+  static func secondsLeft(until: Int64, now: Int64) -> Int64 { max(0, (until - now + 999) / 1000) }
+
+  static func isYes(_ answer: [UInt8]) -> Bool {
+    let word = String(decoding: answer, as: UTF8.self).lowercased().filter { !$0.isWhitespace }
+    return word == "y" || word == "yes"
+  }
+}
+
+/// Writes to standard output at once (the question has no newline).
+enum FileHandleOut {
+  static func write(_ text: String) {
+    var bytes = Array(text.utf8)
+    _ = Glibc.write(1, &bytes, bytes.count)
+  }
+}

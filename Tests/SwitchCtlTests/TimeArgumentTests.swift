@@ -1,0 +1,74 @@
+import Testing
+
+@testable import SwitchCtl
+@testable import SwitchProtocol
+
+/// `--for`, `--until`, `--confirm` as people write them, and the deadlines in words.
+@Suite struct TimeArgumentTests {
+  @Test(
+    arguments: [
+      ("90s", 90), ("90", 90), ("15m", 900), ("1h 30m", 5400), ("1h30m", 5400), ("2d", 172_800),
+      ("1w", 604_800), ("2 hours", 7200), ("1 min 5 sec", 65),
+    ] as [(String, Int64)])
+  func spansAreSecondsAsSystemdWritesThem(text: String, seconds: Int64) throws {
+    #expect(try TimeArgument.span(text).get() == seconds)
+  }
+
+  @Test(arguments: ["", "0", "0s", "5x", "h", "-5m", "1.5h", "99999999999999999999s"])
+  func badSpansSayWhy(text: String) {
+    guard case .failure(let problem) = TimeArgument.span(text) else {
+      Issue.record("'\(text)' was taken as a span")
+      return
+    }
+    #expect(!problem.message.isEmpty)
+  }
+
+  @Test func timesAreTimestampsOrTheNextLocalClockTime() throws {
+    let now: Int64 = 1_796_000_000_000
+    #expect(
+      try TimeArgument.time("2026-12-02T16:00:00.000Z", now: now).get() == 1_796_227_200_000)
+    #expect(try TimeArgument.time("2026-12-02T16:00:00Z", now: now).get() == 1_796_227_200_000)
+    let next = try TimeArgument.time("08:00", now: now).get()
+    #expect(next > now && next <= now + 86_400_000)
+    for bad in ["25:00", "8:00", "tomorrow", "2026-13-01 10:00x"] {
+      guard case .failure = TimeArgument.time(bad, now: now) else {
+        Issue.record("'\(bad)' was taken as a time")
+        continue
+      }
+    }
+  }
+
+  @Test func optionsAreCheckedOnTheCommandLine() throws {
+    let timed = try ArgumentParser.parse(["off", "notifications.chat", "--for", "1h"]).get()
+    #expect(timed.timing.forSeconds == 3600)
+    let tried = try ArgumentParser.parse(["toggle", "wifi", "--confirm", "30s", "--no-ask"]).get()
+    #expect(tried.timing.confirmWithin == 30)
+    #expect(tried.timing.noAsk)
+    for line in [
+      ["set", "wifi", "off", "--for", "5m", "--until", "12:00"],
+      ["set", "wifi", "off", "--confirm", "2h"],
+      ["set", "wifi", "off", "--no-ask"],
+      ["reset", "wifi", "--for", "5m"],
+      ["lock", "wifi", "--confirm", "5m"],
+    ] {
+      guard case .failure = ArgumentParser.parse(line) else {
+        Issue.record("\(line) was accepted")
+        continue
+      }
+    }
+    #expect(try ArgumentParser.parse(["confirm", "wifi"]).get().command == .confirm(key: "wifi"))
+    #expect(try ArgumentParser.parse(["revert", "wifi"]).get().command == .revert(key: "wifi"))
+  }
+
+  @Test func deadlinesInWords() {
+    var state = StateObject(
+      checked: false, readOnly: false, readOnlyReason: nil, heldBy: nil, disabled: false,
+      disabledReason: nil, disabledBy: nil, invalid: false, invalidReason: nil)
+    state.expiresAt = 1000 + 52 * 60_000
+    state.pendingUntil = 1000 + 40_000
+    let notes = Output.timeNotes(state, now: 1000)
+    #expect(notes == ["reverts in 40 s unless confirmed", "off for 52 more minutes"])
+    #expect(Output.span(90_000) == "90 s")
+    #expect(Output.span(3 * 3_600_000) == "180 minutes" || Output.span(3 * 3_600_000) == "3 hours")
+  }
+}
