@@ -10,7 +10,7 @@
 # (default /etc/switchd). Keys match ^[a-z][a-z0-9.-]*$, so the JSON is parsed
 # with grep and sed.
 
-_switchctl_commands='list get is-on set on off toggle reset watch history lock unlock disable enable apply why status reload backup help'
+_switchctl_commands='list get is-on set on off toggle reset watch history lock unlock disable enable apply confirm revert why status reload backup help'
 
 # Prints the switch keys, one per line. $1: the --socket argument, or empty.
 _switchctl_keys() {
@@ -64,7 +64,7 @@ _switchctl() {
         socket=${word#--socket=}
         continue
         ;;
-      --since | --limit | --before | --reason | --checked | --if-revision | --user)
+      --since | --limit | --before | --reason | --checked | --if-revision | --user | --for | --until | --confirm)
         ((i++))
         continue
         ;;
@@ -94,8 +94,8 @@ _switchctl() {
       COMPREPLY=($(compgen -u -- "$cur"))
       return 0
       ;;
-    --since | --limit | --before | --reason | --if-revision)
-      return 0 # a number or free text: nothing to offer
+    --since | --limit | --before | --reason | --if-revision | --for | --until | --confirm)
+      return 0 # a number, a span, a time or free text: nothing to offer
       ;;
   esac
 
@@ -110,15 +110,15 @@ _switchctl() {
 
   local options='' keys=no
   case $command in
-    list | get | is-on | reset | unlock | enable | apply | why)
+    list | get | is-on | reset | unlock | enable | apply | confirm | revert | why)
       ((npos == 0)) && keys=yes
       ;;
     on | off | toggle)
-      options='--if-revision'
+      options='--if-revision --for --until --confirm --no-ask'
       ((npos == 0)) && keys=yes
       ;;
     set)
-      options='--if-revision'
+      options='--if-revision --for --until --confirm --no-ask'
       if ((npos == 0)); then
         keys=yes
       elif ((npos == 1)); then
@@ -135,11 +135,11 @@ _switchctl() {
       ((npos == 0)) && keys=yes
       ;;
     lock)
-      options='--reason --checked'
+      options='--reason --checked --for --until'
       ((npos == 0)) && keys=yes
       ;;
     disable)
-      options='--reason'
+      options='--reason --for --until'
       ((npos == 0)) && keys=yes
       ;;
     help)
