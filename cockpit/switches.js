@@ -48,6 +48,8 @@ const page = {
     everConnected: false,
     /** true, false, or null while not yet known. */
     administrator: null,
+    /** This connection's uid (`status` says it), or null. */
+    uid: null,
     rows: new Map(), // key → row view
     sections: new Map(), // section title → {node, list}
 };
@@ -110,6 +112,8 @@ async function learnWhoIAm() {
     let administrator = null;
     try {
         const status = await watch.call("status", {});
+        if (status.caller && typeof status.caller.uid === "number")
+            page.uid = status.caller.uid;
         if (status.caller && typeof status.caller.administrator === "boolean") {
             administrator = status.caller.administrator;
         } else {
@@ -482,12 +486,18 @@ function drawTime(row) {
         row.countdown.textContent = `It goes back in ${left} ${left === 1 ? "second" : "seconds"}.`;
     } else {
         row.madeHere = false;
+        row.makerUid = null;
+        row.makerOf = null;
         row.countdown.textContent = "";
     }
-    // Keep / Undo: for the tried change this page made, or for an
+    // Keep / Undo: for a tried change of this uid (this page's, or made
+    // elsewhere by the same account: the history says who) or for an
     // administrator; anyone else sees the count-down only (the daemon
     // refuses them: PermissionDenied).
-    const maySettle = !!s.pendingUntil && (row.madeHere || page.administrator === true);
+    if (s.pendingUntil && !row.madeHere && page.administrator !== true && row.makerOf !== s.pendingUntil)
+        learnMaker(row, s.pendingUntil);
+    const maySettle = !!s.pendingUntil && (row.madeHere || page.administrator === true ||
+        (page.uid !== null && row.makerUid === page.uid));
     if (row.promptText.textContent !== row.pendingText)
         row.promptText.textContent = row.pendingText;
     row.prompt.hidden = !s.pendingUntil;
@@ -509,13 +519,36 @@ function drawTime(row) {
     row.timed.hidden = !row.timedText;
 
     // A timed value, where this switchd takes one: system scope only.
-    const offers = s.group === QUIET_GROUP && s.scope !== "user" && s.checked && !s.expiresAt &&
-        !s.pendingUntil && canSwitch(s) && row.pending === null;
+    // While its call is out they stay (the event may come before the
+    // answer): the focus moves to the switch only once it can be used.
+    const offers = (row.busy && !row.offers.hidden) ||
+        (s.group === QUIET_GROUP && s.scope !== "user" && s.checked && !s.expiresAt &&
+         !s.pendingUntil && canSwitch(s) && row.pending === null);
     showControl(row, row.offers, offers);
     row.offHour.setAttribute("aria-label", `Turn off ${s.label || s.key} for 1 hour`);
     row.offMorning.setAttribute("aria-label",
                                 `Turn off ${s.label || s.key} until tomorrow, ${MORNING_HOUR}:00`);
     row.time.hidden = !s.pendingUntil && !row.timedText && !offers;
+}
+
+/** Who made the tried change pending until `until`: the change that set it. */
+async function learnMaker(row, until) {
+    row.makerOf = until;
+    row.makerUid = null;
+    let entries;
+    try {
+        entries = (await watch.call("history", { key: row.key, limit: 10 })).entries;
+    } catch (e) {
+        row.makerOf = null; // asked again on the next draw
+        return;
+    }
+    // Newest first: the oldest entry still pending until then made it so.
+    const made = entries.filter(entry => entry.state && entry.state.pendingUntil === until).pop();
+    if (row.makerOf !== until || !made || !made.actor)
+        return;
+    row.makerUid = made.actor.uid;
+    if (row.switch)
+        drawRow(row, row.switch);
 }
 
 /** Once a second: the count-downs and minutes left, where any runs. */
