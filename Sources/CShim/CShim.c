@@ -73,14 +73,20 @@ int shim_timerfd_wall(void) { return timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK
 
 int shim_timerfd_boot(void) { return timerfd_create(CLOCK_BOOTTIME, TFD_NONBLOCK | TFD_CLOEXEC); }
 
-int shim_timerfd_arm_boot(int fd, int64_t milliseconds) {
+/// Arms `fd` one shot at the absolute `milliseconds` of its clock; < 0 disarms.
+static int arm_timerfd(int fd, int64_t milliseconds, int flags) {
   struct itimerspec spec;
   memset(&spec, 0, sizeof spec);
   if (milliseconds < 0) return timerfd_settime(fd, 0, &spec, NULL);
+  // An absolute time of 0 would disarm: a deadline that far back is due now anyway.
   if (milliseconds == 0) milliseconds = 1;
   spec.it_value.tv_sec = milliseconds / 1000;
   spec.it_value.tv_nsec = (milliseconds % 1000) * 1000000;
-  return timerfd_settime(fd, TFD_TIMER_ABSTIME, &spec, NULL);
+  return timerfd_settime(fd, TFD_TIMER_ABSTIME | flags, &spec, NULL);
+}
+
+int shim_timerfd_arm_boot(int fd, int64_t milliseconds) {
+  return arm_timerfd(fd, milliseconds, 0);
 }
 
 int64_t shim_boot_clock_milliseconds(void) {
@@ -90,14 +96,7 @@ int64_t shim_boot_clock_milliseconds(void) {
 }
 
 int shim_timerfd_arm_wall(int fd, int64_t milliseconds) {
-  struct itimerspec spec;
-  memset(&spec, 0, sizeof spec);
-  if (milliseconds < 0) return timerfd_settime(fd, 0, &spec, NULL);
-  // An absolute time of 0 would disarm: a deadline that far back is due now anyway.
-  if (milliseconds == 0) milliseconds = 1;
-  spec.it_value.tv_sec = milliseconds / 1000;
-  spec.it_value.tv_nsec = (milliseconds % 1000) * 1000000;
-  return timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &spec, NULL);
+  return arm_timerfd(fd, milliseconds, TFD_TIMER_CANCEL_ON_SET);
 }
 
 int shim_signalfd_termination_and_reload(void) {
