@@ -176,4 +176,22 @@ import Testing
     #expect(user["message"]?.stringValue?.contains("user-scope") == true)
     #expect(try client.result("status")["revision"]?.int64Value == 0)
   }
+
+  @Test func aSwitchTheSchemaDropsKeepsItsDeadlineForWhenItIsBack() throws {
+    let daemon = try DaemonFixture()
+    let client = try daemon.client()
+    let locked = try client.result("lock", #"{"key":"wifi","for":1}"#)
+    let deadline = try #require(Self.time(locked["switch"]?["readOnlyUntil"]))
+    try daemon.writeFile("switches.d/10-test.conf", "[bluetooth]\nLabel=Bluetooth\n")
+    _ = try client.result("reload")
+    Self.waitUntilPast(deadline + 200)
+    // Undeclared, it has no timer: nothing is carried out.
+    #expect(try client.result("status")["revision"]?.int64Value == 1)
+    try daemon.writeFile("switches.d/10-test.conf", DaemonFixture.standardSwitches)
+    _ = try client.result("reload")
+    #expect(try pollUntil { try client.result("status")["revision"]?.int64Value == 2 })
+    let history = try client.result("history", #"{"limit":1}"#)
+    #expect(history["entries"]?.arrayValue?.first?["cause"]?.stringValue == "expiry")
+    #expect(try client.result("get", #"{"key":"wifi"}"#)["readOnly"]?.boolValue == false)
+  }
 }

@@ -175,10 +175,10 @@ extension Writer {
       for change in changes { changedSinceCheckpoint.insert(change.key) }
     }
     records = working
-    rebuildDeadlines()
     revision = nextRevision
     let previous = catalog
     catalog = next
+    rebuildDeadlines()
     reconfigureReadBack(from: previous)
     // Their rows take the default too, so that a later `Scope=system` reads,
     // also after a restart, the value this configuration showed.

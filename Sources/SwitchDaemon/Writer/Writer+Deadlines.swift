@@ -76,11 +76,16 @@ extension Writer {
     deadlineTimers = nil
   }
 
-  /// After a reload replaced the switches: every deadline is looked up again.
+  /// After a reload replaced the switches: every deadline is looked up
+  /// again. A switch the schema no longer declares keeps its row but no
+  /// timer (its ending would be refused, and the timer fire again at once);
+  /// declared again, its deadlines count again.
   func rebuildDeadlines() {
     deadlines.byKey.removeAll(keepingCapacity: true)
     deadlines.tried.removeAll(keepingCapacity: true)
-    for (key, record) in records { deadlines.note(key, record.state) }
+    for (key, record) in records where catalog.switches[key] != nil {
+      deadlines.note(key, record.state)
+    }
     deadlines.moved = true
   }
 
