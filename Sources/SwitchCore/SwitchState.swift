@@ -88,7 +88,11 @@ public struct SwitchState: Equatable, Hashable, Sendable {
   /// The earliest of its deadlines, when it has one: when the writer must
   /// look at it again (`Rules.expired`).
   public var nextDeadline: Int64? {
-    [expiresAt, readOnlyUntil, disabledUntil].compactMap { $0 }.min()
+    // No array: every committed change asks this (the writer's index).
+    var earliest = expiresAt
+    if let at = readOnlyUntil, earliest.map({ at < $0 }) ?? true { earliest = at }
+    if let at = disabledUntil, earliest.map({ at < $0 }) ?? true { earliest = at }
+    return earliest
   }
 
   /// Whether the setting is on and in effect: a disabled switch does not apply.

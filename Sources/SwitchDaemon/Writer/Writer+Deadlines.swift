@@ -24,6 +24,9 @@ struct DeadlineIndex {
 
   mutating func note(_ key: String, _ state: SwitchState) {
     let deadline = state.nextDeadline
+    // Most changes have no deadline and most machines none pending: no
+    // look-ups then (every committed change comes through here).
+    if deadline == nil && state.pending == nil && byKey.isEmpty && tried.isEmpty { return }
     if byKey[key] != deadline {
       byKey[key] = deadline
       moved = true
