@@ -208,8 +208,16 @@
     case .get(let key, let user):
       check(isSwitchKey(key), "an invalid key was accepted: \(key)")
       check(user != .everyone, "\"user\": \"*\" was accepted on get")
-    case .write(let key, _, _):
+    case .write(let key, _, _, let lasting):
       check(isSwitchKey(key), "an invalid key was accepted: \(key)")
+      switch lasting {
+      case .seconds(let seconds)?:
+        check((1...31_536_000).contains(seconds), "a \"for\" of \(seconds) s was accepted")
+      case .confirmWithin(let seconds, _)?:
+        check((1...3600).contains(seconds), "a \"confirmWithin\" of \(seconds) s was accepted")
+      case .until, nil:
+        break
+      }
     case .history(let key, let limit, let before, _):
       check(key.map { isSwitchKey($0) } ?? true, "an invalid history key was accepted")
       check((1...1000).contains(limit), "history limit \(limit) out of range")
