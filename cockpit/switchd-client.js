@@ -131,9 +131,7 @@
     }
 
     const STATE_FIELDS = ["checked", "readOnly", "readOnlyReason", "heldBy", "disabled",
-        "disabledReason", "disabledBy", "invalid", "invalidReason",
-        // Time (SEMANTICS rules 20–22): null, or when it ends (UTC).
-        "pendingUntil", "expiresAt", "readOnlyUntil", "disabledUntil"];
+        "disabledReason", "disabledBy", "invalid", "invalidReason"];
 
     /**
      * Notes on `s` whether this caller may write it at all (`mayWrite`), and
