@@ -106,8 +106,12 @@ import Testing
       _ = (line + "\n").withCString { write(fd, $0, strlen($0)) }
     }
 
+    /// Written whole and renamed in place: the watch may be reading the
+    /// radio at that moment (a truncated file read as '' failed CI once).
     func set(_ radio: String, _ state: String) throws {
-      try writeWholeFile(directory + "/" + radio, state + "\n")
+      let path = directory + "/" + radio
+      try writeWholeFile(path + ".new", state + "\n")
+      guard rename(path + ".new", path) == 0 else { throw FixtureError("rename \(path) failed") }
     }
     var calls: String { (try? readWholeFile(directory + "/calls")) ?? "" }
   }
