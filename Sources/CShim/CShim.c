@@ -73,8 +73,37 @@ int shim_timerfd_wall(void) { return timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK
 
 int shim_timerfd_boot(void) { return timerfd_create(CLOCK_BOOTTIME, TFD_NONBLOCK | TFD_CLOEXEC); }
 
-/// Arms `fd` one shot at the absolute `milliseconds` of its clock; < 0 disarms.
-static int arm_timerfd(int fd, int64_t milliseconds, int flags) {
+
+/// A clock as the kernel keeps it: the system call, not libc's (vDSO) entry,
+/// which a preloaded library may replace.
+static int64_t kernel_clock_milliseconds(clockid_t clock) {
+  struct timespec ts;
+  syscall(SYS_clock_gettime, clock, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int shim_timerfd_arm_boot(int fd, int64_t milliseconds) {
+  struct itimerspec spec;
+  memset(&spec, 0, sizeof spec);
+  if (milliseconds < 0) return timerfd_settime(fd, 0, &spec, NULL);
+  int64_t left = milliseconds - kernel_clock_milliseconds(CLOCK_BOOTTIME);
+  // A relative time of 0 would disarm: due now means in a millisecond.
+  if (left < 1) left = 1;
+  spec.it_value.tv_sec = left / 1000;
+  spec.it_value.tv_nsec = (left % 1000) * 1000000;
+  return timerfd_settime(fd, 0, &spec, NULL);
+}
+
+int64_t shim_boot_clock_milliseconds(void) { return kernel_clock_milliseconds(CLOCK_BOOTTIME); }
+
+int64_t shim_wall_clock_skew_milliseconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  int64_t seen = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  return seen - kernel_clock_milliseconds(CLOCK_REALTIME);
+}
+
+int shim_timerfd_arm_wall(int fd, int64_t milliseconds) {
   struct itimerspec spec;
   memset(&spec, 0, sizeof spec);
   if (milliseconds < 0) return timerfd_settime(fd, 0, &spec, NULL);
@@ -82,21 +111,7 @@ static int arm_timerfd(int fd, int64_t milliseconds, int flags) {
   if (milliseconds == 0) milliseconds = 1;
   spec.it_value.tv_sec = milliseconds / 1000;
   spec.it_value.tv_nsec = (milliseconds % 1000) * 1000000;
-  return timerfd_settime(fd, TFD_TIMER_ABSTIME | flags, &spec, NULL);
-}
-
-int shim_timerfd_arm_boot(int fd, int64_t milliseconds) {
-  return arm_timerfd(fd, milliseconds, 0);
-}
-
-int64_t shim_boot_clock_milliseconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_BOOTTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int shim_timerfd_arm_wall(int fd, int64_t milliseconds) {
-  return arm_timerfd(fd, milliseconds, TFD_TIMER_CANCEL_ON_SET);
+  return timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &spec, NULL);
 }
 
 int shim_signalfd_termination_and_reload(void) {

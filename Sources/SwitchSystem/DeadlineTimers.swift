@@ -6,9 +6,10 @@ import Glibc
 /// TFD_TIMER_CANCEL_ON_SET) is armed for the earliest time given as a time,
 /// so setting the clock forward fires what is now past and setting it back
 /// delays it; the boot clock's (CLOCK_BOOTTIME) for the earliest tried
-/// change, which no clock change moves. The thread calls `fired` when either
-/// expires or the clock was set; the owner then carries out what is due and
-/// arms them again. The owner's thread never waits.
+/// change, which no clock change moves (read and armed from the kernel's
+/// clock, which libfaketime cannot fake). The thread calls `fired` when
+/// either expires or the clock was set; the owner then carries out what is
+/// due and arms them again. The owner's thread never waits.
 public final class DeadlineTimers: @unchecked Sendable {
   private let wall: Int32
   private let boot: Int32
@@ -31,13 +32,33 @@ public final class DeadlineTimers: @unchecked Sendable {
     }
   }
 
+  /// Whether something preloaded into this process (libfaketime, as tests
+  /// and `faketime switchd` use) may move the wall clock it reads without
+  /// the kernel's knowing: then TFD_TIMER_CANCEL_ON_SET never fires for it,
+  /// and the thread looks every `skewLookMilliseconds` whether the clock it
+  /// reads moved against the kernel's. Nothing preloaded (a system service):
+  /// no look, the thread sleeps until a timer fires.
+  static let processClockMayBeFaked = !(getenv("LD_PRELOAD").map { String(cString: $0) } ?? "")
+    .isEmpty
+  static let skewLookMilliseconds: Int32 = 1000
+  /// A move of the process's clock smaller than this is a clock running at
+  /// a faked speed, not a setting of it.
+  static let skewMoveMilliseconds: Int64 = 500
+
   private static func wait(timers: [Int32], stopper: Int32, fired: @Sendable () -> Void) {
     var fds = (timers + [stopper]).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+    let timeout = processClockMayBeFaked ? skewLookMilliseconds : -1
+    var skew = shim_wall_clock_skew_milliseconds()
     while true {
       for i in fds.indices { fds[i].revents = 0 }
-      guard poll(&fds, nfds_t(fds.count), -1) >= 0 || errno == EINTR else { return }
+      guard poll(&fds, nfds_t(fds.count), timeout) >= 0 || errno == EINTR else { return }
       if fds[2].revents != 0 { return }
       var due = false
+      if processClockMayBeFaked {
+        let now = shim_wall_clock_skew_milliseconds()
+        if abs(now - skew) >= skewMoveMilliseconds { due = true }
+        skew = now
+      }
       for i in 0..<2 where fds[i].revents != 0 {
         var expirations: UInt64 = 0
         let n = read(fds[i].fd, &expirations, 8)

@@ -60,12 +60,20 @@ int shim_timerfd_arm_wall(int fd, int64_t milliseconds);
 /// time asleep counts).
 int shim_timerfd_boot(void);
 
-/// Arms `fd` (from `shim_timerfd_boot`) for `milliseconds` on CLOCK_BOOTTIME,
-/// one shot, absolute; `milliseconds` < 0 disarms.
+/// Arms `fd` (from `shim_timerfd_boot`) for `milliseconds` of
+/// `shim_boot_clock_milliseconds`, one shot (armed relative to now, so that
+/// a library faking the process's clocks cannot move it); < 0 disarms.
 int shim_timerfd_arm_boot(int fd, int64_t milliseconds);
 
-/// CLOCK_BOOTTIME in milliseconds.
+/// CLOCK_BOOTTIME in milliseconds, as the kernel keeps it: read with the
+/// system call itself, which a preloaded library (libfaketime fakes
+/// CLOCK_BOOTTIME along with the wall clock) does not intercept.
 int64_t shim_boot_clock_milliseconds(void);
+
+/// How far the wall clock this process reads (clock_gettime, which a
+/// preloaded library such as libfaketime may fake) is from the kernel's, in
+/// milliseconds: 0 unless something fakes it.
+int64_t shim_wall_clock_skew_milliseconds(void);
 
 /// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread (threads created
 /// later inherit the mask) and returns a non-blocking signalfd for them.
