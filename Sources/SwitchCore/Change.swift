@@ -80,7 +80,8 @@ extension Change {
 
   /// The user's value as this change of it leaves it (`user` set).
   public var userValue: UserValue {
-    UserValue(checked: state.checked, revision: revision, changedAt: time)
+    UserValue(
+      checked: state.checked, revision: revision, changedAt: time, expiresAt: state.expiresAt)
   }
 
   /// Takes this committed change into a copy of the switches and the

@@ -8,12 +8,21 @@ extension Rules {
   /// Conflict; then a no-op is detected. Writing one's own value needs no
   /// `Writers` membership. While a hold fixes the value nobody writes it,
   /// administrators included; under a hold that does not, an administrator may.
+  ///
+  /// `lasting` (`for`/`until`) makes the new value that user's timed value
+  /// (rule 21), ending at its deadline from `time`; a write that changes
+  /// the value without one ends the user's timer. `.expire` is that end,
+  /// carried out by switchd's timer as the user (`expireOwn`).
   public static func decideUserValue(
     _ operation: Operation, key: String, definition: SwitchDefinition?, record: SwitchRecord?,
-    own: UserValue?, policy: PolicyRule?, caller: Caller
+    own: UserValue?, policy: PolicyRule?, caller: Caller, lasting: Lasting? = nil,
+    at time: Int64 = 0
   ) -> Result<UserDecision, Refusal> {
     guard let definition, let record else { return .failure(.unknownSwitch(key: key)) }
     let user = caller.subject
+    if operation == .expire {
+      return .success(expireOwn(definition, record, policy, user: user, own: own, at: time))
+    }
     if !operation.changesValue {
       if !caller.mayActAs(user) { return .failure(actingAsRefusal(key: key, user: user)) }
       // Not a value: `decide` takes these, for every user at once, with
@@ -51,7 +60,25 @@ extension Rules {
     }
     return .success(
       UserDecision(
-        definition, record, policy, user: user, own: own, next: next == current ? nil : next))
+        definition, record, policy, user: user, own: own, next: next == current ? nil : next,
+        expiresAt: lasting?.deadline(committedAt: time)))
+  }
+
+  /// The end of a user's timed value whose deadline passed by `time`: their
+  /// value from before comes back, unless the switch is read-only or
+  /// disabled by then (the hold wins, as for a system switch: only the
+  /// timer ends). A no-op when the timer is gone or not yet due.
+  static func expireOwn(
+    _ definition: SwitchDefinition, _ record: SwitchRecord, _ policy: PolicyRule?, user: UInt32,
+    own: UserValue?, at time: Int64
+  ) -> UserDecision {
+    guard let own, let deadline = own.expiresAt, deadline <= time else {
+      return UserDecision(definition, record, policy, user: user, own: own, next: nil)
+    }
+    let held = record.state.readOnly || record.state.disabled
+    return UserDecision(
+      definition, record, policy, user: user, own: own, next: held ? own.checked : !own.checked,
+      expiresAt: nil)
   }
 
   /// Whose world a read sees: the user it names (`viewpoint`), else the
@@ -162,10 +189,12 @@ public struct UserDecision: Equatable, Sendable {
   public var own: UserValue?
   /// Their new value; nil when the call changes nothing.
   public var next: Bool?
+  /// When the new value ends (their timed value); nil: it lasts.
+  public var expiresAt: Int64?
 
   public init(
     _ definition: SwitchDefinition, _ record: SwitchRecord, _ policy: PolicyRule?, user: UInt32,
-    own: UserValue?, next: Bool?
+    own: UserValue?, next: Bool?, expiresAt: Int64? = nil
   ) {
     self.definition = definition
     self.record = record
@@ -173,6 +202,7 @@ public struct UserDecision: Equatable, Sendable {
     self.user = user
     self.own = own
     self.next = next
+    self.expiresAt = expiresAt
   }
 
   /// The switch as this user reads it before the call.
@@ -181,9 +211,13 @@ public struct UserDecision: Equatable, Sendable {
   /// The change this write makes, at `revision` and `time`; nil for a no-op.
   public func change(revision: Int64, time: Int64, cause: Cause, actor: Actor) -> Change? {
     guard let next else { return nil }
-    let previous = before.state
+    var previous = before.state
+    // Under a hold that fixes the value, only a timer's end comes here: the
+    // change is of the user's own value, which stays.
+    if record.state.valueFixed { previous.checked = own?.checked ?? definition.defaultChecked }
     var state = previous
     state.checked = next
+    state.expiresAt = expiresAt
     return Change(
       revision: revision, time: time, key: definition.key, cause: cause, actor: actor,
       state: state, previous: previous, user: user)

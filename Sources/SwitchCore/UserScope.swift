@@ -28,11 +28,15 @@ public struct UserValue: Equatable, Sendable {
   public var revision: Int64
   /// Milliseconds since the epoch.
   public var changedAt: Int64
+  /// When this user's timed value ends (rule 21: "my notifications off for
+  /// an hour"), milliseconds since the epoch; nil: it lasts.
+  public var expiresAt: Int64?
 
-  public init(checked: Bool, revision: Int64, changedAt: Int64) {
+  public init(checked: Bool, revision: Int64, changedAt: Int64, expiresAt: Int64? = nil) {
     self.checked = checked
     self.revision = revision
     self.changedAt = changedAt
+    self.expiresAt = expiresAt
   }
 }
 
@@ -69,6 +73,8 @@ public enum Visibility {
     let seen = value(record, own: own, defaultChecked: definition.defaultChecked)
     var result = record
     result.state.checked = seen.checked
+    // The switch itself never has a value timer: a user's own is theirs.
+    result.state.expiresAt = own?.expiresAt
     result.revision = seen.revision
     result.changedAt = seen.changedAt
     return result

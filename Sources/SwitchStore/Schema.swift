@@ -171,6 +171,7 @@ enum Schema {
       ALTER TABLE changes ADD COLUMN s_pending TEXT;
       ALTER TABLE changes ADD COLUMN p_pending_until INTEGER;
       ALTER TABLE changes ADD COLUMN p_pending TEXT;
+      ALTER TABLE user_values ADD COLUMN expires_at INTEGER;
       """)
 
   /// The schema version this build writes and reads.

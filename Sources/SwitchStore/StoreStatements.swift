@@ -82,20 +82,22 @@ struct StoreStatements {
       """
     /// Copies each user's newest value change in (?1, ?2] to its `user_values` row.
     static let checkpointUserRows = """
-      INSERT INTO user_values(key, user, checked, revision, changed_at)
-        SELECT key, user, s_checked, revision, time
+      INSERT INTO user_values(key, user, checked, revision, changed_at, expires_at)
+        SELECT key, user, s_checked, revision, time, s_expires_at
         FROM changes WHERE revision IN
           (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2
            AND user IS NOT NULL GROUP BY key, user)
       ON CONFLICT(key, user) DO UPDATE SET checked = excluded.checked,
-        revision = excluded.revision, changed_at = excluded.changed_at
+        revision = excluded.revision, changed_at = excluded.changed_at,
+        expires_at = excluded.expires_at
       """
-    static let userValueColumns = "key, user, checked, revision, changed_at"
+    static let userValueColumns = "key, user, checked, revision, changed_at, expires_at"
     static let loadUserValues = "SELECT \(userValueColumns) FROM user_values ORDER BY key, user"
     static let upsertUserValue = """
-      INSERT INTO user_values(\(userValueColumns)) VALUES (?1, ?2, ?3, ?4, ?5)
+      INSERT INTO user_values(\(userValueColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
       ON CONFLICT(key, user) DO UPDATE SET checked = excluded.checked,
-        revision = excluded.revision, changed_at = excluded.changed_at
+        revision = excluded.revision, changed_at = excluded.changed_at,
+        expires_at = excluded.expires_at
       """
     /// The revision of a user's value as of the checkpoint.
     static let userValueRevision = "SELECT revision FROM user_values WHERE key = ?1 AND user = ?2"
@@ -249,13 +251,14 @@ extension SQLiteStatement {
     }
   }
 
-  /// Binds a `user_values` row to `?1`...`?5` (`SQL.userValueColumns`).
+  /// Binds a `user_values` row to `?1`...`?6` (`SQL.userValueColumns`).
   func bindUserValue(key: String, user: UInt32, _ value: UserValue) throws(SQLiteError) {
     try bind(key, at: 1)
     try bind(Int64(user), at: 2)
     try bind(value.checked, at: 3)
     try bind(value.revision, at: 4)
     try bind(value.changedAt, at: 5)
+    try bind(value.expiresAt, at: 6)
   }
 
   /// Reads a row selected with `SQL.userValueColumns`.
@@ -265,7 +268,9 @@ extension SQLiteStatement {
     }
     return (
       text(at: 0), user,
-      UserValue(checked: bool(at: 2), revision: int64(at: 3), changedAt: int64(at: 4))
+      UserValue(
+        checked: bool(at: 2), revision: int64(at: 3), changedAt: int64(at: 4),
+        expiresAt: optionalInt64(at: 5))
     )
   }
 

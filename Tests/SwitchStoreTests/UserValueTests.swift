@@ -58,6 +58,33 @@ import Testing
     }
   }
 
+  /// A user's timed value (rule 21): its deadline is kept in the log's
+  /// row and, after the checkpoint, in `user_values`.
+  @Test func aUsersTimerIsKeptWithTheValue() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let store = try SwitchStore(path: path)
+      try store.insertNew([SwitchRecord(key: "email", state: SwitchState(checked: true))])
+      var timed = Self.userChange(1, user: 1000, checked: false)
+      timed.state.expiresAt = 1_800_000_000_000
+      try store.commit([timed, Self.userChange(2, user: 1001, checked: false)])
+      let expected: UserValues = [
+        "email": [
+          1000: UserValue(
+            checked: false, revision: 1, changedAt: sampleChange(1).time,
+            expiresAt: 1_800_000_000_000),
+          1001: UserValue(checked: false, revision: 2, changedAt: sampleChange(2).time),
+        ]
+      ]
+      #expect(try store.loadUserValues() == expected)
+      try store.checkpointFromLog()
+      store.close()
+      let reopened = try SwitchStore(path: path)
+      defer { reopened.close() }
+      #expect(try reopened.loadUserValues() == expected)
+    }
+  }
+
   @Test func chainsAreKeptPerKeyAndUser() throws {
     try withTemporaryDirectory { directory in
       let store = try SwitchStore(path: directory + "/s.db")

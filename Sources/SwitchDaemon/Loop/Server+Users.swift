@@ -37,12 +37,22 @@ extension Server {
       return
     }
     let state = record.state
-    let seen = Visibility.value(
-      record, own: userValues[key]?[uid], defaultChecked: template.defaultChecked)
+    let own = userValues[key]?[uid]
+    let seen = Visibility.value(record, own: own, defaultChecked: template.defaultChecked)
     let policy = isPolicyHeld(state) ? catalog.policies[key] : nil
-    // The members between `checked` and `effective` do not depend on `checked`.
-    let middle = encodings.middle(at: position, template: template, state: state) {
-      Rules.policySource(state: state, rule: policy)
+    // The members between `checked` and `effective` do not depend on
+    // `checked`, and are every user's alike but a user's own timer.
+    let middle: [UInt8]
+    if let expiresAt = own?.expiresAt {
+      var timed = state
+      timed.expiresAt = expiresAt
+      middle = WireEncoding.switchMiddle(
+        template: template, state: timed,
+        policySource: Rules.policySource(state: state, rule: policy))
+    } else {
+      middle = encodings.middle(at: position, template: template, state: state) {
+        Rules.policySource(state: state, rule: policy)
+      }
     }
     // The viewpoint was allowed, so `writable` is the caller's own.
     WireEncoding.writeSwitch(

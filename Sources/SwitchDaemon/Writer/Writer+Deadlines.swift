@@ -21,6 +21,24 @@ struct DeadlineIndex {
   var ending: Set<String> = []
   /// Set when the earliest deadline may have moved: the timers are armed again.
   var moved = false
+  /// Each user's timed value of a user-scope switch, by switch and uid.
+  var byUser: [UserTimer: Int64] = [:]
+  /// Users' timers whose end was handed to a group and not decided yet.
+  var endingUsers: Set<UserTimer> = []
+
+  struct UserTimer: Hashable {
+    var key: String
+    var user: UInt32
+  }
+
+  mutating func note(_ key: String, user: UInt32, _ deadline: Int64?) {
+    let timer = UserTimer(key: key, user: user)
+    if deadline == nil && byUser.isEmpty { return }
+    if byUser[timer] != deadline {
+      byUser[timer] = deadline
+      moved = true
+    }
+  }
 
   mutating func note(_ key: String, _ state: SwitchState) {
     let deadline = state.nextDeadline
@@ -39,7 +57,9 @@ struct DeadlineIndex {
   }
 
   var earliestWall: Int64? {
-    byKey.lazy.filter { !ending.contains($0.key) }.map(\.value).min()
+    let switches = byKey.lazy.filter { !ending.contains($0.key) }.map(\.value).min()
+    let users = byUser.lazy.filter { !endingUsers.contains($0.key) }.map(\.value).min()
+    return [switches, users].compactMap { $0 }.min()
   }
 
   var earliestBoot: Int64? {
@@ -86,8 +106,14 @@ extension Writer {
   func rebuildDeadlines() {
     deadlines.byKey.removeAll(keepingCapacity: true)
     deadlines.tried.removeAll(keepingCapacity: true)
+    deadlines.byUser.removeAll(keepingCapacity: true)
     for (key, record) in records where catalog.switches[key] != nil {
       deadlines.note(key, record.state)
+    }
+    for (key, values) in users.values where catalog.switches[key]?.scope == .user {
+      for (user, value) in values where value.expiresAt != nil {
+        deadlines.note(key, user: user, value.expiresAt)
+      }
     }
     deadlines.moved = true
   }
@@ -132,11 +158,33 @@ extension Writer {
           WriteRequest(ticket: nobody, key: key, operation: .expire, caller: Self.timerCaller)
         ))
     }
-    due.sort { ($0.order, $0.key) < ($1.order, $1.key) }
+    for (timer, deadline) in deadlines.byUser
+    where deadline <= now && !deadlines.endingUsers.contains(timer) {
+      // The timer acting as the user: the end of their own value (`writesUserValue`).
+      due.append(
+        (
+          deadline, timer.key,
+          WriteRequest(
+            ticket: nobody, key: timer.key, operation: .expire,
+            caller: Self.timerCaller.acting(as: timer.user))
+        ))
+    }
+    // Deadline order; the switch's own ending before its users' on a tie.
+    due.sort {
+      ($0.order, $0.key, $0.item.caller.actingAs ?? 0) < (
+        $1.order, $1.key, $1.item.caller.actingAs ?? 0
+      )
+    }
     // The timers are one-shot: armed again for what is left (or, the clock
     // having been set back, for what is now later).
     deadlines.moved = true
-    for entry in due { deadlines.ending.insert(entry.key) }
+    for entry in due {
+      if let user = entry.item.caller.actingAs {
+        deadlines.endingUsers.insert(DeadlineIndex.UserTimer(key: entry.key, user: user))
+      } else {
+        deadlines.ending.insert(entry.key)
+      }
+    }
     rearmDeadlines()
     return due.map { .write($0.item) }
   }
@@ -144,6 +192,12 @@ extension Writer {
   /// An ending was decided (committed, or found to change nothing).
   func endingDecided(_ key: String) {
     if deadlines.ending.remove(key) != nil { deadlines.moved = true }
+  }
+
+  /// The end of `user`'s timed value of `key` was decided.
+  func userEndingDecided(_ key: String, _ user: UInt32) {
+    let timer = DeadlineIndex.UserTimer(key: key, user: user)
+    if deadlines.endingUsers.remove(timer) != nil { deadlines.moved = true }
   }
 
   /// A connection closed: the tried changes it made with

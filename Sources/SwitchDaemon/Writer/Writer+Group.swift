@@ -31,14 +31,18 @@ extension Writer {
     guard case .write(let ticket, let key, let operation, _, _) = job,
       !applying.heldBack.contains(where: { $0.connection == ticket.connection })
     else { return false }
-    if writesUserValue(key, operation) { return true }
+    // Jobs come from callers (the timer's endings are not jobs).
+    if operation.changesValue && catalog.switches[key]?.scope == .user { return true }
     return catalog.dependencies.reach(of: key).allSatisfy { catalog.switches[$0]?.apply == nil }
   }
 
-  /// Whether `operation` writes the caller's own value of `key` (a
-  /// user-scope switch): it never runs a command nor touches dependents.
-  func writesUserValue(_ key: String, _ operation: Operation) -> Bool {
-    operation.changesValue && catalog.switches[key]?.scope == .user
+  /// Whether `write` writes the caller's own value of a user-scope switch:
+  /// it never runs a command nor touches dependents.
+  func writesUserValue(_ write: WriteRequest) -> Bool {
+    // The end of a user's timed value is the timer acting as that user.
+    let ownValue =
+      write.operation.changesValue || (write.operation == .expire && write.caller.actingAs != nil)
+    return ownValue && catalog.switches[write.key]?.scope == .user
   }
 
   static func writers(of jobs: [WriterJob]) -> Set<UInt64> {
@@ -91,7 +95,9 @@ extension Writer {
         records[old.key] = old
         deadlines.note(old.key, old.state)
       }
-      users.rollBack()
+      for (key, user) in users.rollBack() {
+        deadlines.note(key, user: user, users.values[key]?[user]?.expiresAt)
+      }
       revision = group.firstRevision
       logCommitFailure(error)
       return settleAlone(group.settled, after: error)
@@ -140,29 +146,28 @@ extension Writer {
   ) -> UInt64? {
     switch item {
     case .write(let write):
-      if writesUserValue(write.key, write.operation), write.lasting != nil {
-        // Not built yet: a user's own timer needs its deadline in `user_values`.
-        group.answers.append(
-          (
-            write.ticket,
-            .write(
-              .failure(
-                .invalidParams(
-                  "a timed value of a user-scope switch is not supported yet",
-                  param: WireField.for, key: write.key)))
-          ))
-        group.settled.append(item)
-        return nil
-      }
-      if writesUserValue(write.key, write.operation) {
+      if writesUserValue(write) {
+        if case .confirmWithin = write.lasting {
+          // A tried change guards a system switch a remote session needs
+          // (Wi-Fi over ssh); a user's own value is theirs to change back.
+          group.answers.append(
+            (
+              write.ticket,
+              .write(
+                .failure(
+                  .invalidParams(
+                    "confirmWithin is for system switches; \(write.key) is a user-scope switch",
+                    param: WireField.confirmWithin, key: write.key)))
+            ))
+          group.settled.append(item)
+          return nil
+        }
         // A user's own value: no apply command and no dependents (both
         // are for system switches), so it never waits.
-        if let change = writeUserValue(
-          write.ticket, write.key, write.operation, write.caller, time: group.time,
-          &group.answers)
-        {
+        if let change = writeUserValue(write, time: group.time, &group.answers) {
           group.changes.append(change)
         }
+        if write.ticket.connection == 0 { userEndingDecided(write.key, write.caller.subject) }
         group.settled.append(item)
         return nil
       }

@@ -25,13 +25,15 @@ struct WriterUserValues {
     undo.removeAll(keepingCapacity: true)
   }
 
-  /// The group's commit failed: every value it set goes back, newest first.
-  mutating func rollBack() {
+  /// The group's commit failed: every value it set goes back, newest
+  /// first. Returns whose they were (their timers are looked up again).
+  mutating func rollBack() -> [(key: String, user: UInt32)] {
     for entry in undo.reversed() {
       values[entry.key, default: [:]][entry.user] = entry.value
       if values[entry.key]?.isEmpty == true { values[entry.key] = nil }
     }
-    undo.removeAll(keepingCapacity: true)
+    defer { undo.removeAll(keepingCapacity: true) }
+    return undo.map { ($0.key, $0.user) }
   }
 
   /// The rows the next checkpoint writes.
@@ -50,13 +52,14 @@ extension Writer {
   /// changes something, takes the next revision for it.
   /// - Returns: the change to commit; nil when refused or a no-op (answered here).
   func writeUserValue(
-    _ ticket: Ticket, _ key: String, _ operation: Operation, _ caller: Caller, time: Int64,
-    _ answers: inout [(Ticket, WriterOutput.Answer)]
+    _ write: WriteRequest, time: Int64, _ answers: inout [(Ticket, WriterOutput.Answer)]
   ) -> Change? {
+    let (ticket, key, operation, caller) = (write.ticket, write.key, write.operation, write.caller)
     let user = caller.subject
     let decision = Rules.decideUserValue(
       operation, key: key, definition: catalog.switches[key], record: records[key],
-      own: users.values[key]?[user], policy: catalog.policies[key], caller: caller)
+      own: users.values[key]?[user], policy: catalog.policies[key], caller: caller,
+      lasting: write.lasting, at: time)
     let decided: UserDecision
     switch decision {
     case .failure(let refusal):
@@ -74,6 +77,7 @@ extension Writer {
     revision += 1
     let value = change.userValue
     users.set(key, user: user, value)
+    deadlines.note(key, user: user, value.expiresAt)
     answers.append((ticket, .write(.success(WriteOutcome(decided, changed: true, value)))))
     return change
   }

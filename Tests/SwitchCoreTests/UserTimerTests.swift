@@ -1,0 +1,95 @@
+import Testing
+
+@testable import SwitchCore
+
+/// Rule 21 for a user-scope switch: the timer is that user's ("my
+/// notifications off for an hour"), with the clock injected.
+@Suite struct UserTimerTests {
+  static let definition = UserScopeTests.definition
+  static let free = UserScopeTests.free
+  static let alice = UserScopeTests.alice
+  static let timer = Caller(actor: .timer, isAdmin: true, mayWrite: true).acting(as: 1000)
+  static let now: Int64 = 1_800_000_000_000
+
+  static func decide(
+    _ operation: Operation, _ caller: Caller, record: SwitchRecord = free, own: UserValue? = nil,
+    lasting: Lasting? = nil, at time: Int64 = now
+  ) throws -> UserDecision {
+    try Rules.decideUserValue(
+      operation, key: definition.key, definition: definition, record: record, own: own,
+      policy: nil, caller: caller, lasting: lasting, at: time
+    ).get()
+  }
+
+  static func change(_ decision: UserDecision, revision: Int64 = 1) -> Change? {
+    decision.change(revision: revision, time: now, cause: .set, actor: alice.actor)
+  }
+
+  @Test func aTimedOwnValueCarriesItsDeadlineIntoTheChangeAndTheValue() throws {
+    let decided = try Self.decide(
+      .set(checked: false, ifRevision: nil), Self.alice, lasting: .seconds(3600))
+    let change = try #require(Self.change(decided))
+    #expect(change.user == 1000)
+    #expect(change.state.checked == false)
+    #expect(change.state.expiresAt == Self.now + 3_600_000)
+    #expect(change.previous.expiresAt == nil)
+    #expect(change.fields.contains(.expiresAt))
+    #expect(change.userValue.expiresAt == Self.now + 3_600_000)
+    // The user reads their timer; a user who never set it reads none.
+    let seen = Visibility.record(Self.free, own: change.userValue, definition: Self.definition)
+    #expect(seen.state.expiresAt == Self.now + 3_600_000)
+    #expect(
+      Visibility.record(Self.free, own: nil, definition: Self.definition).state.expiresAt == nil)
+  }
+
+  @Test func aLaterWriteOfTheValueEndsTheTimerAndOneThatChangesNothingLeavesIt() throws {
+    let own = UserValue(
+      checked: false, revision: 1, changedAt: Self.now, expiresAt: Self.now + 1000)
+    let same = try Self.decide(.set(checked: false, ifRevision: nil), Self.alice, own: own)
+    #expect(same.next == nil)
+    let back = try Self.decide(.toggle(ifRevision: nil), Self.alice, own: own)
+    let change = try #require(Self.change(back, revision: 2))
+    #expect(change.state.checked == true)
+    #expect(change.state.expiresAt == nil)
+    #expect(change.previous.expiresAt == Self.now + 1000)
+  }
+
+  @Test func atItsDeadlineTheValueFromBeforeComesBackOnce() throws {
+    let own = UserValue(
+      checked: false, revision: 1, changedAt: Self.now, expiresAt: Self.now + 1000)
+    let early = try Self.decide(.expire, Self.timer, own: own, at: Self.now + 999)
+    #expect(early.next == nil)
+    let due = try Self.decide(.expire, Self.timer, own: own, at: Self.now + 1000)
+    #expect(due.user == 1000)
+    let change = try #require(Self.change(due, revision: 2))
+    #expect(change.state.checked == true)
+    #expect(change.state.expiresAt == nil)
+    // Once ended there is nothing left to end.
+    let after = try Self.decide(.expire, Self.timer, own: change.userValue, at: Self.now + 5000)
+    #expect(after.next == nil)
+    // Without a timer of their own, nothing happens to a user.
+    #expect(try Self.decide(.expire, Self.timer, own: nil, at: Self.now + 5000).next == nil)
+  }
+
+  @Test func underAHoldThatCameSinceOnlyTheTimerEnds() throws {
+    let own = UserValue(
+      checked: false, revision: 1, changedAt: Self.now, expiresAt: Self.now + 1000)
+    var fixed = Self.free.state
+    fixed.readOnly = true
+    fixed.heldBy = .admin
+    fixed.valueFixed = true
+    fixed.checked = true
+    var disabled = Self.free.state
+    disabled.disabled = true
+    disabled.disabledBy = .admin
+    for state in [fixed, disabled] {
+      let record = SwitchRecord(key: Self.definition.key, state: state, revision: 2)
+      let due = try Self.decide(.expire, Self.timer, record: record, own: own, at: Self.now + 1000)
+      let change = try #require(Self.change(due, revision: 3))
+      // The user's own value stays what it was; the timer is gone.
+      #expect(change.userValue.checked == false, "\(state)")
+      #expect(change.userValue.expiresAt == nil)
+      #expect(change.fields == [.expiresAt], "\(state)")
+    }
+  }
+}
