@@ -84,13 +84,18 @@ public struct PolicyRule: Equatable, Sendable {
   /// `Schedule=`: the rule holds only inside these windows (`inEffect`);
   /// nil holds always.
   public var schedule: Schedule?
+  /// The end of the window a scheduled rule holds in now (`inEffect`), in
+  /// milliseconds: the State shows it as `readOnlyUntil`/`disabledUntil`.
+  /// nil: it holds until the files change.
+  public var endsAt: Int64?
 
   public init(
     key: String, readOnly: Bool = false, disabled: Bool = false, checked: Bool? = nil,
     reason: String? = nil, readOnlySource: SourceLocation? = nil,
-    disabledSource: SourceLocation? = nil, schedule: Schedule? = nil
+    disabledSource: SourceLocation? = nil, schedule: Schedule? = nil, endsAt: Int64? = nil
   ) {
     self.key = key
+    self.endsAt = endsAt
     self.readOnly = readOnly
     self.disabled = disabled
     self.checked = checked

@@ -63,12 +63,13 @@ extension Rules {
 
   /// The time fields that no longer mean anything once `next` replaced
   /// `state`: a value that changed by other means ends its timer, a hold
-  /// that is not the administrator's has no end.
+  /// that is gone has no end (a policy's is its schedule's, set by
+  /// `applyPolicy`, and stays while the policy holds).
   public static func settledDeadlines(_ next: SwitchState, from state: SwitchState) -> SwitchState {
     var next = next
     if next.checked != state.checked && next.expiresAt == state.expiresAt { next.expiresAt = nil }
-    if next.heldBy != .admin { next.readOnlyUntil = nil }
-    if next.disabledBy != .admin { next.disabledUntil = nil }
+    if next.heldBy == nil { next.readOnlyUntil = nil }
+    if next.disabledBy == nil { next.disabledUntil = nil }
     return next
   }
 
@@ -81,8 +82,10 @@ extension Rules {
   /// the switch is disabled or read-only by then, the hold wins and only
   /// the timer ends (SEMANTICS.md, after rule 22).
   public static func expired(_ state: SwitchState, at now: Int64) -> SwitchState? {
+    // A policy's hold ends with its schedule's window, not here (`nextDeadline`).
     let due = [
-      (state.disabledUntil, 0), (state.readOnlyUntil, 1), (state.expiresAt, 2),
+      (state.disabledBy == .admin ? state.disabledUntil : nil, 0),
+      (state.heldBy == .admin ? state.readOnlyUntil : nil, 1), (state.expiresAt, 2),
     ].compactMap { deadline, order in deadline.flatMap { $0 <= now ? ($0, order) : nil } }
     guard let first = due.min(by: { ($0.0, $0.1) < ($1.0, $1.1) }) else { return nil }
     var next = state

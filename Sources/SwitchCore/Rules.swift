@@ -258,20 +258,26 @@ public enum Rules {
       next.readOnly = true
       next.heldBy = .policy
       next.readOnlyReason = rule.reason
+      // A scheduled hold's end is its window's (shown; the schedule, not
+      // the expiry rules, lifts it).
+      next.readOnlyUntil = rule.endsAt
       if let checked = rule.checked { next.checked = checked }
     } else if state.heldBy == .policy {
       next.readOnly = false
       next.heldBy = nil
       next.readOnlyReason = nil
+      next.readOnlyUntil = nil
     }
     if let rule, rule.disabled {
       next.disabled = true
       next.disabledBy = .policy
       next.disabledReason = rule.reason
+      next.disabledUntil = rule.endsAt
     } else if state.disabledBy == .policy {
       next.disabled = false
       next.disabledBy = nil
       next.disabledReason = nil
+      next.disabledUntil = nil
     }
     return next
   }

@@ -12,7 +12,11 @@ extension PolicyRule {
   ) {
     guard let schedule else { return (self, nil) }
     let changesAt = schedule.nextTransition(after: milliseconds, in: zone)
-    if schedule.isActive(at: milliseconds, in: zone) { return (self, changesAt) }
+    if schedule.isActive(at: milliseconds, in: zone) {
+      var holding = self
+      holding.endsAt = changesAt
+      return (holding, changesAt)
+    }
     return (PolicyRule(key: key, schedule: schedule), changesAt)
   }
 }

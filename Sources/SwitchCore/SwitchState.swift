@@ -90,8 +90,13 @@ public struct SwitchState: Equatable, Hashable, Sendable {
   public var nextDeadline: Int64? {
     // No array: every committed change asks this (the writer's index).
     var earliest = expiresAt
-    if let at = readOnlyUntil, earliest.map({ at < $0 }) ?? true { earliest = at }
-    if let at = disabledUntil, earliest.map({ at < $0 }) ?? true { earliest = at }
+    // A policy's hold ends with its schedule's window: no timer of its own.
+    if let at = readOnlyUntil, heldBy == .admin, earliest.map({ at < $0 }) ?? true {
+      earliest = at
+    }
+    if let at = disabledUntil, disabledBy == .admin, earliest.map({ at < $0 }) ?? true {
+      earliest = at
+    }
     return earliest
   }
 

@@ -38,8 +38,17 @@ enum Output {
     if let at = state.expiresAt {
       notes.append(onOff(state.checked) + " for \(span(at - now, more: true))")
     }
-    if let at = state.readOnlyUntil { notes.append("read-only until " + localClock(at)) }
-    if let at = state.disabledUntil { notes.append("disabled until " + localClock(at)) }
+    // A policy's hold has an end only by its schedule.
+    if let at = state.readOnlyUntil {
+      notes.append(
+        state.heldBy == Holder.policy.wireName
+          ? "held until \(localClock(at)) (schedule)" : "read-only until " + localClock(at))
+    }
+    if let at = state.disabledUntil {
+      notes.append(
+        "disabled until " + localClock(at)
+          + (state.disabledBy == Holder.policy.wireName ? " (schedule)" : ""))
+    }
     return notes
   }
 

@@ -168,15 +168,6 @@ import Testing
     #expect(try client.result("status")["revision"]?.int64Value == 0)
   }
 
-  @Test func aUsersOwnTimerIsRefusedUntilItIsBuilt() throws {
-    let daemon = try DaemonFixture(switches: "[dnd]\nLabel=Do not disturb\nScope=user\n")
-    let client = try daemon.client()
-    let user = try client.error("set", #"{"key":"dnd","checked":true,"for":60}"#)
-    #expect(user["data"]?["name"]?.stringValue == "InvalidParams")
-    #expect(user["message"]?.stringValue?.contains("user-scope") == true)
-    #expect(try client.result("status")["revision"]?.int64Value == 0)
-  }
-
   @Test func aSwitchTheSchemaDropsKeepsItsDeadlineForWhenItIsBack() throws {
     let daemon = try DaemonFixture()
     let client = try daemon.client()

@@ -91,6 +91,8 @@ struct FakedClockEndToEndTests {
     #expect(held["state"]?["checked"]?.boolValue == false)
     let heldAt = try #require(held["time"]?.stringValue)
     #expect(heldAt.hasPrefix("2027-03-28T01:00:0"), "\(heldAt)")
+    // The hold shows its end: 04:00 CEST.
+    #expect(held["state"]?["readOnlyUntil"]?.stringValue == "2027-03-28T02:00:00.000Z")
 
     try clock.set(to: switchToSummerTime + 3600 - 3)
     let lifted = try client.nextEvent()

@@ -89,16 +89,30 @@ import Testing
     #expect(permanent?.readOnlyUntil == nil)
   }
 
-  @Test func aHoldThatIsNoLongerTheAdministratorsHasNoEndOfItsOwn() {
-    var policy = SwitchState(checked: true, readOnly: true, heldBy: .admin, readOnlyUntil: 5)
+  @Test func aHoldThatIsGoneHasNoEndAndAPolicysEndIsItsSchedules() {
+    let held = SwitchState(checked: true, readOnly: true, heldBy: .admin, readOnlyUntil: 5)
+    var unlocked = held
+    unlocked.readOnly = false
+    unlocked.heldBy = nil
+    #expect(Rules.settledDeadlines(unlocked, from: held).readOnlyUntil == nil)
+    // A scheduled policy's hold shows its window's end, which no timer of
+    // the switch's carries out: the schedule lifts it (one policy change).
+    var policy = held
     policy.heldBy = .policy
-    let settled = Rules.settledDeadlines(policy, from: SwitchState(checked: true))
-    #expect(settled.readOnlyUntil == nil)
-    // Had it stayed: its end passes and only the field clears, the policy holds.
-    let ended = Rules.expired(policy, at: 10)
-    #expect(ended?.readOnly == true)
-    #expect(ended?.heldBy == .policy)
-    #expect(ended?.readOnlyUntil == nil)
+    policy.disabled = true
+    policy.disabledBy = .policy
+    policy.disabledUntil = 5
+    #expect(Rules.settledDeadlines(policy, from: policy) == policy)
+    #expect(policy.nextDeadline == nil)
+    #expect(Rules.expired(policy, at: 10) == nil)
+  }
+
+  @Test func aScheduledPolicyInItsWindowSetsTheHoldsEnd() {
+    let rule = PolicyRule(key: "wifi", readOnly: true, disabled: true, endsAt: 5_000)
+    let state = Rules.applyPolicy(rule, to: SwitchState(checked: true))
+    #expect(state.readOnlyUntil == 5_000 && state.disabledUntil == 5_000)
+    let lifted = Rules.applyPolicy(PolicyRule(key: "wifi"), to: state)
+    #expect(lifted == SwitchState(checked: true))
   }
 
   @Test func eachDeadlineIsOneChangeInDeadlineOrderADisablesEndFirstOnATie() throws {

@@ -80,7 +80,9 @@ struct PolicyInEffectTests {
     // Monday 2026-11-30, 09:00 UTC.
     let now = utc(2026, 11, 30, 9)
     let effect = rule.inEffect(at: now, in: .fixed(0))
-    #expect(effect.rule == rule)
+    var holding = rule
+    holding.endsAt = utc(2026, 11, 30, 16)
+    #expect(effect.rule == holding)
     #expect(effect.changesAt == utc(2026, 11, 30, 16))
   }
 

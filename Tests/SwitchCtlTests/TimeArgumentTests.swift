@@ -68,6 +68,23 @@ import Testing
     state.pendingUntil = 1000 + 40_000
     let notes = Output.timeNotes(state, now: 1000)
     #expect(notes == ["reverts in 40 s unless confirmed", "off for 52 more minutes"])
+    // Holds: an administrator's ends by its time, a policy's by its schedule.
+    var held = state
+    held.expiresAt = nil
+    held.pendingUntil = nil
+    held.readOnly = true
+    held.heldBy = "admin"
+    held.readOnlyUntil = 1000 + 3_600_000
+    let clock = Output.localClock(1000 + 3_600_000)
+    #expect(Output.timeNotes(held, now: 1000) == ["read-only until " + clock])
+    held.heldBy = "policy"
+    held.disabled = true
+    held.disabledBy = "policy"
+    held.disabledUntil = 1000 + 3_600_000
+    #expect(
+      Output.timeNotes(held, now: 1000) == [
+        "held until \(clock) (schedule)", "disabled until \(clock) (schedule)",
+      ])
     #expect(Output.span(90_000) == "90 s")
     #expect(Output.span(3 * 3_600_000) == "180 minutes" || Output.span(3 * 3_600_000) == "3 hours")
   }
