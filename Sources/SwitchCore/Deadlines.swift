@@ -112,6 +112,24 @@ extension Rules {
   }
 }
 
+extension Rules {
+  /// The change an ending whose apply command failed makes: the timer ends
+  /// and the value stays as it is, `invalid` with the command's reason
+  /// (SEMANTICS.md, after rule 22: the undo is a write like any other, but
+  /// a deadline cannot be refused and tried again for ever).
+  public static func failedEnding(
+    _ state: SwitchState, next: SwitchState, reason: String
+  ) -> SwitchState {
+    var kept = state
+    kept.expiresAt = next.expiresAt
+    kept.readOnlyUntil = next.readOnlyUntil
+    kept.disabledUntil = next.disabledUntil
+    kept.pendingUntil = next.pendingUntil
+    kept.pending = next.pending
+    return kept.applied(failure: reason)
+  }
+}
+
 /// Where the boot clock is: CLOCK_BOOTTIME in milliseconds and the boot's
 /// id (`/proc/sys/kernel/random/boot_id`). A tried change's deadline runs on
 /// it, so setting the wall clock neither shortens nor stretches the window,

@@ -107,6 +107,16 @@ import Testing
     #expect(Rules.expired(policy, at: 10) == nil)
   }
 
+  @Test func anEndingWhoseCommandFailedEndsTheTimerAndKeepsTheValueInvalid() throws {
+    let timed = SwitchState(checked: false, expiresAt: Self.now)
+    let next = try #require(Rules.expired(timed, at: Self.now))
+    let kept = Rules.failedEnding(timed, next: next, reason: "rfkill failed")
+    #expect(kept.checked == false)
+    #expect(kept.expiresAt == nil)
+    #expect(kept.invalid && kept.invalidReason == "rfkill failed")
+    #expect(Rules.expired(kept, at: Self.now + 1) == nil)
+  }
+
   @Test func aScheduledPolicyInItsWindowSetsTheHoldsEnd() {
     let rule = PolicyRule(key: "wifi", readOnly: true, disabled: true, endsAt: 5_000)
     let state = Rules.applyPolicy(rule, to: SwitchState(checked: true))

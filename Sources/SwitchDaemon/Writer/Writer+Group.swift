@@ -232,7 +232,7 @@ extension Writer {
             Change(
               revision: revision, time: group.time, key: key, cause: write.operation.cause,
               actor: write.caller.actor,
-              state: Self.failedEnding(old.state, next: next, reason: reason), previous: old.state),
+              state: Rules.failedEnding(old.state, next: next, reason: reason), previous: old.state),
             replacing: old, into: &group)
         }
         group.answers.append(
