@@ -113,6 +113,16 @@ struct StoreStatements {
       ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, \
       ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40)
       """
+    /// `insertChange` for a change between two free States (`SwitchState.isFree`: no hold,
+    /// reason, invalid or deadline), how nearly every toggle is: the columns that are NULL or
+    /// 0 then are not bound (each bind takes SQLite's mutex: ~150 instructions), and the
+    /// row is the same. `?14` is `key_previous`.
+    static let insertFreeChange = """
+      INSERT INTO changes(revision, key, cause, time, actor_uid, actor_gid, actor_pid, \
+      s_checked, p_checked, user, s_value_fixed, p_value_fixed, actor_source, key_previous, \
+      s_read_only, s_disabled, p_read_only, p_disabled) \
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 0, 0, 0, 0)
+      """
     /// The revision of a key's newest change as of the checkpoint (0: none).
     static let switchRevision = "SELECT revision FROM switches WHERE key = ?1"
     static let insertMark = "INSERT INTO key_marks(key, revision) VALUES (?1, ?2)"
@@ -167,6 +177,7 @@ struct StoreStatements {
   let userValueRevision: SQLiteStatement
   let newestInTail: SQLiteStatement
   let insertChange: SQLiteStatement
+  let insertFreeChange: SQLiteStatement
   let switchRevision: SQLiteStatement
   let insertMark: SQLiteStatement
   let oldestChange: SQLiteStatement
@@ -197,6 +208,7 @@ struct StoreStatements {
     userValueRevision = try connection.prepareCached(SQL.userValueRevision)
     newestInTail = try connection.prepareCached(SQL.newestInTail)
     insertChange = try connection.prepareCached(SQL.insertChange)
+    insertFreeChange = try connection.prepareCached(SQL.insertFreeChange)
     switchRevision = try connection.prepareCached(SQL.switchRevision)
     insertMark = try connection.prepareCached(SQL.insertMark)
     oldestChange = try connection.prepareCached(SQL.oldestChange)
@@ -302,6 +314,31 @@ extension SQLiteStatement {
     try bindDeadlines(change.state, from: 30)
     try bindDeadlines(change.previous, from: 35)
     try bind(keyPrevious, at: 40)
+  }
+
+  /// Binds a change between two free States to `insertFreeChange`'s `?1`...`?14`.
+  func bindFreeChange(_ change: Change, keyPrevious: Int64?) throws(SQLiteError) {
+    try bind(change.revision, at: 1)
+    try bind(change.key, at: 2)
+    try bind(change.cause.storageName, at: 3)
+    try bind(change.time, at: 4)
+    if case .peer(let uid, let gid, let pid) = change.actor {
+      try bind(Int64(uid), at: 5)
+      try bind(Int64(gid), at: 6)
+      try bind(Int64(pid), at: 7)
+    } else {
+      // Bindings outlive a reset: the previous row's actor must not stay.
+      try bindNull(at: 5)
+      try bindNull(at: 6)
+      try bindNull(at: 7)
+    }
+    try bind(change.state.checked, at: 8)
+    try bind(change.previous.checked, at: 9)
+    try bind(change.user.map { Int64($0) }, at: 10)
+    try bind(change.state.valueFixed, at: 11)
+    try bind(change.previous.valueFixed, at: 12)
+    try bind(change.actor.storageSource, at: 13)
+    try bind(keyPrevious, at: 14)
   }
 
   /// Binds the seven State columns to `?first`...`?(first + 6)`, and

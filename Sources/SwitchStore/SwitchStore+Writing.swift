@@ -57,8 +57,15 @@ extension SwitchStore {
         } else {
           previous = try startChain(chain)
         }
-        let insert = statements.insertChange
-        try insert.bindChange(change, keyPrevious: previous.newest > 0 ? previous.newest : nil)
+        let keyPrevious = previous.newest > 0 ? previous.newest : nil
+        let insert: SQLiteStatement
+        if change.state.isFree && change.previous.isFree {
+          insert = statements.insertFreeChange
+          try insert.bindFreeChange(change, keyPrevious: keyPrevious)
+        } else {
+          insert = statements.insertChange
+          try insert.bindChange(change, keyPrevious: keyPrevious)
+        }
         try execute(insert)
         var next = KeyChain(newest: change.revision, sinceMark: previous.sinceMark + 1)
         // Marks index the switch-level chains; a user's chain is walked whole.

@@ -177,3 +177,33 @@ import Testing
     }
   }
 }
+
+/// A change between two free States is written by the shorter statement
+/// (`insertFreeChange`); read back it is the same change as any other,
+/// whatever the row before it bound (bindings outlive a reset).
+@Suite struct FreeChangeRowTests {
+  @Test func freeAndHeldChangesReadBackAsWritten() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db")
+      defer { store.close() }
+      try store.insertNew([SwitchRecord(key: "wifi", state: SwitchState(checked: true))])
+      var held = sampleChange(2, checked: false, cause: .lock)
+      held.state.readOnly = true
+      held.state.heldBy = .admin
+      held.state.readOnlyReason = "exam"
+      held.state.readOnlyUntil = 1_800_000_000_000
+      var mine = sampleChange(5, checked: true)
+      mine.user = 1000
+      let written = [
+        sampleChange(1, checked: false),
+        held,
+        sampleChange(3, checked: true, cause: .expiry, actor: .timer),
+        sampleChange(4, checked: false, cause: .policy, actor: .policy),
+        mine,
+        sampleChange(6, checked: false, actor: .peer(uid: 0, gid: 0, pid: 9)),
+      ]
+      for change in written { try store.commit([change]) }
+      #expect(try store.changes(after: 0, upTo: 6, limit: 10) == written)
+    }
+  }
+}
