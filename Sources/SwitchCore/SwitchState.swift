@@ -5,6 +5,29 @@ public enum Holder: Sendable, Hashable, CaseIterable {
   case dependency
 }
 
+/// A State's deadline fields (`SwitchState.timing`).
+struct TimingFields: Hashable, Sendable {
+  var pendingUntil: Int64? = nil
+  var pending: TriedChange? = nil
+  var expiresAt: Int64? = nil
+  var readOnlyUntil: Int64? = nil
+  var disabledUntil: Int64? = nil
+
+  var isEmpty: Bool {
+    pendingUntil == nil && pending == nil && expiresAt == nil && readOnlyUntil == nil
+      && disabledUntil == nil
+  }
+}
+
+/// Immutable, so a State stays a value: a change of a field makes a new box.
+/// Equal and hashed by its fields.
+final class Timing: Hashable, Sendable {
+  let fields: TimingFields
+  init(_ fields: TimingFields) { self.fields = fields }
+  static func == (a: Timing, b: Timing) -> Bool { a === b || a.fields == b.fields }
+  func hash(into hasher: inout Hasher) { hasher.combine(fields) }
+}
+
 /// The part of a switch that a change can alter; carried by events and history.
 public struct SwitchState: Equatable, Hashable, Sendable {
   public var checked: Bool
@@ -23,17 +46,47 @@ public struct SwitchState: Equatable, Hashable, Sendable {
   /// their own. Otherwise `checked` is what a user who never set it reads
   /// (`defaultChecked`). Never set for a system switch. Not a wire field.
   public var valueFixed: Bool
+  /// The deadline fields below, boxed: nearly every State has none, and a
+  /// State is copied into every change, outcome and record, so they cost
+  /// one nil pointer there instead of ~110 bytes (issue 26).
+  private var timing: Timing?
+
   /// When a tried change reverts unless confirmed (rule 20), on the wall
   /// clock, for people; `pending` says who made it and its real deadline.
-  public var pendingUntil: Int64?
+  public var pendingUntil: Int64? {
+    get { timing?.fields.pendingUntil }
+    set { updateTiming { $0.pendingUntil = newValue } }
+  }
   /// The tried change waiting for `confirm`; not a wire field.
-  public var pending: TriedChange?
+  public var pending: TriedChange? {
+    get { timing?.fields.pending }
+    set { updateTiming { $0.pending = newValue } }
+  }
   /// When a timed value ends and the value from before comes back
   /// (SEMANTICS.md rule 21), in milliseconds since the epoch; nil: not timed.
-  public var expiresAt: Int64?
-  /// When an administrator's `lock` or `disable` lifts by itself (rule 22).
-  public var readOnlyUntil: Int64?
-  public var disabledUntil: Int64?
+  public var expiresAt: Int64? {
+    get { timing?.fields.expiresAt }
+    set { updateTiming { $0.expiresAt = newValue } }
+  }
+  /// When an administrator's `lock` or `disable` lifts by itself (rule 22),
+  /// or a scheduled policy's window ends.
+  public var readOnlyUntil: Int64? {
+    get { timing?.fields.readOnlyUntil }
+    set { updateTiming { $0.readOnlyUntil = newValue } }
+  }
+  public var disabledUntil: Int64? {
+    get { timing?.fields.disabledUntil }
+    set { updateTiming { $0.disabledUntil = newValue } }
+  }
+
+  /// Whether any deadline field is set.
+  public var hasDeadlines: Bool { timing != nil }
+
+  private mutating func updateTiming(_ change: (inout TimingFields) -> Void) {
+    var fields = timing?.fields ?? TimingFields()
+    change(&fields)
+    timing = fields.isEmpty ? nil : Timing(fields)
+  }
 
   public init(
     checked: Bool, readOnly: Bool = false, readOnlyReason: String? = nil, heldBy: Holder? = nil,
@@ -42,11 +95,10 @@ public struct SwitchState: Equatable, Hashable, Sendable {
     expiresAt: Int64? = nil, readOnlyUntil: Int64? = nil, disabledUntil: Int64? = nil,
     pendingUntil: Int64? = nil, pending: TriedChange? = nil
   ) {
-    self.pendingUntil = pendingUntil
-    self.pending = pending
-    self.expiresAt = expiresAt
-    self.readOnlyUntil = readOnlyUntil
-    self.disabledUntil = disabledUntil
+    let fields = TimingFields(
+      pendingUntil: pendingUntil, pending: pending, expiresAt: expiresAt,
+      readOnlyUntil: readOnlyUntil, disabledUntil: disabledUntil)
+    self.timing = fields.isEmpty ? nil : Timing(fields)
     self.valueFixed = valueFixed
     self.checked = checked
     self.readOnly = readOnly
@@ -71,6 +123,7 @@ public struct SwitchState: Equatable, Hashable, Sendable {
     if disabledBy != other.disabledBy { fields.append(.disabledBy) }
     if invalid != other.invalid { fields.append(.invalid) }
     if invalidReason != other.invalidReason { fields.append(.invalidReason) }
+    guard timing != nil || other.timing != nil else { return fields }
     if pendingUntil != other.pendingUntil { fields.append(.pendingUntil) }
     if expiresAt != other.expiresAt { fields.append(.expiresAt) }
     if readOnlyUntil != other.readOnlyUntil { fields.append(.readOnlyUntil) }
@@ -81,14 +134,14 @@ public struct SwitchState: Equatable, Hashable, Sendable {
   /// Neither held read-only, disabled nor invalid, with no reasons: how most switches are.
   public var isFree: Bool {
     !readOnly && !disabled && heldBy == nil && disabledBy == nil && readOnlyReason == nil
-      && disabledReason == nil && !invalid && invalidReason == nil && expiresAt == nil
-      && readOnlyUntil == nil && disabledUntil == nil && pendingUntil == nil && pending == nil
+      && disabledReason == nil && !invalid && invalidReason == nil && timing == nil
   }
 
   /// The earliest of its deadlines, when it has one: when the writer must
   /// look at it again (`Rules.expired`).
   public var nextDeadline: Int64? {
     // No array: every committed change asks this (the writer's index).
+    guard timing != nil else { return nil }
     var earliest = expiresAt
     // A policy's hold ends with its schedule's window: no timer of its own.
     if let at = readOnlyUntil, heldBy == .admin, earliest.map({ at < $0 }) ?? true {
