@@ -119,8 +119,19 @@ extension Server {
       writeUserSwitch(&w, definition: outcome.definition, seen: seen, user: user, for: caller)
       return
     }
-    if records[key] == outcome.record, encodedSwitch(key) != nil {
-      writeSwitchAsSeen(&w, key: key, for: caller, viewpoint: .user(caller.subject))
+    // The loop's copy is at the write's revision (a revision is one State
+    // of one switch): the cached object, with the caller's `writable`.
+    if let position = encodings.positions[key],
+      records[key]?.revision == outcome.record.revision,
+      let bytes = encodedSwitch(at: position)
+    {
+      let state = outcome.record.state
+      let held = state.heldBy == .policy || state.disabledBy == .policy
+      WireEncoding.writeSwitch(
+        &w, encoded: bytes,
+        writable: Rules.writability(
+          key: key, state: state, policy: held ? catalog.policies[key] : nil, caller: caller,
+          scope: .system))
       return
     }
     // The switch changed again after this write (in the same group).
