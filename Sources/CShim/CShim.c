@@ -6,6 +6,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
+#include <malloc.h>
 #include <time.h>
 #include <sys/socket.h>
 #include <pthread.h>
@@ -65,6 +66,11 @@ int shim_epoll_wait(int epfd, uint32_t *events, uint64_t *data, int capacity, in
     data[i] = evs[i].data.u64;
   }
   return n;
+}
+
+void shim_fix_malloc_thresholds(void) {
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  mallopt(M_TRIM_THRESHOLD, 128 * 1024);
 }
 
 int shim_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }

@@ -89,6 +89,7 @@ public enum Daemon {
   static func serve(_ options: Options, log: Log) -> Int32 {
     signal(SIGPIPE, SIG_IGN)
     _ = shim_raise_nofile_limit()
+    shim_fix_malloc_thresholds()
     // Block the signals before any thread starts, so all of them inherit
     // the mask and the loop alone reads them from its signalfd.
     let signalFD = shim_signalfd_termination_and_reload()
