@@ -305,3 +305,15 @@ import Testing
     #expect(taken > tried / 50, "the fast path took only \(taken) of \(tried) mutated lines")
   }
 }
+
+/// `Method.named` (the hash look-up every request makes) names what
+/// `init(rawValue:)` names, and nothing else.
+@Suite struct MethodNameTests {
+  @Test func everyMethodByItsNameAndNothingElse() {
+    for method in Method.allCases { #expect(Method.named(method.rawValue) == method) }
+    for name in ["", "Get", "get ", "gets", "io.switchd.Switches.Get", "toggle\u{0}"] {
+      #expect(Method.named(name) == nil, "\(name)")
+      #expect(Method(rawValue: name) == nil)
+    }
+  }
+}

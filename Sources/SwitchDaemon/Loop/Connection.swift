@@ -404,7 +404,7 @@ struct PendingRequest {
     id = request.id
     self.answer = answer
     allowsInteraction = Call.allowsInteractiveAuthentication(request.params)
-    method = Method(rawValue: request.method)
+    method = Method.named(request.method)
     call =
       method.map { Call.decode($0, params: request.params, limits: limits) }
       ?? .failure(.methodNotFound(request.method))

@@ -23,10 +23,26 @@ extension Server {
       }
       switch incoming {
       case .single(let item):
-        enqueue([item], isBatch: false, on: connection)
+        enqueue(item, on: connection)
       case .batch(let items):
         enqueue(items, isBatch: true, on: connection)
       }
+    }
+  }
+
+  /// A line of one request (nearly every line): `enqueue(_:isBatch:on:)`
+  /// without an array made and destroyed for it.
+  func enqueue(_ item: Incoming.Item, on connection: Connection) {
+    switch item {
+    case .failure(let invalid):
+      log.rateLimited(.info, cause: "invalid-request", "invalid request: \(invalid.error.message)")
+      let slot = connection.openSlot(parts: 1, isBatch: false)
+      fail(
+        Ticket(connection: connection.id, slot: slot, part: 0, id: invalid.id), on: connection,
+        invalid.error)
+    case .success(let request):
+      let answer = request.id == nil ? nil : (connection.openSlot(parts: 1, isBatch: false), 0)
+      connection.enqueue(PendingRequest(request, answer: answer, limits: limits.params))
     }
   }
 
