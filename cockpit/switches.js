@@ -13,7 +13,31 @@
 const { ResumableWatch, RpcConnection } = window.SwitchdClient;
 
 const DEFAULT_SOCKET = "/run/switchd/switchd.sock";
-const socketPath = new URLSearchParams(window.location.search).get("socket") || DEFAULT_SOCKET;
+const query = new URLSearchParams(window.location.search);
+const socketPath = query.get("socket") || DEFAULT_SOCKET;
+
+/**
+ * When the page itself makes tried changes (SEMANTICS rule 20): a switch in
+ * the group "Connectivity" (the radios, which can cut the very session the
+ * page runs over) is switched with `confirmWithin` TRIED_SECONDS whenever the
+ * browser is not on the machine itself (the page is not served from a
+ * loopback address), as Cockpit's network page does. The page's own
+ * connection is the maker (`revertOnDisconnect` true): closing the tab, or
+ * losing the session, puts the radio back. `?tried=yes` or `?tried=no`
+ * decides it for a session whatever the address (as `?socket=` picks the
+ * socket). Only system-scope switches: this switchd takes no time on a
+ * user-scope value.
+ */
+const TRIED_GROUP = "Connectivity";
+const TRIED_SECONDS = 30;
+const LOOPBACK = ["localhost", "127.0.0.1", "[::1]", "::1"];
+const triedAlways = query.get("tried") === "yes" ||
+    (query.get("tried") !== "no" && !LOOPBACK.includes(window.location.hostname));
+
+/** The group whose switches offer "Turn off for 1 hour" and "until tomorrow". */
+const QUIET_GROUP = "Notifications";
+/** "Until tomorrow" ends at this local hour. */
+const MORNING_HOUR = 8;
 
 const sectionsNode = document.getElementById("sections");
 const connectionNode = document.getElementById("connection");
@@ -24,6 +48,8 @@ const page = {
     everConnected: false,
     /** true, false, or null while not yet known. */
     administrator: null,
+    /** This connection's uid (`status` says it), or null. */
+    uid: null,
     rows: new Map(), // key → row view
     sections: new Map(), // section title → {node, list}
 };
@@ -86,6 +112,8 @@ async function learnWhoIAm() {
     let administrator = null;
     try {
         const status = await watch.call("status", {});
+        if (status.caller && typeof status.caller.uid === "number")
+            page.uid = status.caller.uid;
         if (status.caller && typeof status.caller.administrator === "boolean") {
             administrator = status.caller.administrator;
         } else {
@@ -219,7 +247,7 @@ function draw(table) {
 // ---------------------------------------------------------------- a row
 
 function makeRow(key) {
-    const row = { key, switch: null, busy: false, pending: null, alert: "" };
+    const row = { key, switch: null, busy: false, pending: null, alert: "", madeHere: false };
     const base = newId("switch");
     row.node = element("li", { class: "row", "data-key": key });
 
@@ -252,7 +280,31 @@ function makeRow(key) {
     row.quick = element("span", { class: "admin-quick" });
     tools.append(row.whyButton, row.quick);
 
-    row.node.append(main, tools, row.panel);
+    // Time: a tried change's prompt (Keep / Undo and the seconds left), a
+    // timed value's end, and the offers of one. The nodes are made once and
+    // shown or hidden, so that a redraw never takes the focus from them.
+    row.time = element("div", { class: "time" });
+    row.prompt = element("p", { id: `${base}-prompt`, class: "prompt", "aria-live": "polite" });
+    row.promptText = element("span", { class: "prompt-text" });
+    // The seconds tick every second: shown, but not announced every time.
+    row.countdown = element("span", { class: "countdown", "aria-live": "off" });
+    row.prompt.append(row.promptText, " ", row.countdown);
+    row.keep = element("button", { type: "button", class: "quick settle" }, "Keep");
+    row.undo = element("button", { type: "button", class: "quick settle" }, "Undo");
+    row.timed = element("p", { id: `${base}-timed`, class: "timed" });
+    row.offHour = element("button", { type: "button", class: "quick offer" }, "Turn off for 1 hour");
+    row.offMorning = element("button", { type: "button", class: "quick offer" }, "Turn off until tomorrow");
+    row.settleTools = element("span", { class: "settle-tools" });
+    row.settleTools.append(row.keep, row.undo);
+    row.offers = element("span", { class: "offers" });
+    row.offers.append(row.offHour, row.offMorning);
+    row.time.append(row.prompt, row.settleTools, row.timed, row.offers);
+    row.keep.addEventListener("click", () => settle(row, "confirm"));
+    row.undo.addEventListener("click", () => settle(row, "revert"));
+    row.offHour.addEventListener("click", () => turnOffFor(row, { for: 3600 }));
+    row.offMorning.addEventListener("click", () => turnOffFor(row, { until: nextMorning().toISOString() }));
+
+    row.node.append(main, row.time, tools, row.panel);
 
     // SWT-1: a click, a click on the label and Space switch it; Enter does not
     // (on the web Enter submits a form). A button turns Enter into a click on
@@ -292,6 +344,10 @@ function reasonText(s) {
         // The daemon's sentence, the one a write would be refused with (say why).
         lines.push(s.writableReason || "You may not change this setting.");
     }
+    if (s.disabled && s.disabledUntil)
+        lines.push(`Disabled until ${clockTime(s.disabledUntil)}.`);
+    else if (!s.disabled && s.readOnly && s.readOnlyUntil)
+        lines.push(`Read-only until ${clockTime(s.readOnlyUntil)}.`);
     if (s.invalid)
         lines.push(`Not applied: ${s.invalidReason || "the system did not take this value"}`);
     return lines.join(" ");
@@ -353,6 +409,14 @@ function drawRow(row, s) {
     row.icon.replaceChildren(...(glyph ? [glyph] : []));
     row.node.classList.toggle("has-icon", glyph !== null);
 
+    drawTime(row);
+    if (row.pendingText)
+        described.push(row.prompt.id);
+    if (row.timedText)
+        described.push(row.timed.id);
+    if (described.length)
+        b.setAttribute("aria-describedby", described.join(" "));
+
     drawAdminControls(row);
     if (!row.panel.hidden)
         loadHistory(row);
@@ -371,6 +435,168 @@ function showAlert(row, text) {
         drawRow(row, row.switch);
 }
 
+// ---------------------------------------------------------------- time
+
+/** A time as the clock on the wall says it: "14:05", with the day if not today. */
+function clockTime(iso) {
+    const at = new Date(iso);
+    if (isNaN(at))
+        return iso;
+    const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+    if (at.toDateString() === new Date().toDateString())
+        return time;
+    return `${at.toLocaleDateString([], { weekday: "short", day: "numeric", month: "short" })} ${time}`;
+}
+
+/** The next MORNING_HOUR:00 local time (tomorrow's, or today's if still ahead). */
+function nextMorning(now = new Date()) {
+    const at = new Date(now);
+    at.setHours(MORNING_HOUR, 0, 0, 0);
+    if (at <= now)
+        at.setDate(at.getDate() + 1);
+    return at;
+}
+
+function secondsLeft(iso) {
+    return Math.max(0, Math.ceil((new Date(iso) - Date.now()) / 1000));
+}
+
+/** Whether this page uses tried changes for this switch (see TRIED_GROUP). */
+function triesChanges(s) {
+    return triedAlways && s.group === TRIED_GROUP && s.scope !== "user";
+}
+
+/** Shows or hides a control; one losing the focus hands it to the switch. */
+function showControl(row, node, on) {
+    if (!on && node.contains(document.activeElement)) {
+        node.hidden = true;
+        row.button.focus();
+    }
+    node.hidden = !on;
+}
+
+/** The prompt of a tried change, the end of a timed value, the offers of one. */
+function drawTime(row) {
+    const s = row.switch;
+    row.pendingText = "";
+    row.timedText = "";
+    if (s.pendingUntil) {
+        row.pendingText = "Keep this change?";
+        const left = secondsLeft(s.pendingUntil);
+        row.countdown.textContent = `It goes back in ${left} ${left === 1 ? "second" : "seconds"}.`;
+    } else {
+        row.madeHere = false;
+        row.makerUid = null;
+        row.makerOf = null;
+        row.countdown.textContent = "";
+    }
+    // Keep / Undo: for a tried change of this uid (this page's, or made
+    // elsewhere by the same account: the history says who) or for an
+    // administrator; anyone else sees the count-down only (the daemon
+    // refuses them: PermissionDenied).
+    if (s.pendingUntil && !row.madeHere && page.administrator !== true && row.makerOf !== s.pendingUntil)
+        learnMaker(row, s.pendingUntil);
+    const maySettle = !!s.pendingUntil && (row.madeHere || page.administrator === true ||
+        (page.uid !== null && row.makerUid === page.uid));
+    if (row.promptText.textContent !== row.pendingText)
+        row.promptText.textContent = row.pendingText;
+    row.prompt.hidden = !s.pendingUntil;
+    showControl(row, row.settleTools, maySettle);
+    row.keep.setAttribute("aria-label", `Keep this change of ${s.label || s.key}`);
+    row.undo.setAttribute("aria-label", `Undo this change of ${s.label || s.key}`);
+    // aria-disabled, not disabled: a disabled button drops the focus.
+    setFlag(row.keep, "aria-disabled", !!row.settling);
+    setFlag(row.undo, "aria-disabled", !!row.settling);
+
+    if (s.expiresAt) {
+        const minutes = Math.max(1, Math.ceil(secondsLeft(s.expiresAt) / 60));
+        const state = s.checked ? "On" : "Off";
+        row.timedText = minutes <= 120
+            ? `${state} for ${minutes} more ${minutes === 1 ? "minute" : "minutes"}.`
+            : `${state} until ${clockTime(s.expiresAt)}.`;
+    }
+    row.timed.textContent = row.timedText;
+    row.timed.hidden = !row.timedText;
+
+    // A timed value, where this switchd takes one: system scope only.
+    // While its call is out they stay (the event may come before the
+    // answer): the focus moves to the switch only once it can be used.
+    const offers = (row.busy && !row.offers.hidden) ||
+        (s.group === QUIET_GROUP && s.scope !== "user" && s.checked && !s.expiresAt &&
+         !s.pendingUntil && canSwitch(s) && row.pending === null);
+    showControl(row, row.offers, offers);
+    row.offHour.setAttribute("aria-label", `Turn off ${s.label || s.key} for 1 hour`);
+    row.offMorning.setAttribute("aria-label",
+                                `Turn off ${s.label || s.key} until tomorrow, ${MORNING_HOUR}:00`);
+    row.time.hidden = !s.pendingUntil && !row.timedText && !offers;
+}
+
+/** Who made the tried change pending until `until`: the change that set it. */
+async function learnMaker(row, until) {
+    row.makerOf = until;
+    row.makerUid = null;
+    let entries;
+    try {
+        entries = (await watch.call("history", { key: row.key, limit: 10 })).entries;
+    } catch (e) {
+        row.makerOf = null; // asked again on the next draw
+        return;
+    }
+    // Newest first: the oldest entry still pending until then made it so.
+    const made = entries.filter(entry => entry.state && entry.state.pendingUntil === until).pop();
+    if (row.makerOf !== until || !made || !made.actor)
+        return;
+    row.makerUid = made.actor.uid;
+    if (row.switch)
+        drawRow(row, row.switch);
+}
+
+/** Once a second: the count-downs and minutes left, where any runs. */
+setInterval(() => {
+    for (const row of page.rows.values()) {
+        if (row.switch && (row.switch.pendingUntil || row.switch.expiresAt))
+            drawTime(row);
+    }
+}, 1000);
+
+/** Keep (`confirm`) or Undo (`revert`) a tried change. */
+async function settle(row, method) {
+    const s = row.switch;
+    if (!s || !s.pendingUntil || !page.connected || row.settling)
+        return;
+    row.settling = true;
+    setFlag(row.keep, "aria-disabled", true);
+    setFlag(row.undo, "aria-disabled", true);
+    showAlert(row, "");
+    try {
+        const answer = await watch.call(method, { key: s.key });
+        row.settling = false;
+        watch.takeSwitch(answer.switch);
+    } catch (e) {
+        row.settling = false;
+        await refused(row, e);
+    }
+    drawRow(row, watch.table.switches.get(row.key) || row.switch);
+}
+
+/** "Turn off for 1 hour" / "until tomorrow": a timed value (rule 21). */
+async function turnOffFor(row, time) {
+    const s = row.switch;
+    if (!s || row.busy || !page.connected || !canSwitch(s) || !s.checked)
+        return;
+    row.busy = true;
+    showAlert(row, "");
+    try {
+        const answer = await watch.call("set", { key: s.key, checked: false, ifRevision: s.revision || 0, ...time });
+        row.busy = false;
+        watch.takeSwitch(answer.switch);
+    } catch (e) {
+        row.busy = false;
+        await refused(row, e);
+    }
+    drawRow(row, watch.table.switches.get(row.key) || row.switch);
+}
+
 // ---------------------------------------------------------------- switching
 
 async function activate(row) {
@@ -380,10 +606,16 @@ async function activate(row) {
     row.busy = true;
     row.pending = !s.checked;
     showAlert(row, "");
+    const params = { key: s.key, checked: !s.checked, ifRevision: s.revision || 0 };
+    const tried = triesChanges(s);
+    if (tried)
+        params.confirmWithin = TRIED_SECONDS; // revertOnDisconnect: true, the default
     try {
-        const answer = await watch.call("set", { key: s.key, checked: !s.checked, ifRevision: s.revision || 0 });
+        const answer = await watch.call("set", params);
         row.busy = false;
         row.pending = null;
+        if (tried && answer.changed)
+            row.madeHere = true;
         watch.takeSwitch(answer.switch);
     } catch (e) {
         row.busy = false;
@@ -400,6 +632,8 @@ async function activate(row) {
  */
 async function refused(row, error) {
     row.alert = error.message;
+    if (error.name === "Conflict" && error.data && error.data.pending)
+        row.alert = "A tried change of this switch waits to be kept or undone.";
     if (error.data && error.data.switch) {
         watch.takeSwitch(error.data.switch);
         return;
