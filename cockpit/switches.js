@@ -179,8 +179,14 @@ function placeInOrder(parent, nodes) {
     let previous = null;
     for (const node of nodes) {
         const expected = previous ? previous.nextSibling : parent.firstChild;
-        if (node !== expected)
+        if (node !== expected) {
+            // Where a move cannot be avoided (a schema change reorders),
+            // the focus goes back to the very element that held it.
+            const focused = node.contains(document.activeElement) ? document.activeElement : null;
             parent.insertBefore(node, expected);
+            if (focused && document.activeElement !== focused)
+                focused.focus();
+        }
         previous = node;
     }
 }
@@ -466,13 +472,38 @@ function triesChanges(s) {
     return triedAlways && s.group === TRIED_GROUP && s.scope !== "user";
 }
 
-/** Shows or hides a control; one losing the focus hands it to the switch. */
-function showControl(row, node, on) {
-    if (!on && node.contains(document.activeElement)) {
-        node.hidden = true;
-        row.button.focus();
-    }
+/**
+ * Shows or hides a control of `row`. One that goes while it holds the focus
+ * hands it on (a hidden node drops it): to the first of `next` shown, else to
+ * the switch, else (the switch disabled, out of reach: SWT-2) to its "Why?".
+ */
+function showControl(row, node, on, next = []) {
+    const focused = !on && !node.hidden && node.contains(document.activeElement);
     node.hidden = !on;
+    if (focused)
+        handFocus(row, next);
+}
+
+/** showControl for several `[node, on, next]`: those shown first, so that one going can hand them the focus. */
+function showControls(row, controls) {
+    for (const [node, on, next] of controls) {
+        if (on)
+            showControl(row, node, on, next);
+    }
+    for (const [node, on, next] of controls) {
+        if (!on)
+            showControl(row, node, on, next);
+    }
+}
+
+function handFocus(row, next) {
+    const candidates = [...next];
+    if (!(row.switch && row.switch.disabled))
+        candidates.push(row.button);
+    candidates.push(row.whyButton);
+    const target = candidates.find(node => node && node.isConnected && !node.closest("[hidden]"));
+    if (target)
+        target.focus();
 }
 
 /** The prompt of a tried change, the end of a timed value, the offers of one. */
@@ -738,59 +769,80 @@ async function loadHistory(row) {
  * for administrators only; nobody else gets them in the page at all.
  * Unlock and Enable act at once from the row; Lock… and Disable… open the
  * "why" panel at their form, which asks for the reason (and fixed value).
+ *
+ * The controls are made once per row and then only shown, hidden and
+ * relabelled: a redraw (an event, a write's answer, however late it comes)
+ * never replaces the field an administrator is typing in or the button they
+ * are on. One that goes away hands the focus to the control taking its
+ * place (Unlock to Lock…, Disable… and its form to Enable, and back).
  */
 function drawAdminControls(row) {
     const s = row.switch;
     if (!s)
         return;
     if (page.administrator !== true) {
-        row.admin.replaceChildren();
-        row.quick.replaceChildren();
-        row.adminDrawn = null;
+        if (row.adminView) {
+            const focused = row.admin.contains(document.activeElement) ||
+                row.quick.contains(document.activeElement);
+            row.admin.replaceChildren();
+            row.quick.replaceChildren();
+            row.adminView = null;
+            if (focused)
+                handFocus(row, []);
+        }
         return;
     }
-    const shape = `${s.readOnly}/${s.disabled}/${s.heldBy}/${s.disabledBy}`;
-    if (row.adminDrawn === shape)
-        return; // keep what the administrator is typing
-    row.adminDrawn = shape;
+    const v = row.adminView || (row.adminView = makeAdminControls(row));
     const name = s.label || s.key;
+    v.lock.setAttribute("aria-label", `Lock ${name}`);
+    v.disable.setAttribute("aria-label", `Disable ${name}`);
+    const lockText = s.readOnly ? "Lock again" : "Lock";
+    if (v.lockSubmit.textContent !== lockText)
+        v.lockSubmit.textContent = lockText;
+    showControls(row, [
+        [v.unlock, s.readOnly && s.heldBy === "admin", [v.lockOpener]],
+        [v.lockOpener, !s.readOnly && !s.disabled, [v.unlock]],
+        [v.enable, s.disabled && s.disabledBy === "admin", [v.disableOpener]],
+        [v.disableOpener, !s.disabled, [v.enable]],
+        [v.disable, !s.disabled, [v.enable]],
+    ]);
+}
 
-    const lock = element("form", { class: "admin-form", "aria-label": `Lock ${name}` });
+/** The administrator's controls of a row, made once (see drawAdminControls). */
+function makeAdminControls(row) {
+    const v = {};
+    v.lock = element("form", { class: "admin-form" });
     const lockReason = element("input", { type: "text", id: newId("lock-reason"), autocomplete: "off" });
     const lockValue = element("select", { id: newId("lock-value") });
     lockValue.append(element("option", { value: "" }, "as it is"), element("option", { value: "on" }, "on"),
                      element("option", { value: "off" }, "off"));
-    lock.append(
+    v.lockSubmit = element("button", { type: "submit" }, "Lock");
+    v.lock.append(
         element("label", { for: lockReason.id }, "Reason for the lock"), lockReason,
-        element("label", { for: lockValue.id }, "Fixed value"), lockValue,
-        element("button", { type: "submit" }, s.readOnly ? "Lock again" : "Lock"));
-    lock.addEventListener("submit", event => {
+        element("label", { for: lockValue.id }, "Fixed value"), lockValue, v.lockSubmit);
+    v.lock.addEventListener("submit", event => {
         event.preventDefault();
-        const params = { key: s.key };
+        const params = { key: row.key };
         if (lockReason.value.trim())
             params.reason = lockReason.value.trim();
         if (lockValue.value)
             params.checked = lockValue.value === "on";
-        adminCall(row, "lock", params);
+        adminCall(row, "lock", params, v.lock);
     });
 
-    const disable = element("form", { class: "admin-form", "aria-label": `Disable ${name}` });
-    let disableReason = null;
-    if (!s.disabled) {
-        disableReason = element("input", { type: "text", id: newId("disable-reason"), autocomplete: "off" });
-        disable.append(element("label", { for: disableReason.id }, "Reason for disabling"), disableReason,
-                       element("button", { type: "submit" }, "Disable"));
-        disable.addEventListener("submit", event => {
-            event.preventDefault();
-            const params = { key: s.key };
-            if (disableReason.value.trim())
-                params.reason = disableReason.value.trim();
-            adminCall(row, "disable", params);
-        });
-    }
-    row.admin.replaceChildren(element("h3", {}, "Administrator"), lock, ...(disableReason ? [disable] : []));
+    v.disable = element("form", { class: "admin-form" });
+    const disableReason = element("input", { type: "text", id: newId("disable-reason"), autocomplete: "off" });
+    v.disable.append(element("label", { for: disableReason.id }, "Reason for disabling"), disableReason,
+                     element("button", { type: "submit" }, "Disable"));
+    v.disable.addEventListener("submit", event => {
+        event.preventDefault();
+        const params = { key: row.key };
+        if (disableReason.value.trim())
+            params.reason = disableReason.value.trim();
+        adminCall(row, "disable", params, v.disable);
+    });
+    row.admin.replaceChildren(element("h3", {}, "Administrator"), v.lock, v.disable);
 
-    const quick = [];
     const opener = (text, field) => {
         const button = element("button", { type: "button", class: "quick" }, text);
         button.addEventListener("click", () => {
@@ -801,24 +853,26 @@ function drawAdminControls(row) {
     };
     const direct = (text, method) => {
         const button = element("button", { type: "button", class: "quick" }, text);
-        button.addEventListener("click", () => adminCall(row, method, { key: s.key }));
+        button.addEventListener("click", () => adminCall(row, method, { key: row.key }));
         return button;
     };
-    if (s.readOnly && s.heldBy === "admin")
-        quick.push(direct("Unlock", "unlock"));
-    else if (!s.readOnly && !s.disabled)
-        quick.push(opener("Lock…", lockReason));
-    if (s.disabled && s.disabledBy === "admin")
-        quick.push(direct("Enable", "enable"));
-    else if (disableReason)
-        quick.push(opener("Disable…", disableReason));
-    row.quick.replaceChildren(...quick);
+    v.unlock = direct("Unlock", "unlock");
+    v.lockOpener = opener("Lock…", lockReason);
+    v.enable = direct("Enable", "enable");
+    v.disableOpener = opener("Disable…", disableReason);
+    for (const node of [v.unlock, v.lockOpener, v.enable, v.disableOpener, v.disable])
+        node.hidden = true;
+    row.quick.replaceChildren(v.unlock, v.lockOpener, v.enable, v.disableOpener);
+    return v;
 }
 
-async function adminCall(row, method, params) {
+/** An administrator's call; `form`, the form that asked for it, is emptied once it is done. */
+async function adminCall(row, method, params, form) {
     showAlert(row, "");
     try {
         const answer = await watch.call(method, params);
+        if (form)
+            form.reset();
         watch.takeSwitch(answer.switch);
     } catch (e) {
         await refused(row, e);
