@@ -113,7 +113,11 @@ def round_trip(page, label):
 
 
 def expect_drawn_as_daemon(page, daemon, key, label):
+    """The switch drawn as the daemon holds it, from the daemon's answer: while
+    its `set` is out the page shows where the click goes (and is aria-busy,
+    taking no further activation), which can look the same."""
     held = daemon.get(key)
+    expect(switch(page, label)).not_to_have_attribute("aria-busy", "true")
     expect(switch(page, label)).to_have_attribute("aria-checked", "true" if held["checked"] else "false")
     return held
 
@@ -268,6 +272,7 @@ def test_playwrights_check_and_uncheck_work_on_the_switch(page, daemon):
     control = switch(page, "Airplane mode")
     control.check()
     wait_daemon(page, daemon, "airplane-mode", "on", lambda s: s["checked"])
+    expect_drawn_as_daemon(page, daemon, "airplane-mode", "Airplane mode")
     expect(control).to_be_checked()
     control.uncheck()
     wait_daemon(page, daemon, "airplane-mode", "off", lambda s: not s["checked"])

@@ -117,6 +117,9 @@ def try_a_change(page, daemon, key, label):
     row = page.locator(f'li[data-key="{key}"]')
     expect(row.get_by_text("Keep this change?")).to_be_visible()
     expect(row.get_by_text(re.compile(r"It goes back in \d+ seconds?\."))).to_be_visible()
+    # Drawn from the answer (while the `set` is out the page is aria-busy and
+    # takes no further activation).
+    expect(switch(page, label)).not_to_have_attribute("aria-busy", "true")
     expect(switch(page, label)).to_have_attribute("aria-checked", "true" if tried["checked"] else "false")
     return before, tried
 
