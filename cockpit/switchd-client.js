@@ -131,7 +131,9 @@
     }
 
     const STATE_FIELDS = ["checked", "readOnly", "readOnlyReason", "heldBy", "disabled",
-        "disabledReason", "disabledBy", "invalid", "invalidReason"];
+        "disabledReason", "disabledBy", "invalid", "invalidReason",
+        // Time (SEMANTICS rules 20–22): null, or when it ends (UTC).
+        "pendingUntil", "expiresAt", "readOnlyUntil", "disabledUntil"];
 
     /**
      * Notes on `s` whether this caller may write it at all (`mayWrite`), and

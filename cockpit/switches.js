@@ -13,7 +13,31 @@
 const { ResumableWatch, RpcConnection } = window.SwitchdClient;
 
 const DEFAULT_SOCKET = "/run/switchd/switchd.sock";
-const socketPath = new URLSearchParams(window.location.search).get("socket") || DEFAULT_SOCKET;
+const query = new URLSearchParams(window.location.search);
+const socketPath = query.get("socket") || DEFAULT_SOCKET;
+
+/**
+ * When the page itself makes tried changes (SEMANTICS rule 20): a switch in
+ * the group "Connectivity" (the radios, which can cut the very session the
+ * page runs over) is switched with `confirmWithin` TRIED_SECONDS whenever the
+ * browser is not on the machine itself (the page is not served from a
+ * loopback address), as Cockpit's network page does. The page's own
+ * connection is the maker (`revertOnDisconnect` true): closing the tab, or
+ * losing the session, puts the radio back. `?tried=yes` or `?tried=no`
+ * decides it for a session whatever the address (as `?socket=` picks the
+ * socket). Only system-scope switches: this switchd takes no time on a
+ * user-scope value.
+ */
+const TRIED_GROUP = "Connectivity";
+const TRIED_SECONDS = 30;
+const LOOPBACK = ["localhost", "127.0.0.1", "[::1]", "::1"];
+const triedAlways = query.get("tried") === "yes" ||
+    (query.get("tried") !== "no" && !LOOPBACK.includes(window.location.hostname));
+
+/** The group whose switches offer "Turn off for 1 hour" and "until tomorrow". */
+const QUIET_GROUP = "Notifications";
+/** "Until tomorrow" ends at this local hour. */
+const MORNING_HOUR = 8;
 
 const sectionsNode = document.getElementById("sections");
 const connectionNode = document.getElementById("connection");
@@ -24,6 +48,8 @@ const page = {
     everConnected: false,
     /** true, false, or null while not yet known. */
     administrator: null,
+    /** This connection's uid (`status` says it), or null. */
+    uid: null,
     rows: new Map(), // key → row view
     sections: new Map(), // section title → {node, list}
 };
@@ -86,6 +112,8 @@ async function learnWhoIAm() {
     let administrator = null;
     try {
         const status = await watch.call("status", {});
+        if (status.caller && typeof status.caller.uid === "number")
+            page.uid = status.caller.uid;
         if (status.caller && typeof status.caller.administrator === "boolean") {
             administrator = status.caller.administrator;
         } else {
@@ -151,8 +179,14 @@ function placeInOrder(parent, nodes) {
     let previous = null;
     for (const node of nodes) {
         const expected = previous ? previous.nextSibling : parent.firstChild;
-        if (node !== expected)
+        if (node !== expected) {
+            // Where a move cannot be avoided (a schema change reorders),
+            // the focus goes back to the very element that held it.
+            const focused = node.contains(document.activeElement) ? document.activeElement : null;
             parent.insertBefore(node, expected);
+            if (focused && document.activeElement !== focused)
+                focused.focus();
+        }
         previous = node;
     }
 }
@@ -219,7 +253,7 @@ function draw(table) {
 // ---------------------------------------------------------------- a row
 
 function makeRow(key) {
-    const row = { key, switch: null, busy: false, pending: null, alert: "" };
+    const row = { key, switch: null, busy: false, pending: null, alert: "", madeHere: false };
     const base = newId("switch");
     row.node = element("li", { class: "row", "data-key": key });
 
@@ -252,7 +286,31 @@ function makeRow(key) {
     row.quick = element("span", { class: "admin-quick" });
     tools.append(row.whyButton, row.quick);
 
-    row.node.append(main, tools, row.panel);
+    // Time: a tried change's prompt (Keep / Undo and the seconds left), a
+    // timed value's end, and the offers of one. The nodes are made once and
+    // shown or hidden, so that a redraw never takes the focus from them.
+    row.time = element("div", { class: "time" });
+    row.prompt = element("p", { id: `${base}-prompt`, class: "prompt", "aria-live": "polite" });
+    row.promptText = element("span", { class: "prompt-text" });
+    // The seconds tick every second: shown, but not announced every time.
+    row.countdown = element("span", { class: "countdown", "aria-live": "off" });
+    row.prompt.append(row.promptText, " ", row.countdown);
+    row.keep = element("button", { type: "button", class: "quick settle" }, "Keep");
+    row.undo = element("button", { type: "button", class: "quick settle" }, "Undo");
+    row.timed = element("p", { id: `${base}-timed`, class: "timed" });
+    row.offHour = element("button", { type: "button", class: "quick offer" }, "Turn off for 1 hour");
+    row.offMorning = element("button", { type: "button", class: "quick offer" }, "Turn off until tomorrow");
+    row.settleTools = element("span", { class: "settle-tools" });
+    row.settleTools.append(row.keep, row.undo);
+    row.offers = element("span", { class: "offers" });
+    row.offers.append(row.offHour, row.offMorning);
+    row.time.append(row.prompt, row.settleTools, row.timed, row.offers);
+    row.keep.addEventListener("click", () => settle(row, "confirm"));
+    row.undo.addEventListener("click", () => settle(row, "revert"));
+    row.offHour.addEventListener("click", () => turnOffFor(row, { for: 3600 }));
+    row.offMorning.addEventListener("click", () => turnOffFor(row, { until: nextMorning().toISOString() }));
+
+    row.node.append(main, row.time, tools, row.panel);
 
     // SWT-1: a click, a click on the label and Space switch it; Enter does not
     // (on the web Enter submits a form). A button turns Enter into a click on
@@ -292,6 +350,10 @@ function reasonText(s) {
         // The daemon's sentence, the one a write would be refused with (say why).
         lines.push(s.writableReason || "You may not change this setting.");
     }
+    if (s.disabled && s.disabledUntil)
+        lines.push(`Disabled until ${clockTime(s.disabledUntil)}.`);
+    else if (!s.disabled && s.readOnly && s.readOnlyUntil)
+        lines.push(`Read-only until ${clockTime(s.readOnlyUntil)}.`);
     if (s.invalid)
         lines.push(`Not applied: ${s.invalidReason || "the system did not take this value"}`);
     return lines.join(" ");
@@ -353,6 +415,14 @@ function drawRow(row, s) {
     row.icon.replaceChildren(...(glyph ? [glyph] : []));
     row.node.classList.toggle("has-icon", glyph !== null);
 
+    drawTime(row);
+    if (row.pendingText)
+        described.push(row.prompt.id);
+    if (row.timedText)
+        described.push(row.timed.id);
+    if (described.length)
+        b.setAttribute("aria-describedby", described.join(" "));
+
     drawAdminControls(row);
     if (!row.panel.hidden)
         loadHistory(row);
@@ -371,6 +441,193 @@ function showAlert(row, text) {
         drawRow(row, row.switch);
 }
 
+// ---------------------------------------------------------------- time
+
+/** A time as the clock on the wall says it: "14:05", with the day if not today. */
+function clockTime(iso) {
+    const at = new Date(iso);
+    if (isNaN(at))
+        return iso;
+    const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+    if (at.toDateString() === new Date().toDateString())
+        return time;
+    return `${at.toLocaleDateString([], { weekday: "short", day: "numeric", month: "short" })} ${time}`;
+}
+
+/** The next MORNING_HOUR:00 local time (tomorrow's, or today's if still ahead). */
+function nextMorning(now = new Date()) {
+    const at = new Date(now);
+    at.setHours(MORNING_HOUR, 0, 0, 0);
+    if (at <= now)
+        at.setDate(at.getDate() + 1);
+    return at;
+}
+
+function secondsLeft(iso) {
+    return Math.max(0, Math.ceil((new Date(iso) - Date.now()) / 1000));
+}
+
+/** Whether this page uses tried changes for this switch (see TRIED_GROUP). */
+function triesChanges(s) {
+    return triedAlways && s.group === TRIED_GROUP && s.scope !== "user";
+}
+
+/**
+ * Shows or hides a control of `row`. One that goes while it holds the focus
+ * hands it on (a hidden node drops it): to the first of `next` shown, else to
+ * the switch, else (the switch disabled, out of reach: SWT-2) to its "Why?".
+ */
+function showControl(row, node, on, next = []) {
+    const focused = !on && !node.hidden && node.contains(document.activeElement);
+    node.hidden = !on;
+    if (focused)
+        handFocus(row, next);
+}
+
+/** showControl for several `[node, on, next]`: those shown first, so that one going can hand them the focus. */
+function showControls(row, controls) {
+    for (const [node, on, next] of controls) {
+        if (on)
+            showControl(row, node, on, next);
+    }
+    for (const [node, on, next] of controls) {
+        if (!on)
+            showControl(row, node, on, next);
+    }
+}
+
+function handFocus(row, next) {
+    const candidates = [...next];
+    if (!(row.switch && row.switch.disabled))
+        candidates.push(row.button);
+    candidates.push(row.whyButton);
+    const target = candidates.find(node => node && node.isConnected && !node.closest("[hidden]"));
+    if (target)
+        target.focus();
+}
+
+/** The prompt of a tried change, the end of a timed value, the offers of one. */
+function drawTime(row) {
+    const s = row.switch;
+    row.pendingText = "";
+    row.timedText = "";
+    if (s.pendingUntil) {
+        row.pendingText = "Keep this change?";
+        const left = secondsLeft(s.pendingUntil);
+        row.countdown.textContent = `It goes back in ${left} ${left === 1 ? "second" : "seconds"}.`;
+    } else {
+        row.madeHere = false;
+        row.makerUid = null;
+        row.makerOf = null;
+        row.countdown.textContent = "";
+    }
+    // Keep / Undo: for a tried change of this uid (this page's, or made
+    // elsewhere by the same account: the history says who) or for an
+    // administrator; anyone else sees the count-down only (the daemon
+    // refuses them: PermissionDenied).
+    if (s.pendingUntil && !row.madeHere && page.administrator !== true && row.makerOf !== s.pendingUntil)
+        learnMaker(row, s.pendingUntil);
+    const maySettle = !!s.pendingUntil && (row.madeHere || page.administrator === true ||
+        (page.uid !== null && row.makerUid === page.uid));
+    if (row.promptText.textContent !== row.pendingText)
+        row.promptText.textContent = row.pendingText;
+    row.prompt.hidden = !s.pendingUntil;
+    showControl(row, row.settleTools, maySettle);
+    row.keep.setAttribute("aria-label", `Keep this change of ${s.label || s.key}`);
+    row.undo.setAttribute("aria-label", `Undo this change of ${s.label || s.key}`);
+    // aria-disabled, not disabled: a disabled button drops the focus.
+    setFlag(row.keep, "aria-disabled", !!row.settling);
+    setFlag(row.undo, "aria-disabled", !!row.settling);
+
+    if (s.expiresAt) {
+        const minutes = Math.max(1, Math.ceil(secondsLeft(s.expiresAt) / 60));
+        const state = s.checked ? "On" : "Off";
+        row.timedText = minutes <= 120
+            ? `${state} for ${minutes} more ${minutes === 1 ? "minute" : "minutes"}.`
+            : `${state} until ${clockTime(s.expiresAt)}.`;
+    }
+    row.timed.textContent = row.timedText;
+    row.timed.hidden = !row.timedText;
+
+    // A timed value, where this switchd takes one: system scope only.
+    // While its call is out they stay (the event may come before the
+    // answer): the focus moves to the switch only once it can be used.
+    const offers = (row.busy && !row.offers.hidden) ||
+        (s.group === QUIET_GROUP && s.scope !== "user" && s.checked && !s.expiresAt &&
+         !s.pendingUntil && canSwitch(s) && row.pending === null);
+    showControl(row, row.offers, offers);
+    row.offHour.setAttribute("aria-label", `Turn off ${s.label || s.key} for 1 hour`);
+    row.offMorning.setAttribute("aria-label",
+                                `Turn off ${s.label || s.key} until tomorrow, ${MORNING_HOUR}:00`);
+    row.time.hidden = !s.pendingUntil && !row.timedText && !offers;
+}
+
+/** Who made the tried change pending until `until`: the change that set it. */
+async function learnMaker(row, until) {
+    row.makerOf = until;
+    row.makerUid = null;
+    let entries;
+    try {
+        entries = (await watch.call("history", { key: row.key, limit: 10 })).entries;
+    } catch (e) {
+        row.makerOf = null; // asked again on the next draw
+        return;
+    }
+    // Newest first: the oldest entry still pending until then made it so.
+    const made = entries.filter(entry => entry.state && entry.state.pendingUntil === until).pop();
+    if (row.makerOf !== until || !made || !made.actor)
+        return;
+    row.makerUid = made.actor.uid;
+    if (row.switch)
+        drawRow(row, row.switch);
+}
+
+/** Once a second: the count-downs and minutes left, where any runs. */
+setInterval(() => {
+    for (const row of page.rows.values()) {
+        if (row.switch && (row.switch.pendingUntil || row.switch.expiresAt))
+            drawTime(row);
+    }
+}, 1000);
+
+/** Keep (`confirm`) or Undo (`revert`) a tried change. */
+async function settle(row, method) {
+    const s = row.switch;
+    if (!s || !s.pendingUntil || !page.connected || row.settling)
+        return;
+    row.settling = true;
+    setFlag(row.keep, "aria-disabled", true);
+    setFlag(row.undo, "aria-disabled", true);
+    showAlert(row, "");
+    try {
+        const answer = await watch.call(method, { key: s.key });
+        row.settling = false;
+        watch.takeSwitch(answer.switch);
+    } catch (e) {
+        row.settling = false;
+        await refused(row, e);
+    }
+    drawRow(row, watch.table.switches.get(row.key) || row.switch);
+}
+
+/** "Turn off for 1 hour" / "until tomorrow": a timed value (rule 21). */
+async function turnOffFor(row, time) {
+    const s = row.switch;
+    if (!s || row.busy || !page.connected || !canSwitch(s) || !s.checked)
+        return;
+    row.busy = true;
+    showAlert(row, "");
+    try {
+        const answer = await watch.call("set", { key: s.key, checked: false, ifRevision: s.revision || 0, ...time });
+        row.busy = false;
+        watch.takeSwitch(answer.switch);
+    } catch (e) {
+        row.busy = false;
+        await refused(row, e);
+    }
+    drawRow(row, watch.table.switches.get(row.key) || row.switch);
+}
+
 // ---------------------------------------------------------------- switching
 
 async function activate(row) {
@@ -380,10 +637,16 @@ async function activate(row) {
     row.busy = true;
     row.pending = !s.checked;
     showAlert(row, "");
+    const params = { key: s.key, checked: !s.checked, ifRevision: s.revision || 0 };
+    const tried = triesChanges(s);
+    if (tried)
+        params.confirmWithin = TRIED_SECONDS; // revertOnDisconnect: true, the default
     try {
-        const answer = await watch.call("set", { key: s.key, checked: !s.checked, ifRevision: s.revision || 0 });
+        const answer = await watch.call("set", params);
         row.busy = false;
         row.pending = null;
+        if (tried && answer.changed)
+            row.madeHere = true;
         watch.takeSwitch(answer.switch);
     } catch (e) {
         row.busy = false;
@@ -400,6 +663,8 @@ async function activate(row) {
  */
 async function refused(row, error) {
     row.alert = error.message;
+    if (error.name === "Conflict" && error.data && error.data.pending)
+        row.alert = "A tried change of this switch waits to be kept or undone.";
     if (error.data && error.data.switch) {
         watch.takeSwitch(error.data.switch);
         return;
@@ -504,59 +769,80 @@ async function loadHistory(row) {
  * for administrators only; nobody else gets them in the page at all.
  * Unlock and Enable act at once from the row; Lock… and Disable… open the
  * "why" panel at their form, which asks for the reason (and fixed value).
+ *
+ * The controls are made once per row and then only shown, hidden and
+ * relabelled: a redraw (an event, a write's answer, however late it comes)
+ * never replaces the field an administrator is typing in or the button they
+ * are on. One that goes away hands the focus to the control taking its
+ * place (Unlock to Lock…, Disable… and its form to Enable, and back).
  */
 function drawAdminControls(row) {
     const s = row.switch;
     if (!s)
         return;
     if (page.administrator !== true) {
-        row.admin.replaceChildren();
-        row.quick.replaceChildren();
-        row.adminDrawn = null;
+        if (row.adminView) {
+            const focused = row.admin.contains(document.activeElement) ||
+                row.quick.contains(document.activeElement);
+            row.admin.replaceChildren();
+            row.quick.replaceChildren();
+            row.adminView = null;
+            if (focused)
+                handFocus(row, []);
+        }
         return;
     }
-    const shape = `${s.readOnly}/${s.disabled}/${s.heldBy}/${s.disabledBy}`;
-    if (row.adminDrawn === shape)
-        return; // keep what the administrator is typing
-    row.adminDrawn = shape;
+    const v = row.adminView || (row.adminView = makeAdminControls(row));
     const name = s.label || s.key;
+    v.lock.setAttribute("aria-label", `Lock ${name}`);
+    v.disable.setAttribute("aria-label", `Disable ${name}`);
+    const lockText = s.readOnly ? "Lock again" : "Lock";
+    if (v.lockSubmit.textContent !== lockText)
+        v.lockSubmit.textContent = lockText;
+    showControls(row, [
+        [v.unlock, s.readOnly && s.heldBy === "admin", [v.lockOpener]],
+        [v.lockOpener, !s.readOnly && !s.disabled, [v.unlock]],
+        [v.enable, s.disabled && s.disabledBy === "admin", [v.disableOpener]],
+        [v.disableOpener, !s.disabled, [v.enable]],
+        [v.disable, !s.disabled, [v.enable]],
+    ]);
+}
 
-    const lock = element("form", { class: "admin-form", "aria-label": `Lock ${name}` });
+/** The administrator's controls of a row, made once (see drawAdminControls). */
+function makeAdminControls(row) {
+    const v = {};
+    v.lock = element("form", { class: "admin-form" });
     const lockReason = element("input", { type: "text", id: newId("lock-reason"), autocomplete: "off" });
     const lockValue = element("select", { id: newId("lock-value") });
     lockValue.append(element("option", { value: "" }, "as it is"), element("option", { value: "on" }, "on"),
                      element("option", { value: "off" }, "off"));
-    lock.append(
+    v.lockSubmit = element("button", { type: "submit" }, "Lock");
+    v.lock.append(
         element("label", { for: lockReason.id }, "Reason for the lock"), lockReason,
-        element("label", { for: lockValue.id }, "Fixed value"), lockValue,
-        element("button", { type: "submit" }, s.readOnly ? "Lock again" : "Lock"));
-    lock.addEventListener("submit", event => {
+        element("label", { for: lockValue.id }, "Fixed value"), lockValue, v.lockSubmit);
+    v.lock.addEventListener("submit", event => {
         event.preventDefault();
-        const params = { key: s.key };
+        const params = { key: row.key };
         if (lockReason.value.trim())
             params.reason = lockReason.value.trim();
         if (lockValue.value)
             params.checked = lockValue.value === "on";
-        adminCall(row, "lock", params);
+        adminCall(row, "lock", params, v.lock);
     });
 
-    const disable = element("form", { class: "admin-form", "aria-label": `Disable ${name}` });
-    let disableReason = null;
-    if (!s.disabled) {
-        disableReason = element("input", { type: "text", id: newId("disable-reason"), autocomplete: "off" });
-        disable.append(element("label", { for: disableReason.id }, "Reason for disabling"), disableReason,
-                       element("button", { type: "submit" }, "Disable"));
-        disable.addEventListener("submit", event => {
-            event.preventDefault();
-            const params = { key: s.key };
-            if (disableReason.value.trim())
-                params.reason = disableReason.value.trim();
-            adminCall(row, "disable", params);
-        });
-    }
-    row.admin.replaceChildren(element("h3", {}, "Administrator"), lock, ...(disableReason ? [disable] : []));
+    v.disable = element("form", { class: "admin-form" });
+    const disableReason = element("input", { type: "text", id: newId("disable-reason"), autocomplete: "off" });
+    v.disable.append(element("label", { for: disableReason.id }, "Reason for disabling"), disableReason,
+                     element("button", { type: "submit" }, "Disable"));
+    v.disable.addEventListener("submit", event => {
+        event.preventDefault();
+        const params = { key: row.key };
+        if (disableReason.value.trim())
+            params.reason = disableReason.value.trim();
+        adminCall(row, "disable", params, v.disable);
+    });
+    row.admin.replaceChildren(element("h3", {}, "Administrator"), v.lock, v.disable);
 
-    const quick = [];
     const opener = (text, field) => {
         const button = element("button", { type: "button", class: "quick" }, text);
         button.addEventListener("click", () => {
@@ -567,24 +853,26 @@ function drawAdminControls(row) {
     };
     const direct = (text, method) => {
         const button = element("button", { type: "button", class: "quick" }, text);
-        button.addEventListener("click", () => adminCall(row, method, { key: s.key }));
+        button.addEventListener("click", () => adminCall(row, method, { key: row.key }));
         return button;
     };
-    if (s.readOnly && s.heldBy === "admin")
-        quick.push(direct("Unlock", "unlock"));
-    else if (!s.readOnly && !s.disabled)
-        quick.push(opener("Lock…", lockReason));
-    if (s.disabled && s.disabledBy === "admin")
-        quick.push(direct("Enable", "enable"));
-    else if (disableReason)
-        quick.push(opener("Disable…", disableReason));
-    row.quick.replaceChildren(...quick);
+    v.unlock = direct("Unlock", "unlock");
+    v.lockOpener = opener("Lock…", lockReason);
+    v.enable = direct("Enable", "enable");
+    v.disableOpener = opener("Disable…", disableReason);
+    for (const node of [v.unlock, v.lockOpener, v.enable, v.disableOpener, v.disable])
+        node.hidden = true;
+    row.quick.replaceChildren(v.unlock, v.lockOpener, v.enable, v.disableOpener);
+    return v;
 }
 
-async function adminCall(row, method, params) {
+/** An administrator's call; `form`, the form that asked for it, is emptied once it is done. */
+async function adminCall(row, method, params, form) {
     showAlert(row, "");
     try {
         const answer = await watch.call(method, params);
+        if (form)
+            form.reset();
         watch.takeSwitch(answer.switch);
     } catch (e) {
         await refused(row, e);

@@ -224,3 +224,21 @@ test("a resume the daemon can no longer replay starts over from a snapshot", asy
     assert.equal(watch.table.revision, 12);
     watch.stop();
 });
+
+test("an event's times (pendingUntil, expiresAt, readOnlyUntil, disabledUntil) are kept, and cleared", () => {
+    const table = new SwitchTable();
+    table.reset([wifi({ revision: 1 })], 1);
+    const tried = change(2, true);
+    tried.cause = "set";
+    tried.state.pendingUntil = "2026-12-01T00:00:30.000Z";
+    tried.state.expiresAt = null;
+    assert.equal(table.applyEvent(tried), true);
+    assert.equal(table.switches.get("wifi").pendingUntil, "2026-12-01T00:00:30.000Z");
+    const kept = change(3, true);
+    kept.cause = "confirm";
+    kept.state.pendingUntil = null;
+    kept.state.readOnlyUntil = "2026-12-01T01:00:00.000Z";
+    assert.equal(table.applyEvent(kept), true);
+    assert.equal(table.switches.get("wifi").pendingUntil, null);
+    assert.equal(table.switches.get("wifi").readOnlyUntil, "2026-12-01T01:00:00.000Z");
+});

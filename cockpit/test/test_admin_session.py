@@ -20,10 +20,12 @@ Reason=Mail notifications are off on this machine.
 class Relay:
     """Carries the page's Cockpit WebSocket, and can hold back the daemon's
     `changed` events for a while: the page then draws a stale switch, as
-    when a change elsewhere races a click."""
+    when a change elsewhere races a click. `holding_everything` holds back
+    all that comes to the page (answers too), as a loaded machine delays it."""
 
     def __init__(self):
         self.holding = False
+        self.holding_everything = False
         self.held = []
         self.sent = []
         self.route = None
@@ -38,7 +40,7 @@ class Relay:
 
         def to_page(message):
             text = message if isinstance(message, str) else message.decode("utf-8", "replace")
-            if self.holding and '"method":"changed"' in text:
+            if self.holding_everything or self.holding and '"method":"changed"' in text:
                 self.held.append(message)
             else:
                 route.send(message)
@@ -48,6 +50,7 @@ class Relay:
 
     def release(self):
         self.holding = False
+        self.holding_everything = False
         held, self.held = self.held, []
         for message in held:
             self.route.send(message)
@@ -110,7 +113,11 @@ def round_trip(page, label):
 
 
 def expect_drawn_as_daemon(page, daemon, key, label):
+    """The switch drawn as the daemon holds it, from the daemon's answer: while
+    its `set` is out the page shows where the click goes (and is aria-busy,
+    taking no further activation), which can look the same."""
     held = daemon.get(key)
+    expect(switch(page, label)).not_to_have_attribute("aria-busy", "true")
     expect(switch(page, label)).to_have_attribute("aria-checked", "true" if held["checked"] else "false")
     return held
 
@@ -265,6 +272,7 @@ def test_playwrights_check_and_uncheck_work_on_the_switch(page, daemon):
     control = switch(page, "Airplane mode")
     control.check()
     wait_daemon(page, daemon, "airplane-mode", "on", lambda s: s["checked"])
+    expect_drawn_as_daemon(page, daemon, "airplane-mode", "Airplane mode")
     expect(control).to_be_checked()
     control.uncheck()
     wait_daemon(page, daemon, "airplane-mode", "off", lambda s: not s["checked"])
@@ -297,6 +305,43 @@ def test_an_administrator_locks_and_disables_from_the_page(page, daemon):
     wait_daemon(page, daemon, "wifi", "enabled", lambda s: not s["disabled"])
     expect(switch(page, "Wi-Fi")).not_to_have_attribute("aria-disabled", "true")
     expect(panel.get_by_role("listitem").first).to_contain_text("enable")
+
+
+def test_a_late_answer_leaves_the_administrator_typing(page, daemon, relay):
+    """The answer to Unlock (and its event) comes after the administrator
+    has gone on to Disable… and started typing, as on a loaded machine: the
+    redraw it brings leaves them in their field, with what they typed."""
+    row = page.locator("li.row", has=switch(page, "Wi-Fi"))
+    panel = page.get_by_role("region", name="Why: Wi-Fi", exact=True)
+    assert daemon.ctl("lock", "wifi", "--reason", "Held for the test.").returncode == 0
+    expect(row.get_by_role("button", name="Unlock", exact=True)).to_be_visible()
+    field = panel.get_by_label("Reason for disabling")
+    relay.holding_everything = True
+    try:
+        row.get_by_role("button", name="Unlock", exact=True).click()
+        wait_daemon(page, daemon, "wifi", "unlocked", lambda s: not s["readOnly"])
+        # Still drawn held: its Disable… (a held switch may be disabled too).
+        expect(row.get_by_role("button", name="Unlock", exact=True)).to_be_visible()
+        row.get_by_role("button", name="Disable…", exact=True).click()
+        expect(field).to_be_focused()
+        page.keyboard.type("No radios ")
+    finally:
+        relay.release()
+    expect(row.get_by_role("button", name="Lock…", exact=True)).to_be_visible()  # the unlock is drawn
+    expect(switch(page, "Wi-Fi")).not_to_have_attribute("aria-readonly", "true")
+    expect(field).to_be_focused()
+    page.keyboard.type("this afternoon.")
+    expect(field).to_have_value("No radios this afternoon.")
+    page.keyboard.press("Enter")
+    held = wait_daemon(page, daemon, "wifi", "disabled", lambda s: s["disabled"])
+    assert held["disabledReason"] == "No radios this afternoon."
+    # The form goes with the disable; its focus goes to Enable, which took its place.
+    enable = row.get_by_role("button", name="Enable", exact=True)
+    expect(enable).to_be_focused()
+    page.keyboard.press("Enter")
+    wait_daemon(page, daemon, "wifi", "enabled", lambda s: not s["disabled"])
+    expect(row.get_by_role("button", name="Disable…", exact=True)).to_be_focused()
+    expect(field).to_have_value("")  # emptied once it was done
 
 
 def test_a_refusal_shows_the_daemons_sentence_near_the_switch(page, daemon):

@@ -1,14 +1,28 @@
 """The page in a non-administrator's Cockpit session: cockpit-ws and its
 bridge run as an ordinary human account, so switchd sees that uid."""
 
+import json
 import re
+import subprocess
+import sys
 
 import pytest
 from playwright.sync_api import expect
 
-from harness import Cockpit, Daemon, ensure_user, wait_until
+from harness import Cockpit, Daemon, as_user, ensure_user, wait_until
 
 USER = "switchd-cockpit-test"
+
+# One request on the socket, run as USER: argv is the socket and the request.
+CALL = """import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\\n")
+answer = b""
+while b"\\n" not in answer:
+    answer += s.recv(65536)
+print(answer.decode())
+"""
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +110,37 @@ def test_a_switch_this_account_may_not_change_says_why(browser, account):
         context.close()
         cockpit.stop()
         daemon.cleanup()
+
+
+def test_a_tried_change_shows_its_count_down_and_only_its_maker_settles_it(page, daemon, account):
+    # root's tried change (outliving its connection): this user sees the
+    # count-down, not Keep or Undo (the daemon would refuse them).
+    daemon.call("set", {"key": "wifi", "checked": not daemon.get("wifi")["checked"], "confirmWithin": 600,
+                        "revertOnDisconnect": False})
+    row = page.locator('li[data-key="wifi"]')
+    expect(row.get_by_text("Keep this change?")).to_be_visible()
+    expect(row.get_by_text(re.compile(r"It goes back in \d+ seconds\."))).to_be_visible()
+    expect(page.get_by_role("button", name="Keep this change of Wi-Fi", exact=True)).to_have_count(0)
+    daemon.call("revert", {"key": "wifi"})
+    expect(row.get_by_text("Keep this change?")).to_be_hidden()
+    # This account's own, made with switchctl: Keep and Undo here too.
+    before = daemon.get("bluetooth")
+    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "set", "params": {
+        "key": "bluetooth", "checked": not before["checked"], "confirmWithin": 600, "revertOnDisconnect": False}})
+    result = subprocess.run(as_user(USER) + [sys.executable, "-c", CALL, daemon.socket, request],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0 and '"result"' in result.stdout, result.stdout + result.stderr
+    row = page.locator('li[data-key="bluetooth"]')
+    expect(row.get_by_text("Keep this change?")).to_be_visible()
+    # (The page asks the history who made it: Undo comes once it knows.)
+    expect(page.get_by_role("button", name="Undo this change of Bluetooth", exact=True)).to_be_visible()
+    page.get_by_role("switch", name="Bluetooth", exact=True).focus()
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name="Undo this change of Bluetooth", exact=True)).to_be_focused()
+    page.keyboard.press("Enter")
+    wait_until("bluetooth reverted", lambda: daemon.get("bluetooth")["pendingUntil"] is None,
+               pause=page.wait_for_timeout)
+    assert daemon.get("bluetooth")["checked"] == before["checked"]
+    newest = daemon.call("history", {"key": "bluetooth", "limit": 1})["entries"][0]
+    assert newest["cause"] == "revert" and newest["actor"]["uid"] == account.pw_uid

@@ -1,0 +1,275 @@
+"""Switches in time on the page (SEMANTICS rules 20-22), keyboard only: a
+tried change kept, undone, and reverted by closing the tab; a timed value
+("Turn off for 1 hour", "until tomorrow") and its end; a hold's end.
+
+The page runs with `?tried=yes`: its Connectivity switches are tried
+changes although the browser is on the machine (loopback). Real deadlines
+are long (30 s, an hour); every step waits for a condition, never a time.
+"""
+
+import re
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from playwright.sync_api import expect
+
+from harness import Cockpit, Daemon, wait_until
+
+SWITCHES = """[wifi]
+Label=Wi-Fi
+Group=Connectivity
+Default=on
+
+[bluetooth]
+Label=Bluetooth
+Group=Connectivity
+Default=off
+
+[notifications.system]
+Label=System notifications
+Group=Notifications
+Default=on
+
+[notifications.chat]
+Label=Chat notifications
+Group=Notifications
+Default=on
+Scope=user
+
+[updates.auto]
+Label=Automatic updates
+Group=Updates
+Default=on
+
+[updates.reboot]
+Label=Reboot after updates
+Group=Updates
+Default=off
+"""
+
+
+@pytest.fixture(scope="module")
+def daemon():
+    d = Daemon(switches=SWITCHES).start()
+    yield d
+    d.cleanup()
+
+
+@pytest.fixture(scope="module")
+def cockpit():
+    c = Cockpit().start()
+    yield c
+    c.stop()
+
+
+def open_page(browser, cockpit, daemon):
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(cockpit.url(daemon.socket) + "&tried=yes")
+    expect(page.get_by_role("switch", name="Wi-Fi")).to_be_visible(timeout=30000)
+    return context, page
+
+
+@pytest.fixture(scope="module")
+def page(browser, cockpit, daemon):
+    context, page = open_page(browser, cockpit, daemon)
+    yield page
+    context.close()
+
+
+def switch(page, label):
+    return page.get_by_role("switch", name=label, exact=True)
+
+
+def button(page, name):
+    return page.get_by_role("button", name=name, exact=True)
+
+
+def wait_daemon(page, daemon, key, what, check):
+    def current():
+        s = daemon.get(key)
+        return s if check(s) else None
+    return wait_until(f"{key}: {what}", current, pause=page.wait_for_timeout)
+
+
+def newest_cause(daemon, key):
+    return daemon.call("history", {"key": key, "limit": 1})["entries"][0]["cause"]
+
+
+def parse(iso):
+    return datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%f%z")
+
+
+def clock(iso):
+    """HH:MM in local time, as the page writes it (the browser's zone is the machine's)."""
+    return parse(iso).astimezone().strftime("%H:%M")
+
+
+def try_a_change(page, daemon, key, label):
+    """Space on a Connectivity switch: a tried change, with its prompt."""
+    before = daemon.get(key)
+    switch(page, label).focus()
+    page.keyboard.press("Space")
+    tried = wait_daemon(page, daemon, key, "pending", lambda s: s["pendingUntil"] is not None)
+    assert tried["checked"] != before["checked"]
+    left = (parse(tried["pendingUntil"]) - datetime.now(timezone.utc)).total_seconds()
+    assert 0 < left <= 30
+    row = page.locator(f'li[data-key="{key}"]')
+    expect(row.get_by_text("Keep this change?")).to_be_visible()
+    expect(row.get_by_text(re.compile(r"It goes back in \d+ seconds?\."))).to_be_visible()
+    # Drawn from the answer (while the `set` is out the page is aria-busy and
+    # takes no further activation).
+    expect(switch(page, label)).not_to_have_attribute("aria-busy", "true")
+    expect(switch(page, label)).to_have_attribute("aria-checked", "true" if tried["checked"] else "false")
+    return before, tried
+
+
+def test_keep_a_tried_change(page, daemon):
+    before, tried = try_a_change(page, daemon, "wifi", "Wi-Fi")
+    # The count-down counts down (a condition, not a pause).
+    row = page.locator('li[data-key="wifi"]')
+    first = row.locator(".countdown").text_content()
+    expect(row.locator(".countdown")).not_to_have_text(first)
+    page.keyboard.press("Tab")
+    keep = button(page, "Keep this change of Wi-Fi")
+    expect(keep).to_be_focused()
+    page.keyboard.press("Enter")
+    kept = wait_daemon(page, daemon, "wifi", "kept", lambda s: s["pendingUntil"] is None)
+    assert kept["checked"] == tried["checked"]
+    assert newest_cause(daemon, "wifi") == "confirm"
+    expect(row.get_by_text("Keep this change?")).to_be_hidden()
+    # Keep went away with the prompt: the focus is back on the switch.
+    expect(switch(page, "Wi-Fi")).to_be_focused()
+
+
+def test_undo_a_tried_change(page, daemon):
+    before, tried = try_a_change(page, daemon, "wifi", "Wi-Fi")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    expect(button(page, "Undo this change of Wi-Fi")).to_be_focused()
+    page.keyboard.press("Space")
+    undone = wait_daemon(page, daemon, "wifi", "reverted", lambda s: s["pendingUntil"] is None)
+    assert undone["checked"] == before["checked"]
+    assert newest_cause(daemon, "wifi") == "revert"
+    expect(switch(page, "Wi-Fi")).to_have_attribute("aria-checked", "true" if before["checked"] else "false")
+    expect(switch(page, "Wi-Fi")).to_be_focused()
+
+
+def test_a_tried_change_is_refused_a_second_write_until_settled(page, daemon):
+    before, tried = try_a_change(page, daemon, "bluetooth", "Bluetooth")
+    page.keyboard.press("Space")  # the switch is pending: Conflict, data.pending
+    expect(page.get_by_role("alert").filter(has_text="waits to be kept or undone")).to_be_visible()
+    assert daemon.get("bluetooth")["revision"] == tried["revision"]
+    switch(page, "Bluetooth").focus()
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")  # Keep
+    wait_daemon(page, daemon, "bluetooth", "kept", lambda s: s["pendingUntil"] is None)
+    # Back as it was, for the tests after this one (a plain write: no prompt).
+    daemon.call("set", {"key": "bluetooth", "checked": before["checked"]})
+    expect(switch(page, "Bluetooth")).to_have_attribute("aria-checked", "true" if before["checked"] else "false")
+
+
+def test_closing_the_tab_reverts_its_tried_change(browser, cockpit, daemon, page):
+    context, other = open_page(browser, cockpit, daemon)
+    try:
+        before, tried = try_a_change(other, daemon, "bluetooth", "Bluetooth")
+        # The first page sees the other's tried change: the count-down, and
+        # (root administers) Keep and Undo.
+        row = page.locator('li[data-key="bluetooth"]')
+        expect(row.get_by_text("Keep this change?")).to_be_visible()
+        expect(button(page, "Keep this change of Bluetooth")).to_be_visible()
+        other.close()
+    finally:
+        context.close()
+    reverted = wait_daemon(page, daemon, "bluetooth", "reverted on close", lambda s: s["pendingUntil"] is None)
+    assert reverted["checked"] == before["checked"]
+    entry = daemon.call("history", {"key": "bluetooth", "limit": 1})["entries"][0]
+    assert entry["cause"] == "revert" and entry["revision"] > tried["revision"]
+    expect(row.get_by_text("Keep this change?")).to_be_hidden()
+    expect(switch(page, "Bluetooth")).to_have_attribute("aria-checked", "true" if before["checked"] else "false")
+
+
+def test_a_change_tried_elsewhere_can_be_undone_here(page, daemon):
+    # Another client's tried change that outlives its connection.
+    daemon.call("set", {"key": "updates.reboot", "checked": True, "confirmWithin": 600,
+                        "revertOnDisconnect": False})
+    row = page.locator('li[data-key="updates.reboot"]')
+    expect(row.get_by_text("Keep this change?")).to_be_visible()
+    expect(row.get_by_text(re.compile(r"It goes back in \d+ seconds\."))).to_be_visible()
+    switch(page, "Reboot after updates").focus()
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    expect(button(page, "Undo this change of Reboot after updates")).to_be_focused()
+    page.keyboard.press("Enter")
+    wait_daemon(page, daemon, "updates.reboot", "reverted", lambda s: s["pendingUntil"] is None and not s["checked"])
+    assert newest_cause(daemon, "updates.reboot") == "revert"
+    expect(switch(page, "Reboot after updates")).to_be_focused()
+
+
+def test_turn_off_for_one_hour(page, daemon):
+    assert daemon.get("notifications.system")["checked"]
+    switch(page, "System notifications").focus()
+    page.keyboard.press("Tab")
+    offer = button(page, "Turn off System notifications for 1 hour")
+    expect(offer).to_be_focused()
+    page.keyboard.press("Enter")
+    timed = wait_daemon(page, daemon, "notifications.system", "timed off", lambda s: s["expiresAt"] is not None)
+    assert not timed["checked"]
+    ahead = (parse(timed["expiresAt"]) - datetime.now(timezone.utc)).total_seconds()
+    assert 3600 - 60 < ahead <= 3600
+    row = page.locator('li[data-key="notifications.system"]')
+    expect(row.get_by_text(re.compile(r"^Off for (59|60) more minutes\.$"))).to_be_visible()
+    expect(switch(page, "System notifications")).to_have_accessible_description(re.compile("more minutes"))
+    # The offers went while it is off: the focus is on the switch, and Space
+    # turns it back on, which ends the timer.
+    expect(offer).to_be_hidden()
+    expect(switch(page, "System notifications")).to_be_focused()
+    page.keyboard.press("Space")
+    on = wait_daemon(page, daemon, "notifications.system", "on again", lambda s: s["checked"])
+    assert on["expiresAt"] is None
+    expect(row.get_by_text(re.compile("more minutes"))).to_be_hidden()
+    expect(offer).to_be_visible()
+
+
+def test_turn_off_until_tomorrow(page, daemon):
+    switch(page, "System notifications").focus()
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    expect(button(page, "Turn off System notifications until tomorrow, 8:00")).to_be_focused()
+    page.keyboard.press("Space")
+    timed = wait_daemon(page, daemon, "notifications.system", "off until morning",
+                        lambda s: s["expiresAt"] is not None)
+    assert not timed["checked"]
+    ends = parse(timed["expiresAt"]).astimezone()
+    now = datetime.now().astimezone()
+    assert (ends.hour, ends.minute, ends.second) == (8, 0, 0)
+    assert now < ends <= now + timedelta(days=1)
+    row = page.locator('li[data-key="notifications.system"]')
+    # (Within two hours of it, the page counts minutes instead.)
+    expect(row.get_by_text(re.compile(r"^Off (until .*08:00|for \d+ more minutes?)\.$"))).to_be_visible()
+    daemon.call("set", {"key": "notifications.system", "checked": True})
+    expect(button(page, "Turn off System notifications for 1 hour")).to_be_visible()
+
+
+def test_no_timed_offers_on_a_user_scope_switch(page, daemon):
+    # This switchd takes no time on a user-scope value (InvalidParams).
+    expect(switch(page, "Chat notifications")).to_have_attribute("aria-checked", "true")
+    expect(button(page, "Turn off Chat notifications for 1 hour")).to_have_count(0)
+    expect(button(page, "Turn off Chat notifications until tomorrow, 8:00")).to_be_hidden()
+
+
+def test_a_timed_hold_shows_its_end(page, daemon):
+    locked = daemon.call("lock", {"key": "updates.auto", "reason": "Held for the test.", "for": 600})["switch"]
+    control = switch(page, "Automatic updates")
+    expect(control).to_have_attribute("aria-readonly", "true")
+    expect(control).to_have_accessible_description(
+        re.compile(r"Read-only until (.* )?" + re.escape(clock(locked["readOnlyUntil"]) + ".")))
+    until = (datetime.now(timezone.utc) + timedelta(minutes=20)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    disabled = daemon.call("disable", {"key": "updates.auto", "until": until})["switch"]
+    expect(control).to_have_attribute("aria-disabled", "true")
+    expect(page.get_by_text(re.compile(r"Disabled until (.* )?" + re.escape(clock(disabled["disabledUntil"]) + "."))))\
+        .to_be_visible()
+    daemon.call("enable", {"key": "updates.auto"})
+    daemon.call("unlock", {"key": "updates.auto"})
+    expect(control).not_to_have_attribute("aria-readonly", "true")
+    expect(page.get_by_text(re.compile("until \\d\\d:\\d\\d"))).to_have_count(0)
