@@ -25,8 +25,8 @@ const socketPath = query.get("socket") || DEFAULT_SOCKET;
  * connection is the maker (`revertOnDisconnect` true): closing the tab, or
  * losing the session, puts the radio back. `?tried=yes` or `?tried=no`
  * decides it for a session whatever the address (as `?socket=` picks the
- * socket). Only system-scope switches: this switchd takes no time on a
- * user-scope value.
+ * socket). Only system-scope switches: switchd takes `confirmWithin` on
+ * system switches alone (InvalidParams on a user-scope one).
  */
 const TRIED_GROUP = "Connectivity";
 const TRIED_SECONDS = 30;
@@ -351,9 +351,10 @@ function reasonText(s) {
         lines.push(s.writableReason || "You may not change this setting.");
     }
     if (s.disabled && s.disabledUntil)
-        lines.push(`Disabled until ${clockTime(s.disabledUntil)}.`);
+        lines.push(`Disabled until ${clockTime(s.disabledUntil)}${s.disabledBy === "policy" ? " (schedule)" : ""}.`);
     else if (!s.disabled && s.readOnly && s.readOnlyUntil)
-        lines.push(`Read-only until ${clockTime(s.readOnlyUntil)}.`);
+        // A policy's hold ends with its schedule's window (Schedule=).
+        lines.push(`Read-only until ${clockTime(s.readOnlyUntil)}${s.heldBy === "policy" ? " (schedule)" : ""}.`);
     if (s.invalid)
         lines.push(`Not applied: ${s.invalidReason || "the system did not take this value"}`);
     return lines.join(" ");
@@ -549,11 +550,12 @@ function drawTime(row) {
     row.timed.textContent = row.timedText;
     row.timed.hidden = !row.timedText;
 
-    // A timed value, where this switchd takes one: system scope only.
+    // A timed value: of the machine's switch, or on a user-scope switch of
+    // this user's own value (the timer is theirs, rule 21).
     // While its call is out they stay (the event may come before the
     // answer): the focus moves to the switch only once it can be used.
     const offers = (row.busy && !row.offers.hidden) ||
-        (s.group === QUIET_GROUP && s.scope !== "user" && s.checked && !s.expiresAt &&
+        (s.group === QUIET_GROUP && s.checked && !s.expiresAt &&
          !s.pendingUntil && canSwitch(s) && row.pending === null);
     showControl(row, row.offers, offers);
     row.offHour.setAttribute("aria-label", `Turn off ${s.label || s.key} for 1 hour`);

@@ -251,11 +251,25 @@ def test_turn_off_until_tomorrow(page, daemon):
     expect(button(page, "Turn off System notifications for 1 hour")).to_be_visible()
 
 
-def test_no_timed_offers_on_a_user_scope_switch(page, daemon):
-    # This switchd takes no time on a user-scope value (InvalidParams).
+def test_a_user_scope_switch_is_turned_off_for_this_user_alone(page, daemon):
+    # The session's user (root here) times their own value; nobody else's moves.
     expect(switch(page, "Chat notifications")).to_have_attribute("aria-checked", "true")
-    expect(button(page, "Turn off Chat notifications for 1 hour")).to_have_count(0)
-    expect(button(page, "Turn off Chat notifications until tomorrow, 8:00")).to_be_hidden()
+    switch(page, "Chat notifications").focus()
+    page.keyboard.press("Tab")
+    offer = button(page, "Turn off Chat notifications for 1 hour")
+    expect(offer).to_be_focused()
+    page.keyboard.press("Enter")
+    timed = wait_daemon(page, daemon, "notifications.chat", "timed off", lambda s: s["expiresAt"] is not None)
+    assert not timed["checked"] and timed["user"] == 0
+    other = daemon.call("get", {"key": "notifications.chat", "user": 1000})
+    assert other["checked"] and other["expiresAt"] is None
+    row = page.locator('li[data-key="notifications.chat"]')
+    expect(row.get_by_text(re.compile(r"^Off for (59|60) more minutes\.$"))).to_be_visible()
+    expect(switch(page, "Chat notifications")).to_be_focused()
+    page.keyboard.press("Space")
+    on = wait_daemon(page, daemon, "notifications.chat", "on again", lambda s: s["checked"])
+    assert on["expiresAt"] is None
+    expect(offer).to_be_visible()
 
 
 def test_a_timed_hold_shows_its_end(page, daemon):
@@ -273,3 +287,26 @@ def test_a_timed_hold_shows_its_end(page, daemon):
     daemon.call("unlock", {"key": "updates.auto"})
     expect(control).not_to_have_attribute("aria-readonly", "true")
     expect(page.get_by_text(re.compile("until \\d\\d:\\d\\d"))).to_have_count(0)
+
+
+def test_a_scheduled_hold_shows_its_windows_end(page, daemon):
+    # A policy that holds from a minute ago for an hour, in the local time
+    # the daemon and the browser share (a window past midnight runs on).
+    now = datetime.now().astimezone()
+    start, end = now - timedelta(minutes=1), now + timedelta(minutes=60)
+    policy = daemon.config / "policy.d" / "50-exam.conf"
+    policy.write_text("[updates.reboot]\nReadOnly=yes\nReason=Exam.\n"
+                      f"Schedule=Mon..Sun {start:%H:%M}-{end:%H:%M}\n")
+    try:
+        daemon.call("reload")
+        held = daemon.get("updates.reboot")
+        assert held["heldBy"] == "policy" and held["readOnlyUntil"] is not None
+        assert clock(held["readOnlyUntil"]) == f"{end:%H:%M}"
+        control = switch(page, "Reboot after updates")
+        expect(control).to_have_attribute("aria-readonly", "true")
+        expect(control).to_have_accessible_description(
+            re.compile(r"Read-only until (.* )?" + re.escape(f"{end:%H:%M}") + r" \(schedule\)\."))
+    finally:
+        policy.unlink()
+        daemon.call("reload")
+    expect(switch(page, "Reboot after updates")).not_to_have_attribute("aria-readonly", "true")
