@@ -122,10 +122,15 @@ import Testing
     #expect(entries[0]["key"]?.stringValue == "bluetooth")
     #expect(Self.time(wifi["switch"]?["expiresAt"]).map { $0 < last } == true)
 
-    // Killed and started again: nothing is carried out twice.
+    // Killed and started again: nothing is carried out twice. What is due
+    // at start is carried out before the first write, so a write's revision
+    // says whether anything was (a read could come before it).
     daemon.crash()
     try daemon.start()
-    #expect(try daemon.client().result("status")["revision"]?.int64Value == 4)
+    let write = try daemon.client().result("toggle", #"{"key":"bluetooth"}"#)
+    #expect(write["switch"]?["revision"]?.int64Value == 5)
+    let newest = try daemon.client().result("history")["entries"]?.arrayValue?.first
+    #expect(newest?["cause"]?.stringValue == "toggle")
   }
 
   @Test func aKillBeforeTheDeadlineLosesNoTimer() throws {
