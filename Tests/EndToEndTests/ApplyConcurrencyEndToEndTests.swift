@@ -242,3 +242,37 @@ import Testing
     }
   }
 }
+
+/// Rule 20 with an apply command: a maker whose connection closes while its
+/// tried write still waits for the command has left all the same; the
+/// change is reverted (through the command again) once it is committed.
+/// (The loop tells the writer of a closed connection behind its writes.)
+@Suite struct TriedWriteParkedEndToEndTests {
+  @Test func aMakerThatLeavesWhileItsTriedWriteWaitsForItsCommandIsReverted() throws {
+    let (daemon, gate) = try ApplyConcurrencyEndToEndTests.gatedDaemon()
+    try gate.open()  // the start's reconcile
+    let watcher = try daemon.client()
+    #expect(
+      try pollUntil(seconds: 60) { try watcher.result("status")["reconciling"]?.int64Value == 0 })
+    _ = try watcher.result("watch", #"{"keys":["slow"]}"#)
+    let maker = try daemon.client()
+    try maker.send(
+      raw: #"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"slow","confirmWithin":3600}}"#
+        + "\n")
+    #expect(pollUntil(seconds: 60) { gate.runs == 2 })
+    // Gone while its write waits: the loop ends the connection once that
+    // write is answered, and the writer hears of it only then (behind it).
+    maker.close()
+    try gate.open()
+    let tried = try watcher.nextEvent()
+    #expect(tried["cause"]?.stringValue == "toggle")
+    #expect(tried["state"]?["pendingUntil"]?.isNull == false)
+    // The revert runs the command too.
+    #expect(pollUntil(seconds: 60) { gate.runs == 3 })
+    try gate.open()
+    let revert = try watcher.nextEvent()
+    #expect(revert["cause"]?.stringValue == "revert")
+    #expect(revert["state"]?["checked"]?.boolValue == false)
+    #expect(revert["state"]?["pendingUntil"]?.isNull == true)
+  }
+}
