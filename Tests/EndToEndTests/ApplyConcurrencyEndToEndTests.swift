@@ -257,7 +257,8 @@ import Testing
     _ = try watcher.result("watch", #"{"keys":["slow"]}"#)
     let maker = try daemon.client()
     try maker.send(
-      raw: #"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"slow","confirmWithin":3600}}"#
+      raw:
+        #"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"slow","confirmWithin":3600}}"#
         + "\n")
     #expect(pollUntil(seconds: 60) { gate.runs == 2 })
     // Gone while its write waits: the loop ends the connection once that
