@@ -363,6 +363,10 @@ enum Output {
           "Read-only, held", by: s.state.heldBy, source: s.policySource,
           since: explanation.heldSince?.value, reason: s.state.readOnlyReason))
     }
+    // What ends by itself, and when: a tried change, a timed value, a hold.
+    lines += timeNotes(s.state, now: wallClockMilliseconds()).map {
+      $0.prefix(1).uppercased() + $0.dropFirst() + "."
+    }
     if !s.state.disabled && !s.state.readOnly {
       // Free, yet this caller may not change it: the daemon's sentence says why.
       if !s.writable, let reason = s.writableReason {

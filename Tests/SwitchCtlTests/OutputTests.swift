@@ -279,6 +279,17 @@ import Testing
         ])
   }
 
+  @Test func whySaysWhenAHoldEndsByItself() throws {
+    let held = Self.switchJSON(
+      key: "bluetooth", label: "Bluetooth", checked: false, readOnly: "Exam.", heldBy: "policy",
+      policySource: "50-exam.conf:1")
+    let end = "2099-03-28T02:00:00.000Z"
+    let timed = JSONValue.object(held.objectMembers! + [JSONMember("readOnlyUntil", .string(end))])
+    let lines = Output.why(Explanation(switchObject: try Sent(timed)))
+    let clock = Output.localClock(try #require(Timestamp.milliseconds(end)))
+    #expect(lines.contains("Held until \(clock) (schedule)."), "\(lines)")
+  }
+
   @Test func whyExplainsPolicyHoldAdminDisableAndLastChange() throws {
     let bluetooth = Self.switchJSON(
       key: "bluetooth", label: "Bluetooth", checked: false, readOnly: "Off \"here\".",
