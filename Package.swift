@@ -52,9 +52,11 @@ let package = Package(
     // without the Swift toolchain, and switchctl, which scripts call in
     // loops, starts in half the time (SWIFT-NOTES.md, "CLI start-up").
     .executableTarget(
-      name: "switchd", dependencies: ["SwitchDaemon"], linkerSettings: staticStdlib),
+      name: "switchd", dependencies: ["SwitchDaemon", "SwitchSystem"],
+      linkerSettings: staticStdlib),
     .executableTarget(
-      name: "switchctl", dependencies: ["SwitchCtl"], linkerSettings: staticStdlib),
+      name: "switchctl", dependencies: ["SwitchCtl", "SwitchSystem"],
+      linkerSettings: staticStdlib),
     // The benchmark: `swift run -c release switchbench` (see README).
     .executableTarget(
       name: "switchbench",

@@ -1,4 +1,5 @@
 import Glibc
 import SwitchCtl
+import SwitchSystem
 
-exit(SwitchCtl.main(Array(CommandLine.arguments.dropFirst())))
+exit(SwitchCtl.main(Array(processArguments().dropFirst())))

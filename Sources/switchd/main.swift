@@ -1,4 +1,5 @@
 import Glibc
 import SwitchDaemon
+import SwitchSystem
 
-exit(Daemon.main(Array(CommandLine.arguments.dropFirst())))
+exit(Daemon.main(Array(processArguments().dropFirst())))

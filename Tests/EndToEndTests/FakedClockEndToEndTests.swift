@@ -67,6 +67,26 @@ struct FakedClockEndToEndTests {
     #expect(expiry["revision"]?.int64Value == 4)
   }
 
+  /// libfaketime preloaded without its wrapper calls setenv in its
+  /// constructor, which leaves Swift no `CommandLine.arguments`: both
+  /// programs read /proc/self/cmdline then (`processArguments`), or switchd
+  /// would serve /etc/switchd and switchctl say no command was given.
+  @Test func aBarePreloadOfLibfaketimeKeepsTheArguments() throws {
+    let library = try #require(FakedClock.library, "libfaketime.so.1 not found")
+    let asan = getenv("ASAN_OPTIONS").map { String(cString: $0) + ":" } ?? ""
+    let preload = [
+      "/usr/bin/env", "FAKETIME=+0", "LD_PRELOAD=\(library)",
+      "ASAN_OPTIONS=\(asan)verify_asan_link_order=0",
+    ]
+    let ctl = runProcess(preload + [Products.path("switchctl"), "--version"])
+    #expect(ctl.stdout.hasPrefix("switchctl "), "\(ctl)")
+    let daemon = try DaemonFixture(start: false)
+    let check = runProcess(
+      preload + [Products.path("switchd"), "--check-config", daemon.configDirectory])
+    #expect(check.status == 0, "\(check)")
+    #expect(check.stdout.contains(": ok"), "\(check)")
+  }
+
   /// 2027-03-28, a Sunday: at 01:00 UTC Berlin goes from 02:00 CET to 03:00
   /// CEST. A window of 03:00–04:00 local starts at 01:00 UTC (not 02:00, as
   /// an hour of +1 would have it) and ends at 02:00 UTC.
@@ -110,6 +130,19 @@ struct FakedClockEndToEndTests {
 /// finds its arguments next to the environment, loses them.
 struct FakedClock {
   static let faketime: String? = ["/usr/bin/faketime"].first { access($0, X_OK) == 0 }
+  /// The library itself, in Debian's multiarch directory.
+  static let library: String? = {
+    guard let lib = opendir("/usr/lib") else { return nil }
+    defer { closedir(lib) }
+    while let entry = readdir(lib) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) {
+        String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      let path = "/usr/lib/\(name)/faketime/libfaketime.so.1"
+      if !name.hasPrefix("."), access(path, R_OK) == 0 { return path }
+    }
+    return nil
+  }()
 
   let daemon: DaemonFixture
   var file: String { daemon.directory + "/clock" }

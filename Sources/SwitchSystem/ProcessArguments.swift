@@ -1,0 +1,27 @@
+import Glibc
+
+/// The process's arguments, its name first. Swift finds them next to the
+/// environment the kernel laid out; a library preloaded into the process
+/// that moves the environment in its constructor leaves it none (libfaketime
+/// without its `faketime` wrapper calls setenv there), and a daemon started
+/// so would quietly serve /etc/switchd. They are read from /proc/self/cmdline
+/// then.
+public func processArguments() -> [String] {
+  let arguments = CommandLine.arguments
+  if !arguments.isEmpty { return arguments }
+  let fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC)
+  guard fd >= 0 else { return [] }
+  defer { close(fd) }
+  var bytes: [UInt8] = []
+  var chunk = [UInt8](repeating: 0, count: 4096)
+  while true {
+    let n = read(fd, &chunk, chunk.count)
+    if n < 0 && errno == EINTR { continue }
+    if n <= 0 { break }
+    bytes += chunk[..<n]
+  }
+  if bytes.last == 0 { bytes.removeLast() }
+  return bytes.split(separator: 0, omittingEmptySubsequences: false).map {
+    String(decoding: $0, as: UTF8.self)
+  }
+}
