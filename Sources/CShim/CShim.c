@@ -100,6 +100,17 @@ int shim_timerfd_arm_boot(int fd, int64_t milliseconds) {
   return timerfd_settime(fd, 0, &spec, NULL);
 }
 
+int shim_timerfd_arm_in(int fd, int64_t milliseconds) {
+  struct itimerspec spec;
+  memset(&spec, 0, sizeof spec);
+  if (milliseconds >= 0) {
+    if (milliseconds < 1) milliseconds = 1;
+    spec.it_value.tv_sec = milliseconds / 1000;
+    spec.it_value.tv_nsec = (milliseconds % 1000) * 1000000;
+  }
+  return timerfd_settime(fd, 0, &spec, NULL);
+}
+
 int64_t shim_boot_clock_milliseconds(void) { return kernel_clock_milliseconds(CLOCK_BOOTTIME); }
 
 int64_t shim_wall_clock_skew_milliseconds(void) {

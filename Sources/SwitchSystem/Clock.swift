@@ -7,3 +7,11 @@ public func monotonicSeconds() -> Double {
   clock_gettime(CLOCK_MONOTONIC, &ts)
   return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
+
+/// Milliseconds since the Unix epoch on the wall clock this process reads:
+/// for change times and deadlines.
+public func wallClockMilliseconds() -> Int64 {
+  var ts = timespec()
+  clock_gettime(CLOCK_REALTIME, &ts)
+  return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+}

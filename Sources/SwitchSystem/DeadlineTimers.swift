@@ -72,7 +72,16 @@ public final class DeadlineTimers: @unchecked Sendable {
   /// Arms the wall-clock timer for `milliseconds` since the epoch (a time
   /// already past fires at once); nil disarms it.
   public func arm(wall milliseconds: Int64?) {
-    _ = shim_timerfd_arm_wall(wall, milliseconds.map { max($0, 0) } ?? -1)
+    guard Self.processClockMayBeFaked else {
+      _ = shim_timerfd_arm_wall(wall, milliseconds.map { max($0, 0) } ?? -1)
+      return
+    }
+    // The kernel's clock and the one the writer judges by may disagree: an
+    // absolute time the kernel finds past while the writer does not would
+    // fire, be found not due, be armed again and fire at once, for ever.
+    // Armed for the time left on the process's clock instead (the look
+    // above catches a clock that moves).
+    _ = shim_timerfd_arm_in(wall, milliseconds.map { max($0 - wallClockMilliseconds(), 1) } ?? -1)
   }
 
   /// Arms the boot-clock timer for `milliseconds` of `bootClockMilliseconds()`.

@@ -11,7 +11,7 @@ import Testing
 /// hold starts and ends at local hours across a daylight-saving change in
 /// `TZ=Europe/Berlin`.
 @Suite(
-  .enabled(if: FakedClock.faketime != nil, "needs faketime (Debian: apt install faketime)"))
+  .enabled(if: FakedClock.library != nil, "needs libfaketime (Debian: apt install faketime)"))
 struct FakedClockEndToEndTests {
   @Test func movingTheClockPastADeadlineEndsItAtOnceAndNotTheTriedChange() throws {
     let daemon = try DaemonFixture(start: false)
@@ -123,13 +123,13 @@ struct FakedClockEndToEndTests {
   }
 }
 
-/// A wall clock of switchd's own: `faketime` preloads libfaketime, which
-/// reads the offset from `file` on every call (FAKETIME_NO_CACHE). The
-/// `faketime` wrapper (not a bare LD_PRELOAD) also sets FAKETIME_SHARED:
-/// without it libfaketime calls setenv in its constructor, and Swift, which
-/// finds its arguments next to the environment, loses them.
+/// A wall clock of switchd's own: libfaketime, preloaded into switchd
+/// alone, reads the offset from `file` on every call (FAKETIME_NO_CACHE).
+/// Preloaded bare, not through the `faketime` wrapper: the wrapper forks
+/// and waits, so killing it left switchd running on; bare, libfaketime calls
+/// setenv in its constructor, and switchd reads its arguments from
+/// /proc/self/cmdline (`processArguments`).
 struct FakedClock {
-  static let faketime: String? = ["/usr/bin/faketime"].first { access($0, X_OK) == 0 }
   /// The library itself, in Debian's multiarch directory.
   static let library: String? = {
     guard let lib = opendir("/usr/lib") else { return nil }
@@ -166,8 +166,9 @@ struct FakedClock {
   func launch(zone: String = "UTC") throws {
     // A sanitizer's runtime checks that it comes first: libfaketime is preloaded before it.
     let asan = getenv("ASAN_OPTIONS").map { String(cString: $0) + ":" } ?? ""
+    // `env` execs switchd: the child the fixture stops is switchd itself.
     try daemon.launch(through: [
-      FakedClock.faketime!, "-f", "+0", "/usr/bin/env", "-u", "FAKETIME",
+      "/usr/bin/env", "-u", "FAKETIME", "LD_PRELOAD=\(FakedClock.library!)",
       "FAKETIME_TIMESTAMP_FILE=\(file)", "FAKETIME_NO_CACHE=1", "TZ=\(zone)",
       "ASAN_OPTIONS=\(asan)verify_asan_link_order=0",
     ])

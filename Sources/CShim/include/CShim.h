@@ -72,6 +72,9 @@ int shim_timerfd_boot(void);
 /// a library faking the process's clocks cannot move it); < 0 disarms.
 int shim_timerfd_arm_boot(int fd, int64_t milliseconds);
 
+/// Arms `fd` one shot `milliseconds` from now (at least 1); < 0 disarms.
+int shim_timerfd_arm_in(int fd, int64_t milliseconds);
+
 /// CLOCK_BOOTTIME in milliseconds, as the kernel keeps it: read with the
 /// system call itself, which a preloaded library (libfaketime fakes
 /// CLOCK_BOOTTIME along with the wall clock) does not intercept.

@@ -87,13 +87,6 @@ public final class Log: Sendable {
   }
 }
 
-/// Milliseconds since the Unix epoch, for change times.
-func wallClockMilliseconds() -> Int64 {
-  var ts = timespec()
-  clock_gettime(CLOCK_REALTIME, &ts)
-  return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-}
-
 private struct RateLimiter {
   enum Verdict {
     case log(suppressedBefore: Int)
