@@ -1,6 +1,7 @@
 import Glibc
 import SwitchCore
 import SwitchProtocol
+import SwitchSystem
 
 /// Text for people, from the results and events the daemon sends, decoded
 /// (SwitchProtocol's `Results.swift` and `WireObjects.swift`). Pure
@@ -62,13 +63,6 @@ enum Output {
     let hours = (minutes + 59) / 60
     if hours < 48 { return "\(hours) \(extra)hours" }
     return "\((hours + 23) / 24) \(extra)days"
-  }
-
-  /// Now on the wall clock, in milliseconds.
-  static func wallClockMilliseconds() -> Int64 {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
   }
 
   /// A time in the local time zone: `16:00` today, else `2026-12-03 16:00`;

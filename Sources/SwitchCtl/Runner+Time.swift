@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchSystem
 
 // `--for`, `--until` and `--confirm` (SEMANTICS.md rules 20–22): the params
 // they send, and the question a tried change asks on a terminal.
@@ -65,7 +66,7 @@ struct KeepQuestion {
     var line: [UInt8] = []
     defer { FileHandleOut.write("\n") }
     while true {
-      let left = KeepQuestion.secondsLeft(until: until, now: Output.wallClockMilliseconds())
+      let left = KeepQuestion.secondsLeft(until: until, now: wallClockMilliseconds())
       guard left > 0 else { return false }
       FileHandleOut.write("\rKeep this change? [y/N] (\(left) s left) ")
       var fds = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)

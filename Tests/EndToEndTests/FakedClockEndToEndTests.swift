@@ -73,11 +73,7 @@ struct FakedClockEndToEndTests {
   /// would serve /etc/switchd and switchctl say no command was given.
   @Test func aBarePreloadOfLibfaketimeKeepsTheArguments() throws {
     let library = try #require(FakedClock.library, "libfaketime.so.1 not found")
-    let asan = getenv("ASAN_OPTIONS").map { String(cString: $0) + ":" } ?? ""
-    let preload = [
-      "/usr/bin/env", "FAKETIME=+0", "LD_PRELOAD=\(library)",
-      "ASAN_OPTIONS=\(asan)verify_asan_link_order=0",
-    ]
+    let preload = ["/usr/bin/env", "FAKETIME=+0", "LD_PRELOAD=\(library)", FakedClock.asanOptions]
     let ctl = runProcess(preload + [Products.path("switchctl"), "--version"])
     #expect(ctl.stdout.hasPrefix("switchctl "), "\(ctl)")
     let daemon = try DaemonFixture(start: false)
@@ -130,6 +126,12 @@ struct FakedClockEndToEndTests {
 /// setenv in its constructor, and switchd reads its arguments from
 /// /proc/self/cmdline (`processArguments`).
 struct FakedClock {
+  /// ASan's runtime checks that it comes first; libfaketime is preloaded before it.
+  static var asanOptions: String {
+    let given = getenv("ASAN_OPTIONS").map { String(cString: $0) + ":" } ?? ""
+    return "ASAN_OPTIONS=\(given)verify_asan_link_order=0"
+  }
+
   /// The library itself, in Debian's multiarch directory.
   static let library: String? = {
     guard let lib = opendir("/usr/lib") else { return nil }
@@ -164,13 +166,11 @@ struct FakedClock {
   }
 
   func launch(zone: String = "UTC") throws {
-    // A sanitizer's runtime checks that it comes first: libfaketime is preloaded before it.
-    let asan = getenv("ASAN_OPTIONS").map { String(cString: $0) + ":" } ?? ""
     // `env` execs switchd: the child the fixture stops is switchd itself.
     try daemon.launch(through: [
       "/usr/bin/env", "-u", "FAKETIME", "LD_PRELOAD=\(FakedClock.library!)",
       "FAKETIME_TIMESTAMP_FILE=\(file)", "FAKETIME_NO_CACHE=1", "TZ=\(zone)",
-      "ASAN_OPTIONS=\(asan)verify_asan_link_order=0",
+      FakedClock.asanOptions,
     ])
     try daemon.waitUntilServing()
   }
