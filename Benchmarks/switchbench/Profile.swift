@@ -66,7 +66,7 @@ enum CallgrindProfile {
   /// ((long - short) / calls), under the thread's own total per call;
   /// `per` names what was counted ("call", "delivered event").
   static func report(
-    short: Threads, long: Threads, calls: Int, per: String, top: Int = 15, scratch: String
+    short: Threads, long: Threads, calls: Int, per: String, top: Int = 40, scratch: String
   ) -> [String] {
     let threads = zip(short, long).map { few, many in
       many.map { name, cost in (name, Double(cost - (few[name] ?? 0)) / Double(calls)) }

@@ -132,11 +132,27 @@
         )
       }
       check(decoded == general, "the fast path differs from the general path at depth \(depth)")
+      checkKeyCall(line, depth: depth, general: general)
       if case .single(.success(let a)) = decoded, case .single(.success(let b)) = general {
         // String's == is canonical equivalence: compare the bytes too.
         check(requestBytes(a) == requestBytes(b), "the fast path's strings differ in bytes")
       }
     }
+  }
+
+  /// The key-call fast path (RequestDecoder.decodeCall) declines, or gives
+  /// the id, method and Call the general path and Call.decode give.
+  private func checkKeyCall(_ line: [UInt8], depth: Int, general: Incoming) {
+    guard
+      let fast = line.withUnsafeBufferPointer({ RequestDecoder.decodeCall($0, maxDepth: depth) })
+    else { return }
+    guard case .single(.success(let request)) = general, let method = Method.named(request.method)
+    else { return check(false, "the key call took a line the general path refuses") }
+    check(fast.method == method && fast.id == request.id, "the key call's id or method differs")
+    check(
+      Call.decode(method, params: request.params) == .success(fast.call)
+        && !Call.allowsInteractiveAuthentication(request.params),
+      "the key call's Call differs from Call.decode's")
   }
 
   private func requestBytes(_ r: Request) -> [UInt8] {

@@ -20,30 +20,111 @@ public struct SourceLocation: Equatable, Hashable, Sendable, CustomStringConvert
 }
 
 /// A switch declared in `switches.d`.
+///
+/// Its fields live in one shared box: a definition is copied into every
+/// decision, outcome and answer of a write, and a copy is one retain, not
+/// one per String and array. A change to a shared box copies it first.
 public struct SwitchDefinition: Equatable, Sendable {
-  public var key: String
-  /// The text that names the setting; nil when the schema gives none (a warning).
-  public var label: String?
-  public var description: String
-  public var defaultChecked: Bool
-  public var checkedIcon: String
-  public var uncheckedIcon: String
-  /// The heading a settings page draws it under (`Group=`; "" when absent).
-  public var group: String
-  /// Its place in the schema: files in lexical order, sections in file order.
-  public var order: Int
-  /// One value for the machine, or one per user (`Scope=`).
-  public var scope: Scope
-  /// Switches that must be in effect for this one to apply (`Requires=`).
-  public var requires: [String]
-  /// Switches that keep this one from applying while in effect (`Conflicts=`).
-  public var conflicts: [String]
-  public var source: SourceLocation
-  /// `ExecApply=` and `ApplyTimeoutSec=`; nil when the switch has no apply command.
-  public var apply: ApplyCommand?
-  /// `ExecCheck=`, `ExecWatch=` and their drift settings; nil when the
-  /// switch reads nothing back (its `observed` is always null).
-  public var readBack: ReadBack?
+  private var box: Box
+
+  private struct Fields: Equatable, Sendable {
+    var key: String
+    /// The text that names the setting; nil when the schema gives none (a warning).
+    var label: String?
+    var description: String
+    var defaultChecked: Bool
+    var checkedIcon: String
+    var uncheckedIcon: String
+    /// The heading a settings page draws it under (`Group=`; "" when absent).
+    var group: String
+    /// Its place in the schema: files in lexical order, sections in file order.
+    var order: Int
+    /// One value for the machine, or one per user (`Scope=`).
+    var scope: Scope
+    /// Switches that must be in effect for this one to apply (`Requires=`).
+    var requires: [String]
+    /// Switches that keep this one from applying while in effect (`Conflicts=`).
+    var conflicts: [String]
+    var source: SourceLocation
+    /// `ExecApply=` and `ApplyTimeoutSec=`; nil when the switch has no apply command.
+    var apply: ApplyCommand?
+    /// `ExecCheck=`, `ExecWatch=` and their drift settings; nil when the
+    /// switch reads nothing back (its `observed` is always null).
+    var readBack: ReadBack?
+  }
+
+  /// Changed only while uniquely referenced (`update`): a box that is
+  /// shared, across threads too, is never written.
+  private final class Box: @unchecked Sendable {
+    var fields: Fields
+    init(_ fields: Fields) { self.fields = fields }
+  }
+
+  public static func == (a: SwitchDefinition, b: SwitchDefinition) -> Bool {
+    a.box === b.box || a.box.fields == b.box.fields
+  }
+
+  private mutating func update(_ change: (inout Fields) -> Void) {
+    if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
+    change(&box.fields)
+  }
+
+  public var key: String {
+    get { box.fields.key }
+    set { update { $0.key = newValue } }
+  }
+  public var label: String? {
+    get { box.fields.label }
+    set { update { $0.label = newValue } }
+  }
+  public var description: String {
+    get { box.fields.description }
+    set { update { $0.description = newValue } }
+  }
+  public var defaultChecked: Bool {
+    get { box.fields.defaultChecked }
+    set { update { $0.defaultChecked = newValue } }
+  }
+  public var checkedIcon: String {
+    get { box.fields.checkedIcon }
+    set { update { $0.checkedIcon = newValue } }
+  }
+  public var uncheckedIcon: String {
+    get { box.fields.uncheckedIcon }
+    set { update { $0.uncheckedIcon = newValue } }
+  }
+  public var group: String {
+    get { box.fields.group }
+    set { update { $0.group = newValue } }
+  }
+  public var order: Int {
+    get { box.fields.order }
+    set { update { $0.order = newValue } }
+  }
+  public var scope: Scope {
+    get { box.fields.scope }
+    set { update { $0.scope = newValue } }
+  }
+  public var requires: [String] {
+    get { box.fields.requires }
+    set { update { $0.requires = newValue } }
+  }
+  public var conflicts: [String] {
+    get { box.fields.conflicts }
+    set { update { $0.conflicts = newValue } }
+  }
+  public var source: SourceLocation {
+    get { box.fields.source }
+    set { update { $0.source = newValue } }
+  }
+  public var apply: ApplyCommand? {
+    get { box.fields.apply }
+    set { update { $0.apply = newValue } }
+  }
+  public var readBack: ReadBack? {
+    get { box.fields.readBack }
+    set { update { $0.readBack = newValue } }
+  }
 
   public init(
     key: String, label: String?, description: String = "", defaultChecked: Bool,
@@ -52,20 +133,12 @@ public struct SwitchDefinition: Equatable, Sendable {
     source: SourceLocation = SourceLocation(file: "", line: 0), apply: ApplyCommand? = nil,
     readBack: ReadBack? = nil
   ) {
-    self.key = key
-    self.label = label
-    self.description = description
-    self.defaultChecked = defaultChecked
-    self.checkedIcon = checkedIcon
-    self.uncheckedIcon = uncheckedIcon
-    self.group = group
-    self.order = order
-    self.scope = scope
-    self.requires = requires
-    self.conflicts = conflicts
-    self.source = source
-    self.apply = apply
-    self.readBack = readBack
+    box = Box(
+      Fields(
+        key: key, label: label, description: description, defaultChecked: defaultChecked,
+        checkedIcon: checkedIcon, uncheckedIcon: uncheckedIcon, group: group, order: order,
+        scope: scope, requires: requires, conflicts: conflicts, source: source, apply: apply,
+        readBack: readBack))
   }
 }
 

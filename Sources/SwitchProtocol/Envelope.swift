@@ -49,7 +49,22 @@ public struct EnvelopeError: Error, Equatable, Sendable {
   public var id: RequestID
 }
 
+/// A request whose params are already decoded into its Call.
+public struct DecodedCall: Equatable, Sendable {
+  /// nil for a notification: carried out, never answered.
+  public var id: RequestID?
+  public var method: Method
+  public var call: Call
+}
+
 public enum RequestDecoder {
+  /// The common request (a `get`, `toggle` or `set` of a key) read straight
+  /// into its Call; nil for any other line, which `decode` then reads.
+  /// Exactly what `decode` and `Call.decode` give for the same line.
+  public static func decodeCall(_ line: UnsafeBufferPointer<UInt8>, maxDepth: Int) -> DecodedCall? {
+    RequestFastPath.keyCall(line, maxDepth: maxDepth)
+  }
+
   /// Decodes one line: JSON, then the JSON-RPC 2.0 envelope of each request.
   public static func decode(_ line: UnsafeBufferPointer<UInt8>, maxDepth: Int) -> Incoming {
     // The common single request, read without a JSON tree (RequestFastPath.swift).

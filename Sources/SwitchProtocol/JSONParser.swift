@@ -143,6 +143,12 @@ enum JSONGrammar {
     c &- UInt8(ascii: "0") < 10
   }
 
+  /// JSON's insignificant whitespace: space, tab, newline, carriage return.
+  @inline(__always)
+  static func isSpace(_ c: UInt8) -> Bool {
+    c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09
+  }
+
   /// Scans a number starting at `start`; returns the index just past it.
   /// Grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
   static func numberEnd(
@@ -258,7 +264,7 @@ private struct Parser {
   mutating func skipWhitespace() {
     while i < n {
       let c = p[i]
-      guard c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 else { return }
+      guard JSONGrammar.isSpace(c) else { return }
       i += 1
     }
   }
@@ -280,7 +286,7 @@ private struct Parser {
     while k >= 0 {
       let c = p[k]
       if c == Byte.comma { return k }
-      guard c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 else { return nil }
+      guard JSONGrammar.isSpace(c) else { return nil }
       k -= 1
     }
     return nil

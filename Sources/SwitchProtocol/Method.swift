@@ -175,6 +175,29 @@ public enum Call: Equatable, Sendable {
 }
 
 extension Call {
+  /// What `decode` gives for params of `key` (a valid one) and `checked`
+  /// alone, when that is a Call: nil when `method` needs more or refuses
+  /// one of them (then `decode` says why). The fast path's way around the
+  /// params object (RequestFastPath.keyCall); KeyCallTests holds it to
+  /// `decode` for every method.
+  public static func keyCall(_ method: Method, key: String, checked: Bool?) -> Call? {
+    switch (method, checked) {
+    case (.get, nil): return .get(key: key, user: nil)
+    case (.set, let checked?):
+      return .write(key: key, .set(checked: checked, ifRevision: nil), user: nil)
+    case (.toggle, nil): return .write(key: key, .toggle(ifRevision: nil), user: nil)
+    case (.reset, nil): return .write(key: key, .reset, user: nil)
+    case (.confirm, nil): return .write(key: key, .confirm, user: nil)
+    case (.revert, nil): return .write(key: key, .revert, user: nil)
+    case (.lock, _): return .write(key: key, .lock(reason: nil, checked: checked), user: nil)
+    case (.unlock, nil): return .write(key: key, .unlock, user: nil)
+    case (.disable, nil): return .write(key: key, .disable(reason: nil), user: nil)
+    case (.enable, nil): return .write(key: key, .enable, user: nil)
+    case (.apply, nil): return .write(key: key, .apply, user: nil)
+    default: return nil
+    }
+  }
+
   /// Whether the params let polkit ask the person
   /// (`"allowInteractiveAuthentication": true`); `decode` refuses the param
   /// when it is not a bool.
@@ -396,4 +419,21 @@ extension Method {
 
   private static let byName: [String: Method] = Dictionary(
     uniqueKeysWithValues: allCases.map { ($0.rawValue, $0) })
+
+  /// The method whose name is `bytes` (UTF-8), nil for none, without a
+  /// String made or hashed for it: the key-call fast path's (~150
+  /// instructions to the ~550 of a String and `named`).
+  public static func named(bytes: UnsafeBufferPointer<UInt8>) -> Method? {
+    guard let first = bytes.first else { return nil }
+    for (name, method) in spelled where name.count == bytes.count && name[0] == first {
+      if name.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, name.count) })
+        == 0
+      {
+        return method
+      }
+    }
+    return nil
+  }
+
+  private static let spelled: [([UInt8], Method)] = allCases.map { (Array($0.rawValue.utf8), $0) }
 }

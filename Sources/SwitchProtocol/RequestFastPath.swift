@@ -1,3 +1,6 @@
+import Glibc
+import SwitchCore
+
 // RequestFastPath: reads the common request line straight from its bytes.
 //
 // Why it exists: nearly every line a client sends is one small request like
@@ -9,7 +12,8 @@
 //
 // What it accepts (anything else returns nil and takes the general path,
 // which therefore still gives every error and its message):
-// - no whitespace anywhere, nothing after the closing '}';
+// - JSON's whitespace (space, tab, CR) between tokens and around the object,
+//   as Python's json.dumps and most clients put it; nothing else after '}';
 // - one object whose members, in any order and each at most once, are
 //   "jsonrpc":"2.0" and "method":STRING (both required), "id":(INTEGER|STRING)
 //   and "params":{} or {"NAME":VALUE,...} with VALUE a STRING, an INTEGER,
@@ -29,9 +33,6 @@ enum RequestFastPath {
   static func request(_ line: UnsafeBufferPointer<UInt8>, maxDepth: Int) -> Request? {
     // The general path refuses a params object nested deeper than maxDepth.
     guard maxDepth >= 2, let base = line.baseAddress else { return nil }
-    // A line that cannot end well (CRLF, trailing garbage) is declined before
-    // any String is made for it.
-    guard line.last == UInt8(ascii: "}") else { return nil }
     var scanner = Scanner(p: base, n: line.count)
     guard let request = scanner.request() else { return nil }
     if scanner.sawNonASCII {
@@ -42,18 +43,40 @@ enum RequestFastPath {
 }
 
 extension RequestFastPath {
+  /// The request on `line` read straight into its Call, when it has one of
+  /// the shapes above with params of `key` and at most `checked` (a `get`,
+  /// `toggle` or `set`: nearly every request) and its method takes them
+  /// (`Call.keyCall`); else nil, and `request` or the general path reads it.
+  /// No params object is made and none is decoded: ~2k instructions of a
+  /// `get` (callgrind). `RequestDecoder.decodeCall` is its public face.
+  static func keyCall(_ line: UnsafeBufferPointer<UInt8>, maxDepth: Int) -> DecodedCall? {
+    guard maxDepth >= 2, let base = line.baseAddress else { return nil }
+    var scanner = Scanner(p: base, n: line.count)
+    guard let (id, method, params) = scanner.keyRequest(),
+      let call = Call.keyCall(method, key: params.key, checked: params.checked)
+    else { return nil }
+    // A key is ASCII; a non-ASCII id or method name is the general path's.
+    if scanner.sawNonASCII { return nil }
+    return DecodedCall(id: id, method: method, call: call)
+  }
+}
+
+/// The params `RequestFastPath.keyCall` reads.
+struct KeyParams {
+  var key: String
+  var checked: Bool?
+}
+
+extension RequestFastPath {
   /// The varlink call on `line` when it is `{"method":STRING}` or
   /// `{"method":STRING,"parameters":{...}}` (either order) with the same
-  /// rules as above; anything else (`more`, `oneway`, a null, whitespace)
-  /// returns nil and takes the general path. What varlink's `Get` and
+  /// rules as above; anything else (`more`, `oneway`, a null) returns nil and takes the general path. What varlink's `Get` and
   /// `Toggle` send, read without a JSON tree: the parser was what made a
   /// varlink `get` cost more than a JSON-RPC one.
   static func varlinkCall(
     _ line: UnsafeBufferPointer<UInt8>, maxDepth: Int
   ) -> (method: String, parameters: JSONValue?)? {
-    guard maxDepth >= 2, let base = line.baseAddress, line.last == UInt8(ascii: "}") else {
-      return nil
-    }
+    guard maxDepth >= 2, let base = line.baseAddress else { return nil }
     var scanner = Scanner(p: base, n: line.count)
     guard let call = scanner.varlinkCall() else { return nil }
     if scanner.sawNonASCII {
@@ -70,28 +93,50 @@ private struct Scanner {
   var sawNonASCII = false
 
   mutating func request() -> Request? {
+    guard let (id, method, params) = envelope({ $0.paramsObject() }) else { return nil }
+    return Request(id: id, method: text(method), params: params)
+  }
+
+  /// A request whose params are `key`, and `checked` at most, of a method
+  /// that exists (found from its bytes: no String is made for its name).
+  mutating func keyRequest() -> (id: RequestID?, method: Method, params: KeyParams)? {
+    guard let (id, name, params) = envelope({ $0.keyParams() }), let params,
+      let method = Method.named(
+        bytes: UnsafeBufferPointer(start: p + name.lowerBound, count: name.count))
+    else { return nil }
+    return (id, method, params)
+  }
+
+  /// The envelope, in any order, its params read by `readParams`; the
+  /// method name as where its bytes are.
+  mutating func envelope<Params>(
+    _ readParams: (inout Scanner) -> Params?
+  ) -> (id: RequestID?, method: Range<Int>, params: Params?)? {
     guard skip(UInt8(ascii: "{")) else { return nil }
     var id: RequestID?
-    var method: String?
-    var params: JSONValue?
+    var method: Range<Int>?
+    var params: Params?
     var seen: UInt8 = 0  // a bit per envelope member, as RequestDecoder.envelope
     repeat {
+      skipSpace()
       guard n - i >= 2 else { return nil }
       let bit: UInt8
       switch p[i + 1] {  // the first letter of the member's name
       case UInt8(ascii: "j"):
-        guard skip(#""jsonrpc":"2.0""#) else { return nil }
+        guard member(#""jsonrpc""#), skip(#""2.0""#) else { return nil }
         bit = 1
       case UInt8(ascii: "m"):
-        guard skip(#""method":"#), let name = string() else { return nil }
+        guard member(#""method""#), let name = stringBytes() else { return nil }
         method = name
         bit = 2
       case UInt8(ascii: "p"):
-        guard skip(#""params":"#), let object = paramsObject() else { return nil }
+        guard member(#""params""#), let object = readParams(&self) else { return nil }
         params = object
         bit = 4
       case UInt8(ascii: "i"):
-        guard skip(#""id":"#), i < n else { return nil }
+        guard member(#""id""#) else { return nil }
+        skipSpace()
+        guard i < n else { return nil }
         if p[i] == UInt8(ascii: "\"") {
           guard let text = string() else { return nil }
           id = .string(text)
@@ -106,8 +151,8 @@ private struct Scanner {
       guard seen & bit == 0 else { return nil }
       seen |= bit
     } while skip(UInt8(ascii: ","))
-    guard skip(UInt8(ascii: "}")), i == n, seen & 3 == 3, let method else { return nil }
-    return Request(id: id, method: method, params: params)
+    guard skip(UInt8(ascii: "}")), atEnd(), seen & 3 == 3, let method else { return nil }
+    return (id, method, params)
   }
 
   mutating func varlinkCall() -> (method: String, parameters: JSONValue?)? {
@@ -116,15 +161,16 @@ private struct Scanner {
     var parameters: JSONValue?
     var seen: UInt8 = 0
     repeat {
+      skipSpace()
       guard n - i >= 2 else { return nil }
       let bit: UInt8
       switch p[i + 1] {
       case UInt8(ascii: "m"):  // "more" is declined here: not "method"
-        guard skip(#""method":"#), let name = string() else { return nil }
+        guard member(#""method""#), let name = string() else { return nil }
         method = name
         bit = 1
       case UInt8(ascii: "p"):
-        guard skip(#""parameters":"#), let object = paramsObject() else { return nil }
+        guard member(#""parameters""#), let object = paramsObject() else { return nil }
         parameters = object
         bit = 2
       default:
@@ -133,7 +179,7 @@ private struct Scanner {
       guard seen & bit == 0 else { return nil }
       seen |= bit
     } while skip(UInt8(ascii: ","))
-    guard skip(UInt8(ascii: "}")), i == n, let method else { return nil }
+    guard skip(UInt8(ascii: "}")), atEnd(), let method else { return nil }
     return (method, parameters)
   }
 
@@ -143,7 +189,9 @@ private struct Scanner {
     if skip(UInt8(ascii: "}")) { return .object([]) }
     var members: [JSONMember] = []
     repeat {
-      guard let name = string(), skip(UInt8(ascii: ":")), i < n else { return nil }
+      guard let name = string(), skip(UInt8(ascii: ":")) else { return nil }
+      skipSpace()
+      guard i < n else { return nil }
       let value: JSONValue
       switch p[i] {
       case UInt8(ascii: "\""):
@@ -165,8 +213,47 @@ private struct Scanner {
     return .object(members)
   }
 
+  /// `{"key":KEY}` or `{"key":KEY,"checked":BOOL}`, either order, KEY a
+  /// valid switch key (else the general path says what is wrong with it).
+  mutating func keyParams() -> KeyParams? {
+    guard skip(UInt8(ascii: "{")) else { return nil }
+    var key: String?
+    var checked: Bool?
+    repeat {
+      skipSpace()
+      guard n - i >= 2 else { return nil }
+      switch p[i + 1] {  // the first letter of the name: no partial match is tried again
+      case UInt8(ascii: "k"):
+        guard key == nil, member(#""key""#), let text = string(), SwitchKey.isValid(text) else {
+          return nil
+        }
+        key = text
+      case UInt8(ascii: "c"):
+        guard checked == nil, member(#""checked""#) else { return nil }
+        if skip("true") {
+          checked = true
+        } else if skip("false") {
+          checked = false
+        } else {
+          return nil
+        }
+      default:
+        return nil
+      }
+    } while skip(UInt8(ascii: ","))
+    guard skip(UInt8(ascii: "}")), let key else { return nil }
+    return KeyParams(key: key, checked: checked)
+  }
+
   /// A string with no escape and no control byte; nil for anything else.
   mutating func string() -> String? {
+    stringBytes().map(text)
+  }
+
+  /// Where the bytes of a string with no escape and no control byte are
+  /// (between its quotes); nil for anything else.
+  mutating func stringBytes() -> Range<Int>? {
+    skipSpace()
     guard i < n, p[i] == UInt8(ascii: "\"") else { return nil }
     let start = i + 1
     var j = start
@@ -174,8 +261,7 @@ private struct Scanner {
       let c = p[j]
       if c == UInt8(ascii: "\"") {
         i = j + 1
-        return String(
-          decoding: UnsafeBufferPointer(start: p + start, count: j - start), as: UTF8.self)
+        return start..<j
       }
       if c == UInt8(ascii: "\\") || c < 0x20 { return nil }
       if c >= 0x80 { sawNonASCII = true }
@@ -184,9 +270,16 @@ private struct Scanner {
     return nil
   }
 
+  /// The String of the bytes at `range`.
+  func text(_ range: Range<Int>) -> String {
+    String(
+      decoding: UnsafeBufferPointer(start: p + range.lowerBound, count: range.count), as: UTF8.self)
+  }
+
   /// `0` or `[1-9][0-9]*`. What follows is checked by the caller: a '.',
   /// 'e' or digit after it is not a ',' or '}', so the line is declined.
   mutating func integer() -> JSONNumber? {
+    skipSpace()
     guard i < n, JSONGrammar.isDigit(p[i]) else { return nil }
     let start = i
     i += 1
@@ -198,19 +291,36 @@ private struct Scanner {
     return JSONNumber(validatedText: text)
   }
 
-  /// Steps over `byte` if it is next.
+  /// Steps over JSON's insignificant whitespace.
+  mutating func skipSpace() {
+    while i < n && JSONGrammar.isSpace(p[i]) { i += 1 }
+  }
+
+  /// Steps over the rest of the line, true when it is only whitespace.
+  mutating func atEnd() -> Bool {
+    skipSpace()
+    return i == n
+  }
+
+  /// Steps over `name` (quoted) and its colon.
+  mutating func member(_ name: StaticString) -> Bool {
+    skip(name) && skip(UInt8(ascii: ":"))
+  }
+
+  /// Steps over `byte` if it is next, after any whitespace.
   mutating func skip(_ byte: UInt8) -> Bool {
+    skipSpace()
     guard i < n && p[i] == byte else { return false }
     i += 1
     return true
   }
 
-  /// Steps over `word` if it is next.
+  /// Steps over `word` if it is next (memcmp: a byte loop cost ~8
+  /// instructions a byte of the envelope's names).
   mutating func skip(_ word: StaticString) -> Bool {
+    skipSpace()
     let length = word.utf8CodeUnitCount
-    guard n - i >= length else { return false }
-    let w = word.utf8Start
-    for k in 0..<length where p[i + k] != w[k] { return false }
+    guard n - i >= length, memcmp(p + i, word.utf8Start, length) == 0 else { return false }
     i += length
     return true
   }

@@ -5,8 +5,19 @@ public enum ResponseEncoding {
   /// `{"jsonrpc":"2.0","id":…,"result":` — the caller writes the result, then `endResult`.
   public static func beginResult(_ w: inout JSONWriter, id: RequestID) {
     w.raw(Parts.head)
-    w.value(id.jsonValue)
+    writeID(&w, id)
     w.raw(Parts.result)
+  }
+
+  /// The id, written from its parts (no JSONValue made for it).
+  static func writeID(_ w: inout JSONWriter, _ id: RequestID) {
+    switch id {
+    case .number(let number):
+      var text = number.text
+      text.withUTF8 { w.bytes.append(contentsOf: $0) }
+    case .string(let text): w.string(text)
+    case .null: w.null()
+    }
   }
 
   /// Closes what `beginResult` opened.
@@ -20,7 +31,7 @@ public enum ResponseEncoding {
     _ w: inout JSONWriter, id: RequestID, _ error: RPCError, switchObject: [UInt8]? = nil
   ) {
     w.raw(Parts.head)
-    w.value(id.jsonValue)
+    writeID(&w, id)
     w.member(WireField.error)
     w.firstMember(WireField.code)
     w.int(Int64(error.code.rawValue))

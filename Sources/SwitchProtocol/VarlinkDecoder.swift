@@ -44,6 +44,13 @@ public enum VarlinkDecoder {
       message.allowsInteraction = Call.allowsInteractiveAuthentication(call.parameters)
       return message
     }
+    return decodeGeneral(frame, maxDepth: maxDepth, limits: limits)
+  }
+
+  /// `decode` without its fast path: the reference it is tested against.
+  public static func decodeGeneral(
+    _ frame: UnsafeBufferPointer<UInt8>, maxDepth: Int, limits: ParamLimits = ParamLimits()
+  ) -> VarlinkMessage {
     let value: JSONValue
     do {
       value = try JSONParser.parse(frame, maxDepth: maxDepth)

@@ -52,30 +52,49 @@ import Testing
 
   // MARK: Accepted
 
-  static let common = [
-    #"{"jsonrpc":"2.0","id":17,"method":"get","params":{"key":"wifi"}}"#,
-    #"{"jsonrpc":"2.0","id":"a-1","method":"toggle","params":{"key":"toggle.c3"}}"#,
-    #"{"jsonrpc":"2.0","id":3,"method":"list"}"#,
-    #"{"jsonrpc":"2.0","id":3,"method":"list","params":{}}"#,
-    #"{"jsonrpc":"2.0","id":3,"method":"list","params":{"prefix":"x."}}"#,
-    #"{"jsonrpc":"2.0","id":0,"method":"get","params":{"key":"wifi"}}"#,
-    #"{"jsonrpc":"2.0","id":"","method":"get","params":{"key":"wifi"}}"#,
-    #"{"jsonrpc":"2.0","method":"toggle","params":{"key":"wifi"}}"#,
-    #"{"id":5,"jsonrpc":"2.0","method":"get","params":{"key":"wifi"}}"#,
-    #"{"params":{"key":"wifi"},"method":"get","id":5,"jsonrpc":"2.0"}"#,
-    #"{"method":"status","jsonrpc":"2.0"}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":true,"ifRevision":4}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":false}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"history","params":{"key":"wifi","limit":0,"before":9}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"lock","params":{"key":"wifi","reason":"r ~ DEL\#u{7F}"}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"lock","params":{"key":"wifi","reason":"café ☕ 😀"}}"#,
-    #"{"jsonrpc":"2.0","id":"é","method":"é","params":{"é":"é"}}"#,
-    #"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"get"}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"nosuchmethod","params":{"x":1}}"#,
-    // `1` stays a number (never true): Call.decode refuses it as a bool later.
-    #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"k","checked":1}}"#,
-    // A repeated params name: the parser keeps both, Call.decode refuses it.
-    #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"a","key":"b"}}"#,
+  static let common =
+    [
+      #"{"jsonrpc":"2.0","id":17,"method":"get","params":{"key":"wifi"}}"#,
+      #"{"jsonrpc":"2.0","id":"a-1","method":"toggle","params":{"key":"toggle.c3"}}"#,
+      #"{"jsonrpc":"2.0","id":3,"method":"list"}"#,
+      #"{"jsonrpc":"2.0","id":3,"method":"list","params":{}}"#,
+      #"{"jsonrpc":"2.0","id":3,"method":"list","params":{"prefix":"x."}}"#,
+      #"{"jsonrpc":"2.0","id":0,"method":"get","params":{"key":"wifi"}}"#,
+      #"{"jsonrpc":"2.0","id":"","method":"get","params":{"key":"wifi"}}"#,
+      #"{"jsonrpc":"2.0","method":"toggle","params":{"key":"wifi"}}"#,
+      #"{"id":5,"jsonrpc":"2.0","method":"get","params":{"key":"wifi"}}"#,
+      #"{"params":{"key":"wifi"},"method":"get","id":5,"jsonrpc":"2.0"}"#,
+      #"{"method":"status","jsonrpc":"2.0"}"#,
+      #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":true,"ifRevision":4}}"#,
+      #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":false}}"#,
+      #"{"jsonrpc":"2.0","id":1,"method":"history","params":{"key":"wifi","limit":0,"before":9}}"#,
+      #"{"jsonrpc":"2.0","id":1,"method":"lock","params":{"key":"wifi","reason":"r ~ DEL\#u{7F}"}}"#,
+      #"{"jsonrpc":"2.0","id":1,"method":"lock","params":{"key":"wifi","reason":"café ☕ 😀"}}"#,
+      #"{"jsonrpc":"2.0","id":"é","method":"é","params":{"é":"é"}}"#,
+      #"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"get"}"#,
+      #"{"jsonrpc":"2.0","id":1,"method":"nosuchmethod","params":{"x":1}}"#,
+      // `1` stays a number (never true): Call.decode refuses it as a bool later.
+      #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"k","checked":1}}"#,
+      // A repeated params name: the parser keeps both, Call.decode refuses it.
+      #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"a","key":"b"}}"#,
+    ] + spacedTexts
+
+  /// JSON's whitespace between tokens and around the object (Python's
+  /// json.dumps writes `{"jsonrpc": "2.0", "id": 1, …}`).
+  static let spacedTexts = [
+    #" {"jsonrpc":"2.0","id":1,"method":"get"}"#,
+    #"{"jsonrpc":"2.0","id":1,"method":"get"} "#,
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"get\"}\r",
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"get\"}\t",
+    #"{ "jsonrpc":"2.0","id":1,"method":"get"}"#,
+    #"{"jsonrpc" :"2.0","id":1,"method":"get"}"#,
+    #"{"jsonrpc": "2.0","id":1,"method":"get"}"#,
+    #"{"jsonrpc":"2.0", "id":1,"method":"get"}"#,
+    #"{"jsonrpc":"2.0","id":1,"method":"get","params":{ "key":"wifi"}}"#,
+    #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"wifi" }}"#,
+    #"{"jsonrpc": "2.0", "id": 7, "method": "toggle", "params": {"key": "wifi"}}"#,
+    #"{"jsonrpc": "2.0", "method": "set", "params": {"key": "wifi", "checked": true}, "id": "a"}"#,
+    " {\t\"jsonrpc\" : \"2.0\" ,\r\"id\" : 0 , \"method\" : \"list\" , \"params\" : { } }\t\r",
   ]
 
   @Test(arguments: common)
@@ -115,17 +134,6 @@ import Testing
   static let nearMisses = nearMissTexts.map { Array($0.utf8) } + nearMissBytes
 
   static let nearMissTexts = [
-    // Whitespace, anywhere.
-    #" {"jsonrpc":"2.0","id":1,"method":"get"}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"get"} "#,
-    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"get\"}\r",
-    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"get\"}\t",
-    #"{ "jsonrpc":"2.0","id":1,"method":"get"}"#,
-    #"{"jsonrpc" :"2.0","id":1,"method":"get"}"#,
-    #"{"jsonrpc": "2.0","id":1,"method":"get"}"#,
-    #"{"jsonrpc":"2.0", "id":1,"method":"get"}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"get","params":{ "key":"wifi"}}"#,
-    #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"wifi" }}"#,
     // Escapes.
     #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"wi\u0066i"}}"#,
     #"{"jsonrpc":"2.0","id":1,"method":"g\"et"}"#,
@@ -310,9 +318,16 @@ import Testing
 /// `init(rawValue:)` names, and nothing else.
 @Suite struct MethodNameTests {
   @Test func everyMethodByItsNameAndNothingElse() {
-    for method in Method.allCases { #expect(Method.named(method.rawValue) == method) }
-    for name in ["", "Get", "get ", "gets", "io.switchd.Switches.Get", "toggle\u{0}"] {
+    func named(bytes name: String) -> Method? {
+      Array(name.utf8).withUnsafeBufferPointer { Method.named(bytes: $0) }
+    }
+    for method in Method.allCases {
+      #expect(Method.named(method.rawValue) == method)
+      #expect(named(bytes: method.rawValue) == method)
+    }
+    for name in ["", "Get", "get ", "gets", "ge", "g", "io.switchd.Switches.Get", "toggle\u{0}"] {
       #expect(Method.named(name) == nil, "\(name)")
+      #expect(named(bytes: name) == nil, "\(name)")
       #expect(Method(rawValue: name) == nil)
     }
   }

@@ -2,12 +2,15 @@ import Testing
 
 @testable import SwitchProtocol
 
-/// The varlink calls read without a JSON tree decode to exactly what the
-/// general path gives the same call written with spaces (which the fast
-/// path declines).
+/// The varlink calls read without a JSON tree, compact or written with
+/// spaces, decode to exactly what the general path gives them.
 @Suite struct VarlinkFastPathTests {
   static func decode(_ text: String) -> VarlinkMessage {
     Array(text.utf8).withUnsafeBufferPointer { VarlinkDecoder.decode($0, maxDepth: 32) }
+  }
+
+  static func decodeGeneral(_ text: String) -> VarlinkMessage {
+    Array(text.utf8).withUnsafeBufferPointer { VarlinkDecoder.decodeGeneral($0, maxDepth: 32) }
   }
 
   static func takesFastPath(_ text: String) -> Bool {
@@ -44,13 +47,14 @@ import Testing
 
   @Test(arguments: calls)
   func agreesWithTheGeneralPath(_ call: String) {
-    #expect(Self.takesFastPath(call))
-    #expect(!Self.takesFastPath(Self.spaced(call)))
-    let fast = Self.decode(call)
-    let general = Self.decode(Self.spaced(call))
-    #expect(fast.body == general.body)
-    #expect(fast.oneway == general.oneway && fast.more == general.more)
-    #expect(fast.allowsInteraction == general.allowsInteraction)
+    for text in [call, Self.spaced(call), " \(Self.spaced(call))\t "] {
+      #expect(Self.takesFastPath(text), "\(text)")
+      let fast = Self.decode(text)
+      let general = Self.decodeGeneral(text)
+      #expect(fast.body == general.body)
+      #expect(fast.oneway == general.oneway && fast.more == general.more)
+      #expect(fast.allowsInteraction == general.allowsInteraction)
+    }
   }
 
   @Test func declinesWhatItDoesNotRead() {
@@ -60,7 +64,7 @@ import Testing
       #"{"method":"io.switchd.Switches.Get","parameters":{"key":null}}"#,
       #"{"method":"io.switchd.Switches.Get","method":"io.switchd.Switches.Get"}"#,
       #"{"parameters":{"key":"wifi"}}"#,
-      #"{"method":"io.switchd.Switches.Get"} "#,
+      #"{"method":"io.switchd.Switches.Get"} x"#,
     ] {
       #expect(!Self.takesFastPath(call), "\(call)")
     }

@@ -29,4 +29,33 @@ import Testing
       _ = try LockFile(path: path)
     }
   }
+
+  /// The record is one fixed-width line after the pid: a shorter revision
+  /// written over a longer one leaves no tail, and the next holder reads it.
+  @Test(arguments: [0, 7, 1_234_567, Int64.max, -42] as [Int64])
+  func theAnnouncedRevisionIsReadByTheNextHolder(_ revision: Int64) throws {
+    try withTemporaryDirectory { base in
+      let path = base + "/switches.db.lock"
+      let first = try LockFile(path: path)
+      first.announcedRevision.record(9_999_999_999)
+      first.announcedRevision.record(revision)
+      let text = try #require(readFile(path))
+      let number = String(revision)
+      #expect(
+        text == "\(getpid())\nrevision \(number)"
+          + String(repeating: " ", count: 20 - number.count) + "\n")
+      _ = consume first
+      let next = try LockFile(path: path)
+      #expect(next.recordedRevision == revision)
+    }
+  }
+
+  private func readFile(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes = [UInt8](repeating: 0, count: 256)
+    let n = read(fd, &bytes, bytes.count)
+    return n < 0 ? nil : String(decoding: bytes[..<n], as: UTF8.self)
+  }
 }

@@ -60,6 +60,8 @@ final class Connection {
   var replaysUnfinished = 0
   /// The first revision of the last `publish` that queued events here.
   var publishMark: Int64 = 0
+  /// The last `Server.drainMark` that listed it to be resumed.
+  var resumeMark: UInt64 = 0
   /// The epoll events this connection is registered for.
   var interest: UInt32 = 0
   /// The peer closed its sending side: answer what it sent, then close.
@@ -408,5 +410,13 @@ struct PendingRequest {
     call =
       method.map { Call.decode($0, params: request.params, limits: limits) }
       ?? .failure(.methodNotFound(request.method))
+  }
+
+  /// A request the fast path decoded whole (`RequestDecoder.decodeCall`).
+  init(_ decoded: consuming DecodedCall, answer: (slot: UInt64, part: Int)?) {
+    id = decoded.id
+    self.answer = answer
+    method = decoded.method
+    call = .success(decoded.call)
   }
 }

@@ -124,29 +124,10 @@ extension Server {
     var progressed = false
     while !connection.isClosed {
       if let next = connection.nextPending {
-        // Once the peer is gone, a call that wants an answer is not started
-        // (no one can read it); one that wants none was complete when sent.
-        if connection.hungUp && next.answer != nil {
-          _ = connection.popPending()
-          progressed = true
-          continue
-        }
-        // Reads wait for the writes before them (read your writes); writes
-        // wait once a connection has many in flight, so a client that
-        // never reads cannot queue answers without bound. Everything waits
-        // for a log read in flight, for the same reason.
-        let isWrite = next.method?.isWrite == true
-        if connection.writesInFlight > 0 && !isWrite { break }
-        if connection.readsInFlight > 0 { break }
-        if connection.writesInFlight >= Self.maxWritesInFlight { break }
-        // Administrators are exempt, as from MaxConnectionsPerUser.
-        if isWrite && !connection.caller.isAdmin
-          && !writesPerUser.mayHandOver(uid: connection.peer.uid, connection: connection.id)
-        {
-          break
-        }
+        let turn = turn(of: next, on: connection)
+        if turn == .wait { break }
         _ = connection.popPending()
-        execute(next, on: connection)
+        if turn == .start { execute(next, on: connection) }
         progressed = true
         continue
       }
@@ -157,6 +138,47 @@ extension Server {
       progressed = true
     }
     return progressed
+  }
+
+  /// What a request at the head of its connection's queue does now.
+  enum Turn {
+    case start
+    case wait
+    /// Its peer is gone and it wants an answer: it is dropped, not started.
+    case drop
+  }
+
+  func turn(of request: PendingRequest, on connection: Connection) -> Turn {
+    // Once the peer is gone, a call that wants an answer is not started
+    // (no one can read it); one that wants none was complete when sent.
+    if connection.hungUp && request.answer != nil { return .drop }
+    // Reads wait for the writes before them (read your writes); writes
+    // wait once a connection has many in flight, so a client that
+    // never reads cannot queue answers without bound. Everything waits
+    // for a log read in flight, for the same reason.
+    let isWrite = request.method?.isWrite == true
+    if connection.writesInFlight > 0 && !isWrite { return .wait }
+    if connection.readsInFlight > 0 { return .wait }
+    if connection.writesInFlight >= Self.maxWritesInFlight { return .wait }
+    // Administrators are exempt, as from MaxConnectionsPerUser.
+    if isWrite && !connection.caller.isAdmin
+      && !writesPerUser.mayHandOver(uid: connection.peer.uid, connection: connection.id)
+    {
+      return .wait
+    }
+    return .start
+  }
+
+  /// Runs a request just framed at once when nothing waits before it and
+  /// its turn has come (nearly always): it is never queued, copied into the
+  /// queue and out again. Else it is queued, as `runRequests` would.
+  func startOrQueue(_ request: PendingRequest, on connection: Connection) {
+    guard !connection.hasPending else { return connection.enqueue(request) }
+    switch turn(of: request, on: connection) {
+    case .start: execute(request, on: connection)
+    case .drop: break
+    case .wait: connection.enqueue(request)
+    }
   }
 
   /// Bytes one pump sends at most: a client reading a big answer (a

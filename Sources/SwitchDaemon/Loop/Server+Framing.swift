@@ -18,8 +18,16 @@ extension Server {
       let error = RPCError.invalidRequest("the line is longer than \(limits.maxFrameBytes) bytes")
       fail(Ticket(connection: connection.id, slot: slot, part: 0, id: .null), on: connection, error)
     case .line(let bytes):
+      let maxDepth = limits.maxNestingDepth
+      // Nearly every line: a get, toggle or set of a key, decoded in one step.
+      if let decoded = bytes.withUnsafeBufferPointer({
+        RequestDecoder.decodeCall($0, maxDepth: maxDepth)
+      }) {
+        let answer = decoded.id == nil ? nil : (connection.openSlot(parts: 1, isBatch: false), 0)
+        return startOrQueue(PendingRequest(decoded, answer: answer), on: connection)
+      }
       let incoming = bytes.withUnsafeBufferPointer {
-        RequestDecoder.decode($0, maxDepth: limits.maxNestingDepth)
+        RequestDecoder.decode($0, maxDepth: maxDepth)
       }
       switch incoming {
       case .single(let item):
@@ -42,7 +50,7 @@ extension Server {
         invalid.error)
     case .success(let request):
       let answer = request.id == nil ? nil : (connection.openSlot(parts: 1, isBatch: false), 0)
-      connection.enqueue(PendingRequest(request, answer: answer, limits: limits.params))
+      startOrQueue(PendingRequest(request, answer: answer, limits: limits.params), on: connection)
     }
   }
 

@@ -22,6 +22,9 @@ struct SwitchEncodings {
   private struct Entry {
     var template: SwitchTemplate?
     var bytes: [UInt8]?
+    /// The State `bytes` show (the loop's record's, as every viewer's
+    /// `writable` is decided from it): a `get` needs no record look-up.
+    var state: SwitchState?
     /// `WireEncoding.switchMiddle` of a user-scope switch, shared by its users.
     var middle: [UInt8]?
   }
@@ -66,6 +69,9 @@ struct SwitchEncodings {
 
   func bytes(at position: Int) -> [UInt8]? { entries[position].bytes }
 
+  /// The State of the switch at `position` while its encoding is kept.
+  func state(at position: Int) -> SwitchState? { entries[position].state }
+
   func isUserScoped(at position: Int) -> Bool { userScoped[position] }
 
   /// The schema members of the Switch at `position`, made once per
@@ -81,15 +87,17 @@ struct SwitchEncodings {
   }
 
   /// Encodes the Switch at `position` and keeps it until `invalidate`.
+  /// `state`: the loop's record's (a user-scope `record` is as a user who
+  /// never set it reads it).
   mutating func encode(
-    at position: Int, definition: SwitchDefinition, record: SwitchRecord,
+    at position: Int, definition: SwitchDefinition, record: SwitchRecord, state: SwitchState,
     policySource: SourceLocation?, observed: Bool?
   ) -> [UInt8] {
     let template = entries[position].template ?? SwitchTemplate(definition)
-    var w = JSONWriter(capacity: 512)
+    var w = JSONWriter(capacity: template.objectCapacity)
     WireEncoding.writeSwitch(
       &w, template: template, record: record, policySource: policySource, observed: observed)
-    entries[position] = Entry(template: template, bytes: w.bytes)
+    entries[position] = Entry(template: template, bytes: w.bytes, state: state)
     return w.bytes
   }
 
@@ -110,6 +118,7 @@ struct SwitchEncodings {
   mutating func invalidate(_ key: String) {
     if let position = positions[key] {
       entries[position].bytes = nil
+      entries[position].state = nil
       entries[position].middle = nil
     }
   }
@@ -136,12 +145,13 @@ extension Server {
     if let bytes = encodings.bytes(at: position) { return bytes }
     let key = catalog.sortedKeys[position]
     guard let definition = catalog.switches[key], var record = records[key] else { return nil }
+    let state = record.state
     // A user-scope switch shared by every viewer: as a user who never set it reads it.
     if definition.scope == .user {
       record = Visibility.record(record, own: nil, definition: definition)
     }
     return encodings.encode(
-      at: position, definition: definition, record: record,
+      at: position, definition: definition, record: record, state: state,
       policySource: Rules.policySource(state: record.state, rule: catalog.policies[key]),
       observed: observations[key])
   }
@@ -150,11 +160,18 @@ extension Server {
   /// (`writable`, `writableReason`).
   func writability(_ key: String, for caller: Caller, scope: Scope = .system) -> Writability {
     guard let record = records[key] else { return .refused(.unknownSwitch(key: key)) }
+    return writability(key, state: record.state, for: caller, scope: scope)
+  }
+
+  /// The same of `key`'s switch in `state` (the loop's record's).
+  func writability(
+    _ key: String, state: SwitchState, for caller: Caller, scope: Scope = .system
+  ) -> Writability {
     // The policy matters only to a switch a policy holds: no look-up else
     // (every `get` asks this).
-    let held = record.state.heldBy == .policy || record.state.disabledBy == .policy
+    let held = state.heldBy == .policy || state.disabledBy == .policy
     return Rules.writability(
-      key: key, state: record.state, policy: held ? catalog.policies[key] : nil, caller: caller,
+      key: key, state: state, policy: held ? catalog.policies[key] : nil, caller: caller,
       scope: scope)
   }
 

@@ -27,7 +27,7 @@ extension Server {
     case .call(let method, let call):
       var pending = PendingRequest(varlink: method, call, answer: message.oneway ? nil : (slot, 0))
       pending.allowsInteraction = message.allowsInteraction
-      connection.enqueue(pending)
+      startOrQueue(pending, on: connection)
     case .getInfo:
       answer(ticket, on: connection) {
         VarlinkEncoding.writeInfo(&$0, version: SwitchdVersion.current)

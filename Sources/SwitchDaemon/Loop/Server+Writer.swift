@@ -28,18 +28,28 @@ extension Server {
         observations[key] = state
         encodings.invalidate(key)
       }
-      var resumed: [UInt64: Connection] = [:]
+      // Each connection once, marked with this output's number: a mark
+      // costs less than a dictionary made, grown and freed per output.
+      drainMark += 1
+      var resumed: [Connection] = []
+      func resume(_ connection: Connection) {
+        guard connection.resumeMark != drainMark else { return }
+        connection.resumeMark = drainMark
+        resumed.append(connection)
+      }
       for (ticket, answer) in output.answers {
         if let uid = ticket.countedAgainst {
-          for id in writesPerUser.finished(uid: uid) { resumed[id] = connections[id] }
+          for id in writesPerUser.finished(uid: uid) {
+            if let connection = connections[id] { resume(connection) }
+          }
         }
         guard let connection = connections[ticket.connection] else { continue }
         connection.writesInFlight -= 1
-        resumed[connection.id] = connection
+        resume(connection)
         let caller = connection.caller.acting(as: ticket.viewer)
         respond(ticket, on: connection) { write(&$0, answer, to: ticket, for: caller) }
       }
-      for connection in resumed.values { pump(connection) }
+      for connection in resumed { pump(connection) }
       if let schemaChanges, !schemaChanges.isEmpty { announce(schemaChanges) }
       if let reload = output.reload {
         lastReload = reload
@@ -125,13 +135,8 @@ extension Server {
       records[key]?.revision == outcome.record.revision,
       let bytes = encodedSwitch(at: position)
     {
-      let state = outcome.record.state
-      let held = state.heldBy == .policy || state.disabledBy == .policy
       WireEncoding.writeSwitch(
-        &w, encoded: bytes,
-        writable: Rules.writability(
-          key: key, state: state, policy: held ? catalog.policies[key] : nil, caller: caller,
-          scope: .system))
+        &w, encoded: bytes, writable: writability(key, state: outcome.record.state, for: caller))
       return
     }
     // The switch changed again after this write (in the same group).

@@ -73,6 +73,8 @@ final class Server {
   var writesPerUser = WritesPerUser(limit: Server.maxWritesInFlightPerUser)
   /// Writes submitted during this turn of the loop, not yet handed over.
   var writesThisTurn: [WriterJob] = []
+  /// Counts the writer's outputs taken (`drainWriterOutputs`).
+  var drainMark: UInt64 = 0
   var hub = WatchHub()
   /// The declared switches' Switch objects, encoded once until they change.
   var encodings: SwitchEncodings
