@@ -27,8 +27,16 @@ public final class DeadlineTimers: @unchecked Sendable {
       throw error
     }
     let (wall, boot, stopper) = (wall, boot, stopper)
+    // Read here, before the thread starts, and handed to it: the thread then
+    // never runs this lazy static's initializer while the owner's first
+    // `arm` may run it too. Swift's once is safe, but ThreadSanitizer cannot
+    // see its synchronization in a binary that links the Swift runtime
+    // statically (the runtime's TSan hook is not exported), and reported the
+    // two threads' first reads as a data race (switchd exit 66 in CI).
+    let clockMayBeFaked = Self.processClockMayBeFaked
     thread = startJoinableThread {
-      Self.wait(timers: [wall, boot], stopper: stopper, fired: fired)
+      Self.wait(
+        timers: [wall, boot], stopper: stopper, clockMayBeFaked: clockMayBeFaked, fired: fired)
     }
   }
 
@@ -45,16 +53,18 @@ public final class DeadlineTimers: @unchecked Sendable {
   /// a faked speed, not a setting of it.
   static let skewMoveMilliseconds: Int64 = 500
 
-  private static func wait(timers: [Int32], stopper: Int32, fired: @Sendable () -> Void) {
+  private static func wait(
+    timers: [Int32], stopper: Int32, clockMayBeFaked: Bool, fired: @Sendable () -> Void
+  ) {
     var fds = (timers + [stopper]).map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-    let timeout = processClockMayBeFaked ? skewLookMilliseconds : -1
+    let timeout = clockMayBeFaked ? skewLookMilliseconds : -1
     var skew = shim_wall_clock_skew_milliseconds()
     while true {
       for i in fds.indices { fds[i].revents = 0 }
       guard poll(&fds, nfds_t(fds.count), timeout) >= 0 || errno == EINTR else { return }
       if fds[2].revents != 0 { return }
       var due = false
-      if processClockMayBeFaked {
+      if clockMayBeFaked {
         let now = shim_wall_clock_skew_milliseconds()
         if abs(now - skew) >= skewMoveMilliseconds { due = true }
         skew = now
