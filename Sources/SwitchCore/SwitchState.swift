@@ -5,26 +5,34 @@ public enum Holder: Sendable, Hashable, CaseIterable {
   case dependency
 }
 
-/// A State's deadline fields (`SwitchState.timing`).
-struct TimingFields: Hashable, Sendable {
+/// The fields most States lack (`SwitchState.rare`): the reasons of its
+/// holds and its deadlines.
+struct RareFields: Hashable, Sendable {
+  var readOnlyReason: String? = nil
+  var disabledReason: String? = nil
+  var invalidReason: String? = nil
   var pendingUntil: Int64? = nil
   var pending: TriedChange? = nil
   var expiresAt: Int64? = nil
   var readOnlyUntil: Int64? = nil
   var disabledUntil: Int64? = nil
 
+  var hasDeadlines: Bool {
+    pendingUntil != nil || pending != nil || expiresAt != nil || readOnlyUntil != nil
+      || disabledUntil != nil
+  }
+
   var isEmpty: Bool {
-    pendingUntil == nil && pending == nil && expiresAt == nil && readOnlyUntil == nil
-      && disabledUntil == nil
+    readOnlyReason == nil && disabledReason == nil && invalidReason == nil && !hasDeadlines
   }
 }
 
 /// Immutable, so a State stays a value: a change of a field makes a new box.
 /// Equal and hashed by its fields.
-final class Timing: Hashable, Sendable {
-  let fields: TimingFields
-  init(_ fields: TimingFields) { self.fields = fields }
-  static func == (a: Timing, b: Timing) -> Bool { a === b || a.fields == b.fields }
+final class RareBox: Hashable, Sendable {
+  let fields: RareFields
+  init(_ fields: RareFields) { self.fields = fields }
+  static func == (a: RareBox, b: RareBox) -> Bool { a === b || a.fields == b.fields }
   func hash(into hasher: inout Hasher) { hasher.combine(fields) }
 }
 
@@ -32,60 +40,71 @@ final class Timing: Hashable, Sendable {
 public struct SwitchState: Equatable, Hashable, Sendable {
   public var checked: Bool
   public var readOnly: Bool
-  public var readOnlyReason: String?
   public var heldBy: Holder?
   public var disabled: Bool
-  public var disabledReason: String?
   public var disabledBy: Holder?
   /// The switch's apply command could not make its effective value real
   /// (SEMANTICS.md rule 15); `invalidReason` is the command's own reason.
   public var invalid: Bool
-  public var invalidReason: String?
   /// For a user-scope switch: a hold fixes the value (`Checked=` of a policy,
   /// `lock` with `checked`), so every user reads `checked` and nobody writes
   /// their own. Otherwise `checked` is what a user who never set it reads
   /// (`defaultChecked`). Never set for a system switch. Not a wire field.
   public var valueFixed: Bool
-  /// The deadline fields below, boxed: nearly every State has none, and a
-  /// State is copied into every change, outcome and record, so they cost
-  /// one nil pointer there instead of ~110 bytes (issue 26).
-  private var timing: Timing?
+  /// The reasons and deadline fields below, boxed: nearly every State has
+  /// none, and a State is copied into every change, outcome and record, so
+  /// they cost one nil pointer there, and a copy no retain of a String
+  /// (issue 26: the deadlines took ~110 bytes a State, the reasons' Strings
+  /// made each copy and destroy go through their value witnesses).
+  private var rare: RareBox?
 
+  public var readOnlyReason: String? {
+    get { rare?.fields.readOnlyReason }
+    set { updateRare { $0.readOnlyReason = newValue } }
+  }
+  public var disabledReason: String? {
+    get { rare?.fields.disabledReason }
+    set { updateRare { $0.disabledReason = newValue } }
+  }
+  public var invalidReason: String? {
+    get { rare?.fields.invalidReason }
+    set { updateRare { $0.invalidReason = newValue } }
+  }
   /// When a tried change reverts unless confirmed (rule 20), on the wall
   /// clock, for people; `pending` says who made it and its real deadline.
   public var pendingUntil: Int64? {
-    get { timing?.fields.pendingUntil }
-    set { updateTiming { $0.pendingUntil = newValue } }
+    get { rare?.fields.pendingUntil }
+    set { updateRare { $0.pendingUntil = newValue } }
   }
   /// The tried change waiting for `confirm`; not a wire field.
   public var pending: TriedChange? {
-    get { timing?.fields.pending }
-    set { updateTiming { $0.pending = newValue } }
+    get { rare?.fields.pending }
+    set { updateRare { $0.pending = newValue } }
   }
   /// When a timed value ends and the value from before comes back
   /// (SEMANTICS.md rule 21), in milliseconds since the epoch; nil: not timed.
   public var expiresAt: Int64? {
-    get { timing?.fields.expiresAt }
-    set { updateTiming { $0.expiresAt = newValue } }
+    get { rare?.fields.expiresAt }
+    set { updateRare { $0.expiresAt = newValue } }
   }
   /// When an administrator's `lock` or `disable` lifts by itself (rule 22),
   /// or a scheduled policy's window ends.
   public var readOnlyUntil: Int64? {
-    get { timing?.fields.readOnlyUntil }
-    set { updateTiming { $0.readOnlyUntil = newValue } }
+    get { rare?.fields.readOnlyUntil }
+    set { updateRare { $0.readOnlyUntil = newValue } }
   }
   public var disabledUntil: Int64? {
-    get { timing?.fields.disabledUntil }
-    set { updateTiming { $0.disabledUntil = newValue } }
+    get { rare?.fields.disabledUntil }
+    set { updateRare { $0.disabledUntil = newValue } }
   }
 
   /// Whether any deadline field is set.
-  public var hasDeadlines: Bool { timing != nil }
+  public var hasDeadlines: Bool { rare?.fields.hasDeadlines ?? false }
 
-  private mutating func updateTiming(_ change: (inout TimingFields) -> Void) {
-    var fields = timing?.fields ?? TimingFields()
+  private mutating func updateRare(_ change: (inout RareFields) -> Void) {
+    var fields = rare?.fields ?? RareFields()
     change(&fields)
-    timing = fields.isEmpty ? nil : Timing(fields)
+    rare = fields.isEmpty ? nil : RareBox(fields)
   }
 
   public init(
@@ -95,20 +114,18 @@ public struct SwitchState: Equatable, Hashable, Sendable {
     expiresAt: Int64? = nil, readOnlyUntil: Int64? = nil, disabledUntil: Int64? = nil,
     pendingUntil: Int64? = nil, pending: TriedChange? = nil
   ) {
-    let fields = TimingFields(
-      pendingUntil: pendingUntil, pending: pending, expiresAt: expiresAt,
-      readOnlyUntil: readOnlyUntil, disabledUntil: disabledUntil)
-    self.timing = fields.isEmpty ? nil : Timing(fields)
+    let fields = RareFields(
+      readOnlyReason: readOnlyReason, disabledReason: disabledReason,
+      invalidReason: invalidReason, pendingUntil: pendingUntil, pending: pending,
+      expiresAt: expiresAt, readOnlyUntil: readOnlyUntil, disabledUntil: disabledUntil)
+    self.rare = fields.isEmpty ? nil : RareBox(fields)
     self.valueFixed = valueFixed
     self.checked = checked
     self.readOnly = readOnly
-    self.readOnlyReason = readOnlyReason
     self.heldBy = heldBy
     self.disabled = disabled
-    self.disabledReason = disabledReason
     self.disabledBy = disabledBy
     self.invalid = invalid
-    self.invalidReason = invalidReason
   }
 
   /// The State fields that differ between `self` and `other`, in wire order.
@@ -123,7 +140,7 @@ public struct SwitchState: Equatable, Hashable, Sendable {
     if disabledBy != other.disabledBy { fields.append(.disabledBy) }
     if invalid != other.invalid { fields.append(.invalid) }
     if invalidReason != other.invalidReason { fields.append(.invalidReason) }
-    guard timing != nil || other.timing != nil else { return fields }
+    guard hasDeadlines || other.hasDeadlines else { return fields }
     if pendingUntil != other.pendingUntil { fields.append(.pendingUntil) }
     if expiresAt != other.expiresAt { fields.append(.expiresAt) }
     if readOnlyUntil != other.readOnlyUntil { fields.append(.readOnlyUntil) }
@@ -134,14 +151,14 @@ public struct SwitchState: Equatable, Hashable, Sendable {
   /// Neither held read-only, disabled nor invalid, with no reasons: how most switches are.
   public var isFree: Bool {
     !readOnly && !disabled && heldBy == nil && disabledBy == nil && readOnlyReason == nil
-      && disabledReason == nil && !invalid && invalidReason == nil && timing == nil
+      && disabledReason == nil && !invalid && invalidReason == nil && rare == nil
   }
 
   /// The earliest of its deadlines, when it has one: when the writer must
   /// look at it again (`Rules.expired`).
   public var nextDeadline: Int64? {
     // No array: every committed change asks this (the writer's index).
-    guard timing != nil else { return nil }
+    guard hasDeadlines else { return nil }
     var earliest = expiresAt
     // A policy's hold ends with its schedule's window: no timer of its own.
     if let at = readOnlyUntil, heldBy == .admin, earliest.map({ at < $0 }) ?? true {

@@ -26,10 +26,14 @@ public enum WireEncoding {
     policySource: SourceLocation?, user: UInt32? = nil, observed: Bool? = nil,
     writable: Writability? = nil
   ) {
+    // The middle written in place: no array of its own to make and copy.
     writeSwitch(
-      &w, template: template, record: record,
-      middle: switchMiddle(template: template, state: record.state, policySource: policySource),
-      user: user, observed: observed, writable: writable)
+      &w, template: template, checked: record.state.checked,
+      middle: {
+        writeMiddle(&$0, template: template, state: record.state, policySource: policySource)
+      },
+      effective: record.state.isOnAndInEffect, user: user, revision: record.revision,
+      changedAt: record.changedAt, observed: observed, writable: writable)
   }
 
   /// The members of a Switch object between `checked` and `effective`
@@ -39,11 +43,18 @@ public enum WireEncoding {
     template: SwitchTemplate, state s: SwitchState, policySource: SourceLocation?
   ) -> [UInt8] {
     var w = JSONWriter(capacity: template.middleCapacity)
+    writeMiddle(&w, template: template, state: s, policySource: policySource)
+    return w.bytes
+  }
+
+  private static func writeMiddle(
+    _ w: inout JSONWriter, template: SwitchTemplate, state s: SwitchState,
+    policySource: SourceLocation?
+  ) {
     w.raw(template.defaultChecked ? Parts.defaultCheckedTrue : Parts.defaultCheckedFalse)
     writeHoldMembers(&w, s)
     w.raw(template.icons)
     w.stringOrNull(policySource?.policySourceText)
-    return w.bytes
   }
 
   /// A Switch object whose middle members `switchMiddle` encoded.
@@ -65,9 +76,21 @@ public enum WireEncoding {
     effective: Bool, user: UInt32?, revision: Int64, changedAt: Int64?, observed: Bool?,
     writable: Writability?
   ) {
+    writeSwitch(
+      &w, template: template, checked: checked, middle: { $0.raw(middle) }, effective: effective,
+      user: user, revision: revision, changedAt: changedAt, observed: observed,
+      writable: writable)
+  }
+
+  /// The same with the middle members written by `middle`.
+  private static func writeSwitch(
+    _ w: inout JSONWriter, template: SwitchTemplate, checked: Bool,
+    middle: (inout JSONWriter) -> Void, effective: Bool, user: UInt32?, revision: Int64,
+    changedAt: Int64?, observed: Bool?, writable: Writability?
+  ) {
     w.raw(template.head)
     w.raw(checked ? Parts.true : Parts.false)
-    w.raw(middle)
+    middle(&w)
     if template.scope == .user {
       w.raw(effective ? Parts.effectiveUser : Parts.ineffectiveUser)
       if let user { w.int(Int64(user)) } else { w.null() }

@@ -90,10 +90,9 @@ struct SwitchEncodings {
   /// `state`: the loop's record's (a user-scope `record` is as a user who
   /// never set it reads it).
   mutating func encode(
-    at position: Int, definition: SwitchDefinition, record: SwitchRecord, state: SwitchState,
+    at position: Int, template: SwitchTemplate, record: SwitchRecord, state: SwitchState,
     policySource: SourceLocation?, observed: Bool?
   ) -> [UInt8] {
-    let template = entries[position].template ?? SwitchTemplate(definition)
     var w = JSONWriter(capacity: template.objectCapacity)
     WireEncoding.writeSwitch(
       &w, template: template, record: record, policySource: policySource, observed: observed)
@@ -116,11 +115,14 @@ struct SwitchEncodings {
 
   /// Forgets the encoding of `key`'s Switch (it changed), not its schema members.
   mutating func invalidate(_ key: String) {
-    if let position = positions[key] {
-      entries[position].bytes = nil
-      entries[position].state = nil
-      entries[position].middle = nil
-    }
+    if let position = positions[key] { invalidate(at: position) }
+  }
+
+  /// The same, by position.
+  mutating func invalidate(at position: Int) {
+    entries[position].bytes = nil
+    entries[position].state = nil
+    entries[position].middle = nil
   }
 }
 
@@ -144,16 +146,21 @@ extension Server {
   func encodedSwitch(at position: Int) -> [UInt8]? {
     if let bytes = encodings.bytes(at: position) { return bytes }
     let key = catalog.sortedKeys[position]
-    guard let definition = catalog.switches[key], var record = records[key] else { return nil }
+    guard let template = encodings.template(at: position, definition: { catalog.switches[key] }),
+      var record = records[key]
+    else { return nil }
     let state = record.state
     // A user-scope switch shared by every viewer: as a user who never set it reads it.
-    if definition.scope == .user {
+    if template.scope == .user, let definition = catalog.switches[key] {
       record = Visibility.record(record, own: nil, definition: definition)
     }
+    // Each table is asked only when it can hold something for this switch
+    // (a look-up hashes the key: this runs after every change).
+    let held = state.heldBy == .policy || state.disabledBy == .policy
     return encodings.encode(
-      at: position, definition: definition, record: record, state: state,
-      policySource: Rules.policySource(state: record.state, rule: catalog.policies[key]),
-      observed: observations[key])
+      at: position, template: template, record: record, state: state,
+      policySource: held ? Rules.policySource(state: state, rule: catalog.policies[key]) : nil,
+      observed: observations.isEmpty ? nil : observations[key])
   }
 
   /// Whether `caller` may change `key`'s value now, and if not why
@@ -169,10 +176,11 @@ extension Server {
   ) -> Writability {
     // The policy matters only to a switch a policy holds: no look-up else
     // (every `get` asks this).
-    let held = state.heldBy == .policy || state.disabledBy == .policy
-    return Rules.writability(
-      key: key, state: state, policy: held ? catalog.policies[key] : nil, caller: caller,
-      scope: scope)
+    if state.heldBy == .policy || state.disabledBy == .policy {
+      return Rules.writability(
+        key: key, state: state, policy: catalog.policies[key], caller: caller, scope: scope)
+    }
+    return Rules.writability(key: key, state: state, policy: nil, caller: caller, scope: scope)
   }
 
   /// Writes the Switch object of a declared `key` as `viewpoint` reads it

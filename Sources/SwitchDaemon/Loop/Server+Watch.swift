@@ -142,8 +142,12 @@ extension Server {
     guard let mark = changes.first?.revision else { return }
     var touched: [Connection] = []
     for change in changes {
-      adopt(change)
-      publish(change, mark: mark, alone: changes.count == 1, touched: &touched)
+      // Looked up once for both: where its Switch object is kept, and its scope.
+      let position = encodings.positions[change.key]
+      adopt(change, at: position)
+      let userScoped = position.map { encodings.isUserScoped(at: $0) } ?? false
+      publish(
+        change, userScoped: userScoped, mark: mark, alone: changes.count == 1, touched: &touched)
     }
     for connection in touched {
       if connection.unsentCount - min(connection.responseBytesQueued, connection.unsentCount)
@@ -157,9 +161,9 @@ extension Server {
   }
 
   /// A committed change into the loop's copy (the one way: `Change.adopt`).
-  private func adopt(_ change: Change) {
+  private func adopt(_ change: Change, at position: Int?) {
     change.adopt(into: &records, &userValues)
-    if change.user == nil { encodings.invalidate(change.key) }
+    if change.user == nil, let position { encodings.invalidate(at: position) }
     revision = change.revision
   }
 
@@ -170,9 +174,9 @@ extension Server {
   /// a user-scope switch's goes to each watch as its viewer sees it
   /// (`publishPerViewer`). `alone`: the batch is this one change.
   private func publish(
-    _ change: Change, mark: Int64, alone: Bool, touched: inout [Connection]
+    _ change: Change, userScoped: Bool, mark: Int64, alone: Bool, touched: inout [Connection]
   ) {
-    if change.user != nil || catalog.switches[change.key]?.scope == .user {
+    if change.user != nil || userScoped {
       publishPerViewer(change, mark: mark, touched: &touched)
       return
     }

@@ -118,7 +118,8 @@ struct WatchHub {
       }
     }
     visit(everything)
-    if let exact = byKey[key] { visit(exact) }
+    // An empty table is not asked: a look-up hashes the key first.
+    if !byKey.isEmpty, let exact = byKey[key] { visit(exact) }
     if !prefixLengths.isEmpty {
       let utf8 = Array(key.utf8)
       for length in prefixLengths.keys where length <= utf8.count {
