@@ -35,14 +35,21 @@ extension SwitchStore {
     } catch {
       // The chains ran ahead of the rolled-back file: read them again when next needed.
       chains.removeAll()
+      committedRevision = nil
       throw error
     }
+    committedRevision = changes[changes.count - 1].revision
   }
 
   func commitChanges(_ changes: [Change]) throws(StoreError) {
     try transaction { () throws(SQLiteError) in
-      // Read under the write lock: this is the revision the first change must follow.
-      var expected = try readRevision() + 1
+      // Read under the write lock (once, then kept): the revision the first change must follow.
+      var expected: Int64
+      if let committedRevision {
+        expected = committedRevision + 1
+      } else {
+        expected = try readRevision() + 1
+      }
       for change in changes {
         guard change.revision == expected else {
           throw .misuse(

@@ -33,4 +33,16 @@ import Testing
     for _ in 0..<100 { pacer.committed([1], seconds: 1) }
     #expect(pacer.budgetSeconds == pacer.ceilingSeconds)
   }
+
+  /// A group's writers come in job order with repeats (a connection's
+  /// pipelined writes): each is waited for once, whatever the order.
+  @Test func repeatsAndOrderDoNotMatter() {
+    var pacer = GroupCommitPacer()
+    pacer.committed([9, 4, 1, 4, 9, 2], seconds: 0.002)
+    #expect(pacer.lastGroup == [1, 2, 4, 9])
+    #expect(pacer.awaited(present: [4, 4, 12, 1]) == [2, 9])
+    #expect(GroupCommitPacer.contains([1, 2, 4, 9], 9))
+    #expect(!GroupCommitPacer.contains([1, 2, 4, 9], 3))
+    #expect(!GroupCommitPacer.contains([], 3))
+  }
 }

@@ -15,7 +15,8 @@ extension Writer {
     while !awaited.isEmpty && monotonicSeconds() < deadline {
       let more = jobs.takeAll(before: deadline)
       batch += more
-      awaited.subtract(Self.writers(of: more))
+      let arrived = GroupCommitPacer.sortedOnce(Self.writers(of: more))
+      awaited.removeAll { GroupCommitPacer.contains(arrived, $0) }
       if more.contains(where: \.isControl) { break }
     }
     return batch
@@ -45,9 +46,11 @@ extension Writer {
     return ownValue && catalog.switches[write.key]?.scope == .user
   }
 
-  static func writers(of jobs: [WriterJob]) -> Set<UInt64> {
-    var connections = Set<UInt64>()
-    for case .write(let ticket, _, _, _, _) in jobs { connections.insert(ticket.connection) }
+  /// The connections that sent `jobs`' writes (in job order, repeats kept).
+  static func writers(of jobs: [WriterJob]) -> [UInt64] {
+    var connections: [UInt64] = []
+    connections.reserveCapacity(jobs.count)
+    for case .write(let ticket, _, _, _, _) in jobs { connections.append(ticket.connection) }
     return connections
   }
 
@@ -81,7 +84,7 @@ extension Writer {
       let started = monotonicSeconds()
       try store.commit(group.changes)
       pacer.committed(
-        Set(group.settled.compactMap(\.connection)), seconds: monotonicSeconds() - started)
+        group.settled.compactMap(\.connection), seconds: monotonicSeconds() - started)
       for change in group.changes where change.user == nil {
         changedSinceCheckpoint.insert(change.key)
       }
