@@ -307,9 +307,16 @@
     for frame in whole {
       guard case .line(let message) = frame else { continue }
       check(!message.contains(0), "a varlink frame holds a NUL")
-      let decoded = message.withUnsafeBufferPointer {
-        VarlinkDecoder.decode($0, maxDepth: defaultDepth)
+      let (decoded, general) = message.withUnsafeBufferPointer {
+        (
+          VarlinkDecoder.decode($0, maxDepth: defaultDepth),
+          VarlinkDecoder.decodeGeneral($0, maxDepth: defaultDepth)
+        )
       }
+      check(
+        decoded.body == general.body && decoded.oneway == general.oneway
+          && decoded.more == general.more && decoded.allowsInteraction == general.allowsInteraction,
+        "a varlink fast path differs from the general path")
       switch decoded.body {
       case .call(let method, .success(let call)):
         check(method != .watch || decoded.more, "a Watch without more was accepted")

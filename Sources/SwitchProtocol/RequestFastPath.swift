@@ -61,6 +61,23 @@ extension RequestFastPath {
   }
 }
 
+extension RequestFastPath {
+  /// The varlink call on `line` read straight into its Call, when it is a
+  /// method of io.switchd.Switches with parameters of `key` and at most
+  /// `checked` that the method takes (`Call.keyCall`, as `keyCall`); else
+  /// nil, and `varlinkCall` or the general path reads it.
+  static func varlinkKeyCall(
+    _ line: UnsafeBufferPointer<UInt8>, maxDepth: Int
+  ) -> (method: Method, call: Call)? {
+    guard maxDepth >= 2, let base = line.baseAddress else { return nil }
+    var scanner = Scanner(p: base, n: line.count)
+    guard let (method, parameters) = scanner.varlinkKeyRequest(), !scanner.sawNonASCII,
+      let call = Call.keyCall(method, key: parameters.key, checked: parameters.checked)
+    else { return nil }
+    return (method, call)
+  }
+}
+
 /// The params `RequestFastPath.keyCall` reads.
 struct KeyParams {
   var key: String
@@ -156,9 +173,48 @@ private struct Scanner {
   }
 
   mutating func varlinkCall() -> (method: String, parameters: JSONValue?)? {
+    guard let (method, parameters) = varlinkEnvelope({ $0.paramsObject() }) else { return nil }
+    return (text(method), parameters)
+  }
+
+  /// A varlink call of one of io.switchd.Switches' methods whose parameters
+  /// are `key`, and `checked` at most (the method found from its bytes).
+  mutating func varlinkKeyRequest() -> (method: Method, parameters: KeyParams)? {
+    guard let (name, parameters) = varlinkEnvelope({ $0.keyParams() }), let parameters,
+      let method = Self.switchesMethod(
+        UnsafeBufferPointer(start: p + name.lowerBound, count: name.count))
+    else { return nil }
+    return (method, parameters)
+  }
+
+  /// The method `io.switchd.Switches.Name` names: `Name` is the JSON-RPC
+  /// method's name with its first letter capitalized (`VarlinkInterface`).
+  static func switchesMethod(_ name: UnsafeBufferPointer<UInt8>) -> Method? {
+    let interface: StaticString = "io.switchd.Switches."
+    let prefix = interface.utf8CodeUnitCount
+    guard name.count > prefix, name.count - prefix <= 16,
+      memcmp(name.baseAddress!, interface.utf8Start, prefix) == 0
+    else { return nil }
+    let first = name[prefix]
+    guard first >= UInt8(ascii: "A"), first <= UInt8(ascii: "Z") else { return nil }
+    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: name.count - prefix) { lower in
+      _ = lower.initialize(from: name[prefix...])
+      lower[0] = first + (UInt8(ascii: "a") - UInt8(ascii: "A"))
+      guard let method = Method.named(bytes: UnsafeBufferPointer(lower)),
+        VarlinkInterface.methodName(method) != nil
+      else { return nil }
+      return method
+    }
+  }
+
+  /// A varlink call's object, in either order, its parameters read by
+  /// `readParameters`; `more`, `oneway` and anything else are declined.
+  mutating func varlinkEnvelope<Parameters>(
+    _ readParameters: (inout Scanner) -> Parameters?
+  ) -> (method: Range<Int>, parameters: Parameters?)? {
     guard skip(UInt8(ascii: "{")) else { return nil }
-    var method: String?
-    var parameters: JSONValue?
+    var method: Range<Int>?
+    var parameters: Parameters?
     var seen: UInt8 = 0
     repeat {
       skipSpace()
@@ -166,11 +222,11 @@ private struct Scanner {
       let bit: UInt8
       switch p[i + 1] {
       case UInt8(ascii: "m"):  // "more" is declined here: not "method"
-        guard member(#""method""#), let name = string() else { return nil }
+        guard member(#""method""#), let name = stringBytes() else { return nil }
         method = name
         bit = 1
       case UInt8(ascii: "p"):
-        guard member(#""parameters""#), let object = paramsObject() else { return nil }
+        guard member(#""parameters""#), let object = readParameters(&self) else { return nil }
         parameters = object
         bit = 2
       default:

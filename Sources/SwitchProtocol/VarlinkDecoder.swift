@@ -37,7 +37,11 @@ public enum VarlinkDecoder {
   public static func decode(
     _ frame: UnsafeBufferPointer<UInt8>, maxDepth: Int, limits: ParamLimits = ParamLimits()
   ) -> VarlinkMessage {
-    // The common call, read without a JSON tree (RequestFastPath.swift).
+    // A Get, Toggle or Set of a key, read straight into its Call; then the
+    // other common calls, read without a JSON tree (RequestFastPath.swift).
+    if let (method, call) = RequestFastPath.varlinkKeyCall(frame, maxDepth: maxDepth) {
+      return VarlinkMessage(.call(method, .success(call)))
+    }
     if let call = RequestFastPath.varlinkCall(frame, maxDepth: maxDepth) {
       let body = self.body(call.method, parameters: call.parameters, more: false, limits: limits)
       var message = VarlinkMessage(body)

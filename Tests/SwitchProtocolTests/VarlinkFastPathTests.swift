@@ -57,6 +57,44 @@ import Testing
     }
   }
 
+  /// A Get, Toggle or Set of a key is read straight into its Call, and
+  /// that Call is the general path's; what it does not read it leaves.
+  @Test func keyCallsTakeTheKeyPathAndAgree() {
+    func keyCall(_ text: String) -> (method: Method, call: Call)? {
+      Array(text.utf8).withUnsafeBufferPointer {
+        RequestFastPath.varlinkKeyCall($0, maxDepth: 32)
+      }
+    }
+    let taken = [
+      #"{"method":"io.switchd.Switches.Get","parameters":{"key":"wifi"}}"#,
+      #"{"parameters":{"key":"wifi"},"method":"io.switchd.Switches.Toggle"}"#,
+      #"{"method": "io.switchd.Switches.Set", "parameters": {"key": "wifi", "checked": true}}"#,
+      #"{"method":"io.switchd.Switches.Lock","parameters":{"key":"wifi"}}"#,
+    ]
+    for text in taken {
+      guard let (method, call) = keyCall(text) else {
+        Issue.record("declined \(text)")
+        continue
+      }
+      #expect(Self.decodeGeneral(text).body == .call(method, .success(call)), "\(text)")
+    }
+    for text in [
+      #"{"method":"io.switchd.Switches.get","parameters":{"key":"wifi"}}"#,
+      #"{"method":"io.switchd.Switches.GET","parameters":{"key":"wifi"}}"#,
+      #"{"method":"io.switchd.Switches.Backup","parameters":{"key":"wifi"}}"#,
+      #"{"method":"io.switchd.Switches.Unwatch","parameters":{"key":"wifi"}}"#,
+      #"{"method":"io.switchd.Switches.Watch","parameters":{"key":"wifi"}}"#,
+      #"{"method":"io.switchd.Switche.Get","parameters":{"key":"wifi"}}"#,
+      #"{"method":"org.varlink.service.Get","parameters":{"key":"wifi"}}"#,
+      #"{"method":"io.switchd.Switches.Get","parameters":{"key":"Wi_Fi"}}"#,
+      #"{"method":"io.switchd.Switches.Set","parameters":{"key":"wifi"}}"#,
+      #"{"method":"io.switchd.Switches.Get","parameters":{"key":"wifi"},"oneway":true}"#,
+      #"{"method":"io.switchd.Switches.Get"}"#,
+    ] {
+      #expect(keyCall(text) == nil, "\(text)")
+    }
+  }
+
   @Test func declinesWhatItDoesNotRead() {
     for call in [
       #"{"method":"io.switchd.Switches.Watch","more":true}"#,
