@@ -412,17 +412,16 @@ private func wallClockNow() -> Int64 {
 }
 
 extension Method {
-  /// The method named `name` on the wire, nil for none: a hash look-up
-  /// (every request asks; `init(rawValue:)` is a string switch, ~1k
-  /// instructions to this ~300).
-  public static func named(_ name: String) -> Method? { byName[name] }
-
-  private static let byName: [String: Method] = Dictionary(
-    uniqueKeysWithValues: allCases.map { ($0.rawValue, $0) })
+  /// The method named `name` on the wire, nil for none (every request
+  /// asks; `init(rawValue:)` is a string switch, ~1k instructions).
+  public static func named(_ name: String) -> Method? {
+    var name = name
+    return name.withUTF8 { named(bytes: $0) }
+  }
 
   /// The method whose name is `bytes` (UTF-8), nil for none, without a
-  /// String made or hashed for it: the key-call fast path's (~150
-  /// instructions to the ~550 of a String and `named`).
+  /// String made or hashed for it (~150 instructions; a String made and
+  /// hashed into a table was ~550).
   public static func named(bytes: UnsafeBufferPointer<UInt8>) -> Method? {
     guard let first = bytes.first else { return nil }
     for (name, method) in spelled where name.count == bytes.count && name[0] == first {

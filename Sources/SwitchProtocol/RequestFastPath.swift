@@ -71,7 +71,9 @@ extension RequestFastPath {
   ) -> (method: Method, call: Call)? {
     guard maxDepth >= 2, let base = line.baseAddress else { return nil }
     var scanner = Scanner(p: base, n: line.count)
-    guard let (method, parameters) = scanner.varlinkKeyRequest(), !scanner.sawNonASCII,
+    // No non-ASCII byte can be in it: the method's name is one of ours and
+    // the key a valid key.
+    guard let (method, parameters) = scanner.varlinkKeyRequest(),
       let call = Call.keyCall(method, key: parameters.key, checked: parameters.checked)
     else { return nil }
     return (method, call)
@@ -181,30 +183,10 @@ private struct Scanner {
   /// are `key`, and `checked` at most (the method found from its bytes).
   mutating func varlinkKeyRequest() -> (method: Method, parameters: KeyParams)? {
     guard let (name, parameters) = varlinkEnvelope({ $0.keyParams() }), let parameters,
-      let method = Self.switchesMethod(
-        UnsafeBufferPointer(start: p + name.lowerBound, count: name.count))
+      let method = VarlinkInterface.method(
+        fullName: UnsafeBufferPointer(start: p + name.lowerBound, count: name.count))
     else { return nil }
     return (method, parameters)
-  }
-
-  /// The method `io.switchd.Switches.Name` names: `Name` is the JSON-RPC
-  /// method's name with its first letter capitalized (`VarlinkInterface`).
-  static func switchesMethod(_ name: UnsafeBufferPointer<UInt8>) -> Method? {
-    let interface: StaticString = "io.switchd.Switches."
-    let prefix = interface.utf8CodeUnitCount
-    guard name.count > prefix, name.count - prefix <= 16,
-      memcmp(name.baseAddress!, interface.utf8Start, prefix) == 0
-    else { return nil }
-    let first = name[prefix]
-    guard first >= UInt8(ascii: "A"), first <= UInt8(ascii: "Z") else { return nil }
-    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: name.count - prefix) { lower in
-      _ = lower.initialize(from: name[prefix...])
-      lower[0] = first + (UInt8(ascii: "a") - UInt8(ascii: "A"))
-      guard let method = Method.named(bytes: UnsafeBufferPointer(lower)),
-        VarlinkInterface.methodName(method) != nil
-      else { return nil }
-      return method
-    }
   }
 
   /// A varlink call's object, in either order, its parameters read by

@@ -1,3 +1,5 @@
+import Glibc
+
 /// The varlink interfaces the daemon serves (PROTOCOL.md "varlink"): its
 /// own, whose definition is the repository's one file
 /// `io.switchd.Switches.varlink`, embedded at build time (Package.swift,
@@ -73,10 +75,34 @@ public enum VarlinkInterface {
 
   /// The JSON-RPC method a varlink method name of this interface stands for.
   public static func method(named name: String) -> Method? {
-    guard let first = name.unicodeScalars.first, ("A"..."Z").contains(first),
-      let method = Method(rawValue: name.prefix(1).lowercased() + name.dropFirst()),
-      methodName(method) == name
-    else { return nil }
-    return method
+    var name = name
+    return name.withUTF8 { method(named: $0) }
+  }
+
+  /// The same from the name's bytes: the JSON-RPC name with its first
+  /// letter capitalized (`methodName`), looked up without a String made.
+  static func method(named name: UnsafeBufferPointer<UInt8>) -> Method? {
+    guard let first = name.first, first >= UInt8(ascii: "A"), first <= UInt8(ascii: "Z") else {
+      return nil
+    }
+    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: name.count) { lower in
+      _ = lower.initialize(fromContentsOf: name)
+      lower[0] = first + (UInt8(ascii: "a") - UInt8(ascii: "A"))
+      guard let method = Method.named(bytes: UnsafeBufferPointer(lower)), methodName(method) != nil
+      else { return nil }
+      return method
+    }
+  }
+
+  /// The method a varlink call's full name (`io.switchd.Switches.Get`)
+  /// stands for, from its bytes; nil for another interface's or none.
+  static func method(fullName: UnsafeBufferPointer<UInt8>) -> Method? {
+    var interface = name
+    return interface.withUTF8 { prefix in
+      guard fullName.count > prefix.count + 1, fullName[prefix.count] == UInt8(ascii: "."),
+        memcmp(fullName.baseAddress!, prefix.baseAddress!, prefix.count) == 0
+      else { return nil }
+      return method(named: UnsafeBufferPointer(rebasing: fullName[(prefix.count + 1)...]))
+    }
   }
 }

@@ -88,27 +88,12 @@ public struct AnnouncedRevision: Sendable {
   /// with spaces to 20 places) so that a shorter record leaves no tail of
   /// a longer one.
   public func record(_ revision: Int64) {
-    let width = 20
-    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: prefix.count + width + 1) { line in
-      _ = line.initialize(fromContentsOf: prefix)
-      let number = line.baseAddress! + prefix.count
-      var digits = 0
-      var rest = revision.magnitude
-      repeat {
-        digits += 1
-        rest /= 10
-      } while rest != 0
-      if revision < 0 { digits += 1 }
-      rest = revision.magnitude
-      for place in stride(from: digits - 1, through: revision < 0 ? 1 : 0, by: -1) {
-        number[place] = UInt8(ascii: "0") + UInt8(rest % 10)
-        rest /= 10
-      }
-      if revision < 0 { number[0] = UInt8(ascii: "-") }
-      for place in digits..<width { number[place] = UInt8(ascii: " ") }
-      number[width] = UInt8(ascii: "\n")
-      _ = retryingEINTR { pwrite(fd, line.baseAddress, line.count, 0) }
-    }
+    var line = prefix
+    line.append(contentsOf: String(revision).utf8)
+    let padding = max(0, prefix.count + 20 - line.count)
+    line.append(contentsOf: repeatElement(UInt8(ascii: " "), count: padding))
+    line.append(UInt8(ascii: "\n"))
+    _ = line.withUnsafeBytes { raw in retryingEINTR { pwrite(fd, raw.baseAddress, raw.count, 0) } }
   }
 }
 

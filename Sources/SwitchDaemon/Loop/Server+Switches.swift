@@ -156,10 +156,9 @@ extension Server {
     }
     // Each table is asked only when it can hold something for this switch
     // (a look-up hashes the key: this runs after every change).
-    let held = state.heldBy == .policy || state.disabledBy == .policy
     return encodings.encode(
       at: position, template: template, record: record, state: state,
-      policySource: held ? Rules.policySource(state: state, rule: catalog.policies[key]) : nil,
+      policySource: Rules.policySource(state: state, rule: policy(of: key, holding: state)),
       observed: observations.isEmpty ? nil : observations[key])
   }
 
@@ -174,13 +173,17 @@ extension Server {
   func writability(
     _ key: String, state: SwitchState, for caller: Caller, scope: Scope = .system
   ) -> Writability {
-    // The policy matters only to a switch a policy holds: no look-up else
-    // (every `get` asks this).
-    if state.heldBy == .policy || state.disabledBy == .policy {
-      return Rules.writability(
-        key: key, state: state, policy: catalog.policies[key], caller: caller, scope: scope)
-    }
-    return Rules.writability(key: key, state: state, policy: nil, caller: caller, scope: scope)
+    Rules.writability(
+      key: key, state: state, policy: policy(of: key, holding: state), caller: caller,
+      scope: scope)
+  }
+
+  /// `key`'s policy rule when a policy holds or disables it in `state`; nil
+  /// else, without a look-up (every `get` and every change asks): the rule
+  /// matters only to what it holds (`writable`, `policySource`).
+  func policy(of key: String, holding state: SwitchState) -> PolicyRule? {
+    guard state.heldBy == .policy || state.disabledBy == .policy else { return nil }
+    return catalog.policies[key]
   }
 
   /// Writes the Switch object of a declared `key` as `viewpoint` reads it

@@ -39,7 +39,7 @@ extension Server {
     let state = record.state
     let own = userValues[key]?[uid]
     let seen = Visibility.value(record, own: own, defaultChecked: template.defaultChecked)
-    let policy = isPolicyHeld(state) ? catalog.policies[key] : nil
+    let policy = policy(of: key, holding: state)
     // The members between `checked` and `effective` do not depend on
     // `checked`, and are every user's alike but a user's own timer.
     let middle: [UInt8]
@@ -71,18 +71,13 @@ extension Server {
     _ w: inout JSONWriter, definition: SwitchDefinition, seen: SwitchRecord, user uid: UInt32,
     for caller: Caller
   ) {
-    let policy = isPolicyHeld(seen.state) ? catalog.policies[definition.key] : nil
+    let policy = policy(of: definition.key, holding: seen.state)
     WireEncoding.writeSwitch(
       &w, template: template(of: definition), record: seen,
       policySource: Rules.policySource(state: seen.state, rule: policy), user: uid,
       writable: Rules.writability(
         key: definition.key, state: seen.state, policy: policy, caller: caller.acting(as: uid),
         scope: .user))
-  }
-
-  /// A policy holds or disables it: its rule is needed (`policySource`).
-  private func isPolicyHeld(_ state: SwitchState) -> Bool {
-    state.heldBy == .policy || state.disabledBy == .policy
   }
 
   /// The viewer's own values of user-scope switches, for the log reader to
