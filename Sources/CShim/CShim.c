@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <fcntl.h>
@@ -74,6 +75,22 @@ void shim_fix_malloc_thresholds(void) {
 }
 
 int shim_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+int shim_futex_wait(uint32_t *word, uint32_t expected, int64_t timeout_ns) {
+  struct timespec timeout;
+  struct timespec *limit = NULL;
+  if (timeout_ns >= 0) {
+    timeout.tv_sec = timeout_ns / 1000000000;
+    timeout.tv_nsec = timeout_ns % 1000000000;
+    limit = &timeout;
+  }
+  // FUTEX_WAIT's timeout is relative (on the monotonic clock).
+  return (int)syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, limit, NULL, 0);
+}
+
+int shim_futex_wake(uint32_t *word, int count) {
+  return (int)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
+}
 
 int shim_timerfd_wall(void) { return timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC); }
 

@@ -5,7 +5,15 @@ import Glibc
 /// go on writing into the unlinked file and every write would be lost at
 /// the next start, so once that happens the store refuses to commit: what
 /// it acknowledged before is all that is acknowledged.
-struct DatabaseFiles {
+///
+/// A commit asks before it writes. The answer comes from an inotify watch
+/// on the folder: the kernel queues its events inside the unlink or rename
+/// itself, so a move that happened before the commit is always in the
+/// queue, and an empty queue (one `read` that finds nothing) means nothing
+/// moved. Only when something happened in the folder are the files looked
+/// at (`stat`), so a commit costs one system call here instead of two.
+/// Without a watch (inotify refused, or its watch gone) every commit looks.
+final class DatabaseFiles {
   private struct Identity: Equatable {
     var device: UInt64
     var inode: UInt64
@@ -17,17 +25,34 @@ struct DatabaseFiles {
   private var wal: Identity?
   /// Set once the files were found moved; it stays set.
   private(set) var lost: String?
+  /// The inotify descriptor watching the folder, or -1.
+  private var watch: Int32 = -1
+  /// What a name's removal, renaming or creation in the folder reports,
+  /// and the folder's own move or removal.
+  private static let events: UInt32 =
+    UInt32(IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF)
 
   init(path: String) {
     self.path = path
+    // Watched before the identities are taken: a move between the two is
+    // then either seen by the stat or queued.
+    watch = Self.watchFolder(of: path)
     database = Self.identity(of: path)
     wal = Self.identity(of: path + "-wal")
   }
 
+  /// Whether the folder is watched (else each check looks at the files).
+  var isWatching: Bool { watch >= 0 }
+
+  deinit {
+    if watch >= 0 { close(watch) }
+  }
+
   /// Nil while both files are the ones opened; else what happened to them.
-  mutating func check() -> String? {
+  func check() -> String? {
     if let lost { return lost }
     guard let database else { return nil }
+    if wal != nil && nothingHappened() { return nil }
     if let found = Self.identity(of: path), found == database {
       let walPath = path + "-wal"
       guard let wal else {
@@ -40,6 +65,46 @@ struct DatabaseFiles {
       lost = "\(path) was removed, renamed or replaced"
     }
     return lost
+  }
+
+  /// Whether the watch's queue is empty. Reading it empties it; an event of
+  /// any name (a backup written beside the database, say) sends the caller
+  /// to look at the files once. A watch the kernel dropped (IN_IGNORED: the
+  /// folder was removed or its file system unmounted) is closed, and every
+  /// later check looks.
+  private func nothingHappened() -> Bool {
+    guard watch >= 0 else { return false }
+    let size = 4096
+    return withUnsafeTemporaryAllocation(byteCount: size, alignment: 8) { buffer in
+      let count = read(watch, buffer.baseAddress, size)
+      if count < 0 { return errno == EAGAIN }
+      var offset = 0
+      while offset + MemoryLayout<inotify_event>.size <= count {
+        let event = buffer.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+        if event.mask & UInt32(IN_IGNORED) != 0 {
+          close(watch)
+          watch = -1
+        }
+        offset += MemoryLayout<inotify_event>.size + Int(event.len)
+      }
+      return false
+    }
+  }
+
+  private static func watchFolder(of path: String) -> Int32 {
+    let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+    guard fd >= 0 else { return -1 }
+    var folder = path
+    if let slash = folder.lastIndex(of: "/") {
+      folder = slash == folder.startIndex ? "/" : String(folder[..<slash])
+    } else {
+      folder = "."
+    }
+    guard inotify_add_watch(fd, folder, events) >= 0 else {
+      close(fd)
+      return -1
+    }
+    return fd
   }
 
   private static func identity(of path: String) -> Identity? {

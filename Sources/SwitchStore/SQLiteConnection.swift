@@ -13,11 +13,14 @@ final class SQLiteConnection {
   private var cached: [SQLiteStatement] = []
 
   /// Opens `path` with `flags` (`SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE`, or
-  /// `SQLITE_OPEN_READONLY`); `SQLITE_OPEN_NOMUTEX` is always added.
-  init(path: String, flags: Int32, busyTimeoutMilliseconds: Int32 = 5000) throws(SQLiteError) {
+  /// `SQLITE_OPEN_READONLY`) through the VFS named `vfs` (nil: SQLite's default);
+  /// `SQLITE_OPEN_NOMUTEX` is always added.
+  init(
+    path: String, flags: Int32, vfs: String? = nil, busyTimeoutMilliseconds: Int32 = 5000
+  ) throws(SQLiteError) {
     self.path = path
     var db: OpaquePointer?
-    let rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
+    let rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, vfs)
     guard rc == SQLITE_OK, let db else {
       // SQLite hands back a handle even on failure (to carry the message); it must be closed.
       let error = SQLiteError(handle: db, resultCode: rc, context: "opening \(path)")

@@ -8,6 +8,14 @@ extension SwitchStore {
   /// the copy syncs it.
   public func backup(into path: String) throws(StoreError) {
     do throws(SQLiteError) {
+      // A reader is query-only (SwitchStore.vfs), which VACUUM INTO's
+      // writing of the copy would trip over: lifted for the copy alone.
+      if mode == .readOnly {
+        try connection.execute("PRAGMA query_only=0")
+      }
+      defer {
+        if mode == .readOnly { try? connection.execute("PRAGMA query_only=1") }
+      }
       let statement = try connection.prepareOnce("VACUUM INTO ?1")
       defer { statement.reset() }
       try statement.bind(path, at: 1)

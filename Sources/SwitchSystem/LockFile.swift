@@ -25,6 +25,9 @@ public struct LockFile: ~Copyable {
   private let descriptor: Descriptor
   /// The revision the previous holder recorded, nil when none did.
   public let recordedRevision: Int64?
+  /// The file's first page, mapped shared, where `AnnouncedRevision` writes
+  /// (nil when it could not be mapped: then it writes with pwrite).
+  private let mapping: UnsafeMutableRawPointer?
 
   /// Takes the lock without waiting, creating the file if need be.
   public init(path: String) throws(Failure) {
@@ -42,15 +45,27 @@ public struct LockFile: ~Copyable {
     }
     let previous = Self.recorded(descriptor).revision
     guard ftruncate(descriptor.raw, 0) == 0 else { throw .system(.last("ftruncate \(path)")) }
-    AnnouncedRevision(fd: descriptor.raw).record(previous ?? 0)
+    // Written through the file first, so that its block exists before it is
+    // mapped: a store into a mapped page with no block behind it could
+    // fail on a full disk with SIGBUS.
+    AnnouncedRevision(fd: descriptor.raw, mapping: nil).record(previous ?? 0)
+    let mapped = mmap(
+      nil, AnnouncedRevision.mappedBytes, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor.raw, 0)
+    mapping = mapped == MAP_FAILED ? nil : mapped
     recordedRevision = previous
     self.path = path
     self.descriptor = descriptor
   }
 
+  deinit {
+    if let mapping { munmap(mapping, AnnouncedRevision.mappedBytes) }
+  }
+
   /// Where the holder records the newest revision it announced. Valid while
   /// this lock lives.
-  public var announcedRevision: AnnouncedRevision { AnnouncedRevision(fd: descriptor.raw) }
+  public var announcedRevision: AnnouncedRevision {
+    AnnouncedRevision(fd: descriptor.raw, mapping: mapping)
+  }
 
   /// The pid and revision the holder wrote, where the file holds them.
   private static func recorded(_ descriptor: borrowing Descriptor) -> (
@@ -71,29 +86,61 @@ public struct LockFile: ~Copyable {
 /// database: a start on a database that is older (restored from a backup,
 /// replaced, emptied) can then say that revisions will be used again.
 /// Written without a sync: after a power loss it may lag, never lead.
-public struct AnnouncedRevision: Sendable {
+///
+/// `record` runs at every commit, so it writes into the lock file's page
+/// mapped shared: a store into the page cache, no system call (a pwrite was
+/// one per commit, strace), and as lasting as the pwrite was: the page
+/// cache outlives the process, even a SIGKILL. (Truncating the lock file
+/// under a running switchd would end it with SIGBUS, as truncating SQLite's
+/// own mapped `-shm` file would end any SQLite process.)
+public struct AnnouncedRevision: @unchecked Sendable {
   static let label = "revision "
+  /// The widest revision, in digits (with a minus sign).
+  static let width = 20
+  /// How much of the lock file is mapped: its first page, which holds the record.
+  static let mappedBytes = 4096
   let fd: Int32
-  /// "PID\nrevision ", read once: `record` runs at every commit, and
-  /// getpid and String formatting there were a system call and ~5k
-  /// instructions of each (callgrind, strace).
+  /// The lock file's first page, or nil.
+  let mapping: UnsafeMutableRawPointer?
+  /// "PID\nrevision ", read once (getpid and String formatting per commit
+  /// were a system call and ~5k instructions, callgrind, strace).
   private let prefix: [UInt8]
 
-  init(fd: Int32) {
+  init(fd: Int32, mapping: UnsafeMutableRawPointer?) {
     self.fd = fd
+    self.mapping = mapping
     prefix = Array("\(getpid())\n\(Self.label)".utf8)
   }
 
   /// Writes "PID\nrevision N" over the file, one fixed-width line (N padded
   /// with spaces to 20 places) so that a shorter record leaves no tail of
-  /// a longer one.
+  /// a longer one. Through the mapping only the number is written: the
+  /// line before it was written with the file and stays.
   public func record(_ revision: Int64) {
-    var line = prefix
-    line.append(contentsOf: String(revision).utf8)
-    let padding = max(0, prefix.count + 20 - line.count)
-    line.append(contentsOf: repeatElement(UInt8(ascii: " "), count: padding))
-    line.append(UInt8(ascii: "\n"))
-    _ = line.withUnsafeBytes { raw in retryingEINTR { pwrite(fd, raw.baseAddress, raw.count, 0) } }
+    if let mapping {
+      Self.write(revision, to: mapping + prefix.count)
+      return
+    }
+    let count = prefix.count + Self.width + 1
+    withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { line in
+      line.copyBytes(from: prefix)
+      Self.write(revision, to: line.baseAddress! + prefix.count)
+      _ = retryingEINTR { pwrite(fd, line.baseAddress, count, 0) }
+    }
+  }
+
+  /// N left-aligned in `width` places, then a newline.
+  private static func write(_ revision: Int64, to target: UnsafeMutableRawPointer) {
+    var offset = 0
+    for digit in String(revision).utf8 {
+      target.storeBytes(of: digit, toByteOffset: offset, as: UInt8.self)
+      offset += 1
+    }
+    while offset < width {
+      target.storeBytes(of: UInt8(ascii: " "), toByteOffset: offset, as: UInt8.self)
+      offset += 1
+    }
+    target.storeBytes(of: UInt8(ascii: "\n"), toByteOffset: width, as: UInt8.self)
   }
 }
 

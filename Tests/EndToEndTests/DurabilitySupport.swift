@@ -131,6 +131,20 @@ enum Durability {
         """, database, sql)
     }
 
+    /// Reads the database without waiting for a lock: prints the log's row
+    /// count, or "locked" when another process holds the database.
+    static func readWithoutWaiting(_ database: String) -> ProcessResult {
+      run(
+        """
+        import sqlite3, sys
+        try:
+            db = sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True, timeout=0)
+            print(db.execute('SELECT count(*) FROM changes').fetchone()[0])
+        except sqlite3.OperationalError as error:
+            print('locked' if 'locked' in str(error) else error)
+        """, database)
+    }
+
     /// `PRAGMA integrity_check` on a read-only connection: "ok" when sound.
     static func integrityCheck(_ database: String) -> String {
       let result = readOnlyQuery(database, "PRAGMA integrity_check")

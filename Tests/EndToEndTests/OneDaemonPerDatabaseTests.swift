@@ -33,6 +33,27 @@ import Testing
     #expect(check.status == 0, "\(check)")
   }
 
+  /// The database is the daemon's alone while it runs (SQLite's unix-excl
+  /// VFS, which spares each commit its file locks): another process that
+  /// opens it is told it is locked, while the daemon's own log reader reads
+  /// on; once the daemon has stopped, anyone may read it.
+  @Test func anotherProcessCannotOpenTheDatabaseWhileTheDaemonRuns() throws {
+    guard Durability.Python.path != nil else {
+      print("skipped: no python3 to open the database from another process")
+      return
+    }
+    let daemon = try DaemonFixture()
+    defer { daemon.stop() }
+    #expect(daemon.ctl(["off", "wifi"]).status == 0)
+    let during = Durability.Python.readWithoutWaiting(daemon.databasePath)
+    #expect(during.stdout == "locked\n", "\(during)")
+    let history = try daemon.client().result("history", #"{"key":"wifi"}"#)
+    #expect(history["entries"]?.arrayValue?.count == 1, "\(history.jsonText)")
+    #expect(daemon.stop() == 0)
+    let after = Durability.Python.readWithoutWaiting(daemon.databasePath)
+    #expect(after.stdout == "1\n", "\(after)")
+  }
+
   @Test func aDaemonKilledLeavesAStaleSocketThatSwitchctlNames() throws {
     let daemon = try DaemonFixture()
     defer { daemon.stop() }

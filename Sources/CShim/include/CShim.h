@@ -42,6 +42,9 @@ enum {
   SHIM_EPOLLHUP = 0x010,
   SHIM_EPOLLRDHUP = 0x2000,
 };
+/// Edge-triggered: reported once per new event (for an eventfd, per write),
+/// so a wake-up descriptor need not be read to be re-armed.
+static const uint32_t SHIM_EPOLLET = 0x80000000u;
 
 /// Fixes glibc malloc's mmap and trim thresholds at their defaults (128 KiB).
 /// Left dynamic, the first large array freed (a catalog of 10,000 switches
@@ -52,6 +55,13 @@ void shim_fix_malloc_thresholds(void);
 
 /// A non-blocking, close-on-exec eventfd.
 int shim_eventfd(void);
+
+/// Sleeps while `*word == expected`, at most `timeout_ns` nanoseconds
+/// (negative: no limit), on a process-private futex. Returns 0 when woken,
+/// else -1 with errno (EAGAIN: the word had changed; ETIMEDOUT; EINTR).
+int shim_futex_wait(uint32_t *word, uint32_t expected, int64_t timeout_ns);
+/// Wakes at most `count` threads sleeping on `word`.
+int shim_futex_wake(uint32_t *word, int count);
 
 /// A non-blocking, close-on-exec timerfd on CLOCK_REALTIME (deadlines given
 /// as times follow the wall clock).

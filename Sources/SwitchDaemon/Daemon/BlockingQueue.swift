@@ -1,53 +1,61 @@
+import CShim
 import Glibc
+import SwitchSystem
 
-/// A FIFO that one thread waits on and any thread feeds.
+/// A FIFO that one thread (or a few: the apply pool's workers) waits on and
+/// any thread feeds.
 ///
-/// A POSIX mutex guards the items and a condition variable wakes the
-/// waiter. Both are allocated on the heap: pthread objects must not move,
-/// and Swift promises no fixed address for a stored property passed with
-/// `&`. `@unchecked Sendable`: `items` is touched only with the mutex held.
+/// A POSIX mutex guards the items; a taker with nothing to take sleeps on a
+/// futex word that a push bumps and wakes only when a taker sleeps. Not a
+/// condition variable: glibc's takes the mutex back after a wait marked as
+/// contended, so each wake-up cost the taker one more system call (a futex
+/// wake at the unlock, with nobody to wake): three per hand-off where this
+/// makes two (strace, a toggle's way to the writer). Both are allocated on
+/// the heap: they must not move, and Swift promises no fixed address for a
+/// stored property passed with `&`. `@unchecked Sendable`: `items`,
+/// `sleepers` and the word are touched only with the mutex held (the kernel
+/// reads the word too, which is what a futex is for).
 final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
   private var items: [Item] = []
   private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-  private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+  /// Bumped by a push that finds a taker asleep; a taker sleeps while it
+  /// holds the value it read before unlocking, so no push is missed.
+  private let word = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
+  /// Takers asleep, or about to be.
+  private var sleepers = 0
 
   init() {
     pthread_mutex_init(mutex, nil)
-    // Timed waits count on the monotonic clock: a change of the wall clock
-    // must not stretch or cut them.
-    var attributes = pthread_condattr_t()
-    pthread_condattr_init(&attributes)
-    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-    pthread_cond_init(condition, &attributes)
-    pthread_condattr_destroy(&attributes)
+    word.initialize(to: 0)
   }
 
   deinit {
-    pthread_cond_destroy(condition)
     pthread_mutex_destroy(mutex)
-    condition.deallocate()
     mutex.deallocate()
+    word.deallocate()
   }
 
   func push(_ item: Item) {
     pthread_mutex_lock(mutex)
     items.append(item)
+    let wake = bumpIfSleeping()
     pthread_mutex_unlock(mutex)
-    pthread_cond_signal(condition)
+    if wake { _ = shim_futex_wake(word, 1) }
   }
 
   /// Appends several items under one lock and one wake-up.
   func push(contentsOf more: [Item]) {
     pthread_mutex_lock(mutex)
     items.append(contentsOf: more)
+    let wake = bumpIfSleeping()
     pthread_mutex_unlock(mutex)
-    pthread_cond_signal(condition)
+    if wake { _ = shim_futex_wake(word, 1) }
   }
 
   /// Waits until at least one item is queued, then takes them all.
   func takeAll() -> [Item] {
     pthread_mutex_lock(mutex)
-    while items.isEmpty { pthread_cond_wait(condition, mutex) }
+    while items.isEmpty { sleep(seconds: nil) }
     let taken = items
     items.removeAll(keepingCapacity: true)
     pthread_mutex_unlock(mutex)
@@ -57,12 +65,14 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
   /// Waits until at least one item is queued or the monotonic clock passes
   /// `deadline` (seconds, as `monotonicSeconds()`), then takes what is queued.
   func takeAll(before deadline: Double) -> [Item] {
-    var until = timespec()
-    until.tv_sec = Int(deadline)
-    until.tv_nsec = Int((deadline - Double(until.tv_sec)) * 1e9)
     pthread_mutex_lock(mutex)
-    while items.isEmpty {
-      if pthread_cond_timedwait(condition, mutex, &until) == ETIMEDOUT { break }
+    // Never longer than the span asked for at first: a clock set back
+    // (libfaketime fakes the monotonic one too) cannot stretch the wait.
+    let span = deadline - monotonicSeconds()
+    var left = span
+    while items.isEmpty && left > 0 {
+      if !sleep(seconds: left) { break }
+      left = min(deadline - monotonicSeconds(), span)
     }
     let taken = items
     items.removeAll(keepingCapacity: true)
@@ -73,10 +83,33 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
   /// Waits until an item is queued, then takes the oldest one.
   func takeOne() -> Item {
     pthread_mutex_lock(mutex)
-    while items.isEmpty { pthread_cond_wait(condition, mutex) }
+    while items.isEmpty { sleep(seconds: nil) }
     let taken = items.removeFirst()
     pthread_mutex_unlock(mutex)
     return taken
+  }
+
+  /// With the mutex held: whether a taker sleeps, and if so the word bumped
+  /// for the wake-up that follows the unlock.
+  private func bumpIfSleeping() -> Bool {
+    guard sleepers > 0 else { return false }
+    word.pointee &+= 1
+    return true
+  }
+
+  /// With the mutex held: lets it go, sleeps until a push (or `seconds`
+  /// pass, or a spurious wake-up), and takes it back. False when the time
+  /// ran out.
+  @discardableResult
+  private func sleep(seconds: Double?) -> Bool {
+    sleepers += 1
+    let seen = word.pointee
+    pthread_mutex_unlock(mutex)
+    let woken = shim_futex_wait(word, seen, seconds.map { Int64($0 * 1e9) } ?? -1) == 0
+    let timedOut = !woken && errno == ETIMEDOUT
+    pthread_mutex_lock(mutex)
+    sleepers -= 1
+    return !timedOut
   }
 
   /// Takes whatever is queued without waiting.

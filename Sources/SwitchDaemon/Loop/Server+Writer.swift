@@ -8,8 +8,6 @@ extension Server {
   /// publishes the changes (events go out before the answers), then answers
   /// the writes and resumes the connections that waited for them.
   func drainWriterOutputs() {
-    var counter: UInt64 = 0
-    _ = read(wakeFD, &counter, 8)
     for output in outputs.drain() {
       var schemaChanges: SchemaChanges?
       if let update = output.catalog {

@@ -160,7 +160,10 @@ final class Server {
     if let varlinkListener {
       register(varlinkListener.fd, token: Self.varlinkListenerToken, events: UInt32(SHIM_EPOLLIN))
     }
-    register(wakeFD, token: Self.wakeToken, events: UInt32(SHIM_EPOLLIN))
+    // Edge-triggered: each write of a wake-up is reported once, so the loop
+    // never reads the eventfd (a system call per commit fewer); its count
+    // only grows, by one a wake-up, and 2^64 is never reached.
+    register(wakeFD, token: Self.wakeToken, events: UInt32(SHIM_EPOLLIN) | SHIM_EPOLLET)
     if signalFD >= 0 { register(signalFD, token: Self.signalToken, events: UInt32(SHIM_EPOLLIN)) }
     // The reader wakes the loop through the writer's eventfd: one wake-up
     // drains both threads' outputs.
