@@ -286,7 +286,15 @@ public struct Catalog: Sendable {
     var byKey: [String: SwitchDefinition] = [:]
     for s in switches { byKey[s.key] = s }
     self.switches = byKey
-    self.sortedKeys = byKey.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    // Sorted from the declaration order, not the dictionary's (which each
+    // process seeds anew): the same work at every start, and little of it
+    // for files that declare their switches in order.
+    var keys = switches.map(\.key)
+    keys.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    var unique: [String] = []
+    unique.reserveCapacity(byKey.count)
+    for key in keys where unique.last != key { unique.append(key) }
+    self.sortedKeys = unique
     var rules: [String: PolicyRule] = [:]
     for p in policies { rules[p.key] = p }
     self.policies = rules

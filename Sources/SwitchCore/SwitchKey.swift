@@ -9,6 +9,12 @@ public enum SwitchKey {
     return key.withUTF8 { problem(bytes: $0) }
   }
 
+  /// Whether `bytes` are a valid key, before any String is made of them
+  /// (the request decoder's fast path).
+  public static func isValid(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    problem(bytes: bytes) == nil
+  }
+
   private static func problem(bytes: UnsafeBufferPointer<UInt8>) -> String? {
     if bytes.isEmpty { return "a switch key cannot be empty" }
     if bytes.count > maxBytes { return "a switch key is at most \(maxBytes) bytes" }

@@ -262,10 +262,12 @@ private struct Scanner {
       guard n - i >= 2 else { return nil }
       switch p[i + 1] {  // the first letter of the name: no partial match is tried again
       case UInt8(ascii: "k"):
-        guard key == nil, member(#""key""#), let text = string(), SwitchKey.isValid(text) else {
-          return nil
-        }
-        key = text
+        // Checked on the bytes, then made a String: not checked again through it.
+        guard key == nil, member(#""key""#), let range = stringBytes(),
+          SwitchKey.isValid(
+            bytes: UnsafeBufferPointer(start: p + range.lowerBound, count: range.count))
+        else { return nil }
+        key = text(range)
       case UInt8(ascii: "c"):
         guard checked == nil, member(#""checked""#) else { return nil }
         if skip("true") {

@@ -192,7 +192,11 @@ final class Connection {
 
   /// Removes the first `count` slots; all of them (the common case) without shifting.
   private func dropSlots(_ count: Int) {
-    if count == slots.count {
+    if count == 1 && slots.count == 1 {
+      // The common case, one answer: removeAll goes through the generic
+      // replaceSubrange (~190 instructions a call, callgrind).
+      slots.removeLast()
+    } else if count == slots.count {
       slots.removeAll(keepingCapacity: true)
     } else {
       slots.removeFirst(count)
@@ -201,7 +205,7 @@ final class Connection {
 
   // MARK: Pending requests
 
-  func enqueue(_ request: PendingRequest) {
+  func enqueue(_ request: consuming PendingRequest) {
     if pendingHead > 0 && pendingHead == pending.count {
       pending.removeAll(keepingCapacity: true)
       pendingHead = 0

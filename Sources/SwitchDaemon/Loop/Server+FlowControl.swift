@@ -172,7 +172,7 @@ extension Server {
   /// Runs a request just framed at once when nothing waits before it and
   /// its turn has come (nearly always): it is never queued, copied into the
   /// queue and out again. Else it is queued, as `runRequests` would.
-  func startOrQueue(_ request: PendingRequest, on connection: Connection) {
+  func startOrQueue(_ request: consuming PendingRequest, on connection: Connection) {
     guard !connection.hasPending else { return connection.enqueue(request) }
     switch turn(of: request, on: connection) {
     case .start: execute(request, on: connection)
