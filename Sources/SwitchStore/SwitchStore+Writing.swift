@@ -58,9 +58,11 @@ extension SwitchStore {
         }
         expected += 1
         let chain = ChainKey(key: change.key, user: change.user)
+        // One look-up for both the read and the write back (it hashes the key).
+        let slot = chains.index(forKey: chain)
         let previous: KeyChain
-        if let known = chains[chain] {
-          previous = known
+        if let slot {
+          previous = chains.values[slot]
         } else {
           previous = try startChain(chain)
         }
@@ -83,7 +85,11 @@ extension SwitchStore {
           try execute(mark)
           next.sinceMark = 0
         }
-        chains[chain] = next
+        if let slot {
+          chains.values[slot] = next
+        } else {
+          chains[chain] = next
+        }
       }
     }
   }

@@ -225,7 +225,10 @@ extension Writer {
     var undo: [ApplyStep] = []
     for plan in plans {
       if write.external && plan.key == write.key { continue }
-      guard let definition = catalog.switches[plan.key], let command = definition.apply,
+      // The written switch's definition came with its decision.
+      guard
+        let definition = plan.key == write.key ? decided.definition : catalog.switches[plan.key],
+        let command = definition.apply,
         (write.operation == .apply && plan.key == write.key)
           || Rules.needsApply(definition, from: plan.previous, to: plan.state)
       else { continue }

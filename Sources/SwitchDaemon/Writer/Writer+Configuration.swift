@@ -172,7 +172,6 @@ extension Writer {
     if !newRecords.isEmpty { try store.insertNew(newRecords) }
     if !changes.isEmpty {
       try store.commit(changes)
-      for change in changes { changedSinceCheckpoint.insert(change.key) }
     }
     records = working
     revision = nextRevision
@@ -183,7 +182,7 @@ extension Writer {
     // Their rows take the default too, so that a later `Scope=system` reads,
     // also after a restart, the value this configuration showed.
     if !defaulted.isEmpty {
-      for record in defaulted { changedSinceCheckpoint.insert(record.key) }
+      for record in defaulted { rowsWithoutRevision.insert(record.key) }
       checkpoint()
     }
     if oldestRetained == nil, let first = changes.first { oldestRetained = first.revision }

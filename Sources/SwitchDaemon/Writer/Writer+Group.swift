@@ -37,13 +37,14 @@ extension Writer {
     return catalog.dependencies.reach(of: key).allSatisfy { catalog.switches[$0]?.apply == nil }
   }
 
-  /// Whether `write` writes the caller's own value of a user-scope switch:
-  /// it never runs a command nor touches dependents.
-  func writesUserValue(_ write: WriteRequest) -> Bool {
+  /// Whether `write` writes the caller's own value of a user-scope switch
+  /// (`definition` is its switch's): it never runs a command nor touches
+  /// dependents.
+  func writesUserValue(_ write: WriteRequest, _ definition: SwitchDefinition?) -> Bool {
     // The end of a user's timed value is the timer acting as that user.
     let ownValue =
       write.operation.changesValue || (write.operation == .expire && write.caller.actingAs != nil)
-    return ownValue && catalog.switches[write.key]?.scope == .user
+    return ownValue && definition?.scope == .user
   }
 
   /// The connections that sent `jobs`' writes (in job order, repeats kept).
@@ -85,9 +86,6 @@ extension Writer {
       try store.commit(group.changes)
       pacer.committed(
         group.settled.compactMap(\.connection), seconds: monotonicSeconds() - started)
-      for change in group.changes where change.user == nil {
-        changedSinceCheckpoint.insert(change.key)
-      }
       users.committed()
       if oldestRetained == nil { oldestRetained = group.changes[0].revision }
       return WriterOutput(
@@ -149,7 +147,9 @@ extension Writer {
   ) -> UInt64? {
     switch item {
     case .write(let write):
-      if writesUserValue(write) {
+      // Looked up once for the whole decision (a look-up hashes the key).
+      let definition = catalog.switches[write.key]
+      if writesUserValue(write, definition) {
         if case .confirmWithin = write.lasting {
           // A tried change guards a system switch a remote session needs
           // (Wi-Fi over ssh); a user's own value is theirs to change back.
@@ -183,7 +183,7 @@ extension Writer {
           return nil
         }
       }
-      guard decideSystemWrite(write, into: &group) else { return nil }
+      guard decideSystemWrite(write, definition, into: &group) else { return nil }
       if write.ticket.connection == 0 { endingDecided(write.key) }
       group.settled.append(item)
       return write.applied?.id
@@ -206,13 +206,17 @@ extension Writer {
 
   /// A write of a system switch (or of a switch-level state): decided with
   /// `Rules.decide`, planned with its dependents, through the apply stage.
+  /// `definition` is the switch's. The switch's own record is looked up once.
   /// - Returns: false when it was parked for its command.
-  private func decideSystemWrite(_ write: WriteRequest, into group: inout Group) -> Bool {
+  private func decideSystemWrite(
+    _ write: WriteRequest, _ definition: SwitchDefinition?, into group: inout Group
+  ) -> Bool {
     let key = write.key
+    let current = records[key]
     let decision = Rules.decide(
-      write.operation, key: key, definition: catalog.switches[key], record: records[key],
-      policy: catalog.policies[key], caller: write.caller, lasting: write.lasting,
-      at: group.time, boot: write.lasting.map { _ in bootMoment })
+      write.operation, key: key, definition: definition, record: current,
+      policy: catalog.policies.isEmpty ? nil : catalog.policies[key], caller: write.caller,
+      lasting: write.lasting, at: group.time, boot: write.lasting.map { _ in bootMoment })
     switch decision {
     case .failure(let refusal):
       group.answers.append((write.ticket, .refused(refusal)))
@@ -229,7 +233,7 @@ extension Writer {
       case .failed(let reason) where write.operation == .expire || write.operation == .revert:
         // An ending cannot be refused and come again for ever: it ends, the
         // value stays, and the switch is invalid (rule 20, after rule 22).
-        if let old = records[key], let next = decided.next {
+        if let old = current, let next = decided.next {
           revision += 1
           record(
             Change(
@@ -247,19 +251,23 @@ extension Writer {
         group.answers.append(
           (write.ticket, .write(.success(WriteOutcome(decided, changed: false)))))
       case .proceed(let plans):
-        // The switch and the dependents it disables or enables: one revision each.
+        // The switch and the dependents it disables or enables: one revision
+        // each. The switch's own record is the one decided on, and the one
+        // it takes is the answer's.
+        var after = current
         for plan in plans {
-          guard let old = records[plan.key] else { continue }
+          let own = plan.key == key
+          guard let old = own ? current : records[plan.key] else { continue }
           revision += 1
-          record(
-            Change(
-              revision: revision, time: group.time, key: plan.key, cause: plan.cause,
-              actor: write.caller.actor, state: plan.state, previous: plan.previous),
-            replacing: old, into: &group)
+          let change = Change(
+            revision: revision, time: group.time, key: plan.key, cause: plan.cause,
+            actor: write.caller.actor, state: plan.state, previous: plan.previous)
+          if own { after = change.record }
+          record(change, replacing: old, into: &group)
         }
         if case .confirmWithin = write.lasting { deadlines.makers[key] = write.ticket.connection }
         group.answers.append(
-          (write.ticket, .write(.success(WriteOutcome(decided, changed: true, records[key])))))
+          (write.ticket, .write(.success(WriteOutcome(decided, changed: true, after)))))
       }
     }
     return true

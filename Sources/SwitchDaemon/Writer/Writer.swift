@@ -25,10 +25,11 @@ final class Writer {
   var users = WriterUserValues()
   var revision: Int64
   var oldestRetained: Int64?
-  /// The revision the switch rows hold (`SwitchStore.checkpoint`), and the
-  /// keys changed since: their rows are what the next checkpoint writes.
+  /// The revision the switch rows hold (`SwitchStore.checkpoint`): the next
+  /// checkpoint writes the rows of the records newer than it, and of
+  /// `rowsWithoutRevision`, whose records changed without a revision.
   var checkpointed: Int64
-  var changedSinceCheckpoint: Set<String> = []
+  var rowsWithoutRevision: Set<String> = []
   /// How long a group may wait for writes that are surely coming.
   var pacer = GroupCommitPacer()
   /// How many changes may wait in the log before the rows are brought up to
