@@ -6,8 +6,10 @@ import SwitchCore
 // file format, so renaming a case or a wire name must not change what old files mean. Adding a
 // name is a schema change (a migration), since an older switchd would read it as damage.
 
+// The names are StaticStrings: bound without a copy (SQLiteStatement.bind(_: StaticString)).
+
 extension Holder {
-  var storageName: String {
+  var storageName: StaticString {
     switch self {
     case .policy: return "policy"
     case .admin: return "admin"
@@ -26,7 +28,7 @@ extension Holder {
 }
 
 extension Cause {
-  var storageName: String {
+  var storageName: StaticString {
     switch self {
     case .set: return "set"
     case .toggle: return "toggle"

@@ -289,7 +289,7 @@ extension SQLiteStatement {
   /// Binds a log row to `?1`...`?40` (`SQL.changeColumns`, then `key_previous`).
   func bindChange(_ change: Change, keyPrevious: Int64?) throws(SQLiteError) {
     try bind(change.revision, at: 1)
-    try bind(change.key, at: 2)
+    // ?2, the key, is bound around the step (`withText`).
     try bind(change.cause.storageName, at: 3)
     try bind(change.time, at: 4)
     switch change.actor {
@@ -319,7 +319,7 @@ extension SQLiteStatement {
   /// Binds a change between two free States to `insertFreeChange`'s `?1`...`?14`.
   func bindFreeChange(_ change: Change, keyPrevious: Int64?) throws(SQLiteError) {
     try bind(change.revision, at: 1)
-    try bind(change.key, at: 2)
+    // ?2, the key, is bound around the step (`withText`).
     try bind(change.cause.storageName, at: 3)
     try bind(change.time, at: 4)
     if case .peer(let uid, let gid, let pid) = change.actor {

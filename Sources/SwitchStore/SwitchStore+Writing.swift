@@ -75,7 +75,7 @@ extension SwitchStore {
           insert = statements.insertChange
           try insert.bindChange(change, keyPrevious: keyPrevious)
         }
-        try execute(insert)
+        try insert.withText(change.key, at: 2) { () throws(SQLiteError) in try execute(insert) }
         var next = KeyChain(newest: change.revision, sinceMark: previous.sinceMark + 1)
         // Marks index the switch-level chains; a user's chain is walked whole.
         if change.user == nil && next.sinceMark >= markSpacing {
