@@ -1,4 +1,5 @@
 import SwitchSystem
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchDaemon
@@ -6,8 +7,48 @@ import Testing
 @Suite struct BlockingQueueTests {
   @Test func aTimedTakeReturnsWhatIsQueued() {
     let queue = BlockingQueue<Int>()
-    queue.push(contentsOf: [1, 2])
+    var more = [1, 2]
+    queue.push(taking: &more)
     #expect(queue.takeAll(before: monotonicSeconds() + 3600) == [1, 2])
+  }
+
+  @Test func pushTakingMovesIntoAnEmptyQueueAndQueuesBehindWhatWaits() {
+    let queue = BlockingQueue<String>()
+    var first = ["a", "b"]
+    queue.push(taking: &first)
+    #expect(first.isEmpty)
+    var second = ["c"]
+    queue.push(taking: &second)
+    #expect(second.isEmpty)
+    #expect(queue.drain() == ["a", "b", "c"])
+  }
+
+  /// Takers asleep on the futex, several at once (as the apply pool's
+  /// workers are): every item pushed, one at a time or several at once,
+  /// reaches exactly one of them, and none sleeps through a push.
+  @Test func sleepingTakersAreWokenByPushesAndEveryItemIsTakenOnce() {
+    let queue = BlockingQueue<Int>()
+    let takers = (0..<3).map { _ in
+      TestThread { () -> [Int] in
+        var taken: [Int] = []
+        while true {
+          let item = queue.takeOne()
+          if item < 0 { return taken }
+          taken.append(item)
+        }
+      }
+    }
+    for item in 0..<300 {
+      if item % 3 == 0 {
+        var one = [item]
+        queue.push(taking: &one)
+      } else {
+        queue.push(item)
+      }
+    }
+    for _ in takers { queue.push(-1) }
+    let all = takers.flatMap { $0.join() }.sorted()
+    #expect(all == Array(0..<300))
   }
 
   @Test func aTimedTakeOnAnEmptyQueueEndsAtItsDeadline() {

@@ -78,9 +78,10 @@ import Testing
   /// finds none means the writer holds them.
   static func waitUntilTaken(_ jobs: BlockingQueue<WriterJob>) {
     _ = pollUntil(seconds: 60) {
-      let queued = jobs.drain()
-      if !queued.isEmpty { jobs.push(contentsOf: queued) }
-      return queued.isEmpty
+      var queued = jobs.drain()
+      let none = queued.isEmpty
+      if !none { jobs.push(taking: &queued) }
+      return none
     }
   }
 }

@@ -108,12 +108,12 @@ final class WriterHarness {
         jobs.push(.stop)
         return
       }
-      jobs.push(
-        contentsOf: step.writes.map { write in
-          slot += 1
-          let ticket = Ticket(connection: 1, slot: slot, part: 0, id: .number(JSONNumber(1)))
-          return .write(ticket, key: write.key, write.operation, caller)
-        })
+      var writes: [WriterJob] = step.writes.map { write in
+        slot += 1
+        let ticket = Ticket(connection: 1, slot: slot, part: 0, id: .number(JSONNumber(1)))
+        return .write(ticket, key: write.key, write.operation, caller)
+      }
+      jobs.push(taking: &writes)
     }
     submitNext()
     writer.run(jobs: jobs) { output in

@@ -43,12 +43,19 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
     if wake { _ = shim_futex_wake(word, 1) }
   }
 
-  /// Appends several items under one lock and one wake-up.
-  func push(contentsOf more: [Item]) {
+  /// Appends several items under one lock and one wake-up, and leaves
+  /// `more` empty. Into an empty queue the arrays are swapped: the items
+  /// move, not copied (and released) one by one.
+  func push(taking more: inout [Item]) {
     pthread_mutex_lock(mutex)
-    items.append(contentsOf: more)
+    if items.isEmpty {
+      swap(&items, &more)
+    } else {
+      items.append(contentsOf: more)
+    }
     let wake = bumpIfSleeping()
     pthread_mutex_unlock(mutex)
+    more.removeAll(keepingCapacity: true)
     if wake { _ = shim_futex_wake(word, 1) }
   }
 

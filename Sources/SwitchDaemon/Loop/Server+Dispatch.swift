@@ -165,8 +165,7 @@ extension Server {
 
   func handOverWrites() {
     guard !writesThisTurn.isEmpty else { return }
-    jobs.push(contentsOf: writesThisTurn)
-    writesThisTurn.removeAll(keepingCapacity: true)
+    jobs.push(taking: &writesThisTurn)
   }
 
   func status(for connection: Connection, caller: Caller) -> StatusReport {

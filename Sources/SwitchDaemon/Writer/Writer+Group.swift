@@ -51,7 +51,9 @@ extension Writer {
   static func writers(of jobs: [WriterJob]) -> [UInt64] {
     var connections: [UInt64] = []
     connections.reserveCapacity(jobs.count)
-    for case .write(let ticket, _, _, _, _) in jobs { connections.append(ticket.connection) }
+    for index in jobs.indices {
+      if let connection = jobs[index].writerConnection { connections.append(connection) }
+    }
     return connections
   }
 

@@ -45,6 +45,13 @@ enum WriterJob: Sendable {
   /// The settling time after an apply is over (`Drift.needsSettling`).
   case settled(key: String)
 
+  /// The connection that sent a write; nil for any other job. Read in
+  /// place: matching a job out of an array by value copied all of it.
+  var writerConnection: UInt64? {
+    guard case .write(let ticket, _, _, _, _) = self else { return nil }
+    return ticket.connection
+  }
+
   /// What an apply command or a read-back program reports: never held back.
   var isApplied: Bool {
     switch self {
