@@ -58,7 +58,16 @@ public struct LockFile: ~Copyable {
   }
 
   deinit {
-    if let mapping { munmap(mapping, AnnouncedRevision.mappedBytes) }
+    // Not unmapped but replaced by anonymous memory at the same address: a
+    // writer thread still holding the AnnouncedRevision (a daemon failing
+    // after it started one, on its way out) writes there harmlessly, and
+    // the file is let go (a mapping holds the open file, and with it the
+    // flock, until it goes).
+    if let mapping {
+      _ = mmap(
+        mapping, AnnouncedRevision.mappedBytes, PROT_READ | PROT_WRITE,
+        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)
+    }
   }
 
   /// Where the holder records the newest revision it announced. Valid while

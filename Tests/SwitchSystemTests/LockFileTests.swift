@@ -50,6 +50,24 @@ import Testing
     }
   }
 
+  /// A record made after its lock was let go (a writer thread still
+  /// running while a failing daemon returns) neither faults nor reaches the
+  /// file, and the lock is free for the next holder.
+  @Test func aRecordAfterTheLockIsGoneIsHarmless() throws {
+    try withTemporaryDirectory { base in
+      let path = base + "/switches.db.lock"
+      let first = try LockFile(path: path)
+      let announced = first.announcedRevision
+      announced.record(41)
+      let before = readFile(path)
+      _ = consume first
+      announced.record(42)
+      #expect(readFile(path) == before)
+      let next = try LockFile(path: path)
+      #expect(next.recordedRevision == 41)
+    }
+  }
+
   private func readFile(_ path: String) -> String? {
     let fd = open(path, O_RDONLY)
     guard fd >= 0 else { return nil }
