@@ -159,7 +159,7 @@ extension Server {
     return encodings.encode(
       at: position, template: template, record: record, state: state,
       policySource: Rules.policySource(state: state, rule: policy(of: key, holding: state)),
-      observed: observations.isEmpty ? nil : observations[key])
+      observed: observations[key])
   }
 
   /// Whether `caller` may change `key`'s value now, and if not why

@@ -118,8 +118,8 @@ struct WatchHub {
       }
     }
     visit(everything)
-    // An empty table is not asked: a look-up hashes the key first.
-    if !byKey.isEmpty, let exact = byKey[key] { visit(exact) }
+    // (An empty table answers without hashing the key: Swift's own fast path.)
+    if let exact = byKey[key] { visit(exact) }
     if !prefixLengths.isEmpty {
       let utf8 = Array(key.utf8)
       for length in prefixLengths.keys where length <= utf8.count {

@@ -12,13 +12,9 @@ extension Writer {
   /// records every ~1,024 changes, not a set of keys kept at every commit
   /// (a look-up that hashes the key per change, callgrind).
   func checkpoint() {
-    var rows: [SwitchRecord] = []
-    let anyWithoutRevision = !rowsWithoutRevision.isEmpty
-    for record in records.values
-    where record.revision > checkpointed
-      || (anyWithoutRevision && rowsWithoutRevision.contains(record.key))
-    {
-      rows.append(record)
+    // (An empty set answers `contains` without hashing the key.)
+    let rows = records.values.filter {
+      $0.revision > checkpointed || rowsWithoutRevision.contains($0.key)
     }
     do {
       try store.checkpoint(rows, userRows: users.rowsToCheckpoint, at: revision)

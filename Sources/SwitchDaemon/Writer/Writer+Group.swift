@@ -217,7 +217,7 @@ extension Writer {
     let current = records[key]
     let decision = Rules.decide(
       write.operation, key: key, definition: definition, record: current,
-      policy: catalog.policies.isEmpty ? nil : catalog.policies[key], caller: write.caller,
+      policy: catalog.policies[key], caller: write.caller,
       lasting: write.lasting, at: group.time, boot: write.lasting.map { _ in bootMoment })
     switch decision {
     case .failure(let refusal):
