@@ -282,6 +282,14 @@ public enum Rules {
     return next
   }
 
+  /// Whether what the rules answer about a switch in `state` (`writability`,
+  /// `policySource`) reads its policy rule at all: only when a policy holds
+  /// or disables it. A caller that keeps the rules in a hash table can skip
+  /// the look-up otherwise (every `get` and every change asks).
+  public static func readsPolicy(_ state: SwitchState) -> Bool {
+    state.heldBy == .policy || state.disabledBy == .policy
+  }
+
   /// `policySource` of a switch: the section that disables it (disabled
   /// wins), else the one that holds it, else nil.
   public static func policySource(state: SwitchState, rule: PolicyRule?) -> SourceLocation? {

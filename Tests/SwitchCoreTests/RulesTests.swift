@@ -377,6 +377,29 @@ import Testing
     }
   }
 
+  /// `readsPolicy` is what lets a caller skip the policy look-up: where it
+  /// says no, `writability` and `policySource` answer the same with a rule
+  /// (one that would fix, hold and disable the switch, with sources) as
+  /// without one.
+  @Test(arguments: Kind.allCases)
+  func aPolicyIsReadOnlyWhereReadsPolicySays(_ kind: Kind) {
+    let (state, _) = Self.state(kind)
+    let rule = PolicyRule(
+      key: "wifi", readOnly: true, disabled: true, checked: true, reason: "corp",
+      readOnlySource: SourceLocation(file: "policy.d/a.conf", line: 1),
+      disabledSource: SourceLocation(file: "policy.d/a.conf", line: 2))
+    let held = state.heldBy == .policy || state.disabledBy == .policy
+    #expect(Rules.readsPolicy(state) == held, "\(kind)")
+    guard !Rules.readsPolicy(state) else { return }
+    for caller in [Self.user, Self.reader, Self.admin] {
+      #expect(
+        Rules.writability(key: "wifi", state: state, policy: rule, caller: caller)
+          == Rules.writability(key: "wifi", state: state, policy: nil, caller: caller),
+        "\(kind)")
+    }
+    #expect(Rules.policySource(state: state, rule: rule) == nil, "\(kind)")
+  }
+
   @Test func theReasonIsTheRefusalsSentence() {
     let (held, heldRule) = Self.state(.policyHeld)
     #expect(

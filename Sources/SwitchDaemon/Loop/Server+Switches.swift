@@ -178,11 +178,10 @@ extension Server {
       scope: scope)
   }
 
-  /// `key`'s policy rule when a policy holds or disables it in `state`; nil
-  /// else, without a look-up (every `get` and every change asks): the rule
-  /// matters only to what it holds (`writable`, `policySource`).
+  /// `key`'s policy rule when the rules read it for a switch in `state`
+  /// (`Rules.readsPolicy`); nil else, without a look-up.
   func policy(of key: String, holding state: SwitchState) -> PolicyRule? {
-    guard state.heldBy == .policy || state.disabledBy == .policy else { return nil }
+    guard Rules.readsPolicy(state) else { return nil }
     return catalog.policies[key]
   }
 
