@@ -60,7 +60,9 @@ extension Bench {
   private func startSlowDisk(
     label: String, library: String, microseconds: Int, _ config: String
   ) throws -> Disk {
-    let environment = FlushDelay.environment(library: library, microseconds: microseconds)
+    try makeDirectory(flushCounts)
+    let environment = FlushDelay.environment(
+      library: library, microseconds: microseconds, counts: flushCounts)
     progress(
       "starting switchd, the SQLite floor\(redisDurable == nil ? "" : " and Redis") (\(label))")
     let daemon = try startDaemon("slow-\(microseconds)", config: config, environment: environment)
@@ -77,6 +79,9 @@ extension Bench {
       started: (true, redis != nil))
   }
 
+  /// Where FlushDelay's preload counts each process's flushes.
+  private var flushCounts: String { "\(directory)/flush-counts" }
+
   private func measureToggle(on disk: Disk, delay microseconds: Int) throws {
     let value = switchValue
     var measured: [(count: Int, switchd: LoadResult, peer: LoadResult?)] = []
@@ -86,16 +91,18 @@ extension Bench {
         "toggle, \(count) clients (\(disk.label)): switchd, SQLite floor"
           + (disk.redis == nil ? "" : ", Redis SET"))
       var contenders = [
-        clients(disk.daemon.socket, count, newlines: 1, check: .jsonRPC, server: disk.daemon.pid) {
-          [Bench.toggleRequest($0)]
-        },
+        clients(
+          disk.daemon.socket, count, newlines: 1, check: .jsonRPC, server: disk.daemon.pid,
+          flushCounts: flushCounts
+        ) { [Bench.toggleRequest($0)] },
         disk.floor,
       ]
       if let redis = disk.redis {
         contenders.append(
-          clients(redis.socket, count, newlines: 1, check: .resp, server: redis.pid) {
-            [resp(["SET", "toggle.c\($0)", value])]
-          })
+          clients(
+            redis.socket, count, newlines: 1, check: .resp, server: redis.pid,
+            flushCounts: flushCounts
+          ) { [resp(["SET", "toggle.c\($0)", value])] })
       }
       let results = try interleave(contenders)
       measured.append((count, results[0][0], results.count > 2 ? results[2][0] : nil))
@@ -161,6 +168,15 @@ extension Bench {
       peerRow(
         Row(section: "toggle", measure: "\(name): p99", unit: .microseconds, value: switchd.p99),
         peer?.p99, name: "Redis SET fsync"))
+    // Issue 26: the size of a commit group, to tell grouping from CPU.
+    if count >= 8, let writes = switchd.writesPerFlush {
+      add(
+        peerRow(
+          Row(
+            section: "toggle", measure: "\(name): writes per flush", unit: .count,
+            value: writes),
+          peer?.writesPerFlush, name: "Redis SET fsync"))
+    }
     if count >= 8, let cpu = switchd.cpuMicrosecondsPerRequest {
       add(
         peerRow(

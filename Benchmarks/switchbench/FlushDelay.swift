@@ -6,14 +6,23 @@ import Glibc
 /// `fsync`/`fdatasync` (the data still reaches the disk). This VM flushes in
 /// ~0.1-0.3 ms; a laptop's SSD without power-loss protection takes 1-5 ms,
 /// an SD card 5-20 ms, and there group commit decides everything.
+///
+/// It also counts each process's flushes in a shared page,
+/// `$SWITCHBENCH_FLUSH_COUNTS/<pid>` (`flushCount(of:)`), so that a run can
+/// say how many writes one flush carried: the size of a commit group.
 enum FlushDelay {
   static let source = """
     #define _GNU_SOURCE
     #include <dlfcn.h>
     #include <errno.h>
+    #include <fcntl.h>
+    #include <stdio.h>
     #include <stdlib.h>
+    #include <sys/mman.h>
     #include <time.h>
+    #include <unistd.h>
     static long delay_ns;
+    static unsigned long long *flushes;
     static int (*real_fsync)(int);
     static int (*real_fdatasync)(int);
     __attribute__((constructor)) static void init(void) {
@@ -21,8 +30,20 @@ enum FlushDelay {
       delay_ns = text ? atol(text) * 1000L : 0;
       real_fsync = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
       real_fdatasync = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
+      const char *counts = getenv("SWITCHBENCH_FLUSH_COUNTS");
+      if (!counts) return;
+      char path[4096];
+      snprintf(path, sizeof path, "%s/%d", counts, (int)getpid());
+      int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+      if (fd < 0) return;
+      if (ftruncate(fd, sizeof *flushes) == 0) {
+        void *page = mmap(NULL, sizeof *flushes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (page != MAP_FAILED) flushes = page;
+      }
+      close(fd);
     }
     static void slow_flush(void) {
+      if (flushes) __atomic_fetch_add(flushes, 1, __ATOMIC_RELAXED);
       if (delay_ns <= 0) return;
       struct timespec left = {delay_ns / 1000000000L, delay_ns % 1000000000L};
       int saved = errno;
@@ -53,11 +74,23 @@ enum FlushDelay {
     return .success(library)
   }
 
-  /// Our environment plus the preload and `microseconds` per flush.
-  static func environment(library: String, microseconds: Int) -> [String] {
+  /// Our environment plus the preload and `microseconds` per flush, with
+  /// each process's flushes counted in `counts` (a directory).
+  static func environment(library: String, microseconds: Int, counts: String) -> [String] {
     makeEnvironment([
       "LD_PRELOAD": library, "SWITCHBENCH_FSYNC_DELAY_US": String(microseconds),
+      "SWITCHBENCH_FLUSH_COUNTS": counts,
     ])
+  }
+
+  /// How many times process `pid` has flushed so far, if it runs under the
+  /// preload with counts in `counts`.
+  static func flushCount(of pid: pid_t, counts: String) -> UInt64? {
+    let fd = open("\(counts)/\(pid)", O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var count: UInt64 = 0
+    return pread(fd, &count, 8, 0) == 8 ? count : nil
   }
 }
 

@@ -41,7 +41,14 @@ struct LoadResult: Sendable {
   var answers = 0
   /// CPU seconds the server process used over the whole run (0: not measured).
   var serverCPU = 0.0
+  /// Flushes the server process made over the whole run (0: not counted).
+  var serverFlushes = 0
 
+  /// Answers per flush over the whole run: how many writes a commit group
+  /// carried, on average; nil when flushes were not counted.
+  var writesPerFlush: Double? {
+    serverFlushes > 0 && answers > 0 ? Double(answers) / Double(serverFlushes) : nil
+  }
   /// Server CPU microseconds per answer, or nil when not measured.
   var cpuMicrosecondsPerRequest: Double? {
     serverCPU > 0 && answers > 0 ? serverCPU * 1e6 / Double(answers) : nil
@@ -64,7 +71,8 @@ struct LoadResult: Sendable {
     var sum = LoadResult(
       completed: completed + other.completed, errors: errors + other.errors,
       seconds: seconds + other.seconds, latencies: latencies + other.latencies,
-      answers: answers + other.answers, serverCPU: serverCPU + other.serverCPU)
+      answers: answers + other.answers, serverCPU: serverCPU + other.serverCPU,
+      serverFlushes: serverFlushes + other.serverFlushes)
     sum.latencies.sort()
     return sum
   }

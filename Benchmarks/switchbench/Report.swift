@@ -113,7 +113,7 @@ func format(_ value: Double?, _ unit: Unit) -> String {
   case .seconds:
     return value < 1 ? "\(fixed(value * 1000, 1)) ms" : "\(fixed(value, 2)) s"
   case .kibibytes: return "\(fixed(value / 1024, 1)) MiB"
-  case .count: return fixed(value, 0)
+  case .count: return value < 100 && value != value.rounded() ? fixed(value, 1) : fixed(value, 0)
   case .perCall:
     if value >= 10_000 { return "\(fixed(value / 1000, 1))k" }
     return value >= 100 ? fixed(value, 0) : fixed(value, 2)

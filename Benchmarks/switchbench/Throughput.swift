@@ -23,18 +23,27 @@ extension Bench {
   }
 
   /// A contender of `clients` identical closed-loop clients; with `server`,
-  /// the CPU that process used during the run is recorded too.
+  /// the CPU that process used during the run is recorded too, and with
+  /// `flushCounts` (FlushDelay's) its flushes.
   func clients(
     _ path: String, _ count: Int, newlines: Int, check: ReplyCheck, server: pid_t? = nil,
-    requests: @escaping (Int) -> [[UInt8]]
+    flushCounts: String? = nil, requests: @escaping (Int) -> [[UInt8]]
   ) -> Contender {
     { warmup, seconds in
       let before = server.flatMap(processCPUSeconds)
+      let flushesBefore = flushCounts.flatMap { counts in
+        server.flatMap { FlushDelay.flushCount(of: $0, counts: counts) }
+      }
       var result = try self.load(
         path, clients: count, requests: requests, newlines: newlines, check: check,
         warmup: warmup, seconds: seconds)
       if let server, let before, let after = processCPUSeconds(server) {
         result.serverCPU = after - before
+      }
+      if let server, let flushCounts, let flushesBefore,
+        let after = FlushDelay.flushCount(of: server, counts: flushCounts)
+      {
+        result.serverFlushes = Int(after - flushesBefore)
       }
       return [result]
     }
