@@ -19,15 +19,15 @@ extension Rules {
   /// switch itself (as its dependencies leave it: `enable` of a switch whose
   /// dependency still holds shows the dependency), then each switch whose
   /// State a dependency changes as a result (`cause: dependency`, rule 17).
-  /// Empty when the write changes nothing after all.
+  /// Empty when the write changes nothing after all. `previous` is `key`'s
+  /// State in `records` (the writer has it in hand: a look-up hashes the key).
   ///
   /// The one place a write becomes a set of changes, so whatever must happen
   /// before they commit (apply commands, rule 14) sees the whole set.
   public static func plannedChanges(
-    of key: String, to next: SwitchState, cause: Cause, catalog: Catalog,
-    records: [String: SwitchRecord]
+    of key: String, from previous: SwitchState, to next: SwitchState, cause: Cause,
+    catalog: Catalog, records: [String: SwitchRecord]
   ) -> [PlannedChange] {
-    guard let previous = records[key]?.state else { return [] }
     let dependencies = catalog.dependencies
     let own = dependencies.settled(next, of: key) { $0 == key ? next : records[$0]?.state }
     if own == previous { return [] }

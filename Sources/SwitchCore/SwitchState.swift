@@ -60,48 +60,52 @@ public struct SwitchState: Equatable, Hashable, Sendable {
 
   public var readOnlyReason: String? {
     get { rare?.fields.readOnlyReason }
-    set { updateRare { $0.readOnlyReason = newValue } }
+    set { updateRare(clearing: newValue == nil) { $0.readOnlyReason = newValue } }
   }
   public var disabledReason: String? {
     get { rare?.fields.disabledReason }
-    set { updateRare { $0.disabledReason = newValue } }
+    set { updateRare(clearing: newValue == nil) { $0.disabledReason = newValue } }
   }
   public var invalidReason: String? {
     get { rare?.fields.invalidReason }
-    set { updateRare { $0.invalidReason = newValue } }
+    set { updateRare(clearing: newValue == nil) { $0.invalidReason = newValue } }
   }
   /// When a tried change reverts unless confirmed (rule 20), on the wall
   /// clock, for people; `pending` says who made it and its real deadline.
   public var pendingUntil: Int64? {
     get { rare?.fields.pendingUntil }
-    set { updateRare { $0.pendingUntil = newValue } }
+    set { updateRare(clearing: newValue == nil) { $0.pendingUntil = newValue } }
   }
   /// The tried change waiting for `confirm`; not a wire field.
   public var pending: TriedChange? {
     get { rare?.fields.pending }
-    set { updateRare { $0.pending = newValue } }
+    set { updateRare(clearing: newValue == nil) { $0.pending = newValue } }
   }
   /// When a timed value ends and the value from before comes back
   /// (SEMANTICS.md rule 21), in milliseconds since the epoch; nil: not timed.
   public var expiresAt: Int64? {
     get { rare?.fields.expiresAt }
-    set { updateRare { $0.expiresAt = newValue } }
+    set { updateRare(clearing: newValue == nil) { $0.expiresAt = newValue } }
   }
   /// When an administrator's `lock` or `disable` lifts by itself (rule 22),
   /// or a scheduled policy's window ends.
   public var readOnlyUntil: Int64? {
     get { rare?.fields.readOnlyUntil }
-    set { updateRare { $0.readOnlyUntil = newValue } }
+    set { updateRare(clearing: newValue == nil) { $0.readOnlyUntil = newValue } }
   }
   public var disabledUntil: Int64? {
     get { rare?.fields.disabledUntil }
-    set { updateRare { $0.disabledUntil = newValue } }
+    set { updateRare(clearing: newValue == nil) { $0.disabledUntil = newValue } }
   }
 
   /// Whether any deadline field is set.
   public var hasDeadlines: Bool { rare?.fields.hasDeadlines ?? false }
 
-  private mutating func updateRare(_ change: (inout RareFields) -> Void) {
+  /// `clearing`: the field is set to nil, which a State without rare
+  /// fields already holds (the rules clear deadlines on every toggle: a
+  /// box made and dropped each time, callgrind).
+  private mutating func updateRare(clearing: Bool, _ change: (inout RareFields) -> Void) {
+    if clearing && rare == nil { return }
     var fields = rare?.fields ?? RareFields()
     change(&fields)
     rare = fields.isEmpty ? nil : RareBox(fields)

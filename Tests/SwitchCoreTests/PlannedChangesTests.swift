@@ -34,7 +34,8 @@ import Testing
       "vpn": SwitchState(checked: true),
     ])
     let planned = Rules.plannedChanges(
-      of: "airplane-mode", to: SwitchState(checked: true), cause: .set, catalog: Self.catalog,
+      of: "airplane-mode", from: records["airplane-mode"]!.state, to: SwitchState(checked: true),
+      cause: .set, catalog: Self.catalog,
       records: records)
     #expect(
       planned == [
@@ -46,7 +47,8 @@ import Testing
           previous: SwitchState(checked: true)),
       ])
     let alone = Rules.plannedChanges(
-      of: "vpn", to: SwitchState(checked: false), cause: .toggle, catalog: Self.catalog,
+      of: "vpn", from: records["vpn"]!.state, to: SwitchState(checked: false), cause: .toggle,
+      catalog: Self.catalog,
       records: records)
     #expect(alone.map(\.key) == ["vpn"])
   }
@@ -58,7 +60,8 @@ import Testing
       "airplane-mode": SwitchState(checked: true), "wifi": disabled,
     ])
     let planned = Rules.plannedChanges(
-      of: "wifi", to: SwitchState(checked: true), cause: .enable, catalog: Self.catalog,
+      of: "wifi", from: disabled, to: SwitchState(checked: true), cause: .enable,
+      catalog: Self.catalog,
       records: records)
     #expect(
       planned == [

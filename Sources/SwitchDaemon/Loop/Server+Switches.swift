@@ -144,10 +144,16 @@ extension Server {
 
   /// The Switch object at `position` in `catalog.sortedKeys`, encoded once until it changes.
   func encodedSwitch(at position: Int) -> [UInt8]? {
+    encodedSwitch(at: position, record: records[catalog.sortedKeys[position]])
+  }
+
+  /// The same, given the loop's record of the switch (read only when the
+  /// object must be encoded again: a caller that holds it spares a look-up).
+  func encodedSwitch(at position: Int, record: @autoclosure () -> SwitchRecord?) -> [UInt8]? {
     if let bytes = encodings.bytes(at: position) { return bytes }
     let key = catalog.sortedKeys[position]
     guard let template = encodings.template(at: position, definition: { catalog.switches[key] }),
-      var record = records[key]
+      var record = record()
     else { return nil }
     let state = record.state
     // A user-scope switch shared by every viewer: as a user who never set it reads it.

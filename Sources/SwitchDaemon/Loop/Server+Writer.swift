@@ -129,9 +129,9 @@ extension Server {
     }
     // The loop's copy is at the write's revision (a revision is one State
     // of one switch): the cached object, with the caller's `writable`.
-    if let position = encodings.positions[key],
-      records[key]?.revision == outcome.record.revision,
-      let bytes = encodedSwitch(at: position)
+    if let position = encodings.positions[key], let record = records[key],
+      record.revision == outcome.record.revision,
+      let bytes = encodedSwitch(at: position, record: record)
     {
       WireEncoding.writeSwitch(
         &w, encoded: bytes, writable: writability(key, state: outcome.record.state, for: caller))
