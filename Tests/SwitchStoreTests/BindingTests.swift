@@ -1,3 +1,4 @@
+import CSQLite
 import SwitchCore
 import SwitchTestSupport
 import Testing
@@ -41,6 +42,76 @@ import Testing
       #expect(read.map(\.key) == written.map(\.key))
       #expect(read.map(\.cause) == written.map(\.cause))
       #expect(read.map(\.state) == written.map(\.state))
+    }
+  }
+
+  /// A bind of the value a parameter already holds is skipped (SQLite keeps
+  /// bindings across reset), so every other bind must still reach SQLite:
+  /// a value after a NULL, a NULL after a value, a static text after
+  /// another, a value bound again after a failed bind and after `withText`.
+  @Test func aRepeatedBindIsSkippedAndEveryChangeStillReachesSQLite() throws {
+    try withTemporaryDirectory { directory in
+      let connection = try SQLiteConnection(
+        path: directory + "/b.db", flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+      defer { connection.close() }
+      let select = try connection.prepareCached("SELECT ?1, ?2")
+      func row() throws -> (Int64?, String?) {
+        defer { select.reset() }
+        #expect(try select.step())
+        return (select.optionalInt64(at: 0), select.optionalText(at: 1))
+      }
+      try select.bind(Int64(7), at: 1)
+      try select.bind("toggle" as StaticString, at: 2)
+      #expect(try row() == (7, "toggle"))
+      try select.bind(Int64(7), at: 1)
+      try select.bind("toggle" as StaticString, at: 2)
+      #expect(try row() == (7, "toggle"))
+      try select.bindNull(at: 1)
+      try select.bind("policy" as StaticString, at: 2)
+      #expect(try row() == (nil, "policy"))
+      try select.bind(Int64(7), at: 1)
+      try select.bind(true, at: 1)
+      #expect(try row() == (1, "policy"))
+      // Out of range: SQLite refuses, and the next bind of a held value still goes through.
+      #expect(throws: SQLiteError.self) { try select.bind(Int64(9), at: 3) }
+      try select.bind(Int64(1), at: 1)
+      try select.withText("a key", at: 2) { () throws(SQLiteError) in
+        #expect(try select.step())
+        #expect(select.optionalText(at: 1) == "a key")
+        select.reset()
+      }
+      #expect(try row() == (1, nil))
+      try select.bind("policy" as StaticString, at: 2)
+      #expect(try row() == (1, "policy"))
+    }
+  }
+
+  /// Log rows that repeat a column and then change it (actor, user, cause)
+  /// read back as written, NULLs included.
+  @Test func rowsThatRepeatThenChangeAColumnReadBackAsWritten() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db")
+      defer { store.close() }
+      let actors: [Actor] = [
+        .peer(uid: 1000, gid: 1000, pid: 7), .peer(uid: 1000, gid: 1000, pid: 7), .system,
+        .system, .peer(uid: 1000, gid: 1000, pid: 7), .peer(uid: 0, gid: 0, pid: 1), .timer,
+      ]
+      let users: [UInt32?] = [nil, nil, 1000, 1000, nil, 1001, nil]
+      var written: [Change] = []
+      for (index, actor) in actors.enumerated() {
+        var change = sampleChange(
+          Int64(index + 1), key: "k\(index % 2)", checked: index % 3 == 0,
+          cause: index < 3 ? .toggle : .set, actor: actor)
+        change.user = users[index]
+        written.append(change)
+      }
+      try store.commit(Array(written[0..<4]))
+      try store.commit(Array(written[4...]))
+      let read = try store.changes(after: 0, upTo: Int64(written.count), limit: 100)
+      #expect(read.map(\.actor) == written.map(\.actor))
+      #expect(read.map(\.user) == written.map(\.user))
+      #expect(read.map(\.cause) == written.map(\.cause))
+      #expect(read.map(\.state.checked) == written.map(\.state.checked))
     }
   }
 }
