@@ -93,7 +93,7 @@ public struct JSONWriter {
     case .bool(let b):
       bool(b)
     case .number(let n):
-      bytes.append(contentsOf: n.text.utf8)
+      n.write(to: &self)
     case .string(let s):
       string(s)
     case .array(let elements):

@@ -326,6 +326,12 @@ private struct Scanner {
     if p[start] != UInt8(ascii: "0") {
       while i < n && JSONGrammar.isDigit(p[i]) { i += 1 }
     }
+    // Up to 18 digits fit an Int64 whatever they are: kept as the value.
+    if i - start <= 18 {
+      var value: Int64 = 0
+      for k in start..<i { value = value * 10 + Int64(p[k] &- UInt8(ascii: "0")) }
+      return JSONNumber(value)
+    }
     let text = String(
       decoding: UnsafeBufferPointer(start: p + start, count: i - start), as: UTF8.self)
     return JSONNumber(validatedText: text)

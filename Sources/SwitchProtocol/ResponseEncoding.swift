@@ -12,9 +12,7 @@ public enum ResponseEncoding {
   /// The id, written from its parts (no JSONValue made for it).
   static func writeID(_ w: inout JSONWriter, _ id: RequestID) {
     switch id {
-    case .number(let number):
-      var text = number.text
-      text.withUTF8 { w.bytes.append(contentsOf: $0) }
+    case .number(let number): number.write(to: &w)
     case .string(let text): w.string(text)
     case .null: w.null()
     }
