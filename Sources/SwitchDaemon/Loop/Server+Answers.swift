@@ -85,6 +85,6 @@ extension Server {
   func ticket(_ pending: PendingRequest, _ connection: Connection) -> Ticket {
     Ticket(
       connection: connection.id, slot: pending.answer?.slot ?? 0, part: pending.answer?.part ?? 0,
-      id: pending.id ?? .null, varlink: pending.varlink)
+      id: pending.id, varlink: pending.varlink)
   }
 }

@@ -9,9 +9,16 @@ import SwitchSystem
 extension Server {
   // MARK: Requests
 
-  /// Runs `pending`. `granted`: the caller with the right polkit granted
-  /// for this call (`drainPolkitAnswers`); nil the first time.
-  func execute(_ pending: PendingRequest, on connection: Connection, granted: Caller? = nil) {
+  /// Runs `pending` as the connection's caller.
+  func execute(_ pending: PendingRequest, on connection: Connection) {
+    execute(pending, on: connection, as: connection.caller)
+  }
+
+  /// Runs `pending` as `caller`: the connection's, or the caller with the
+  /// right polkit granted for this call (`drainPolkitAnswers`). Not an
+  /// optional `granted`: `granted ?? connection.caller` copied the
+  /// optional Caller through a generic value witness on every request.
+  func execute(_ pending: PendingRequest, on connection: Connection, as caller: Caller) {
     if let (slot, _) = pending.answer,
       connection.answeredBytes(slot: slot) > Self.maxBatchAnswerBytes
     {
@@ -24,7 +31,6 @@ extension Server {
     }
     // The order of checks: MethodNotFound, PermissionDenied for the
     // method, then InvalidParams (the params were decoded at framing).
-    let caller = granted ?? connection.caller
     if let method = pending.method, !Rules.mayCall(method.privilege, caller: caller) {
       if let question = administeringQuestion(pending, caller: caller) {
         return askPolkit(question, pending, on: connection, caller: caller)

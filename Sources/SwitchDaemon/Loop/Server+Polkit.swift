@@ -106,7 +106,7 @@ extension Server {
       case .authorized:
         // The right for this call, and for the value polkit was asked about.
         let granted = waiting.caller.granted(action, checked: waiting.question.checked)
-        execute(waiting.pending, on: connection, granted: granted)
+        execute(waiting.pending, on: connection, as: granted)
       case .denied where hasNext, .challenge where hasNext:
         let challenged = waiting.challenged ?? (answer.answer == .challenge ? action : nil)
         askPolkit(

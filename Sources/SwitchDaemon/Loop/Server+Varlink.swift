@@ -45,7 +45,7 @@ extension PendingRequest {
   /// A varlink call of `method`, its parameters decoded; `answer` nil for
   /// `oneway` (carried out, never answered).
   init(varlink method: Method, _ call: Result<Call, RPCError>, answer: (slot: UInt64, part: Int)?) {
-    self.id = answer == nil ? nil : .null
+    self.id = .null
     self.method = method
     self.call = call
     self.answer = answer

@@ -224,7 +224,9 @@ extension Writer {
     _ write: WriteRequest, _ definition: SwitchDefinition?, into group: inout Group
   ) -> Bool {
     let key = write.key
-    let current = records[key]
+    // One look-up for the read and the write back (each hashes the key).
+    let slot = records.index(forKey: key)
+    let current = slot.map { records.values[$0] }
     let decision = Rules.decide(
       write.operation, key: key, definition: definition, record: current,
       policy: catalog.policies[key], caller: write.caller,
@@ -276,7 +278,7 @@ extension Writer {
             revision: revision, time: group.time, key: plan.key, cause: plan.cause,
             actor: write.caller.actor, state: plan.state, previous: plan.previous)
           if own { after = change.record }
-          record(change, replacing: old, into: &group)
+          record(change, replacing: old, at: own ? slot : nil, into: &group)
         }
         if case .confirmWithin = write.lasting { deadlines.makers[key] = write.ticket.connection }
         group.answers.append(
@@ -286,10 +288,18 @@ extension Writer {
     return true
   }
 
-  /// Takes a decided change into the writer's copy and the group.
-  private func record(_ change: Change, replacing old: SwitchRecord, into group: inout Group) {
+  /// Takes a decided change into the writer's copy and the group; `slot`,
+  /// when given, is where `records` holds the switch (no look-up).
+  private func record(
+    _ change: Change, replacing old: SwitchRecord, at slot: [String: SwitchRecord].Index? = nil,
+    into group: inout Group
+  ) {
     group.undo.append(old)
-    records[change.key] = change.record
+    if let slot {
+      records.values[slot] = change.record
+    } else {
+      records[change.key] = change.record
+    }
     deadlines.note(change.key, change.state)
     group.changes.append(change)
   }
