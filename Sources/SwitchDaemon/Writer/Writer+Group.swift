@@ -258,21 +258,33 @@ extension Writer {
             replacing: old, into: &group)
         }
         group.answers.append(
-          (write.ticket, .write(.success(WriteOutcome(decided, changed: true, records[key])))))
+          (
+            write.ticket,
+            .write(.success(WriteOutcome(decided, after: records[key] ?? decided.record)))
+          ))
       case .failed(let reason):
         group.answers.append(
           (write.ticket, .write(.failure(.applyFailed(key: key, reason: reason)))))
       case .proceed(let plans) where plans.isEmpty:
         group.answers.append(
-          (write.ticket, .write(.success(WriteOutcome(decided, changed: false)))))
+          (write.ticket, .write(.success(WriteOutcome(unchanged: decided)))))
       case .proceed(let plans):
         // The switch and the dependents it disables or enables: one revision
         // each. The switch's own record is the one decided on, and the one
         // it takes is the answer's.
-        var after = current
+        // The decided record, not `current`: copies of an optional record
+        // went through a generic value witness (callgrind).
+        var after = decided.record
         for plan in plans {
           let own = plan.key == key
-          guard let old = own ? current : records[plan.key] else { continue }
+          let old: SwitchRecord
+          if own {
+            old = decided.record
+          } else if let other = records[plan.key] {
+            old = other
+          } else {
+            continue
+          }
           revision += 1
           let change = Change(
             revision: revision, time: group.time, key: plan.key, cause: plan.cause,
@@ -282,7 +294,7 @@ extension Writer {
         }
         if case .confirmWithin = write.lasting { deadlines.makers[key] = write.ticket.connection }
         group.answers.append(
-          (write.ticket, .write(.success(WriteOutcome(decided, changed: true, after)))))
+          (write.ticket, .write(.success(WriteOutcome(decided, after: after)))))
       }
     }
     return true

@@ -109,10 +109,21 @@ struct WriteOutcome: Sendable {
   /// Whose value of a user-scope switch `record` shows; nil for a system switch.
   var user: UInt32? = nil
 
-  /// The switch as `decision` leaves it: `after` when it changed, else as it was.
-  init(_ decision: Decision, changed: Bool, _ after: SwitchRecord? = nil) {
+  /// A write that changed nothing: the switch as it was.
+  init(unchanged decision: Decision) {
+    self.init(decision, changed: false, record: decision.record)
+  }
+
+  /// A write that changed the switch: `after`, the switch as it left it.
+  /// (Not an optional `after` defaulting to the decision's record: copying
+  /// an optional record went through a generic value witness, callgrind.)
+  init(_ decision: Decision, after: SwitchRecord) {
+    self.init(decision, changed: true, record: after)
+  }
+
+  private init(_ decision: Decision, changed: Bool, record: SwitchRecord) {
     self.changed = changed
-    record = after ?? decision.record
+    self.record = record
     definition = decision.definition
     policySource = Rules.policySource(state: record.state, rule: decision.policy)
   }
