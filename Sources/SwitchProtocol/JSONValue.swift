@@ -22,13 +22,13 @@ public struct JSONMember: Equatable, Sendable {
   }
 }
 
-/// A JSON number, kept as its exact text; a small non-negative integer
-/// without a sign (how nearly every request id is written) is kept as its
-/// value, and its text is made only when asked for: a String made per
-/// request and written back through `withUTF8` cost ~250 instructions of
-/// every call (callgrind).
+/// A JSON number, kept as its exact text; a number made from an Int64, or
+/// read as up to 18 digits (how nearly every request id is written), is
+/// kept as its value, and its text is made only when asked for: a String
+/// made per request and written back through `withUTF8` cost ~250
+/// instructions of every call (callgrind).
 public struct JSONNumber: Equatable, Sendable {
-  private enum Storage: Equatable, Sendable {
+  private enum Storage: Sendable {
     /// The text is exactly `String(value)`.
     case integer(Int64)
     case text(String)
