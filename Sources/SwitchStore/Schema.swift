@@ -15,7 +15,7 @@ struct Migration: Sendable {
 
 enum Schema {
   static let migrations: [Migration] = [
-    changeLog, keyChains, applyCommands, userValues, systemActors, deadlines,
+    changeLog, keyChains, applyCommands, userValues, systemActors, deadlines, compactLog,
   ]
 
   /// 1: switches, the change log, and the global revision.
@@ -172,6 +172,85 @@ enum Schema {
       ALTER TABLE changes ADD COLUMN p_pending_until INTEGER;
       ALTER TABLE changes ADD COLUMN p_pending TEXT;
       ALTER TABLE user_values ADD COLUMN expires_at INTEGER;
+      """)
+
+  /// 7: a log row holds what nearly every change has, and the rest is kept apart. A
+  /// toggle's row had 40 columns, 26 of them NULL or 0 (holds, reasons, deadlines), and
+  /// SQLite spends an instruction sequence on each column of each row it inserts: ~7.6k
+  /// instructions a toggle, a fifth of switchd's (issue 26, callgrind). `changes` keeps 12
+  /// columns; a change with a hold, a reason, a deadline or a fixed value on either side
+  /// also has a row in `change_details` with the same revision (`changeDetailColumns`),
+  /// which a read joins (`StoreStatements.SQL.changeSource`); a missing one reads as
+  /// the defaults, which is what it would hold.
+  static let compactLog = Migration(
+    name: "a compact change log, its rare columns in change_details",
+    sql: """
+      CREATE TABLE change_details (
+        revision INTEGER PRIMARY KEY,
+        s_read_only INTEGER NOT NULL DEFAULT 0,
+        s_read_only_reason TEXT,
+        s_held_by TEXT,
+        s_disabled INTEGER NOT NULL DEFAULT 0,
+        s_disabled_reason TEXT,
+        s_disabled_by TEXT,
+        p_read_only INTEGER NOT NULL DEFAULT 0,
+        p_read_only_reason TEXT,
+        p_held_by TEXT,
+        p_disabled INTEGER NOT NULL DEFAULT 0,
+        p_disabled_reason TEXT,
+        p_disabled_by TEXT,
+        s_invalid INTEGER NOT NULL DEFAULT 0,
+        s_invalid_reason TEXT,
+        p_invalid INTEGER NOT NULL DEFAULT 0,
+        p_invalid_reason TEXT,
+        s_value_fixed INTEGER NOT NULL DEFAULT 0,
+        p_value_fixed INTEGER NOT NULL DEFAULT 0,
+        s_expires_at INTEGER,
+        s_read_only_until INTEGER,
+        s_disabled_until INTEGER,
+        s_pending_until INTEGER,
+        s_pending TEXT,
+        p_expires_at INTEGER,
+        p_read_only_until INTEGER,
+        p_disabled_until INTEGER,
+        p_pending_until INTEGER,
+        p_pending TEXT
+      );
+      INSERT INTO change_details
+        SELECT revision, s_read_only, s_read_only_reason, s_held_by, s_disabled,
+          s_disabled_reason, s_disabled_by, p_read_only, p_read_only_reason, p_held_by,
+          p_disabled, p_disabled_reason, p_disabled_by, s_invalid, s_invalid_reason,
+          p_invalid, p_invalid_reason, s_value_fixed, p_value_fixed, s_expires_at,
+          s_read_only_until, s_disabled_until, s_pending_until, s_pending, p_expires_at,
+          p_read_only_until, p_disabled_until, p_pending_until, p_pending
+        FROM changes
+        WHERE s_read_only OR s_disabled OR p_read_only OR p_disabled OR s_invalid
+          OR p_invalid OR s_value_fixed OR p_value_fixed
+          OR coalesce(s_read_only_reason, s_held_by, s_disabled_reason, s_disabled_by,
+            p_read_only_reason, p_held_by, p_disabled_reason, p_disabled_by,
+            s_invalid_reason, p_invalid_reason, s_expires_at, s_read_only_until,
+            s_disabled_until, s_pending_until, s_pending, p_expires_at, p_read_only_until,
+            p_disabled_until, p_pending_until, p_pending) IS NOT NULL;
+      CREATE TABLE compact_changes (
+        revision INTEGER PRIMARY KEY,
+        key TEXT NOT NULL,
+        cause TEXT NOT NULL,
+        time INTEGER NOT NULL,
+        actor_uid INTEGER,
+        actor_gid INTEGER,
+        actor_pid INTEGER,
+        actor_source TEXT,
+        user INTEGER,
+        s_checked INTEGER NOT NULL,
+        p_checked INTEGER NOT NULL,
+        key_previous INTEGER
+      );
+      INSERT INTO compact_changes
+        SELECT revision, key, cause, time, actor_uid, actor_gid, actor_pid, actor_source, user,
+          s_checked, p_checked, key_previous
+        FROM changes;
+      DROP TABLE changes;
+      ALTER TABLE compact_changes RENAME TO changes;
       """)
 
   /// The schema version this build writes and reads.

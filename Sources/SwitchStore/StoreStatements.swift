@@ -31,6 +31,10 @@ struct StoreStatements {
       """
     /// `changeColumns` then `key_previous`: its column index.
     static let keyPreviousColumn: Int32 = 39
+    /// Where `changeColumns` are read: a change's row, and its details when it has any
+    /// (migration 7); a change without details reads NULL there, which `readChange` takes
+    /// for the defaults (0, no reason, no deadline) those columns held.
+    static let changeSource = "changes LEFT JOIN change_details USING (revision)"
 
     static let loadSwitches = "SELECT \(switchColumns) FROM switches ORDER BY key"
     static let hasSwitch = "SELECT 1 FROM switches WHERE key = ?1"
@@ -63,11 +67,11 @@ struct StoreStatements {
     /// Copies each key's newest change in (?1, ?2] to its switch row: the log's tail, grouped.
     static let checkpointRows = """
       INSERT INTO switches(\(switchColumns))
-        SELECT key, s_checked, s_read_only, s_read_only_reason, s_held_by, s_disabled,
-          s_disabled_reason, s_disabled_by, revision, time, s_invalid, s_invalid_reason,
-          s_value_fixed, s_expires_at, s_read_only_until, s_disabled_until, s_pending_until,
-          s_pending
-        FROM changes WHERE revision IN
+        SELECT key, s_checked, coalesce(s_read_only, 0), s_read_only_reason, s_held_by,
+          coalesce(s_disabled, 0), s_disabled_reason, s_disabled_by, revision, time,
+          coalesce(s_invalid, 0), s_invalid_reason, coalesce(s_value_fixed, 0), s_expires_at,
+          s_read_only_until, s_disabled_until, s_pending_until, s_pending
+        FROM \(changeSource) WHERE revision IN
           (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2
            AND user IS NULL GROUP BY key)
       ON CONFLICT(key) DO UPDATE SET checked = excluded.checked,
@@ -84,7 +88,7 @@ struct StoreStatements {
     static let checkpointUserRows = """
       INSERT INTO user_values(key, user, checked, revision, changed_at, expires_at)
         SELECT key, user, s_checked, revision, time, s_expires_at
-        FROM changes WHERE revision IN
+        FROM \(changeSource) WHERE revision IN
           (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2
            AND user IS NOT NULL GROUP BY key, user)
       ON CONFLICT(key, user) DO UPDATE SET checked = excluded.checked,
@@ -107,21 +111,25 @@ struct StoreStatements {
       SELECT max(revision) FROM changes WHERE revision > ?1 AND key = ?2 AND user IS ?3
       """
 
-    /// `?40` is `key_previous`: the revision of the previous change of the same key and user.
+    /// A change's row (migration 7): `?12` is `key_previous`, the revision of the
+    /// previous change of the same key and user.
     static let insertChange = """
-      INSERT INTO changes(\(changeColumns), key_previous) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
-      ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, \
-      ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40)
-      """
-    /// `insertChange` for a change between two free States (`SwitchState.isFree`: no hold,
-    /// reason, invalid or deadline), how nearly every toggle is: the columns that are NULL or
-    /// 0 then are not bound (each bind takes SQLite's mutex: ~150 instructions), and the
-    /// row is the same. `?14` is `key_previous`.
-    static let insertFreeChange = """
       INSERT INTO changes(revision, key, cause, time, actor_uid, actor_gid, actor_pid, \
-      s_checked, p_checked, user, s_value_fixed, p_value_fixed, actor_source, key_previous, \
-      s_read_only, s_disabled, p_read_only, p_disabled) \
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 0, 0, 0, 0)
+      actor_source, user, s_checked, p_checked, key_previous) \
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+      """
+    /// The rest of a change whose States are not both free and unfixed
+    /// (`Change.hasDetails`): `?2`...`?15` its State's, `?16`...`?29` the previous one's.
+    static let insertChangeDetails = """
+      INSERT INTO change_details(revision, \
+      s_read_only, s_read_only_reason, s_held_by, s_disabled, s_disabled_reason, \
+      s_disabled_by, s_invalid, s_invalid_reason, s_value_fixed, s_expires_at, \
+      s_read_only_until, s_disabled_until, s_pending_until, s_pending, \
+      p_read_only, p_read_only_reason, p_held_by, p_disabled, p_disabled_reason, \
+      p_disabled_by, p_invalid, p_invalid_reason, p_value_fixed, p_expires_at, \
+      p_read_only_until, p_disabled_until, p_pending_until, p_pending) \
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
+      ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)
       """
     /// The revision of a key's newest change as of the checkpoint (0: none).
     static let switchRevision = "SELECT revision FROM switches WHERE key = ?1"
@@ -130,16 +138,17 @@ struct StoreStatements {
     static let oldestChange = "SELECT min(revision) FROM changes"
     /// A range on the primary key: O(log n + rows returned).
     static let changesRange = """
-      SELECT \(changeColumns) FROM changes WHERE revision > ?1 AND revision <= ?2
+      SELECT \(changeColumns) FROM \(changeSource) WHERE revision > ?1 AND revision <= ?2
       ORDER BY revision LIMIT ?3
       """
     /// The primary key walked backwards from `before`.
     static let history = """
-      SELECT \(changeColumns) FROM changes WHERE revision < ?1 ORDER BY revision DESC LIMIT ?2
+      SELECT \(changeColumns) FROM \(changeSource) WHERE revision < ?1
+      ORDER BY revision DESC LIMIT ?2
       """
     /// One step of a key's history: a row by its revision, and the one before it of that key.
     static let changeAndPrevious = """
-      SELECT \(changeColumns), key_previous FROM changes WHERE revision = ?1
+      SELECT \(changeColumns), key_previous FROM \(changeSource) WHERE revision = ?1
       """
     /// Where to start walking a key's history back to `before`: the oldest mark at or above it.
     static let markAtOrAbove = """
@@ -153,6 +162,12 @@ struct StoreStatements {
       """
     static let pruneChunk = """
       DELETE FROM changes WHERE revision IN
+        (SELECT revision FROM changes WHERE revision <= ?1 ORDER BY revision LIMIT ?2)
+      """
+    /// The details of the changes `pruneChunk` deletes next: run just before it, in its
+    /// transaction, so that no change is left without its details.
+    static let pruneDetailsChunk = """
+      DELETE FROM change_details WHERE revision IN
         (SELECT revision FROM changes WHERE revision <= ?1 ORDER BY revision LIMIT ?2)
       """
     /// A scan of the marks (one per 64 changes), once per prune.
@@ -177,7 +192,7 @@ struct StoreStatements {
   let userValueRevision: SQLiteStatement
   let newestInTail: SQLiteStatement
   let insertChange: SQLiteStatement
-  let insertFreeChange: SQLiteStatement
+  let insertChangeDetails: SQLiteStatement
   let switchRevision: SQLiteStatement
   let insertMark: SQLiteStatement
   let oldestChange: SQLiteStatement
@@ -187,6 +202,7 @@ struct StoreStatements {
   let markAtOrAbove: SQLiteStatement
   let pruneThreshold: SQLiteStatement
   let pruneChunk: SQLiteStatement
+  let pruneDetailsChunk: SQLiteStatement
   let pruneMarks: SQLiteStatement
 
   init(_ connection: SQLiteConnection) throws(SQLiteError) {
@@ -208,7 +224,7 @@ struct StoreStatements {
     userValueRevision = try connection.prepareCached(SQL.userValueRevision)
     newestInTail = try connection.prepareCached(SQL.newestInTail)
     insertChange = try connection.prepareCached(SQL.insertChange)
-    insertFreeChange = try connection.prepareCached(SQL.insertFreeChange)
+    insertChangeDetails = try connection.prepareCached(SQL.insertChangeDetails)
     switchRevision = try connection.prepareCached(SQL.switchRevision)
     insertMark = try connection.prepareCached(SQL.insertMark)
     oldestChange = try connection.prepareCached(SQL.oldestChange)
@@ -218,11 +234,21 @@ struct StoreStatements {
     markAtOrAbove = try connection.prepareCached(SQL.markAtOrAbove)
     pruneThreshold = try connection.prepareCached(SQL.pruneThreshold)
     pruneChunk = try connection.prepareCached(SQL.pruneChunk)
+    pruneDetailsChunk = try connection.prepareCached(SQL.pruneDetailsChunk)
     pruneMarks = try connection.prepareCached(SQL.pruneMarks)
   }
 }
 
 // MARK: Binding and reading rows
+
+extension Change {
+  /// Whether this change has a `change_details` row: a State on either side that holds
+  /// more than `checked` (a hold, a reason, a deadline, `invalid`, a fixed value).
+  /// Nearly every toggle has none, and writes one row of 12 columns.
+  var hasDetails: Bool {
+    !state.isFree || !previous.isFree || state.valueFixed || previous.valueFixed
+  }
+}
 
 extension SQLiteStatement {
   /// Binds a switch row to `?1`...`?18` (`SQL.switchValues`).
@@ -286,40 +312,10 @@ extension SQLiteStatement {
     )
   }
 
-  /// Binds a log row to `?1`...`?40` (`SQL.changeColumns`, then `key_previous`).
+  /// Binds a change's row to `insertChange`'s `?1`...`?12`, but for `?2`, the key, which
+  /// is bound around the step (`withText`).
   func bindChange(_ change: Change, keyPrevious: Int64?) throws(SQLiteError) {
     try bind(change.revision, at: 1)
-    // ?2, the key, is bound around the step (`withText`).
-    try bind(change.cause.storageName, at: 3)
-    try bind(change.time, at: 4)
-    switch change.actor {
-    case .peer(let uid, let gid, let pid):
-      try bind(Int64(uid), at: 5)
-      try bind(Int64(gid), at: 6)
-      try bind(Int64(pid), at: 7)
-    case .policy, .reconcile, .system, .timer:
-      // All three NULL is how the log says "a policy file did it", or, with
-      // cause `reconcile`, switchd applying stored values, or with `external`
-      // or `drift`, the system switchd reads back (`Actor.configuration`).
-      try bindNull(at: 5)
-      try bindNull(at: 6)
-      try bindNull(at: 7)
-    }
-    try bindState(change.state, from: 8, invalidFrom: 22)
-    try bindState(change.previous, from: 15, invalidFrom: 24)
-    try bind(change.user.map { Int64($0) }, at: 26)
-    try bind(change.state.valueFixed, at: 27)
-    try bind(change.previous.valueFixed, at: 28)
-    try bind(change.actor.storageSource, at: 29)
-    try bindDeadlines(change.state, from: 30)
-    try bindDeadlines(change.previous, from: 35)
-    try bind(keyPrevious, at: 40)
-  }
-
-  /// Binds a change between two free States to `insertFreeChange`'s `?1`...`?14`.
-  func bindFreeChange(_ change: Change, keyPrevious: Int64?) throws(SQLiteError) {
-    try bind(change.revision, at: 1)
-    // ?2, the key, is bound around the step (`withText`).
     try bind(change.cause.storageName, at: 3)
     try bind(change.time, at: 4)
     if case .peer(let uid, let gid, let pid) = change.actor {
@@ -327,18 +323,40 @@ extension SQLiteStatement {
       try bind(Int64(gid), at: 6)
       try bind(Int64(pid), at: 7)
     } else {
+      // All three NULL is how the log says "a policy file did it", or, with
+      // cause `reconcile`, switchd applying stored values, or with `external`
+      // or `drift`, the system switchd reads back (`Actor.configuration`).
       // Bindings outlive a reset: the previous row's actor must not stay.
       try bindNull(at: 5)
       try bindNull(at: 6)
       try bindNull(at: 7)
     }
-    try bind(change.state.checked, at: 8)
-    try bind(change.previous.checked, at: 9)
-    try bind(change.user.map { Int64($0) }, at: 10)
-    try bind(change.state.valueFixed, at: 11)
-    try bind(change.previous.valueFixed, at: 12)
-    try bind(change.actor.storageSource, at: 13)
-    try bind(keyPrevious, at: 14)
+    try bind(change.actor.storageSource, at: 8)
+    try bind(change.user.map { Int64($0) }, at: 9)
+    try bind(change.state.checked, at: 10)
+    try bind(change.previous.checked, at: 11)
+    try bind(keyPrevious, at: 12)
+  }
+
+  /// Binds a change's details to `insertChangeDetails`'s `?1`...`?29`.
+  func bindChangeDetails(_ change: Change) throws(SQLiteError) {
+    try bind(change.revision, at: 1)
+    try bindDetails(change.state, from: 2)
+    try bindDetails(change.previous, from: 16)
+  }
+
+  /// Binds what a State holds besides `checked` to `?first`...`?(first + 13)`.
+  private func bindDetails(_ state: SwitchState, from first: Int32) throws(SQLiteError) {
+    try bind(state.readOnly, at: first)
+    try bind(state.readOnlyReason, at: first + 1)
+    try bind(state.heldBy?.storageName, at: first + 2)
+    try bind(state.disabled, at: first + 3)
+    try bind(state.disabledReason, at: first + 4)
+    try bind(state.disabledBy?.storageName, at: first + 5)
+    try bind(state.invalid, at: first + 6)
+    try bind(state.invalidReason, at: first + 7)
+    try bind(state.valueFixed, at: first + 8)
+    try bindDeadlines(state, from: first + 9)
   }
 
   /// Binds the seven State columns to `?first`...`?(first + 6)`, and

@@ -67,15 +67,14 @@ extension SwitchStore {
           previous = try startChain(chain)
         }
         let keyPrevious = previous.newest > 0 ? previous.newest : nil
-        let insert: SQLiteStatement
-        if change.state.isFree && change.previous.isFree {
-          insert = statements.insertFreeChange
-          try insert.bindFreeChange(change, keyPrevious: keyPrevious)
-        } else {
-          insert = statements.insertChange
-          try insert.bindChange(change, keyPrevious: keyPrevious)
-        }
+        let insert = statements.insertChange
+        try insert.bindChange(change, keyPrevious: keyPrevious)
         try insert.withText(change.key, at: 2) { () throws(SQLiteError) in try execute(insert) }
+        if change.hasDetails {
+          let details = statements.insertChangeDetails
+          try details.bindChangeDetails(change)
+          try execute(details)
+        }
         var next = KeyChain(newest: change.revision, sinceMark: previous.sinceMark + 1)
         // Marks index the switch-level chains; a user's chain is walked whole.
         if change.user == nil && next.sinceMark >= markSpacing {
@@ -182,6 +181,10 @@ extension SwitchStore {
         let write = statements.writeRevision
         try write.bind(revision, at: 1)
         try execute(write)
+        let details = statements.pruneDetailsChunk
+        try details.bind(threshold, at: 1)
+        try details.bind(chunk, at: 2)
+        try execute(details)
         let statement = statements.pruneChunk
         try statement.bind(threshold, at: 1)
         try statement.bind(chunk, at: 2)

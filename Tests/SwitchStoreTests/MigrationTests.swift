@@ -68,4 +68,70 @@ import Testing
       #expect(try store.loadUserValues()["email"]?[1000]?.checked == false)
     }
   }
+
+  /// Schema 6 to 7 (the compact log): every change reads back as it was written, the held
+  /// ones with their reasons, deadlines and fixed values; only they keep a details row;
+  /// the chain, the checkpoint and pruning go on from the migrated log.
+  @Test func schemaSixMovesTheRareColumnsToDetails() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let old = try database(
+        at: path, version: 6,
+        extraSQL: """
+          INSERT INTO switches(key, checked, read_only, disabled, revision, changed_at)
+            VALUES ('wifi', 1, 0, 0, 0, NULL), ('email', 1, 0, 0, 0, NULL);
+          INSERT INTO changes(revision, key, cause, time, actor_uid, actor_gid, actor_pid,
+            s_checked, s_read_only, s_disabled, p_checked, p_read_only, p_disabled,
+            key_previous)
+          VALUES (1, 'wifi', 'toggle', 100, 1000, 1000, 7, 0, 0, 0, 1, 0, 0, NULL);
+          INSERT INTO changes(revision, key, cause, time, s_checked, s_read_only,
+            s_read_only_reason, s_held_by, s_disabled, p_checked, p_read_only, p_disabled,
+            s_value_fixed, s_read_only_until, key_previous, actor_source)
+          VALUES (2, 'email', 'lock', 200, 1, 1, 'exam', 'admin', 0, 1, 0, 0, 1, 900,
+            NULL, NULL);
+          INSERT INTO changes(revision, key, cause, time, s_checked, s_read_only, s_disabled,
+            s_disabled_reason, s_disabled_by, p_checked, p_read_only, p_disabled,
+            s_invalid, s_invalid_reason, key_previous, actor_source)
+          VALUES (3, 'wifi', 'dependency', 300, 0, 0, 1, 'Airplane mode is on',
+            'dependency', 0, 0, 0, 1, 'no radio', 1, 'system');
+          INSERT INTO changes(revision, key, cause, time, user, s_checked, s_read_only,
+            s_disabled, p_checked, p_read_only, p_disabled, s_expires_at, key_previous)
+          VALUES (4, 'email', 'set', 400, 1000, 0, 0, 0, 1, 0, 0, 5000, NULL);
+          UPDATE meta SET value = 4 WHERE name = 'revision';
+          """)
+      old.close()
+      let store = try SwitchStore(path: path)
+      defer { store.close() }
+      #expect(try Schema.version(of: store.connection) == Schema.currentVersion)
+      let changes = try store.changes(after: 0, upTo: 4, limit: 10)
+      #expect(changes.map(\.revision) == [1, 2, 3, 4])
+      #expect(changes[0].actor == .peer(uid: 1000, gid: 1000, pid: 7))
+      #expect(changes[0].state == SwitchState(checked: false))
+      #expect(
+        changes[1].state
+          == SwitchState(
+            checked: true, readOnly: true, readOnlyReason: "exam", heldBy: .admin,
+            valueFixed: true, readOnlyUntil: 900))
+      #expect(changes[2].state.disabledBy == .dependency)
+      #expect(changes[2].state.disabledReason == "Airplane mode is on")
+      #expect(changes[2].state.invalidReason == "no radio")
+      #expect(changes[2].previous == SwitchState(checked: false))
+      #expect(changes[3].user == 1000)
+      #expect(changes[3].state.expiresAt == 5000)
+      #expect(
+        try store.connection.textRows("SELECT revision FROM change_details ORDER BY revision")
+          == ["2", "3", "4"])
+      #expect(
+        try store.connection.textRows("SELECT count(*) FROM pragma_table_info('changes')") == ["12"]
+      )
+      #expect(try store.history(key: "wifi", before: nil, limit: 10).map(\.revision) == [3, 1])
+      try store.commit([sampleChange(5, key: "wifi", checked: true)])
+      #expect(try store.history(key: "wifi", before: nil, limit: 10).map(\.revision) == [5, 3, 1])
+      try store.checkpointFromLog()
+      #expect(try store.loadSwitches().first { $0.key == "email" }?.state.readOnlyReason == "exam")
+      // Pruning takes the details of the changes it deletes, and only those.
+      #expect(try store.prune(keep: 2) == 3)
+      #expect(try store.connection.textRows("SELECT revision FROM change_details") == ["4"])
+    }
+  }
 }

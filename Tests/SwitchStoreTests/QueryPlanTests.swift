@@ -18,6 +18,7 @@ import Testing
     ("readRevision", SQL.readRevision, "PRIMARY KEY"),
     ("writeRevision", SQL.writeRevision, "PRIMARY KEY"),
     ("pruneChunk", SQL.pruneChunk, "INTEGER PRIMARY KEY"),
+    ("pruneDetailsChunk", SQL.pruneDetailsChunk, "INTEGER PRIMARY KEY"),
   ]
 
   @Test(arguments: keyed.map(\.name))

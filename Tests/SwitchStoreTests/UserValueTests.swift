@@ -178,9 +178,9 @@ import Testing
   }
 }
 
-/// A change between two free States is written by the shorter statement
-/// (`insertFreeChange`); read back it is the same change as any other,
-/// whatever the row before it bound (bindings outlive a reset).
+/// A change between two free, unfixed States is one row of `changes` and
+/// nothing in `change_details` (migration 7); read back it is the same change
+/// as any other, whatever the row before it bound (bindings outlive a reset).
 @Suite struct FreeChangeRowTests {
   @Test func freeAndHeldChangesReadBackAsWritten() throws {
     try withTemporaryDirectory { directory in
@@ -194,6 +194,8 @@ import Testing
       held.state.readOnlyUntil = 1_800_000_000_000
       var mine = sampleChange(5, checked: true)
       mine.user = 1000
+      var fixed = sampleChange(7, checked: true, cause: .policy, actor: .policy)
+      fixed.previous.valueFixed = true
       let written = [
         sampleChange(1, checked: false),
         held,
@@ -201,9 +203,16 @@ import Testing
         sampleChange(4, checked: false, cause: .policy, actor: .policy),
         mine,
         sampleChange(6, checked: false, actor: .peer(uid: 0, gid: 0, pid: 9)),
+        fixed,
+        sampleChange(8, checked: false),
       ]
       for change in written { try store.commit([change]) }
-      #expect(try store.changes(after: 0, upTo: 6, limit: 10) == written)
+      #expect(try store.changes(after: 0, upTo: 8, limit: 10) == written)
+      // Only the held change and the one a fixed value came from have details.
+      #expect(
+        try store.connection.textRows("SELECT revision FROM change_details ORDER BY revision")
+          == ["2", "7"])
+      #expect(try store.history(key: "wifi", before: nil, limit: 10).count == 7)
     }
   }
 }
