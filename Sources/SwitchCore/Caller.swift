@@ -9,7 +9,10 @@ public struct Caller: Equatable, Sendable {
   /// May set, toggle and reset system switches (see `Caller.peer`).
   public var mayWrite: Bool
   /// Who may write, as a refusal of a caller that may not says it.
-  public var writeRequirement: String
+  public var writeRequirement: String { requirement.sentence }
+  /// The same as a value: a Caller is copied several times per write, and a
+  /// sentence built per peer was a String retained and released at each copy.
+  var requirement: WriteRequirement
   /// The user a request acts as (its `user` param); nil: the caller itself.
   public var actingAs: UInt32?
   /// Under `Authorization=polkit`, a peer other than root and the daemon's
@@ -17,13 +20,12 @@ public struct Caller: Equatable, Sendable {
   public var asksPolkit = false
 
   public init(
-    actor: Actor, isAdmin: Bool, mayWrite: Bool,
-    writeRequirement: String = WritersGroup.membersRequirement
+    actor: Actor, isAdmin: Bool, mayWrite: Bool, requirement: WriteRequirement = .writersGroup
   ) {
     self.actor = actor
     self.isAdmin = isAdmin
     self.mayWrite = mayWrite
-    self.writeRequirement = writeRequirement
+    self.requirement = requirement
   }
 
   /// The value polkit authorized a set, toggle or reset to give (its
@@ -114,30 +116,25 @@ public struct Caller: Equatable, Sendable {
     if access.authorization == .polkit {
       // polkit decides the rest, per call (`PolkitQuestion`): until it has,
       // nobody but the owners has a right beyond reading (fail closed).
-      var caller = Caller(
-        actor: actor, isAdmin: isOwner, mayWrite: isOwner,
-        writeRequirement: "polkit did not authorize io.switchd.write")
+      var caller = Caller(actor: actor, isAdmin: isOwner, mayWrite: isOwner, requirement: .polkit)
       caller.asksPolkit = !isOwner
       return caller
     }
     let isAdmin = isOwner || access.adminGroup.map(isMember) == true
     let mayWrite: Bool
-    let requirement: String
+    let requirement: WriteRequirement
     switch access.writers {
     case .humanAccounts:
       mayWrite = isAdmin || access.humanUIDs.contains(uid)
-      requirement =
-        "only human accounts (uid \(access.humanUIDs.lowerBound)–\(access.humanUIDs.upperBound))"
-        + " and administrators may change system switches"
+      requirement = .humanAccounts(access.humanUIDs)
     case .members(let group, let name):
       mayWrite = isAdmin || isMember(group)
-      requirement = "only members of the group \(name) may change system switches"
+      requirement = .members(groupName: name)
     case .missing:
       mayWrite = isAdmin
-      requirement = "only administrators may change system switches"
+      requirement = .administrators
     }
-    return Caller(
-      actor: actor, isAdmin: isAdmin, mayWrite: mayWrite, writeRequirement: requirement)
+    return Caller(actor: actor, isAdmin: isAdmin, mayWrite: mayWrite, requirement: requirement)
   }
 }
 
@@ -180,6 +177,32 @@ public struct AccessRules: Equatable, Sendable {
     if let adminGroup { groups.append(adminGroup) }
     if case .members(let gid, _) = writers, gid != adminGroup { groups.append(gid) }
     return groups
+  }
+}
+
+/// Who may change system switches, as a caller's refusal says it.
+public enum WriteRequirement: Equatable, Sendable {
+  /// A caller made without access rules.
+  case writersGroup
+  /// `Authorization=polkit`: polkit did not grant this call.
+  case polkit
+  /// No `Writers` group: human accounts, by their uids.
+  case humanAccounts(ClosedRange<UInt32>)
+  /// `Writers=` names this group.
+  case members(groupName: String)
+  /// `Writers=` names a group that does not exist.
+  case administrators
+
+  public var sentence: String {
+    switch self {
+    case .writersGroup: WritersGroup.membersRequirement
+    case .polkit: "polkit did not authorize io.switchd.write"
+    case .humanAccounts(let uids):
+      "only human accounts (uid \(uids.lowerBound)–\(uids.upperBound))"
+        + " and administrators may change system switches"
+    case .members(let name): "only members of the group \(name) may change system switches"
+    case .administrators: "only administrators may change system switches"
+    }
   }
 }
 

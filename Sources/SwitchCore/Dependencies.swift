@@ -21,13 +21,35 @@ public struct Dependencies: Sendable {
     var conflicts: [String]
   }
 
+  /// What `init` computes, never changed after: behind one reference, so that a copy of
+  /// the catalog's dependencies (one per write decided) is one retain, not five (callgrind).
+  private final class Tables: Sendable {
+    let order: [String]
+    let position: [String: Int]
+    let listed: [String: Listed]
+    let dependents: [String: [String]]
+    let labels: [String: String]
+
+    init(
+      order: [String], position: [String: Int], listed: [String: Listed],
+      dependents: [String: [String]], labels: [String: String]
+    ) {
+      self.order = order
+      self.position = position
+      self.listed = listed
+      self.dependents = dependents
+      self.labels = labels
+    }
+  }
+  private let tables: Tables
+
   /// Declared keys, each after the switches it lists; otherwise sorted.
-  public let order: [String]
-  private let position: [String: Int]
-  private let listed: [String: Listed]
+  public var order: [String] { tables.order }
+  private var position: [String: Int] { tables.position }
+  private var listed: [String: Listed] { tables.listed }
   /// For each key, the switches that list it.
-  private let dependents: [String: [String]]
-  private let labels: [String: String]
+  private var dependents: [String: [String]] { tables.dependents }
+  private var labels: [String: String] { tables.labels }
 
   /// Reads `Requires=`/`Conflicts=` of `switches`. Keys that are not declared
   /// are ignored (the builder refuses them); a cycle must not be given.
@@ -67,11 +89,8 @@ public struct Dependencies: Sendable {
     }
     var position: [String: Int] = [:]
     for (index, key) in order.enumerated() { position[key] = index }
-    self.order = order
-    self.position = position
-    self.listed = listed
-    self.dependents = dependents
-    self.labels = labels
+    tables = Tables(
+      order: order, position: position, listed: listed, dependents: dependents, labels: labels)
   }
 
   /// Whether any switch lists `key` in `Requires=` or `Conflicts=`.

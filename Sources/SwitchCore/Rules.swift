@@ -19,6 +19,19 @@ public enum Rules {
     boot: BootMoment? = nil
   ) -> Result<Decision, Refusal> {
     guard let definition, let record else { return .failure(.unknownSwitch(key: key)) }
+    return decide(
+      operation, key: key, declared: definition, record: record, policy: policy, caller: caller,
+      lasting: lasting, at: time, boot: boot)
+  }
+
+  /// The same for a declared switch and its record (the writer's: it has
+  /// both in hand, and copies of the optionals went through generic value
+  /// witnesses, callgrind).
+  public static func decide(
+    _ operation: Operation, key: String, declared definition: SwitchDefinition,
+    record: SwitchRecord, policy: PolicyRule?, caller: Caller, lasting: Lasting? = nil,
+    at time: Int64 = 0, boot: BootMoment? = nil
+  ) -> Result<Decision, Refusal> {
     if operation == .expire {
       return .success(
         Decision(

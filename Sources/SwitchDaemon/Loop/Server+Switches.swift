@@ -25,6 +25,8 @@ struct SwitchEncodings {
     /// The State `bytes` show (the loop's record's, as every viewer's
     /// `writable` is decided from it): a `get` needs no record look-up.
     var state: SwitchState?
+    /// The revision `bytes` show.
+    var revision: Int64 = 0
     /// `WireEncoding.switchMiddle` of a user-scope switch, shared by its users.
     var middle: [UInt8]?
   }
@@ -69,6 +71,11 @@ struct SwitchEncodings {
 
   func bytes(at position: Int) -> [UInt8]? { entries[position].bytes }
 
+  /// The kept object at `position` if it shows `revision`.
+  func bytes(at position: Int, revision: Int64) -> [UInt8]? {
+    entries[position].revision == revision ? entries[position].bytes : nil
+  }
+
   /// The State of the switch at `position` while its encoding is kept.
   func state(at position: Int) -> SwitchState? { entries[position].state }
 
@@ -96,7 +103,8 @@ struct SwitchEncodings {
     var w = JSONWriter(capacity: template.objectCapacity)
     WireEncoding.writeSwitch(
       &w, template: template, record: record, policySource: policySource, observed: observed)
-    entries[position] = Entry(template: template, bytes: w.bytes, state: state)
+    entries[position] = Entry(
+      template: template, bytes: w.bytes, state: state, revision: record.revision)
     return w.bytes
   }
 

@@ -127,23 +127,22 @@ extension Server {
       writeUserSwitch(&w, definition: outcome.definition, seen: seen, user: user, for: caller)
       return
     }
-    // The loop's copy is at the write's revision (a revision is one State
-    // of one switch): the cached object, with the caller's `writable`.
-    if let position = encodings.positions[key], let record = records[key],
-      record.revision == outcome.record.revision,
-      let bytes = encodedSwitch(at: position, record: record)
-    {
-      WireEncoding.writeSwitch(
-        &w, encoded: bytes, writable: writability(key, state: outcome.record.state, for: caller))
+    // The switch as this write left it (a revision is one State of one
+    // switch), with the caller's `writable`: the kept object when a read has
+    // made it for this revision, else written straight into the answer. It
+    // is not kept: after a write the next read of the switch may never come,
+    // and keeping it cost an array, a copy and a record look-up per write.
+    let writable = writability(key, state: outcome.record.state, for: caller)
+    let position = encodings.positions[key]
+    if let position, let bytes = encodings.bytes(at: position, revision: outcome.record.revision) {
+      WireEncoding.writeSwitch(&w, encoded: bytes, writable: writable)
       return
     }
-    // The switch changed again after this write (in the same group).
-    var object = JSONWriter(capacity: 512)
+    let template =
+      position.flatMap { encodings.template(at: $0, definition: { outcome.definition }) }
+      ?? SwitchTemplate(outcome.definition)
     WireEncoding.writeSwitch(
-      &object, template: template(of: outcome.definition), record: outcome.record,
-      policySource: outcome.policySource, observed: observations[key])
-    let writable = Rules.writability(
-      key: key, state: outcome.record.state, policy: catalog.policies[key], caller: caller)
-    WireEncoding.writeSwitch(&w, encoded: object.bytes, writable: writable)
+      &w, template: template, record: outcome.record, policySource: outcome.policySource,
+      observed: observations[key], writable: writable)
   }
 }

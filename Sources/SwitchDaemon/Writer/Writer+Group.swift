@@ -226,9 +226,13 @@ extension Writer {
     let key = write.key
     // One look-up for the read and the write back (each hashes the key).
     let slot = records.index(forKey: key)
-    let current = slot.map { records.values[$0] }
+    guard let slot, let definition else {
+      group.answers.append((write.ticket, .refused(.unknownSwitch(key: key))))
+      return true
+    }
+    // Not optional: an optional record was copied through a generic value witness.
     let decision = Rules.decide(
-      write.operation, key: key, definition: definition, record: current,
+      write.operation, key: key, declared: definition, record: records.values[slot],
       policy: catalog.policies[key], caller: write.caller,
       lasting: write.lasting, at: group.time, boot: write.lasting.map { _ in bootMoment })
     switch decision {
@@ -248,14 +252,15 @@ extension Writer {
       case .failed(let reason) where write.operation == .expire || write.operation == .revert:
         // An ending cannot be refused and come again for ever: it ends, the
         // value stays, and the switch is invalid (rule 20, after rule 22).
-        if let old = current, let next = decided.next {
+        if let next = decided.next {
+          let old = decided.record
           revision += 1
           record(
             Change(
               revision: revision, time: group.time, key: key, cause: write.operation.cause,
               actor: write.caller.actor,
               state: Rules.failedEnding(old.state, next: next, reason: reason), previous: old.state),
-            replacing: old, into: &group)
+            replacing: old, at: slot, into: &group)
         }
         group.answers.append(
           (
