@@ -28,13 +28,14 @@ let package = Package(
     .target(name: "CShim"),
     // The thin layer over Glibc shared by the daemon and switchctl.
     .target(name: "SwitchSystem", dependencies: ["CShim"]),
-    .target(name: "SwitchCore"),
+    .target(name: "SwitchCore", swiftSettings: releaseSpeed),
     // The varlink interface definition is one file, shipped as it is and
     // embedded in the code that serves it (`PackageResources`, no Foundation).
     .target(
       name: "SwitchProtocol", dependencies: ["SwitchCore"],
       resources: [.embedInCode("io.switchd.Switches.varlink")], swiftSettings: releaseSpeed),
-    .target(name: "SwitchStore", dependencies: ["SwitchCore", "CSQLite"]),
+    .target(
+      name: "SwitchStore", dependencies: ["SwitchCore", "CSQLite"], swiftSettings: releaseSpeed),
     // Asking polkit over the system bus (Authorization=polkit); only the daemon links it.
     .target(name: "SwitchPolkit", dependencies: ["CSystemd"]),
     .target(

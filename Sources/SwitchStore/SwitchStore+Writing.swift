@@ -50,46 +50,53 @@ extension SwitchStore {
       } else {
         expected = try readRevision() + 1
       }
-      for change in changes {
-        guard change.revision == expected else {
-          throw .misuse(
-            "change of \(change.key) has revision \(change.revision), expected \(expected)",
-            context: "commit on \(path)")
-        }
+      // By index: a `for change in changes` loop copied each change.
+      for index in changes.indices {
+        try append(changes[index], expected: expected)
         expected += 1
-        let chain = ChainKey(key: change.key, user: change.user)
-        // One look-up for both the read and the write back (it hashes the key).
-        let slot = chains.index(forKey: chain)
-        let previous: KeyChain
-        if let slot {
-          previous = chains.values[slot]
-        } else {
-          previous = try startChain(chain)
-        }
-        let keyPrevious = previous.newest > 0 ? previous.newest : nil
-        let insert = statements.insertChange
-        try insert.bindChange(change, keyPrevious: keyPrevious)
-        try insert.withText(change.key, at: 2) { () throws(SQLiteError) in try execute(insert) }
-        if change.hasDetails {
-          let details = statements.insertChangeDetails
-          try details.bindChangeDetails(change)
-          try execute(details)
-        }
-        var next = KeyChain(newest: change.revision, sinceMark: previous.sinceMark + 1)
-        // Marks index the switch-level chains; a user's chain is walked whole.
-        if change.user == nil && next.sinceMark >= markSpacing {
-          let mark = statements.insertMark
-          try mark.bind(change.key, at: 1)
-          try mark.bind(change.revision, at: 2)
-          try execute(mark)
-          next.sinceMark = 0
-        }
-        if let slot {
-          chains.values[slot] = next
-        } else {
-          chains[chain] = next
-        }
       }
+    }
+  }
+
+  /// Appends one change to the log, in `commitChanges`' transaction: its row, its
+  /// details when it has any, its key's chain and, every `markSpacing` changes, a mark.
+  private func append(_ change: Change, expected: Int64) throws(SQLiteError) {
+    guard change.revision == expected else {
+      throw .misuse(
+        "change of \(change.key) has revision \(change.revision), expected \(expected)",
+        context: "commit on \(path)")
+    }
+    let chain = ChainKey(key: change.key, user: change.user)
+    // One look-up for both the read and the write back (it hashes the key).
+    let slot = chains.index(forKey: chain)
+    let previous: KeyChain
+    if let slot {
+      previous = chains.values[slot]
+    } else {
+      previous = try startChain(chain)
+    }
+    let keyPrevious = previous.newest > 0 ? previous.newest : nil
+    let insert = statements.insertChange
+    try insert.bindChange(change, keyPrevious: keyPrevious)
+    try insert.withText(change.key, at: 2) { () throws(SQLiteError) in try execute(insert) }
+    if change.hasDetails {
+      let details = statements.insertChangeDetails
+      try details.bindChangeDetails(change)
+      try execute(details)
+    }
+    var next = KeyChain(newest: change.revision, sinceMark: previous.sinceMark + 1)
+    // Marks index the switch-level chains; a user's chain is walked whole.
+    if change.user == nil && next.sinceMark >= markSpacing {
+      let mark = statements.insertMark
+      try mark.bind(change.key, at: 1)
+      try mark.bind(change.revision, at: 2)
+      try execute(mark)
+      next.sinceMark = 0
+    }
+    if let slot {
+      chains.values[slot] = next
+    } else {
+      chains[chain] = next
     }
   }
 

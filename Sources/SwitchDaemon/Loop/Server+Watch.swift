@@ -141,13 +141,9 @@ extension Server {
     // mark costs less than hashing its id once per watcher.
     guard let mark = changes.first?.revision else { return }
     var touched: [Connection] = []
-    for change in changes {
-      // Looked up once for both: where its Switch object is kept, and its scope.
-      let position = encodings.positions[change.key]
-      adopt(change, at: position)
-      let userScoped = position.map { encodings.isUserScoped(at: $0) } ?? false
-      publish(
-        change, userScoped: userScoped, mark: mark, alone: changes.count == 1, touched: &touched)
+    // By index: a `for change in changes` loop copied each change.
+    for index in changes.indices {
+      take(changes[index], mark: mark, alone: changes.count == 1, touched: &touched)
     }
     for connection in touched {
       if connection.unsentCount - min(connection.responseBytesQueued, connection.unsentCount)
@@ -158,6 +154,15 @@ extension Server {
         sendEvents(connection)
       }
     }
+  }
+
+  /// One committed change: into the loop's copy, then to its watchers.
+  private func take(_ change: Change, mark: Int64, alone: Bool, touched: inout [Connection]) {
+    // Looked up once for both: where its Switch object is kept, and its scope.
+    let position = encodings.positions[change.key]
+    adopt(change, at: position)
+    let userScoped = position.map { encodings.isUserScoped(at: $0) } ?? false
+    publish(change, userScoped: userScoped, mark: mark, alone: alone, touched: &touched)
   }
 
   /// A committed change into the loop's copy (the one way: `Change.adopt`).

@@ -28,7 +28,7 @@ struct GroupCommitPacer {
   private(set) var flushSeconds = 0.0
 
   /// Records a commit of writes from `connections` that took `seconds`.
-  mutating func committed(_ connections: [UInt64], seconds: Double) {
+  mutating func committed(_ connections: consuming [UInt64], seconds: Double) {
     lastGroup = Self.sortedOnce(connections)
     flushSeconds =
       flushSeconds == 0 ? seconds : flushSeconds + Self.weight * (seconds - flushSeconds)
@@ -44,8 +44,8 @@ struct GroupCommitPacer {
     return lastGroup.filter { !Self.contains(present, $0) }
   }
 
-  /// `ids` sorted, each once.
-  static func sortedOnce(_ ids: [UInt64]) -> [UInt64] {
+  /// `ids` sorted, each once (in place when the caller gives them up).
+  static func sortedOnce(_ ids: consuming [UInt64]) -> [UInt64] {
     var sorted = ids
     sorted.sort()
     var last: UInt64?

@@ -87,7 +87,8 @@ extension Writer {
   func commitGroup(_ items: [GroupItem]) -> WriterOutput {
     var group = Group(time: wallClockMilliseconds(), firstRevision: revision)
     group.reserveCapacity(items.count)
-    for item in items { decide(item, into: &group) }
+    // By index: a `for item in items` loop copied each item.
+    for index in items.indices { decide(items[index], into: &group) }
     if group.changes.isEmpty {
       pacer.committedNothing()
       return WriterOutput(
@@ -96,8 +97,14 @@ extension Writer {
     do {
       let started = monotonicSeconds()
       try store.commit(group.changes)
-      pacer.committed(
-        group.settled.compactMap(\.connection), seconds: monotonicSeconds() - started)
+      // Made at its size (`compactMap` grew its array from empty, per
+      // group), and by index: a loop over the items copied each one.
+      var writers: [UInt64] = []
+      writers.reserveCapacity(group.settled.count)
+      for index in group.settled.indices {
+        if let connection = group.settled[index].connection { writers.append(connection) }
+      }
+      pacer.committed(writers, seconds: monotonicSeconds() - started)
       users.committed()
       if oldestRetained == nil { oldestRetained = group.changes[0].revision }
       return WriterOutput(
@@ -249,7 +256,13 @@ extension Writer {
       switch applyStage(write, decided, planned) {
       case .parked:
         return false
-      case .failed(let reason) where write.operation == .expire || write.operation == .revert:
+      // No `where` clauses: each pattern tried copied the stage's payload (callgrind).
+      case .failed(let reason):
+        guard write.operation == .expire || write.operation == .revert else {
+          group.answers.append(
+            (write.ticket, .write(.failure(.applyFailed(key: key, reason: reason)))))
+          break
+        }
         // An ending cannot be refused and come again for ever: it ends, the
         // value stays, and the switch is invalid (rule 20, after rule 22).
         if let next = decided.next {
@@ -267,13 +280,12 @@ extension Writer {
             write.ticket,
             .write(.success(WriteOutcome(decided, after: records[key] ?? decided.record)))
           ))
-      case .failed(let reason):
-        group.answers.append(
-          (write.ticket, .write(.failure(.applyFailed(key: key, reason: reason)))))
-      case .proceed(let plans) where plans.isEmpty:
-        group.answers.append(
-          (write.ticket, .write(.success(WriteOutcome(unchanged: decided)))))
       case .proceed(let plans):
+        guard !plans.isEmpty else {
+          group.answers.append(
+            (write.ticket, .write(.success(WriteOutcome(unchanged: decided)))))
+          break
+        }
         // The switch and the dependents it disables or enables: one revision
         // each. The switch's own record is the one decided on, and the one
         // it takes is the answer's.
