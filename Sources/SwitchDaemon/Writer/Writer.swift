@@ -176,7 +176,8 @@ final class Writer {
           applying.heldBack.append(job)
           continue
         }
-        switch job {
+        // Consumed: its payload moves into the item, not copied out of it.
+        switch consume job {
         case .write(let ticket, let key, let operation, let caller, let lasting):
           items.append(
             .write(
@@ -227,14 +228,14 @@ final class Writer {
         case .reload(let ticket, let read):
           flushItems()
           if !applying.busy.isEmpty {
-            applying.heldBack.append(job)
+            applying.heldBack.append(.reload(ticket, read))
             continue
           }
           deliver(reload(ticket, read))
         case .stop:
           flushItems()
           if !applying.busy.isEmpty {
-            applying.heldBack.append(job)
+            applying.heldBack.append(.stop)
             continue
           }
           stopping = true
