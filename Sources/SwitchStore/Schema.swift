@@ -179,7 +179,7 @@ enum Schema {
   /// SQLite spends an instruction sequence on each column of each row it inserts: ~7.6k
   /// instructions a toggle, a fifth of switchd's (issue 26, callgrind). `changes` keeps 12
   /// columns; a change with a hold, a reason, a deadline or a fixed value on either side
-  /// also has a row in `change_details` with the same revision (`changeDetailColumns`),
+  /// also has a row in `change_details` with the same revision (`SQL.insertChangeDetails`),
   /// which a read joins (`StoreStatements.SQL.changeSource`); a missing one reads as
   /// the defaults, which is what it would hold.
   static let compactLog = Migration(

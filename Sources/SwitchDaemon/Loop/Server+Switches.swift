@@ -138,8 +138,12 @@ extension Server {
   /// The schema members of `definition`'s Switch: the cached ones while
   /// its key is declared, else made now.
   func template(of definition: SwitchDefinition) -> SwitchTemplate {
-    guard let position = encodings.positions[definition.key],
-      let template = encodings.template(at: position, definition: { definition })
+    template(of: definition, at: encodings.positions[definition.key])
+  }
+
+  /// The same, for a caller that has looked up the key's position.
+  func template(of definition: SwitchDefinition, at position: Int?) -> SwitchTemplate {
+    guard let position, let template = encodings.template(at: position, definition: { definition })
     else { return SwitchTemplate(definition) }
     return template
   }

@@ -138,11 +138,8 @@ extension Server {
       WireEncoding.writeSwitch(&w, encoded: bytes, writable: writable)
       return
     }
-    let template =
-      position.flatMap { encodings.template(at: $0, definition: { outcome.definition }) }
-      ?? SwitchTemplate(outcome.definition)
     WireEncoding.writeSwitch(
-      &w, template: template, record: outcome.record, policySource: outcome.policySource,
-      observed: observations[key], writable: writable)
+      &w, template: template(of: outcome.definition, at: position), record: outcome.record,
+      policySource: outcome.policySource, observed: observations[key], writable: writable)
   }
 }

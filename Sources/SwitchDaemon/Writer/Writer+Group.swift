@@ -233,15 +233,19 @@ extension Writer {
     let key = write.key
     // One look-up for the read and the write back (each hashes the key).
     let slot = records.index(forKey: key)
-    guard let slot, let definition else {
-      group.answers.append((write.ticket, .refused(.unknownSwitch(key: key))))
-      return true
+    let decision: Result<Decision, Refusal>
+    if let slot, let definition {
+      // Not optional: an optional record was copied through a generic value witness.
+      decision = Rules.decide(
+        write.operation, key: key, declared: definition, record: records.values[slot],
+        policy: catalog.policies[key], caller: write.caller,
+        lasting: write.lasting, at: group.time, boot: write.lasting.map { _ in bootMoment })
+    } else {
+      // A switch the writer does not hold: the rules say how that is refused.
+      decision = Rules.decide(
+        write.operation, key: key, definition: definition, record: nil, policy: nil,
+        caller: write.caller)
     }
-    // Not optional: an optional record was copied through a generic value witness.
-    let decision = Rules.decide(
-      write.operation, key: key, declared: definition, record: records.values[slot],
-      policy: catalog.policies[key], caller: write.caller,
-      lasting: write.lasting, at: group.time, boot: write.lasting.map { _ in bootMoment })
     switch decision {
     case .failure(let refusal):
       group.answers.append((write.ticket, .refused(refusal)))
