@@ -273,7 +273,7 @@ public struct ConfigDiagnostic: Equatable, Sendable, CustomStringConvertible {
 public struct Catalog: Sendable {
   private struct Fields: Sendable {
     var settings: DaemonSettings
-    var switches: [String: SwitchDefinition]
+    var switches: KeyTable<SwitchDefinition>
     var sortedKeys: [String]
     var policies: [String: PolicyRule]
     var warnings: [ConfigDiagnostic]
@@ -300,8 +300,8 @@ public struct Catalog: Sendable {
       yield &box.fields.settings
     }
   }
-  /// Declared switches by key.
-  public var switches: [String: SwitchDefinition] {
+  /// Declared switches by key (`KeyTable`: every write looks its key up).
+  public var switches: KeyTable<SwitchDefinition> {
     get { box.fields.switches }
     _modify {
       makeUnique()
@@ -359,7 +359,7 @@ public struct Catalog: Sendable {
     for p in policies { rules[p.key] = p }
     box = Box(
       Fields(
-        settings: settings, switches: byKey, sortedKeys: unique, policies: rules,
+        settings: settings, switches: KeyTable(byKey), sortedKeys: unique, policies: rules,
         warnings: warnings, dependencies: Dependencies(switches: byKey, sortedKeys: unique)))
   }
 

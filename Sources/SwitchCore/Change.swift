@@ -86,7 +86,7 @@ extension Change {
 
   /// Takes this committed change into a copy of the switches and the
   /// users' values: the record of the switch, or the value of its user.
-  public func adopt(into records: inout [String: SwitchRecord], _ userValues: inout UserValues) {
+  public func adopt(into records: inout KeyTable<SwitchRecord>, _ userValues: inout UserValues) {
     if let user {
       userValues[key, default: [:]][user] = userValue
     } else {

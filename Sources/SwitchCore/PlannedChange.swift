@@ -26,7 +26,7 @@ extension Rules {
   /// before they commit (apply commands, rule 14) sees the whole set.
   public static func plannedChanges(
     of key: String, from previous: SwitchState, to next: SwitchState, cause: Cause,
-    catalog: Catalog, records: [String: SwitchRecord]
+    catalog: Catalog, records: KeyTable<SwitchRecord>
   ) -> [PlannedChange] {
     let dependencies = catalog.dependencies
     let own = dependencies.settled(next, of: key) { $0 == key ? next : records[$0]?.state }
@@ -48,7 +48,7 @@ extension Rules {
   /// each switch after the switches it lists, so one pass settles all.
   /// `records` holds a row for every switch `next` declares.
   public static func plannedChanges(
-    applying next: Catalog, records: [String: SwitchRecord]
+    applying next: Catalog, records: KeyTable<SwitchRecord>
   ) -> [PlannedChange] {
     let dependencies = next.dependencies
     var settled: [String: SwitchState] = [:]

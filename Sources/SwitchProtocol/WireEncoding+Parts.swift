@@ -5,8 +5,6 @@ extension WireEncoding {
   /// appending bytes costs what a literal would on the paths that run for
   /// every change and request.
   enum Parts {
-    static let `true` = fixedBytes { $0.bool(true) }
-    static let `false` = fixedBytes { $0.bool(false) }
     static let defaultCheckedTrue = fixedBytes {
       $0.member(WireField.defaultChecked)
       $0.bool(true)
@@ -21,7 +19,23 @@ extension WireEncoding {
     static let ineffectiveSystem = scopeMembers(effective: false, .system)
     static let revision = fixedBytes { $0.member(WireField.revision) }
     static let changedAt = fixedBytes { $0.member(WireField.changedAt) }
+    /// `,"changedAt":"`, the time's opening quote joined to its name.
+    static let changedAtTime = fixedBytes {
+      $0.member(WireField.changedAt)
+      $0.raw("\"")
+    }
     static let observed = fixedBytes { $0.member(WireField.observed) }
+    /// `observed` null, then `writableEnd`: how a read or write of a
+    /// switch that reads nothing back ends for a caller who may write it.
+    static let unobservedWritableEnd = fixedBytes {
+      $0.member(WireField.observed)
+      $0.null()
+      $0.member(WireField.writable)
+      $0.bool(true)
+      $0.member(WireField.writableReason)
+      $0.null()
+      $0.raw("}")
+    }
     static let writableEnd = fixedBytes {
       $0.member(WireField.writable)
       $0.bool(true)
@@ -67,6 +81,15 @@ extension WireEncoding {
     static let disabledUntil = fixedBytes { $0.member(WireField.disabledUntil) }
     /// Most switches are held by nobody: one copy instead of sixteen appends.
     static let freeHold = fixedBytes { writeHoldMembersInFull(&$0, SwitchState(checked: false)) }
+    /// `defaultChecked` and a free switch's hold members, one append.
+    static let defaultTrueFreeHold = fixedBytes {
+      $0.raw(defaultCheckedTrue)
+      $0.raw(freeHold)
+    }
+    static let defaultFalseFreeHold = fixedBytes {
+      $0.raw(defaultCheckedFalse)
+      $0.raw(freeHold)
+    }
 
     static let uid = fixedBytes { $0.firstMember(WireField.uid) }
     static let gid = fixedBytes { $0.member(WireField.gid) }

@@ -76,6 +76,12 @@ public final class SwitchStore {
   struct ChainKey: Hashable {
     var key: String
     var user: UInt32? = nil
+
+    /// `KeyHash`, the user mixed into the seed: each commit looks its key's
+    /// chain up, and SipHash cost more than the rest of the look-up.
+    func _rawHashValue(seed: Int) -> Int {
+      KeyHash.of(key, seed: seed &+ (user.map { Int($0) &+ 1 } ?? 0) &* 0x2545_F491)
+    }
   }
 
   struct KeyChain {

@@ -17,8 +17,8 @@ import Testing
     ],
     policies: [PolicyRule(key: "bluetooth", disabled: true, reason: "Not here.")])
 
-  static func records(_ states: [String: SwitchState]) -> [String: SwitchRecord] {
-    var records: [String: SwitchRecord] = [:]
+  static func records(_ states: [String: SwitchState]) -> KeyTable<SwitchRecord> {
+    var records: KeyTable<SwitchRecord> = [:]
     for (key, state) in states { records[key] = SwitchRecord(key: key, state: state) }
     return records
   }

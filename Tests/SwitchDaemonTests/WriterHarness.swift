@@ -36,7 +36,7 @@ final class WriterHarness {
     /// The switches as answered, for the writes that succeeded.
     var answered: [SwitchRecord] = []
     /// The writer's copy and revision after the step.
-    var records: [String: SwitchRecord]
+    var records: KeyTable<SwitchRecord>
     /// The writer's copy of every user's own values after the step.
     var users: UserValues = [:]
     var revision: Int64
@@ -47,7 +47,7 @@ final class WriterHarness {
   let directory: String
   /// The writer itself, for a test that runs it otherwise than `run` does.
   let writer: Writer
-  let initial: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?)
+  let initial: (records: KeyTable<SwitchRecord>, revision: Int64, oldest: Int64?)
   private let saboteur: SQLiteConnection
 
   init() throws {

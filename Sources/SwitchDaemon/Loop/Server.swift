@@ -66,7 +66,7 @@ final class Server {
 
   // Connections, watches and writes on their way.
   var nextConnectionID: UInt64 = 16
-  var connections: [UInt64: Connection] = [:]
+  var connections = ConnectionTable()
   /// Open connections by peer uid, for `MaxConnectionsPerUser`.
   var connectionsPerUID: [UInt32: Int] = [:]
   /// Writes at the writer by peer uid: one user cannot fill every group.
@@ -84,7 +84,7 @@ final class Server {
   var catalog: Catalog
   /// Who administers and who writes: every connection's `caller` follows from it.
   var access: AccessRules
-  var records: [String: SwitchRecord]
+  var records: KeyTable<SwitchRecord>
   /// What each switch's `ExecCheck=`/`ExecWatch=` last read of the system
   /// (`observed`), by key; absent while unknown. Not State: never stored.
   var observations: [String: Bool] = [:]

@@ -237,7 +237,7 @@ extension Writer {
     if let slot, let definition {
       // Not optional: an optional record was copied through a generic value witness.
       decision = Rules.decide(
-        write.operation, key: key, declared: definition, record: records.values[slot],
+        write.operation, key: key, declared: definition, record: records[slot: slot],
         policy: catalog.policies[key], caller: write.caller,
         lasting: write.lasting, at: group.time, boot: write.lasting.map { _ in bootMoment })
     } else {
@@ -324,12 +324,12 @@ extension Writer {
   /// Takes a decided change into the writer's copy and the group; `slot`,
   /// when given, is where `records` holds the switch (no look-up).
   private func record(
-    _ change: Change, replacing old: SwitchRecord, at slot: [String: SwitchRecord].Index? = nil,
+    _ change: Change, replacing old: SwitchRecord, at slot: KeyTable<SwitchRecord>.Index? = nil,
     into group: inout Group
   ) {
     group.undo.append(old)
     if let slot {
-      records.values[slot] = change.record
+      records[slot: slot] = change.record
     } else {
       records[change.key] = change.record
     }

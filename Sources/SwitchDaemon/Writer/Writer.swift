@@ -20,7 +20,7 @@ final class Writer {
   /// The settings the daemon started with: its socket and database stay
   /// these until it restarts, whatever a reload reads.
   let startSettings: DaemonSettings
-  var records: [String: SwitchRecord]
+  var records: KeyTable<SwitchRecord>
   /// Every user's own values of user-scope switches (`Writer+Users.swift`).
   var users = WriterUserValues()
   var revision: Int64
@@ -89,7 +89,7 @@ final class Writer {
             + "that resumes with a \"since\" beyond \(found) is refused and must read again")
       }
     }
-    var records: [String: SwitchRecord] = [:]
+    var records: KeyTable<SwitchRecord> = [:]
     for record in try store.loadSwitches() { records[record.key] = record }
     // After a crash the rows lag the log; bring them up to date once, so from
     // here on the writer knows every key changed since the checkpoint.
@@ -114,7 +114,7 @@ final class Writer {
 
   private init(
     store: SwitchStore, configDirectory: String, catalog: Catalog,
-    records: [String: SwitchRecord], revision: Int64, oldestRetained: Int64?, checkpointed: Int64,
+    records: KeyTable<SwitchRecord>, revision: Int64, oldestRetained: Int64?, checkpointed: Int64,
     log: Log, pool: ApplyPool, checks: CheckThread
   ) {
     self.store = store
@@ -131,7 +131,7 @@ final class Writer {
   }
 
   /// The switches as the writer holds them (for the loop's first copy).
-  var snapshot: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?) {
+  var snapshot: (records: KeyTable<SwitchRecord>, revision: Int64, oldest: Int64?) {
     (records, revision, oldestRetained)
   }
 
@@ -148,10 +148,7 @@ final class Writer {
     let due = dueExpiries()
     if !due.isEmpty { deliver(commitGroup(due)) }
     while true {
-      // Reversed, then popped: each job moves out of the array instead of
-      // being copied out of it and released with it (callgrind).
       var batch = applying.takeHeldBack() ?? takeGroup(from: jobs)
-      batch.reverse()
       var items: [GroupItem] = []
       // Grown once, not doubled item by item (callgrind).
       items.reserveCapacity(batch.count)
@@ -169,7 +166,9 @@ final class Writer {
         ended.removeAll()
         if !follow.isEmpty { deliver(commitGroup(follow)) }
       }
-      while let job = batch.popLast() {
+      for index in batch.indices {
+        // Moved out, not copied out and released with the batch.
+        let job = batch.moveOut(at: index, leaving: .stop)
         // Behind a reload or stop that waits for commands, everything waits
         // but the commands' results and the writes that need no command.
         if applying.isHoldingBack, !job.isApplied, !mayPassHeldBack(job) {

@@ -6,7 +6,7 @@ import SwitchSystem
 extension Writer {
   /// What the writer's thread hands back once the database is open.
   struct Started: Sendable {
-    var snapshot: (records: [String: SwitchRecord], revision: Int64, oldest: Int64?)
+    var snapshot: (records: KeyTable<SwitchRecord>, revision: Int64, oldest: Int64?)
     /// Every user's own values of user-scope switches.
     var userValues: UserValues
     /// How many switches the start's reconcile is applying: `status` says

@@ -1,0 +1,76 @@
+/// A hash of a switch key for the tables on every call's path (issue 26):
+/// Swift's String hash is SipHash-1-3 through `Hasher`, ~250 instructions
+/// for a ten-byte key before the table is even probed (callgrind), and a
+/// toggle looked up its key in five tables. This one mixes the UTF-8 bytes
+/// eight at a time with the table's seed, ~30 instructions.
+///
+/// It is not keyed against an attacker who chooses keys to collide: the
+/// tables it serves hold only keys the configuration declares or the
+/// database stores, so a client can look keys up but never add one, and a
+/// lookup of an unknown key costs one probe sequence of declared keys.
+public enum KeyHash {
+  /// The hash of `key` under `seed` (a table's own, `_rawHashValue(seed:)`).
+  @inlinable
+  public static func of(_ key: String, seed: Int) -> Int {
+    let hashed = key.utf8.withContiguousStorageIfAvailable { mix($0, seed: seed) }
+    if let hashed { return hashed }
+    return mix(Array(key.utf8), seed: seed)  // a bridged string: never one of ours
+  }
+
+  @inlinable
+  static func mix(_ bytes: UnsafeBufferPointer<UInt8>, seed: Int) -> Int {
+    let count = bytes.count
+    var h =
+      UInt64(bitPattern: Int64(seed)) ^ (UInt64(truncatingIfNeeded: count) &* 0x9E37_79B9_7F4A_7C15)
+    var offset = 0
+    if let base = bytes.baseAddress {
+      let raw = UnsafeRawPointer(base)
+      while offset + 8 <= count {
+        h = fold(h, raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        offset += 8
+      }
+    }
+    var tail: UInt64 = 0
+    var shift: UInt64 = 0
+    while offset < count {
+      tail |= UInt64(bytes[offset]) << shift
+      shift += 8
+      offset += 1
+    }
+    h = fold(h, tail)
+    return Int(bitPattern: UInt(truncatingIfNeeded: h ^ (h >> 32)))
+  }
+
+  @inlinable
+  static func mix(_ bytes: [UInt8], seed: Int) -> Int {
+    bytes.withUnsafeBufferPointer { mix($0, seed: seed) }
+  }
+
+  /// One word into the state: multiply, then fold the high bits down
+  /// (the tables index by the low bits).
+  @inlinable @inline(__always)
+  static func fold(_ h: UInt64, _ word: UInt64) -> UInt64 {
+    let m = (h ^ word) &* 0xBF58_476D_1CE4_E5B9
+    return m ^ (m >> 31)
+  }
+}
+
+/// A String key of a hash table hashed with `KeyHash` (see there for why,
+/// and for which tables). Equal when the strings are.
+public struct HashedKey: Hashable, Sendable {
+  public var string: String
+
+  @inlinable
+  public init(_ string: String) { self.string = string }
+
+  @inlinable
+  public static func == (a: HashedKey, b: HashedKey) -> Bool { a.string == b.string }
+
+  @inlinable
+  public func hash(into hasher: inout Hasher) { hasher.combine(KeyHash.of(string, seed: 0)) }
+
+  /// What a Dictionary or Set calls for its bucket (the seed is the
+  /// table's): `hash(into:)`'s default would run SipHash.
+  @inlinable
+  public func _rawHashValue(seed: Int) -> Int { KeyHash.of(string, seed: seed) }
+}

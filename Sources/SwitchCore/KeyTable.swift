@@ -1,0 +1,65 @@
+/// A table by switch key whose look-ups hash with `KeyHash` instead of
+/// SipHash: the tables a write looks its key up in (the schema, the
+/// writer's and the loop's records). Reads and writes like a Dictionary of
+/// String keys; iterating it yields `(key, value)` pairs.
+public struct KeyTable<Value>: Sequence {
+  public typealias Index = Dictionary<HashedKey, Value>.Index
+  private var table: [HashedKey: Value]
+
+  public init() { table = [:] }
+
+  public init(_ entries: [String: Value]) {
+    table = [:]
+    table.reserveCapacity(entries.count)
+    for (key, value) in entries { table[HashedKey(key)] = value }
+  }
+
+  public subscript(key: String) -> Value? {
+    get { table[HashedKey(key)] }
+    set { table[HashedKey(key)] = newValue }
+  }
+
+  /// Where `key` is, for a read and a write back with one look-up.
+  public func index(forKey key: String) -> Index? { table.index(forKey: HashedKey(key)) }
+
+  /// The value at `slot` (`index(forKey:)`); the key stays.
+  public subscript(slot slot: Index) -> Value {
+    get { table.values[slot] }
+    _modify { yield &table.values[slot] }
+  }
+
+  public var count: Int { table.count }
+  public var isEmpty: Bool { table.isEmpty }
+  public var keys: LazyMapSequence<Dictionary<HashedKey, Value>.Keys, String> {
+    table.keys.lazy.map(\.string)
+  }
+  public var values: Dictionary<HashedKey, Value>.Values { table.values }
+
+  public mutating func reserveCapacity(_ count: Int) { table.reserveCapacity(count) }
+
+  @discardableResult
+  public mutating func removeValue(forKey key: String) -> Value? {
+    table.removeValue(forKey: HashedKey(key))
+  }
+
+  public mutating func removeAll() { table.removeAll() }
+
+  public func makeIterator() -> Iterator { Iterator(base: table.makeIterator()) }
+
+  public struct Iterator: IteratorProtocol {
+    var base: Dictionary<HashedKey, Value>.Iterator
+    public mutating func next() -> (key: String, value: Value)? {
+      base.next().map { (key: $0.key.string, value: $0.value) }
+    }
+  }
+}
+
+extension KeyTable: ExpressibleByDictionaryLiteral {
+  public init(dictionaryLiteral elements: (String, Value)...) {
+    self.init()
+    for (key, value) in elements { self[key] = value }
+  }
+}
+
+extension KeyTable: Equatable where Value: Equatable {}
+extension KeyTable: Sendable where Value: Sendable {}

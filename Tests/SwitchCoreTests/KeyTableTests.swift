@@ -1,0 +1,58 @@
+import Testing
+
+@testable import SwitchCore
+
+/// The key tables of the write path hash with `KeyHash` (issue 26): they
+/// must still behave as a Dictionary of String keys, and the hash must
+/// spread keys that differ in one byte, in length, or only past the first
+/// eight bytes.
+@Suite struct KeyTableTests {
+  @Test func readsWritesRemovesAndIteratesLikeADictionary() {
+    var table: KeyTable<Int> = ["wifi": 1, "bluetooth": 2]
+    table["notifications.marketing-emails.weekly-digest"] = 3
+    table["wifi"] = 10
+    #expect(table["wifi"] == 10)
+    #expect(table["bluetooth"] == 2)
+    #expect(table["notifications.marketing-emails.weekly-digest"] == 3)
+    #expect(table["Wifi"] == nil)
+    #expect(table.count == 3)
+    table.removeValue(forKey: "bluetooth")
+    table["nothing"] = nil
+    #expect(table["bluetooth"] == nil)
+    let pairs = Dictionary(uniqueKeysWithValues: table.map { ($0.key, $0.value) })
+    #expect(pairs == ["wifi": 10, "notifications.marketing-emails.weekly-digest": 3])
+    #expect(Set(table.keys) == ["wifi", "notifications.marketing-emails.weekly-digest"])
+  }
+
+  @Test func aSlotReadsAndWritesInPlace() {
+    var table = KeyTable(["vpn": 1])
+    let slot = table.index(forKey: "vpn")
+    #expect(slot != nil)
+    if let slot { table[slot: slot] += 41 }
+    #expect(table["vpn"] == 42)
+    #expect(table.index(forKey: "absent") == nil)
+  }
+
+  @Test func equalKeysHashAlikeAndTheSeedChangesTheHash() {
+    let key = "dev.wifi.enabled"
+    // The same text from two different strings: one native, one built.
+    let built = String(decoding: Array(key.utf8), as: UTF8.self)
+    #expect(KeyHash.of(key, seed: 7) == KeyHash.of(built, seed: 7))
+    #expect(HashedKey(key) == HashedKey(built))
+    #expect(KeyHash.of(key, seed: 7) != KeyHash.of(key, seed: 8))
+  }
+
+  @Test func keysThatDifferInOneByteOrInLengthSpreadOverTheLowBits() {
+    // Tables index by the low bits: 20,000 keys like a large schema's,
+    // differing in their last bytes, in a middle byte past the first word,
+    // or only in length, must land in nearly as many buckets of 2^16.
+    var keys: [String] = []
+    for n in 0..<10_000 { keys.append("settings.group.switch-\(n)") }
+    for n in 0..<5_000 { keys.append("a\(n)b.suffix-that-is-long") }
+    for n in 1...5_000 { keys.append(String(repeating: "x", count: n % 64) + "\(n / 64)") }
+    let buckets = Set(keys.map { KeyHash.of($0, seed: 12_345) & 0xFFFF })
+    // Uniform hashing of 20,000 keys into 65,536 buckets fills ~17,600.
+    #expect(buckets.count > 16_500)
+    #expect(Set(keys).count == keys.count)
+  }
+}
