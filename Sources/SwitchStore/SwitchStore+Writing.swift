@@ -50,10 +50,22 @@ extension SwitchStore {
       } else {
         expected = try readRevision() + 1
       }
-      // By index: a `for change in changes` loop copied each change.
-      for index in changes.indices {
-        try append(changes[index], expected: expected)
-        expected += 1
+      // Rows in as few statements as the sizes allow (a group of 13: 8, 4,
+      // then 1); fewer than 4 alone, where one statement would cost more.
+      var start = changes.startIndex
+      while start < changes.endIndex {
+        let left = changes.endIndex - start
+        guard let size = StoreStatements.SQL.insertChangesSizes.firstIndex(where: { $0 <= left })
+        else {
+          try append(changes[start], expected: expected)
+          start += 1
+          expected += 1
+          continue
+        }
+        let rows = StoreStatements.SQL.insertChangesSizes[size]
+        try append(changes, start..<start + rows, expected: expected, statement: size)
+        start += rows
+        expected += Int64(rows)
       }
     }
   }
@@ -61,6 +73,35 @@ extension SwitchStore {
   /// Appends one change to the log, in `commitChanges`' transaction: its row, its
   /// details when it has any, its key's chain and, every `markSpacing` changes, a mark.
   private func append(_ change: Change, expected: Int64) throws(SQLiteError) {
+    let keyPrevious = try chainUp(change, expected: expected)
+    let insert = statements.insertChange
+    try insert.bindChange(change, keyPrevious: keyPrevious)
+    try insert.withText(change.key, at: 2) { () throws(SQLiteError) in try execute(insert) }
+  }
+
+  /// Appends `changes[range]` with one statement, `statements.insertChanges[statement]`
+  /// (its size is the range's), as `append` appends one.
+  private func append(
+    _ changes: [Change], _ range: Range<Int>, expected: Int64, statement: Int
+  ) throws(SQLiteError) {
+    let insert = statements.insertChanges[statement]
+    for row in range {
+      let offset = row - range.lowerBound
+      let keyPrevious = try chainUp(changes[row], expected: expected + Int64(offset))
+      try insert.bindChange(changes[row], keyPrevious: keyPrevious, row: Int32(offset))
+      try insert.bindKept(
+        changes[row].key, slot: offset,
+        at: Int32(offset * StoreStatements.SQL.rowParameters + 2))
+    }
+    try execute(insert)
+  }
+
+  /// What a change's row needs besides the change, in order: checks its
+  /// revision, inserts its details when it has any, moves its key's chain
+  /// on (and every `markSpacing` changes writes a mark); returns its
+  /// `key_previous`. No foreign key: details and marks may go in before
+  /// the row.
+  private func chainUp(_ change: Change, expected: Int64) throws(SQLiteError) -> Int64? {
     guard change.revision == expected else {
       throw .misuse(
         "change of \(change.key) has revision \(change.revision), expected \(expected)",
@@ -76,9 +117,6 @@ extension SwitchStore {
       previous = try startChain(chain)
     }
     let keyPrevious = previous.newest > 0 ? previous.newest : nil
-    let insert = statements.insertChange
-    try insert.bindChange(change, keyPrevious: keyPrevious)
-    try insert.withText(change.key, at: 2) { () throws(SQLiteError) in try execute(insert) }
     if change.hasDetails {
       let details = statements.insertChangeDetails
       try details.bindChangeDetails(change)
@@ -98,6 +136,7 @@ extension SwitchStore {
     } else {
       chains[chain] = next
     }
+    return keyPrevious
   }
 
   /// A key's chain as the file holds it, for its first change since opening: that change is

@@ -45,6 +45,45 @@ import Testing
     }
   }
 
+  /// A group goes in as multi-row inserts of 16, 8 and 4 rows, then single
+  /// rows (`SQL.insertChangesSizes`), each row's key bound from its
+  /// statement's kept slot or, past 128 bytes, copied by SQLite: groups of
+  /// every size from 1 to 21, each row and each key's history read back as
+  /// written (a wrong row offset, key slot or `key_previous` shows here).
+  @Test func groupsOfEverySizeReadBackAsWritten() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db")
+      defer { store.close() }
+      let keys = [
+        "wifi", "bt", String(repeating: "k", count: 128), String(repeating: "long", count: 50),
+        "a.much.longer.key-that-lives-on-the-heap.and.is.well.past-the-inline-limit",
+      ]
+      let actors: [Actor] = [.peer(uid: 1000, gid: 100, pid: 7), .policy, .timer]
+      var written: [Change] = []
+      var revision: Int64 = 0
+      for size in 1...21 {
+        var group: [Change] = []
+        for row in 0..<size {
+          revision += 1
+          var change = sampleChange(
+            revision, key: keys[(row * 3 + size) % keys.count], checked: (row + size) % 2 == 0,
+            cause: row % 2 == 0 ? .toggle : .set, actor: actors[(row + size) % actors.count])
+          if (row + size) % 7 == 0 {
+            change.user = UInt32(1000 + row)
+          }
+          group.append(change)
+        }
+        try store.commit(group)
+        written += group
+      }
+      #expect(try store.changes(after: 0, upTo: revision, limit: 1000) == written)
+      for key in keys {
+        let history = try store.history(key: key, before: nil, limit: 1000)
+        #expect(history == written.filter { $0.key == key && $0.user == nil }.reversed())
+      }
+    }
+  }
+
   /// A bind of the value a parameter already holds is skipped (SQLite keeps
   /// bindings across reset), so every other bind must still reach SQLite:
   /// a value after a NULL, a NULL after a value, a static text after
