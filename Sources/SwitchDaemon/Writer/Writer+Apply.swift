@@ -202,6 +202,10 @@ extension Writer {
     case parked
     /// A command failed: `ApplyFailed`, nothing changes.
     case failed(String)
+    /// No command runs: commit the planned changes as they are (a case of
+    /// its own: returning them in `proceed` copied and released the array
+    /// with the stage on every write, callgrind).
+    case asPlanned
     /// Commit these changes (none: nothing changes).
     case proceed([PlannedChange])
   }
@@ -237,7 +241,7 @@ extension Writer {
       steps.append(ApplyStep(key: plan.key, command: command, state: plan.state, cause: cause))
       undo.append(ApplyStep(key: plan.key, command: command, state: plan.previous, cause: cause))
     }
-    guard !steps.isEmpty else { return .proceed(planned) }
+    guard !steps.isEmpty else { return .asPlanned }
     var effective: [String: Bool] = [:]
     for step in steps { effective[step.key] = step.state.isOnAndInEffect }
     if let applied = write.applied, applied.effective == effective {

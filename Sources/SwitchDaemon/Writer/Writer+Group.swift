@@ -66,8 +66,20 @@ extension Writer {
     var answers: [(Ticket, WriterOutput.Answer)] = []
     /// What each change replaced, in order; restored newest first, so the oldest wins.
     var undo: [SwitchRecord] = []
-    /// The items this group settled (answered or committed), to retry alone.
-    var settled: [GroupItem] = []
+    /// The items this group settled (answered or committed), to retry
+    /// alone if its commit fails: each one's place among the group's items,
+    /// or `-1 - k` for the k-th of `resumed`. Places, not copies: a copy of
+    /// each item was made and released on every write for a failure that
+    /// almost never comes (callgrind).
+    var settled: [Int] = []
+    /// The writes decided here once the command they waited for had run:
+    /// they are not among the group's items.
+    var resumed: [GroupItem] = []
+
+    /// The settled item at `place` (`settled`'s), given the group's items.
+    func item(at place: Int, of items: [GroupItem]) -> GroupItem {
+      place >= 0 ? items[place] : resumed[-1 - place]
+    }
 
     /// Room for `count` items' worst-free case (a change and an answer
     /// each): the arrays grow once, not doubling from empty (callgrind).
@@ -88,7 +100,7 @@ extension Writer {
     var group = Group(time: wallClockMilliseconds(), firstRevision: revision)
     group.reserveCapacity(items.count)
     // By index: a `for item in items` loop copied each item.
-    for index in items.indices { decide(items[index], into: &group) }
+    for index in items.indices { decide(items[index], at: index, into: &group) }
     if group.changes.isEmpty {
       pacer.committedNothing()
       return WriterOutput(
@@ -102,7 +114,10 @@ extension Writer {
       var writers: [UInt64] = []
       writers.reserveCapacity(group.settled.count)
       for index in group.settled.indices {
-        if let connection = group.settled[index].connection { writers.append(connection) }
+        let place = group.settled[index]
+        let connection =
+          place >= 0 ? items[place].connection : group.resumed[-1 - place].connection
+        if let connection { writers.append(connection) }
       }
       pacer.committed(writers, seconds: monotonicSeconds() - started)
       users.committed()
@@ -120,7 +135,7 @@ extension Writer {
       }
       revision = group.firstRevision
       logCommitFailure(error)
-      return settleAlone(group.settled, after: error)
+      return settleAlone(group.settled.map { group.item(at: $0, of: items) }, after: error)
     }
   }
 
@@ -149,11 +164,16 @@ extension Writer {
 
   /// Decides `item` and, when it frees what it held, the writes that
   /// waited for that, one at a time in the order they become ready.
-  private func decide(_ item: GroupItem, into group: inout Group) {
-    guard let finished = decideOne(item, resumed: false, into: &group) else { return }
+  /// `place`: the item's among the group's items (`Group.settled`).
+  private func decide(_ item: GroupItem, at place: Int, into group: inout Group) {
+    guard let finished = decideOne(item, at: place, resumed: false, into: &group) else { return }
     applying.release(finished)
     while let next = applying.nextReady() {
-      if let alsoFinished = decideOne(.write(next), resumed: true, into: &group) {
+      let item = GroupItem.write(next)
+      group.resumed.append(item)
+      if let alsoFinished = decideOne(
+        item, at: -group.resumed.count, resumed: true, into: &group)
+      {
         applying.release(alsoFinished)
       }
     }
@@ -162,7 +182,7 @@ extension Writer {
   /// Decides one item into `group`. Returns the id of the apply job whose
   /// keys it frees, if any.
   private func decideOne(
-    _ item: GroupItem, resumed: Bool, into group: inout Group
+    _ item: GroupItem, at place: Int, resumed: Bool, into group: inout Group
   ) -> UInt64? {
     switch item {
     case .write(let write):
@@ -181,7 +201,7 @@ extension Writer {
                     "confirmWithin is for system switches; \(write.key) is a user-scope switch",
                     param: WireField.confirmWithin, key: write.key)))
             ))
-          group.settled.append(item)
+          group.settled.append(place)
           return nil
         }
         // A user's own value: no apply command and no dependents (both
@@ -190,7 +210,7 @@ extension Writer {
           group.changes.append(change)
         }
         if write.ticket.connection == 0 { userEndingDecided(write.key, write.caller.subject) }
-        group.settled.append(item)
+        group.settled.append(place)
         return nil
       }
       // A write back from its command holds its keys; one from the queue
@@ -204,7 +224,7 @@ extension Writer {
       }
       guard decideSystemWrite(write, definition, into: &group) else { return nil }
       if write.ticket.connection == 0 { endingDecided(write.key) }
-      group.settled.append(item)
+      group.settled.append(place)
       return write.applied?.id
     case .system(let system, let failure):
       if let old = records[system.key],
@@ -214,7 +234,7 @@ extension Writer {
         revision += 1
         record(change, replacing: old, into: &group)
       }
-      group.settled.append(item)
+      group.settled.append(place)
       return system.id
     case .reload:
       return nil  // carried out by `run`, never in a group
@@ -257,15 +277,20 @@ extension Writer {
             cause: write.external ? .external : write.operation.cause, catalog: catalog,
             records: records)
         } ?? []
+      let plans: [PlannedChange]
       switch applyStage(write, decided, planned) {
       case .parked:
         return false
+      case .asPlanned:
+        plans = planned
+      case .proceed(let verdicts):
+        plans = verdicts
       // No `where` clauses: each pattern tried copied the stage's payload (callgrind).
       case .failed(let reason):
         guard write.operation == .expire || write.operation == .revert else {
           group.answers.append(
             (write.ticket, .write(.failure(.applyFailed(key: key, reason: reason)))))
-          break
+          return true
         }
         // An ending cannot be refused and come again for ever: it ends, the
         // value stays, and the switch is invalid (rule 20, after rule 22).
@@ -284,39 +309,40 @@ extension Writer {
             write.ticket,
             .write(.success(WriteOutcome(decided, after: records[key] ?? decided.record)))
           ))
-      case .proceed(let plans):
-        guard !plans.isEmpty else {
-          group.answers.append(
-            (write.ticket, .write(.success(WriteOutcome(unchanged: decided)))))
-          break
-        }
-        // The switch and the dependents it disables or enables: one revision
-        // each. The switch's own record is the one decided on, and the one
-        // it takes is the answer's.
-        // The decided record, not `current`: copies of an optional record
-        // went through a generic value witness (callgrind).
-        var after = decided.record
-        for plan in plans {
-          let own = plan.key == key
-          let old: SwitchRecord
-          if own {
-            old = decided.record
-          } else if let other = records[plan.key] {
-            old = other
-          } else {
-            continue
-          }
-          revision += 1
-          let change = Change(
-            revision: revision, time: group.time, key: plan.key, cause: plan.cause,
-            actor: write.caller.actor, state: plan.state, previous: plan.previous)
-          if own { after = change.record }
-          record(change, replacing: old, at: own ? slot : nil, into: &group)
-        }
-        if case .confirmWithin = write.lasting { deadlines.makers[key] = write.ticket.connection }
-        group.answers.append(
-          (write.ticket, .write(.success(WriteOutcome(decided, after: after)))))
+        return true
       }
+      guard !plans.isEmpty else {
+        group.answers.append(
+          (write.ticket, .write(.success(WriteOutcome(unchanged: decided)))))
+        return true
+      }
+      // The switch and the dependents it disables or enables: one revision
+      // each. The switch's own record is the one decided on, and the one
+      // it takes is the answer's.
+      // The decided record, not `current`: copies of an optional record
+      // went through a generic value witness (callgrind).
+      var after = decided.record
+      // By index: a `for plan in plans` loop copied each plan.
+      for index in plans.indices {
+        let own = plans[index].key == key
+        let old: SwitchRecord
+        if own {
+          old = decided.record
+        } else if let other = records[plans[index].key] {
+          old = other
+        } else {
+          continue
+        }
+        revision += 1
+        let change = Change(
+          revision: revision, time: group.time, key: plans[index].key, cause: plans[index].cause,
+          actor: write.caller.actor, state: plans[index].state, previous: plans[index].previous)
+        if own { after = change.record }
+        record(change, replacing: old, at: own ? slot : nil, into: &group)
+      }
+      if case .confirmWithin = write.lasting { deadlines.makers[key] = write.ticket.connection }
+      group.answers.append(
+        (write.ticket, .write(.success(WriteOutcome(decided, after: after)))))
     }
     return true
   }
