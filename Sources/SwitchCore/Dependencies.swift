@@ -93,6 +93,10 @@ public struct Dependencies: Sendable {
       order: order, position: position, listed: listed, dependents: dependents, labels: labels)
   }
 
+  /// Whether `key` lists no switch and no switch lists it: no dependency
+  /// settles its State and it settles none.
+  public func isAlone(_ key: String) -> Bool { listed[key] == nil && dependents[key] == nil }
+
   /// Whether any switch lists `key` in `Requires=` or `Conflicts=`.
   public func hasDependents(_ key: String) -> Bool { dependents[key] != nil }
 

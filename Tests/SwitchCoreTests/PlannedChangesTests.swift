@@ -69,6 +69,35 @@ import Testing
       ])
   }
 
+  /// "vpn" lists nothing and nothing lists it: its write is its own change
+  /// alone (`Dependencies.isAlone`, the way most writes take), none when it
+  /// changes nothing, and a dependency's disable a reload left on it (its
+  /// dependency gone) is lifted as the general way lifts it.
+  @Test func aSwitchAloneIsItsOwnChangeAndLosesAStaleDependencysDisable() {
+    #expect(Self.catalog.dependencies.isAlone("vpn"))
+    #expect(!Self.catalog.dependencies.isAlone("airplane-mode"))
+    #expect(!Self.catalog.dependencies.isAlone("wifi"))
+    let on = SwitchState(checked: true)
+    let off = SwitchState(checked: false)
+    let records = Self.records(["vpn": on])
+    #expect(
+      Rules.plannedChanges(
+        of: "vpn", from: on, to: off, cause: .toggle, catalog: Self.catalog, records: records)
+        == [PlannedChange(key: "vpn", cause: .toggle, state: off, previous: on)])
+    #expect(
+      Rules.plannedChanges(
+        of: "vpn", from: on, to: on, cause: .set, catalog: Self.catalog, records: records
+      )
+      .isEmpty)
+    let stale = SwitchState(
+      checked: true, disabled: true, disabledReason: "Gone is off", disabledBy: .dependency)
+    #expect(
+      Rules.plannedChanges(
+        of: "vpn", from: stale, to: stale, cause: .set, catalog: Self.catalog,
+        records: Self.records(["vpn": stale]))
+        == [PlannedChange(key: "vpn", cause: .set, state: on, previous: stale)])
+  }
+
   @Test func aConfigurationIsOneChangePerSwitchWithPolicyBeforeDependency() {
     // At start: airplane mode on, nothing settled yet.
     let records = Self.records([
