@@ -78,7 +78,7 @@ public struct JSONNumber: Equatable, Sendable {
   func write(to w: inout JSONWriter) {
     switch storage {
     case .integer(let value): w.int(value)
-    case .text(let text): w.bytes.append(contentsOf: text.utf8)
+    case .text(let text): w.append(utf8: text)
     }
   }
 

@@ -2,13 +2,83 @@
 
 /// Appends JSON text to a byte buffer. Never emits a raw newline (so one message = one line),
 /// except through `raw`, whose bytes are the caller's.
-public struct JSONWriter {
-  public var bytes: [UInt8]
+///
+/// Its buffer is its own, not an Array: `Array.append(contentsOf:)` took
+/// ~90 instructions a piece besides the bytes (its generic path: the
+/// uniqueness check, the sequence's count, the copy's bounds), and a
+/// Switch object is written in 8 pieces, a `get`'s whole answer in ~12
+/// (callgrind, issue 26). Noncopyable, so the buffer has one owner and an
+/// append checks nothing but room.
+public struct JSONWriter: ~Copyable {
+  @usableFromInline var base: UnsafeMutablePointer<UInt8>
+  @usableFromInline var capacity: Int
+  @usableFromInline var used = 0
+  /// How many bytes are written.
+  public var count: Int { used }
 
   public init(capacity: Int = 256) {
-    bytes = []
-    // Zero is the writer that borrows a buffer by `swap`: nothing to reserve.
-    if capacity > 0 { bytes.reserveCapacity(capacity) }
+    self.capacity = max(capacity, 64)
+    base = .allocate(capacity: self.capacity)
+  }
+
+  deinit { base.deallocate() }
+
+  /// The bytes written, as an array of their own.
+  public var bytes: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+
+  /// The bytes written, for the duration of `body`.
+  public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    try body(UnsafeRawBufferPointer(start: base, count: count))
+  }
+
+  /// Appends the bytes written to `out`, one copy.
+  public func copy(to out: inout [UInt8]) {
+    out.append(contentsOf: UnsafeBufferPointer(start: base, count: count))
+  }
+
+  /// Forgets what was written; the buffer stays for the next.
+  public mutating func removeAll() { used = 0 }
+
+  /// Forgets the last byte written (a closing brace a member goes before).
+  public mutating func removeLast() {
+    precondition(used > 0, "removeLast of an empty JSONWriter")
+    used -= 1
+  }
+
+  @inlinable @inline(__always)
+  public mutating func append(_ byte: UInt8) {
+    if used == capacity { grow(toAtLeast: used + 1) }
+    base[used] = byte
+    used += 1
+  }
+
+  @inlinable @inline(__always)
+  public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+    guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+    if capacity - used < bytes.count { grow(toAtLeast: used + bytes.count) }
+    UnsafeMutableRawPointer(base + used).copyMemory(from: source, byteCount: bytes.count)
+    used += bytes.count
+  }
+
+  @inlinable
+  public mutating func append(contentsOf bytes: [UInt8]) {
+    bytes.withUnsafeBytes { append($0) }
+  }
+
+  /// Appends `text`'s UTF-8 verbatim (no quotes, no escapes).
+  public mutating func append(utf8 text: String) {
+    var text = text
+    text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
+  }
+
+  @usableFromInline @inline(never)
+  mutating func grow(toAtLeast needed: Int) {
+    let grown = max(needed, capacity * 2)
+    let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
+    larger.initialize(from: base, count: used)
+    base.deallocate()
+    base = larger
+    capacity = grown
   }
 
   /// Appends verbatim ASCII, e.g. `"{\"jsonrpc\":\"2.0\","`.
@@ -17,23 +87,23 @@ public struct JSONWriter {
     // cost ~110 instructions for it (callgrind). The count is known where
     // this is inlined, so the branch folds away.
     if s.utf8CodeUnitCount == 1 && s.hasPointerRepresentation {
-      bytes.append(s.utf8Start.pointee)
+      append(s.utf8Start.pointee)
       return
     }
-    s.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    s.withUTF8Buffer { append(UnsafeRawBufferPointer($0)) }
   }
 
   /// Appends verbatim bytes.
   public mutating func raw(_ bytes: [UInt8]) {
-    self.bytes.append(contentsOf: bytes)
+    append(contentsOf: bytes)
   }
 
   /// Appends `s` quoted and escaped.
   public mutating func string(_ s: String) {
-    bytes.append(UInt8(ascii: "\""))
+    append(UInt8(ascii: "\""))
     var copy = s
     copy.withUTF8 { appendEscaped($0) }
-    bytes.append(UInt8(ascii: "\""))
+    append(UInt8(ascii: "\""))
   }
 
   /// Appends a JSON array of strings.
@@ -69,7 +139,7 @@ public struct JSONWriter {
         start -= 1
         text[start] = UInt8(ascii: "-")
       }
-      bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[start...]))
+      append(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: text[start...])))
     }
   }
 
@@ -97,21 +167,21 @@ public struct JSONWriter {
     case .string(let s):
       string(s)
     case .array(let elements):
-      bytes.append(UInt8(ascii: "["))
+      append(UInt8(ascii: "["))
       for (k, element) in elements.enumerated() {
-        if k > 0 { bytes.append(UInt8(ascii: ",")) }
+        if k > 0 { append(UInt8(ascii: ",")) }
         value(element)
       }
-      bytes.append(UInt8(ascii: "]"))
+      append(UInt8(ascii: "]"))
     case .object(let members):
-      bytes.append(UInt8(ascii: "{"))
+      append(UInt8(ascii: "{"))
       for (k, member) in members.enumerated() {
-        if k > 0 { bytes.append(UInt8(ascii: ",")) }
+        if k > 0 { append(UInt8(ascii: ",")) }
         string(member.name)
-        bytes.append(UInt8(ascii: ":"))
+        append(UInt8(ascii: ":"))
         value(member.value)
       }
-      bytes.append(UInt8(ascii: "}"))
+      append(UInt8(ascii: "}"))
     }
   }
 
@@ -136,7 +206,7 @@ public struct JSONWriter {
         length = 3
       }
       if k > runStart {
-        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: s[runStart..<k]))
+        append(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: s[runStart..<k])))
       }
       switch c {
       case UInt8(ascii: "\""): raw("\\\"")
@@ -155,14 +225,14 @@ public struct JSONWriter {
       default:
         raw("\\u00")
         let digits: StaticString = "0123456789abcdef"
-        bytes.append(digits.utf8Start[Int(c >> 4)])
-        bytes.append(digits.utf8Start[Int(c & 0x0F)])
+        append(digits.utf8Start[Int(c >> 4)])
+        append(digits.utf8Start[Int(c & 0x0F)])
       }
       k += length
       runStart = k
     }
     if n > runStart {
-      bytes.append(contentsOf: UnsafeBufferPointer(rebasing: s[runStart..<n]))
+      append(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: s[runStart..<n])))
     }
   }
 }

@@ -5,22 +5,22 @@
 extension JSONWriter {
   /// Appends `,"name":`.
   mutating func member(_ name: String) {
-    bytes.append(UInt8(ascii: ","))
+    append(UInt8(ascii: ","))
     self.name(name)
   }
 
   /// Appends `{"name":`, an object's first member.
   mutating func firstMember(_ name: String) {
-    bytes.append(UInt8(ascii: "{"))
+    append(UInt8(ascii: "{"))
     self.name(name)
   }
 
   /// Appends `"name":`, for members whose separator the caller wrote.
   mutating func name(_ name: String) {
-    bytes.append(UInt8(ascii: "\""))
-    bytes.append(contentsOf: name.utf8)
-    bytes.append(UInt8(ascii: "\""))
-    bytes.append(UInt8(ascii: ":"))
+    append(UInt8(ascii: "\""))
+    append(utf8: name)
+    append(UInt8(ascii: "\""))
+    append(UInt8(ascii: ":"))
   }
 }
 
@@ -37,13 +37,13 @@ struct FixedBytes: @unchecked Sendable {
 func fixedBytes(_ body: (inout JSONWriter) -> Void) -> FixedBytes {
   var w = JSONWriter(capacity: 64)
   body(&w)
-  let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: w.bytes.count)
+  let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: w.count)
   _ = buffer.initialize(from: w.bytes)
   return FixedBytes(buffer: UnsafeBufferPointer(buffer))
 }
 
 extension JSONWriter {
   mutating func raw(_ part: FixedBytes) {
-    bytes.append(contentsOf: part.buffer)
+    append(UnsafeRawBufferPointer(part.buffer))
   }
 }

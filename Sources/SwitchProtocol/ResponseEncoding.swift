@@ -39,7 +39,7 @@ public enum ResponseEncoding {
     w.value(error.dataObject)
     if let switchObject {
       // The last member of the data object, in place of its closing brace.
-      w.bytes.removeLast()
+      w.removeLast()
       w.member(WireField.switch)
       w.raw(switchObject)
       w.raw("}")

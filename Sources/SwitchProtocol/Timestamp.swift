@@ -14,6 +14,18 @@ public enum Timestamp {
   /// Formats into a 24-byte stack buffer and appends it once: one append per
   /// byte cost more than the arithmetic (every event and Switch object has one).
   public static func append(milliseconds ms: Int64, to out: inout [UInt8]) {
+    format(milliseconds: ms) { out.append(contentsOf: $0) }
+  }
+
+  /// The same into a `JSONWriter` (every event and Switch object has one).
+  public static func append(milliseconds ms: Int64, to w: inout JSONWriter) {
+    format(milliseconds: ms) { w.append(UnsafeRawBufferPointer($0)) }
+  }
+
+  /// Formats into a 24-byte stack buffer and hands it to `body`.
+  private static func format(
+    milliseconds ms: Int64, _ body: (UnsafeMutableBufferPointer<UInt8>) -> Void
+  ) {
     let millis = Int((ms % 1000 + 1000) % 1000)
     let seconds = (ms - Int64(millis)) / 1000
     var days = seconds / 86_400
@@ -39,7 +51,7 @@ public enum Timestamp {
       text[19] = UInt8(ascii: ".")
       digits(millis, 3, into: text, at: 20)
       text[23] = UInt8(ascii: "Z")
-      out.append(contentsOf: text)
+      body(text)
     }
   }
 

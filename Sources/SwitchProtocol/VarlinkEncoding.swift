@@ -65,10 +65,10 @@ public enum VarlinkEncoding {
     }
     w.value(.object(members))
     if let switchObject {
-      w.bytes.removeLast()
+      w.removeLast()
       if !members.isEmpty { w.raw(",") }
       w.name(WireField.switch)
-      w.bytes.append(contentsOf: switchObject)
+      w.raw(switchObject)
       w.raw("}")
     }
     w.raw("}")

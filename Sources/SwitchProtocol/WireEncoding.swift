@@ -110,7 +110,7 @@ public enum WireEncoding {
     w.int(revision)
     if let changedAt {
       w.raw(Parts.changedAtTime)
-      Timestamp.append(milliseconds: changedAt, to: &w.bytes)
+      Timestamp.append(milliseconds: changedAt, to: &w)
       w.raw("\"")
     } else {
       w.raw(Parts.changedAt)
@@ -147,7 +147,8 @@ public enum WireEncoding {
   /// A Switch object `writeSwitch` encoded (for anyone, so it can be kept),
   /// with the caller's `writable` and `writableReason` added as its last members.
   public static func writeSwitch(_ w: inout JSONWriter, encoded: [UInt8], writable: Writability) {
-    w.bytes.append(contentsOf: encoded.dropLast())  // all but the closing brace
+    // All but the closing brace.
+    encoded.withUnsafeBytes { w.append(UnsafeRawBufferPointer(rebasing: $0.dropLast())) }
     writeWritableEnd(&w, writable)
   }
 
@@ -338,7 +339,7 @@ public enum WireEncoding {
 
   static func writeTime(_ w: inout JSONWriter, _ ms: Int64) {
     w.raw("\"")
-    Timestamp.append(milliseconds: ms, to: &w.bytes)
+    Timestamp.append(milliseconds: ms, to: &w)
     w.raw("\"")
   }
 }

@@ -116,3 +116,32 @@ func integersAreDecimal(value: Int64, expected: String) {
   #expect(!bytes.contains(0x0D))
   #expect(try JSONParser.parse(bytes, maxDepth: 4) == value)
 }
+
+/// The writer's own buffer (issue 26): grown as pieces of every size come,
+/// a byte, a piece and an array at a time, from the smallest capacity; the
+/// bytes read back whole, copied out after what `out` held, and emptied for
+/// the next message with the buffer kept.
+@Test func theBufferGrowsKeepsEveryByteAndIsReusedEmpty() {
+  var w = JSONWriter(capacity: 1)
+  var expected: [UInt8] = []
+  for n in 0..<300 {
+    let piece = [UInt8](repeating: UInt8(ascii: "a") + UInt8(n % 26), count: n % 97)
+    w.raw(piece)
+    expected += piece
+    w.append(UInt8(ascii: ","))
+    expected.append(UInt8(ascii: ","))
+    w.int(Int64(n) - 150)
+    expected += Array(String(n - 150).utf8)
+  }
+  #expect(w.count == expected.count)
+  #expect(w.bytes == expected)
+  w.removeLast()
+  expected.removeLast()
+  var out: [UInt8] = Array("queued ".utf8)
+  w.copy(to: &out)
+  #expect(out == Array("queued ".utf8) + expected)
+  w.removeAll()
+  #expect(w.count == 0 && w.bytes.isEmpty)
+  w.raw("{\"again\":true}")
+  #expect(String(decoding: w.bytes, as: UTF8.self) == "{\"again\":true}")
+}

@@ -134,14 +134,17 @@ final class Connection {
 
   /// Writes a single answer straight into the output queue when its slot is
   /// the next to go out (the common case); false when it must wait its turn.
-  func writeDirectly(slot seq: UInt64, _ body: (inout JSONWriter) -> Void) -> Bool {
+  /// `scratch`: the loop's one writer, emptied first, its buffer kept
+  /// from answer to answer (the answer is one copy into the queue).
+  func writeDirectly(
+    slot seq: UInt64, through scratch: inout JSONWriter, _ body: (inout JSONWriter) -> Void
+  ) -> Bool {
     guard let first = slots.first, first.seq == seq, !first.isBatch else { return false }
     let before = out.count
-    var w = JSONWriter(capacity: 0)
-    swap(&w.bytes, &out)
-    body(&w)
-    w.bytes.append(terminator)
-    swap(&w.bytes, &out)
+    scratch.removeAll()
+    body(&scratch)
+    scratch.append(terminator)
+    scratch.copy(to: &out)
     responseBytesQueued += out.count - before
     dropSlots(1)
     flushCompletedSlots()

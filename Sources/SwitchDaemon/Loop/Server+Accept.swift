@@ -73,8 +73,8 @@ extension Server {
     var ticket = Ticket(connection: 0, slot: 0, part: 0, id: .null)
     if wire == .varlink { ticket.varlink = VarlinkReply() }
     Self.writeResponse(&w, to: ticket, error: error)
-    w.bytes.append(wire.terminator)
-    _ = w.bytes.withUnsafeBytes {
+    w.append(wire.terminator)
+    _ = w.withBytes {
       send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
     }
     close(fd)

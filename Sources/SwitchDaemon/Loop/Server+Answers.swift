@@ -39,7 +39,7 @@ extension Server {
   /// Delivers the response `write` writes (envelope included) for `ticket`.
   func respond(_ ticket: Ticket, on connection: Connection, _ write: (inout JSONWriter) -> Void) {
     guard ticket.slot != 0 else { return }  // a notification: never answered
-    if connection.writeDirectly(slot: ticket.slot, write) { return }
+    if connection.writeDirectly(slot: ticket.slot, through: &scratch, write) { return }
     var w = JSONWriter(capacity: 512)
     write(&w)
     connection.fill(slot: ticket.slot, part: ticket.part, with: w.bytes)

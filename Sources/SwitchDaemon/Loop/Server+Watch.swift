@@ -217,10 +217,9 @@ extension Server {
       guard !watch.isVarlink, let part = changes.filtered(watch.matches),
         let connection = connections[watch.connection]
       else { continue }
-      var w = JSONWriter(capacity: 0)
-      swap(&w.bytes, &connection.out)
+      var w = JSONWriter(capacity: 256)
       WireEncoding.writeSchemaChangedEvent(&w, watch: watch.id, part)
-      swap(&w.bytes, &connection.out)
+      w.copy(to: &connection.out)
       touched[connection.id] = connection
     }
     for connection in touched.values { pump(connection) }

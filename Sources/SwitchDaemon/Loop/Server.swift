@@ -121,6 +121,10 @@ final class Server {
 
   // Buffers reused from turn to turn.
   var events = [UInt32](repeating: 0, count: 256)
+  /// Where an answer that goes straight out is written, then copied into
+  /// its connection's queue (`Connection.writeDirectly`): one buffer for
+  /// every connection, kept from answer to answer.
+  var scratch = JSONWriter(capacity: 4096)
   var tokens = [UInt64](repeating: 0, count: 256)
   var readBuffer = [UInt8](repeating: 0, count: Server.readChunk)
 

@@ -65,16 +65,16 @@ enum LogReader {
     _ store: SwitchStore, jobs: BlockingQueue<ReaderJob>, spares: BlockingQueue<[UInt8]>,
     deliver: (ReaderOutput) -> Void
   ) {
+    var w = JSONWriter(capacity: 1 << 16)
     while true {
       for job in jobs.takeAll() {
         switch job {
         case .history(let ticket, let key, let before, let limit, let newest, let viewer, let view):
-          // A buffer the loop is done with, if one came back: a page is
-          // ~500 KB, and fresh memory each time costs page faults here and
-          // giving it back to the kernel on the loop.
-          var w = JSONWriter(capacity: 0)
-          w.bytes = spares.drain().last ?? []
-          w.bytes.removeAll(keepingCapacity: true)
+          // Written in the thread's own writer, kept from page to page,
+          // then copied into a buffer the loop is done with, if one came
+          // back: a page is ~500 KB, and fresh memory each time costs page
+          // faults here and giving it back to the kernel on the loop.
+          w.removeAll()
           var page: Result<Void, StoreError> = .success(())
           Server.writeResponse(&w, to: ticket) { w in
             page = Result { () throws(StoreError) in
@@ -84,7 +84,15 @@ enum LogReader {
               encodeHistory(&w, entries, for: viewer)
             }
           }
-          deliver(.history(ticket, page.map { w.bytes }))
+          deliver(
+            .history(
+              ticket,
+              page.map {
+                var bytes = spares.drain().last ?? []
+                bytes.removeAll(keepingCapacity: true)
+                w.copy(to: &bytes)
+                return bytes
+              }))
         case .replay(let connection, let watch, let after, let upTo, let limit, let view):
           deliver(
             .replay(
