@@ -38,15 +38,21 @@ public enum Rules {
           definition: definition, record: record, policy: policy,
           next: expired(record.state, at: time)))
     }
-    return nextState(
-      operation, key: key, definition: definition, record: record, policy: policy, caller: caller
-    ).map {
+    // A switch, not `Result.map` with closures: the closures' captures
+    // copied the record twice and the decision once (callgrind).
+    switch nextState(
+      operation, key: key, definition: definition, record: record, policy: policy, caller: caller)
+    {
+    case .failure(let refusal):
+      return .failure(refusal)
+    case .success(nil):
       // A write that changes nothing is a no-op with or without a time (PROTOCOL.md).
-      let next = $0.map {
-        timed(
-          $0, from: record.state, operation, lasting: lasting, at: time, boot: boot, caller: caller)
-      }
-      return Decision(definition: definition, record: record, policy: policy, next: next)
+      return .success(Decision(definition: definition, record: record, policy: policy, next: nil))
+    case .success(let next?):
+      let timedNext = timed(
+        next, from: record.state, operation, lasting: lasting, at: time, boot: boot, caller: caller)
+      return .success(
+        Decision(definition: definition, record: record, policy: policy, next: timedNext))
     }
   }
 
