@@ -120,9 +120,14 @@ struct StoreStatements {
       """
     /// `rows` changes' rows in one statement: row `r`'s parameters are
     /// `insertChange`'s shifted by `12 * r`. A statement has a fixed cost
-    /// (its cursor opened and sought, its halt) that a row of its own does
-    /// not: with 8 rows a row cost ~1.3k instructions less than alone, with
-    /// 4 ~0.7k, with 2 ~0.5k more (callgrind, SQLite 3.40).
+    /// that a row of its own does not (its cursor opened and sought from
+    /// the root, its halt freeing it). `OR FAIL`: with SQLite's default
+    /// (ABORT) a statement of several rows keeps a statement journal to undo
+    /// its own rows if one fails, which cost a 4-row statement ~3k
+    /// instructions; a failed commit rolls the whole transaction back
+    /// anyway. Counted on SQLite 3.40 alone (the same 12 columns, steps
+    /// only), a row costs this much less than alone: with 2 rows a
+    /// statement ~0.9k, 3 ~1.3k, 4 ~1.5k, 8 ~1.8k, 16 ~1.9k.
     static func insertChanges(rows: Int) -> String {
       var values: [String] = []
       for row in 0..<rows {
@@ -131,14 +136,14 @@ struct StoreStatements {
         values.append("(" + parameters.joined(separator: ", ") + ")")
       }
       let head =
-        "INSERT INTO changes(revision, key, cause, time, actor_uid, actor_gid, actor_pid, "
+        "INSERT OR FAIL INTO changes(revision, key, cause, time, actor_uid, actor_gid, actor_pid, "
         + "actor_source, user, s_checked, p_checked, key_previous) VALUES "
       return head + values.joined(separator: ", ")
     }
     /// The parameters of one change's row in `insertChange`.
     static let rowParameters = 12
     /// The rows of the multi-row inserts, largest first (`SwitchStore.append`).
-    static let insertChangesSizes = [16, 8, 4]
+    static let insertChangesSizes = [16, 8, 4, 2]
     /// The rest of a change whose States are not both free and unfixed
     /// (`Change.hasDetails`): `?2`...`?15` its State's, `?16`...`?29` the previous one's.
     static let insertChangeDetails = """

@@ -51,7 +51,7 @@ extension SwitchStore {
         expected = try readRevision() + 1
       }
       // Rows in as few statements as the sizes allow (a group of 13: 8, 4,
-      // then 1); fewer than 4 alone, where one statement would cost more.
+      // then 1 alone).
       var start = changes.startIndex
       while start < changes.endIndex {
         let left = changes.endIndex - start
