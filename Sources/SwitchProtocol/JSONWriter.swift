@@ -39,6 +39,17 @@ public struct JSONWriter: ~Copyable {
   /// Forgets what was written; the buffer stays for the next.
   public mutating func removeAll() { used = 0 }
 
+  /// Forgets what was written, and gives its buffer back when it grew past
+  /// `limit` bytes: a writer kept from message to message does not hold
+  /// one large message's memory for good.
+  public mutating func removeAll(keepingAtMost limit: Int) {
+    used = 0
+    guard capacity > limit else { return }
+    base.deallocate()
+    capacity = 64
+    base = .allocate(capacity: capacity)
+  }
+
   /// Forgets the last byte written (a closing brace a member goes before).
   public mutating func removeLast() {
     precondition(used > 0, "removeLast of an empty JSONWriter")

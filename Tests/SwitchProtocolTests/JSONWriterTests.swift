@@ -144,4 +144,9 @@ func integersAreDecimal(value: Int64, expected: String) {
   #expect(w.count == 0 && w.bytes.isEmpty)
   w.raw("{\"again\":true}")
   #expect(String(decoding: w.bytes, as: UTF8.self) == "{\"again\":true}")
+  // Past the limit its buffer is given back, and it goes on from a small one.
+  w.removeAll(keepingAtMost: 16)
+  #expect(w.count == 0)
+  w.raw(Array(expected.prefix(1000)))
+  #expect(w.bytes == Array(expected.prefix(1000)))
 }

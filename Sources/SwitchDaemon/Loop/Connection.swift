@@ -141,7 +141,7 @@ final class Connection {
   ) -> Bool {
     guard let first = slots.first, first.seq == seq, !first.isBatch else { return false }
     let before = out.count
-    scratch.removeAll()
+    scratch.removeAll(keepingAtMost: 1 << 20)
     body(&scratch)
     scratch.append(terminator)
     scratch.copy(to: &out)
