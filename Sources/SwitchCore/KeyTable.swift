@@ -42,8 +42,6 @@ public struct KeyTable<Value>: Sequence {
     table.removeValue(forKey: HashedKey(key))
   }
 
-  public mutating func removeAll() { table.removeAll() }
-
   public func makeIterator() -> Iterator { Iterator(base: table.makeIterator()) }
 
   public struct Iterator: IteratorProtocol {

@@ -130,35 +130,6 @@ final class SQLiteStatement {
     if let value { try bind(value, at: index) } else { try bindNull(at: index) }
   }
 
-  /// Runs `body` (which steps the statement) with `text` bound at `index`
-  /// without a copy (SQLITE_STATIC): the bytes are `text`'s own and valid
-  /// only inside `body`, so the parameter is bound to NULL again after it.
-  func withText<T>(
-    _ text: String, at index: Int32, _ body: () throws(SQLiteError) -> T
-  ) throws(SQLiteError) -> T {
-    let statement = try live()
-    // NULL again after it, whatever happens.
-    try bound(.null, at: index, SQLITE_OK)
-    var text = text
-    let outcome: Result<T, SQLiteError> = text.withUTF8 { bytes in
-      // An empty buffer may have no address, and a NULL pointer would bind SQL NULL.
-      let rc =
-        bytes.isEmpty
-        ? sqlite3_bind_text(statement, index, "", 0, sqliteTransient)
-        : bytes.baseAddress!.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-          sqlite3_bind_text(statement, index, $0, Int32(bytes.count), nil)
-        }
-      defer { sqlite3_bind_null(statement, index) }
-      do throws(SQLiteError) {
-        try check(rc)
-        return .success(try body())
-      } catch {
-        return .failure(error)
-      }
-    }
-    return try outcome.get()
-  }
-
   func bind(_ value: String?, at index: Int32) throws(SQLiteError) {
     if let value { try bind(value, at: index) } else { try bindNull(at: index) }
   }

@@ -111,15 +111,10 @@ struct StoreStatements {
       SELECT max(revision) FROM changes WHERE revision > ?1 AND key = ?2 AND user IS ?3
       """
 
-    /// A change's row (migration 7): `?12` is `key_previous`, the revision of the
-    /// previous change of the same key and user.
-    static let insertChange = """
-      INSERT INTO changes(revision, key, cause, time, actor_uid, actor_gid, actor_pid, \
-      actor_source, user, s_checked, p_checked, key_previous) \
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-      """
-    /// `rows` changes' rows in one statement: row `r`'s parameters are
-    /// `insertChange`'s shifted by `12 * r`. A statement has a fixed cost
+    /// `rows` changes' rows in one statement (migration 7's columns): row
+    /// `r`'s parameters are `?(12r + 1)`...`?(12r + 12)`, the last its
+    /// `key_previous`, the revision of the previous change of the same key
+    /// and user (`bindChange`). A statement has a fixed cost
     /// that a row of its own does not (its cursor opened and sought from
     /// the root, its halt freeing it). `OR FAIL`: with SQLite's default
     /// (ABORT) a statement of several rows keeps a statement journal to undo
@@ -140,10 +135,11 @@ struct StoreStatements {
         + "actor_source, user, s_checked, p_checked, key_previous) VALUES "
       return head + values.joined(separator: ", ")
     }
-    /// The parameters of one change's row in `insertChange`.
+    /// The parameters of one change's row in `insertChanges`.
     static let rowParameters = 12
-    /// The rows of the multi-row inserts, largest first (`SwitchStore.append`).
-    static let insertChangesSizes = [16, 8, 4, 2]
+    /// The rows of the inserts, largest first (`SwitchStore.commitChanges`):
+    /// a group of 13 goes in as 8, 4 and 1.
+    static let insertChangesSizes = [16, 8, 4, 2, 1]
     /// The rest of a change whose States are not both free and unfixed
     /// (`Change.hasDetails`): `?2`...`?15` its State's, `?16`...`?29` the previous one's.
     static let insertChangeDetails = """
@@ -217,7 +213,6 @@ struct StoreStatements {
   let upsertUserValue: SQLiteStatement
   let userValueRevision: SQLiteStatement
   let newestInTail: SQLiteStatement
-  let insertChange: SQLiteStatement
   /// `SQL.insertChanges(rows:)` for each of `SQL.insertChangesSizes`, in that order.
   let insertChanges: [SQLiteStatement]
   let insertChangeDetails: SQLiteStatement
@@ -251,7 +246,6 @@ struct StoreStatements {
     upsertUserValue = try connection.prepareCached(SQL.upsertUserValue)
     userValueRevision = try connection.prepareCached(SQL.userValueRevision)
     newestInTail = try connection.prepareCached(SQL.newestInTail)
-    insertChange = try connection.prepareCached(SQL.insertChange)
     var insertChanges: [SQLiteStatement] = []
     for rows in SQL.insertChangesSizes {
       insertChanges.append(try connection.prepareCached(SQL.insertChanges(rows: rows)))
@@ -345,9 +339,9 @@ extension SQLiteStatement {
     )
   }
 
-  /// Binds a change's row to `insertChange`'s `?1`...`?12`, but for `?2`, the key, which
-  /// is bound around the step (`withText`).
-  /// `row`: its row in an `insertChanges` statement (parameters shifted by 12 each).
+  /// Binds a change's row `row` of an `insertChanges` statement, but for its
+  /// key (`?2` shifted), which is bound from the statement's kept slots
+  /// (`bindKept`).
   func bindChange(_ change: Change, keyPrevious: Int64?, row: Int32 = 0) throws(SQLiteError) {
     let at = row * Int32(StoreStatements.SQL.rowParameters)
     try bind(change.revision, at: at + 1)

@@ -50,19 +50,13 @@ extension SwitchStore {
       } else {
         expected = try readRevision() + 1
       }
-      // Rows in as few statements as the sizes allow (a group of 13: 8, 4,
-      // then 1 alone).
+      // Rows in as few statements as the sizes allow (a group of 13: 8, 4
+      // and 1); the sizes end with 1, so one always fits.
+      let sizes = StoreStatements.SQL.insertChangesSizes
       var start = changes.startIndex
       while start < changes.endIndex {
-        let left = changes.endIndex - start
-        guard let size = StoreStatements.SQL.insertChangesSizes.firstIndex(where: { $0 <= left })
-        else {
-          try append(changes[start], expected: expected)
-          start += 1
-          expected += 1
-          continue
-        }
-        let rows = StoreStatements.SQL.insertChangesSizes[size]
+        let size = sizes.firstIndex { $0 <= changes.endIndex - start } ?? sizes.count - 1
+        let rows = sizes[size]
         try append(changes, start..<start + rows, expected: expected, statement: size)
         start += rows
         expected += Int64(rows)
@@ -70,17 +64,10 @@ extension SwitchStore {
     }
   }
 
-  /// Appends one change to the log, in `commitChanges`' transaction: its row, its
-  /// details when it has any, its key's chain and, every `markSpacing` changes, a mark.
-  private func append(_ change: Change, expected: Int64) throws(SQLiteError) {
-    let keyPrevious = try chainUp(change, expected: expected)
-    let insert = statements.insertChange
-    try insert.bindChange(change, keyPrevious: keyPrevious)
-    try insert.withText(change.key, at: 2) { () throws(SQLiteError) in try execute(insert) }
-  }
-
-  /// Appends `changes[range]` with one statement, `statements.insertChanges[statement]`
-  /// (its size is the range's), as `append` appends one.
+  /// Appends `changes[range]` to the log, in `commitChanges`' transaction,
+  /// with one statement, `statements.insertChanges[statement]` (its size is
+  /// the range's): each change's row, its details when it has any, its
+  /// key's chain and, every `markSpacing` changes, a mark.
   private func append(
     _ changes: [Change], _ range: Range<Int>, expected: Int64, statement: Int
   ) throws(SQLiteError) {

@@ -5,8 +5,8 @@ import Testing
 
 @testable import SwitchStore
 
-/// A log row's texts are bound without a copy: the key only while its row
-/// is stepped (`withText`), the cause and holders from static strings. Keys
+/// A log row's texts are bound without a copy: the key from a slot its
+/// statement keeps (`bindKept`), the cause and holders from static strings. Keys
 /// short enough to live inside the String value and keys on the heap, one
 /// group after another through the same statement, read back as written.
 @Suite struct BindingTests {
@@ -87,7 +87,7 @@ import Testing
   /// A bind of the value a parameter already holds is skipped (SQLite keeps
   /// bindings across reset), so every other bind must still reach SQLite:
   /// a value after a NULL, a NULL after a value, a static text after
-  /// another, a value bound again after a failed bind and after `withText`.
+  /// another, a value bound again after a failed bind and after a kept text.
   @Test func aRepeatedBindIsSkippedAndEveryChangeStillReachesSQLite() throws {
     try withTemporaryDirectory { directory in
       let connection = try SQLiteConnection(
@@ -114,12 +114,8 @@ import Testing
       // Out of range: SQLite refuses, and the next bind of a held value still goes through.
       #expect(throws: SQLiteError.self) { try select.bind(Int64(9), at: 3) }
       try select.bind(Int64(1), at: 1)
-      try select.withText("a key", at: 2) { () throws(SQLiteError) in
-        #expect(try select.step())
-        #expect(select.optionalText(at: 1) == "a key")
-        select.reset()
-      }
-      #expect(try row() == (1, nil))
+      try select.bindKept("a key", slot: 0, at: 2)
+      #expect(try row() == (1, "a key"))
       try select.bind("policy" as StaticString, at: 2)
       #expect(try row() == (1, "policy"))
     }

@@ -6,24 +6,11 @@ import SwitchProtocol
 /// last read), its schema members once per configuration. A `list` page is a range of
 /// positions, so it reads its own entries and no hash table: its cost does not grow with the
 /// number of switches.
-/// Where each key of a list is in it, hashed with `KeyHash`: every call of
-/// a key looks it up here. (A struct of its own: a method of
-/// `SwitchEncodings` doing the look-up retained each of its arrays.)
-struct KeyPositions {
-  private var table: [HashedKey: Int] = [:]
-
-  init(_ keys: [String]) {
-    table.reserveCapacity(keys.count)
-    for (position, key) in keys.enumerated() { table[HashedKey(key)] = position }
-  }
-
-  /// Where `key` is; nil for a key the list does not hold.
-  subscript(key: String) -> Int? { table[HashedKey(key)] }
-}
-
 struct SwitchEncodings {
-  /// Where each declared key is in `catalog.sortedKeys`.
-  let positions: KeyPositions
+  /// Where each declared key is in `catalog.sortedKeys` (a `KeyTable`: every
+  /// call of a key looks it up here). A stored table read in place: a
+  /// method of this struct doing the look-up retained each of its arrays.
+  let positions: KeyTable<Int>
   private let keys: [String]
   /// Every `fenceSpacing`-th key: a prefix search runs on this small array, then inside one
   /// block of `keys`, instead of touching ~17 places of a large array (cache misses that made
@@ -49,7 +36,10 @@ struct SwitchEncodings {
   /// `sortedKeys`: the declared keys in `catalog.sortedKeys` order (by UTF-8 bytes).
   init(sortedKeys: [String], isUserScoped: (String) -> Bool = { _ in false }) {
     userScoped = sortedKeys.map(isUserScoped)
-    positions = KeyPositions(sortedKeys)
+    var positions = KeyTable<Int>()
+    positions.reserveCapacity(sortedKeys.count)
+    for (position, key) in sortedKeys.enumerated() { positions[key] = position }
+    self.positions = positions
     keys = sortedKeys
     fences = stride(from: 0, to: sortedKeys.count, by: Self.fenceSpacing).map { sortedKeys[$0] }
     entries = Array(repeating: Entry(), count: sortedKeys.count)

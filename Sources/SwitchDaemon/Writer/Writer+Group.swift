@@ -114,10 +114,9 @@ extension Writer {
       var writers: [UInt64] = []
       writers.reserveCapacity(group.settled.count)
       for index in group.settled.indices {
-        let place = group.settled[index]
-        let connection =
-          place >= 0 ? items[place].connection : group.resumed[-1 - place].connection
-        if let connection { writers.append(connection) }
+        if let connection = group.item(at: group.settled[index], of: items).connection {
+          writers.append(connection)
+        }
       }
       pacer.committed(writers, seconds: monotonicSeconds() - started)
       users.committed()
