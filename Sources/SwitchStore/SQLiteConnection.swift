@@ -61,6 +61,11 @@ final class SQLiteConnection {
     sqlite3_changes64(handle)
   }
 
+  /// The rowid of the most recent successful INSERT on this connection.
+  var lastInsertRowid: Int64 {
+    sqlite3_last_insert_rowid(handle)
+  }
+
   /// Prepares `sql` once, for the life of the connection (`SQLITE_PREPARE_PERSISTENT`).
   func prepareCached(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
     let statement = try prepare(sql, flags: UInt32(SQLITE_PREPARE_PERSISTENT))

@@ -49,6 +49,8 @@ struct StoreStatements {
       WHERE name = 'revision'
       """
     static let writeRevision = "UPDATE meta SET value = ?1 WHERE name = 'revision'"
+    /// The log's newest row (0: the log is empty): one descent of the primary key.
+    static let newestLogRevision = "SELECT coalesce(max(revision), 0) FROM changes"
     static let upsertSwitch = """
       INSERT INTO switches(\(switchColumns)) VALUES (\(switchValues))
       ON CONFLICT(key) DO UPDATE SET checked = excluded.checked,
@@ -203,6 +205,7 @@ struct StoreStatements {
   let hasSwitch: SQLiteStatement
   let insertSwitchIfAbsent: SQLiteStatement
   let readRevision: SQLiteStatement
+  let newestLogRevision: SQLiteStatement
   let writeRevision: SQLiteStatement
   let upsertSwitch: SQLiteStatement
   let readCheckpoint: SQLiteStatement
@@ -236,6 +239,7 @@ struct StoreStatements {
     hasSwitch = try connection.prepareCached(SQL.hasSwitch)
     insertSwitchIfAbsent = try connection.prepareCached(SQL.insertSwitchIfAbsent)
     readRevision = try connection.prepareCached(SQL.readRevision)
+    newestLogRevision = try connection.prepareCached(SQL.newestLogRevision)
     writeRevision = try connection.prepareCached(SQL.writeRevision)
     upsertSwitch = try connection.prepareCached(SQL.upsertSwitch)
     readCheckpoint = try connection.prepareCached(SQL.readCheckpoint)
@@ -342,9 +346,18 @@ extension SQLiteStatement {
   /// Binds a change's row `row` of an `insertChanges` statement, but for its
   /// key (`?2` shifted), which is bound from the statement's kept slots
   /// (`bindKept`).
-  func bindChange(_ change: Change, keyPrevious: Int64?, row: Int32 = 0) throws(SQLiteError) {
+  /// `revisionFollows`: the log's rowids run up to the revision before
+  /// this change's, so its revision is bound NULL and SQLite gives the
+  /// row the next rowid (`SwitchStore.rowidIsNextRevision`).
+  func bindChange(
+    _ change: Change, keyPrevious: Int64?, row: Int32, revisionFollows: Bool
+  ) throws(SQLiteError) {
     let at = row * Int32(StoreStatements.SQL.rowParameters)
-    try bind(change.revision, at: at + 1)
+    if revisionFollows {
+      try bindNull(at: at + 1)
+    } else {
+      try bind(change.revision, at: at + 1)
+    }
     try bind(change.cause.storageName, at: at + 3)
     try bind(change.time, at: at + 4)
     if case .peer(let uid, let gid, let pid) = change.actor {

@@ -48,7 +48,9 @@ extension SwitchStore {
       if let committedRevision {
         expected = committedRevision + 1
       } else {
-        expected = try readRevision() + 1
+        let revision = try readRevision()
+        rowidIsNextRevision = try readMeta(statements.newestLogRevision, row: "log") == revision
+        expected = revision + 1
       }
       // Rows in as few statements as the sizes allow (a group of 13: 8, 4
       // and 1); the sizes end with 1, so one always fits.
@@ -75,12 +77,22 @@ extension SwitchStore {
     for row in range {
       let offset = row - range.lowerBound
       let keyPrevious = try chainUp(changes[row], expected: expected + Int64(offset))
-      try insert.bindChange(changes[row], keyPrevious: keyPrevious, row: Int32(offset))
+      try insert.bindChange(
+        changes[row], keyPrevious: keyPrevious, row: Int32(offset),
+        revisionFollows: rowidIsNextRevision)
       try insert.bindKept(
         changes[row].key, slot: offset,
         at: Int32(offset * StoreStatements.SQL.rowParameters + 2))
     }
     try execute(insert)
+    // The rows took consecutive rowids from the largest + 1: the last one's
+    // is the range's last revision, or the log was not what it was read as.
+    let last = expected + Int64(range.count) - 1
+    guard connection.lastInsertRowid == last else {
+      throw .misuse(
+        "the log's rows took revisions up to \(connection.lastInsertRowid), expected \(last)",
+        context: "commit on \(path)")
+    }
   }
 
   /// What a change's row needs besides the change, in order: checks its
@@ -196,6 +208,8 @@ extension SwitchStore {
   /// Each chunk first records the global revision in `meta`, so it outlives the rows. A
   /// checkpoint comes first: the switch rows must hold every change before it is deleted.
   public func prune(keep: Int, chunk: Int = 10_000) throws(StoreError) -> Int {
+    // It may empty the log: the next commit reads the log's end again.
+    committedRevision = nil
     try checkpointFromLog()
     let keep = Int64(max(keep, 0))
     let chunk = Int64(max(chunk, 1))

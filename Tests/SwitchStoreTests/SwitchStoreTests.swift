@@ -236,6 +236,45 @@ import Testing
     }
   }
 
+  /// A row's revision is bound NULL while the log's newest row is the
+  /// revision (SQLite then numbers it); once pruning empties the log, rows
+  /// carry their revision again, in the same store, not only after a reopen.
+  @Test func rowsKeepTheirRevisionsAfterPruningTheWholeLog() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db")
+      defer { store.close() }
+      try commitEach(store, 1...10)
+      #expect(try store.prune(keep: 0) == 10)
+      try store.commit([sampleChange(11), sampleChange(12, key: "bluetooth")])
+      try store.commit([sampleChange(13)])
+      let log = try store.changes(after: 0, upTo: .max, limit: 100)
+      #expect(log.map(\.revision) == [11, 12, 13])
+      #expect(log.map(\.key) == ["wifi", "bluetooth", "wifi"])
+      #expect(try store.currentRevision() == 13)
+    }
+  }
+
+  /// Were the store wrong about the log's end, the rows SQLite numbered
+  /// would not be the changes' revisions: the commit fails whole instead,
+  /// and the next one reads the log's end again.
+  @Test func aCommitWhoseRowsWouldTakeOtherRevisionsFails() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db")
+      defer { store.close() }
+      try commitEach(store, 1...10)
+      #expect(try store.prune(keep: 0) == 10)
+      // What the store believes after a commit of revision 10 with the log
+      // running up to it; the log is in fact empty.
+      store.committedRevision = 10
+      store.rowidIsNextRevision = true
+      let wrong = storeError { () throws(StoreError) in try store.commit([sampleChange(11)]) }
+      #expect(wrong?.sqliteCode == SQLITE_MISUSE)
+      #expect(try store.changes(after: 0, upTo: .max, limit: 100).isEmpty)
+      try store.commit([sampleChange(11)])
+      #expect(try store.changes(after: 0, upTo: .max, limit: 100).map(\.revision) == [11])
+    }
+  }
+
   @Test func pruneDeletesOldestInChunksAndKeepsNewest() throws {
     try withTemporaryDirectory { directory in
       let store = try SwitchStore(path: directory + "/s.db")
