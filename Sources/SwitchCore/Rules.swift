@@ -32,68 +32,73 @@ public enum Rules {
     record: SwitchRecord, policy: PolicyRule?, caller: Caller, lasting: Lasting? = nil,
     at time: Int64 = 0, boot: BootMoment? = nil
   ) -> Result<Decision, Refusal> {
+    Result { () throws(Refusal) in
+      try decision(
+        operation, key: key, declared: definition, record: record, policy: policy,
+        caller: caller, lasting: lasting, at: time, boot: boot)
+    }
+  }
+
+  /// `decide` for a declared switch, the refusal thrown: the decision is
+  /// returned as it is made, not copied out of a `Result` (the writer's
+  /// way; callgrind).
+  public static func decision(
+    _ operation: Operation, key: String, declared definition: SwitchDefinition,
+    record: SwitchRecord, policy: PolicyRule?, caller: Caller, lasting: Lasting? = nil,
+    at time: Int64 = 0, boot: BootMoment? = nil
+  ) throws(Refusal) -> Decision {
     if operation == .expire {
-      return .success(
-        Decision(
-          definition: definition, record: record, policy: policy,
-          next: expired(record.state, at: time)))
+      return Decision(
+        definition: definition, record: record, policy: policy,
+        next: expired(record.state, at: time))
     }
-    // A switch, not `Result.map` with closures: the closures' captures
-    // copied the record twice and the decision once (callgrind).
-    switch nextState(
+    let next = try nextState(
       operation, key: key, definition: definition, record: record, policy: policy, caller: caller)
-    {
-    case .failure(let refusal):
-      return .failure(refusal)
-    case .success(nil):
-      // A write that changes nothing is a no-op with or without a time (PROTOCOL.md).
-      return .success(Decision(definition: definition, record: record, policy: policy, next: nil))
-    case .success(let next?):
-      let timedNext = timed(
-        next, from: record.state, operation, lasting: lasting, at: time, boot: boot, caller: caller)
-      return .success(
-        Decision(definition: definition, record: record, policy: policy, next: timedNext))
+    // A write that changes nothing is a no-op with or without a time (PROTOCOL.md).
+    guard let next else {
+      return Decision(definition: definition, record: record, policy: policy, next: nil)
     }
+    let timedNext = timed(
+      next, from: record.state, operation, lasting: lasting, at: time, boot: boot, caller: caller)
+    return Decision(definition: definition, record: record, policy: policy, next: timedNext)
   }
 
   /// The state `operation` leaves a declared switch in; nil when it changes nothing.
   static func nextState(
     _ operation: Operation, key: String, definition: SwitchDefinition, record: SwitchRecord,
     policy: PolicyRule?, caller: Caller
-  ) -> Result<SwitchState?, Refusal> {
+  ) throws(Refusal) -> SwitchState? {
     if operation.privilege == .administrator && !caller.has(.administrator) {
-      return .failure(
-        .permissionDenied(
-          key: key, action: operation.verb,
-          requirement: "only an administrator may"))
+      throw .permissionDenied(
+        key: key, action: operation.verb, requirement: "only an administrator may")
     }
     let state = record.state
     switch operation {
     case .set, .toggle, .reset:
       if let refusal = writeRefusal(key: key, state: state, policy: policy, caller: caller) {
-        return .failure(refusal)
+        throw refusal
       }
       // Nobody writes a value that is being tried (rule 20): confirm or revert it first.
-      if state.pending != nil { return .failure(.pending(key: key)) }
+      if state.pending != nil { throw .pending(key: key) }
       var next = state
       switch operation {
       case .set(let checked, let ifRevision):
         if let refusal = conflict(key: key, ifRevision: ifRevision, record: record) {
-          return .failure(refusal)
+          throw refusal
         }
         next.checked = checked
       case .toggle(let ifRevision):
         if let refusal = conflict(key: key, ifRevision: ifRevision, record: record) {
-          return .failure(refusal)
+          throw refusal
         }
         next.checked.toggle()
       default:
         next.checked = definition.defaultChecked
       }
       if let refusal = authorizedValueRefusal(key: key, next: next.checked, caller: caller) {
-        return .failure(refusal)
+        throw refusal
       }
-      return .success(next == state ? nil : next)
+      return next == state ? nil : next
 
     case .lock(let reason, let checked):
       // Nobody changes a disabled switch, its hold included; an
@@ -101,67 +106,67 @@ public enum Rules {
       if let refusal = holdRefusal(
         key: key, state: state, policy: policy, readOnlyRefuses: state.heldBy == .policy)
       {
-        return .failure(refusal)
+        throw refusal
       }
       var next = state
       next.readOnly = true
       next.heldBy = .admin
       next.readOnlyReason = reason ?? (state.heldBy == .admin ? state.readOnlyReason : nil)
       if let checked { next.checked = checked }
-      return .success(settle(next, from: state, operation, definition))
+      return settle(next, from: state, operation, definition)
 
     case .unlock:
       if let refusal = holdRefusal(
         key: key, state: state, policy: policy, readOnlyRefuses: state.heldBy == .policy)
       {
-        return .failure(refusal)
+        throw refusal
       }
       var next = state
       next.readOnly = false
       next.heldBy = nil
       next.readOnlyReason = nil
-      return .success(settle(next, from: state, operation, definition))
+      return settle(next, from: state, operation, definition)
 
     case .disable(let reason):
       // An administrator's disable takes over from a dependency's (it wins,
       // rule 17); `enable` gives the switch back to the dependency.
       if state.disabledBy == .policy {
-        return .failure(disabled(key: key, state: state, policy: policy))
+        throw disabled(key: key, state: state, policy: policy)
       }
       var next = state
       next.disabled = true
       next.disabledBy = .admin
       next.disabledReason = reason ?? (state.disabledBy == .admin ? state.disabledReason : nil)
-      return .success(settle(next, from: state, operation, definition))
+      return settle(next, from: state, operation, definition)
 
     case .enable:
       // Enable lifts an administrator's disable only: a policy's is lifted by
       // its file, a dependency's when the other switch changes (rule 17).
       if state.disabledBy == .policy || state.disabledBy == .dependency {
-        return .failure(disabled(key: key, state: state, policy: policy))
+        throw disabled(key: key, state: state, policy: policy)
       }
       var next = state
       next.disabled = false
       next.disabledBy = nil
       next.disabledReason = nil
-      return .success(settle(next, from: state, operation, definition))
+      return settle(next, from: state, operation, definition)
 
     case .apply:
       // Changes no value, so neither a hold nor a disable refuses it; what
       // it may change (`invalid`) is known only once the command has run.
       // InvalidParams comes before PermissionDenied for writing (the order of checks).
-      if definition.apply == nil { return .failure(.noApplyCommand(key: key)) }
+      if definition.apply == nil { throw .noApplyCommand(key: key) }
       if !caller.has(operation.privilege) {
-        return .failure(
-          .permissionDenied(key: key, action: "apply", requirement: caller.writeRequirement))
+        throw .permissionDenied(
+          key: key, action: "apply", requirement: caller.writeRequirement)
       }
-      return .success(nil)
+      return nil
 
     case .expire:
-      return .success(nil)  // taken by `decide`, which knows the time
+      return nil  // taken by `decide`, which knows the time
 
     case .confirm, .revert:
-      return settleTried(operation, key: key, state: state, caller: caller)
+      return try settleTried(operation, key: key, state: state, caller: caller).get()
     }
   }
 

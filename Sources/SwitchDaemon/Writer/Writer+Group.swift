@@ -252,97 +252,99 @@ extension Writer {
     let key = write.key
     // One look-up for the read and the write back (each hashes the key).
     let slot = records.index(forKey: key)
-    let decision: Result<Decision, Refusal>
-    if let slot, let definition {
-      // Not optional: an optional record was copied through a generic value witness.
-      decision = Rules.decide(
-        write.operation, key: key, declared: definition, record: records[slot: slot],
-        policy: catalog.policies[key], caller: write.caller,
-        lasting: write.lasting, at: group.time, boot: write.lasting.map { _ in bootMoment })
-    } else {
-      // A switch the writer does not hold: the rules say how that is refused.
-      decision = Rules.decide(
-        write.operation, key: key, definition: definition, record: nil, policy: nil,
-        caller: write.caller)
+    let decided: Decision
+    do throws(Refusal) {
+      if let slot, let definition {
+        // Not optional: an optional record was copied through a generic value witness.
+        // Thrown, not a `Result`: the decision was copied out of one (callgrind).
+        decided = try Rules.decision(
+          write.operation, key: key, declared: definition, record: records[slot: slot],
+          policy: catalog.policies[key], caller: write.caller,
+          lasting: write.lasting, at: group.time, boot: write.lasting.map { _ in bootMoment })
+      } else {
+        // A switch the writer does not hold: the rules say how that is refused.
+        decided = try Rules.decide(
+          write.operation, key: key, definition: definition, record: nil, policy: nil,
+          caller: write.caller
+        ).get()
+      }
+    } catch {
+      group.answers.append((write.ticket, .refused(error)))
+      return true
     }
-    switch decision {
-    case .failure(let refusal):
-      group.answers.append((write.ticket, .refused(refusal)))
-    case .success(let decided):
-      let planned =
-        decided.next.map {
-          Rules.plannedChanges(
-            of: key, from: decided.record.state, to: $0,
-            cause: write.external ? .external : write.operation.cause, catalog: catalog,
-            records: records)
-        } ?? []
-      let plans: [PlannedChange]
-      switch applyStage(write, decided, planned) {
-      case .parked:
-        return false
-      case .asPlanned:
-        plans = planned
-      case .proceed(let verdicts):
-        plans = verdicts
-      // No `where` clauses: each pattern tried copied the stage's payload (callgrind).
-      case .failed(let reason):
-        guard write.operation == .expire || write.operation == .revert else {
-          group.answers.append(
-            (write.ticket, .write(.failure(.applyFailed(key: key, reason: reason)))))
-          return true
-        }
-        // An ending cannot be refused and come again for ever: it ends, the
-        // value stays, and the switch is invalid (rule 20, after rule 22).
-        if let next = decided.next {
-          let old = decided.record
-          revision += 1
-          record(
-            Change(
-              revision: revision, time: group.time, key: key, cause: write.operation.cause,
-              actor: write.caller.actor,
-              state: Rules.failedEnding(old.state, next: next, reason: reason), previous: old.state),
-            replacing: old, at: slot, into: &group)
-        }
+    let planned =
+      decided.next.map {
+        Rules.plannedChanges(
+          of: key, from: decided.record.state, to: $0,
+          cause: write.external ? .external : write.operation.cause, catalog: catalog,
+          records: records)
+      } ?? []
+    let plans: [PlannedChange]
+    switch applyStage(write, decided, planned) {
+    case .parked:
+      return false
+    case .asPlanned:
+      plans = planned
+    case .proceed(let verdicts):
+      plans = verdicts
+    // No `where` clauses: each pattern tried copied the stage's payload (callgrind).
+    case .failed(let reason):
+      guard write.operation == .expire || write.operation == .revert else {
         group.answers.append(
-          (
-            write.ticket,
-            .write(.success(WriteOutcome(decided, after: records[key] ?? decided.record)))
-          ))
+          (write.ticket, .write(.failure(.applyFailed(key: key, reason: reason)))))
         return true
       }
-      guard !plans.isEmpty else {
-        group.answers.append(
-          (write.ticket, .write(.success(WriteOutcome(unchanged: decided)))))
-        return true
-      }
-      // The switch and the dependents it disables or enables: one revision
-      // each. The switch's own record is the one decided on, and the one
-      // it takes is the answer's.
-      // The decided record, not `current`: copies of an optional record
-      // went through a generic value witness (callgrind).
-      var after = decided.record
-      // By index: a `for plan in plans` loop copied each plan.
-      for index in plans.indices {
-        let own = plans[index].key == key
-        let old: SwitchRecord
-        if own {
-          old = decided.record
-        } else if let other = records[plans[index].key] {
-          old = other
-        } else {
-          continue
-        }
+      // An ending cannot be refused and come again for ever: it ends, the
+      // value stays, and the switch is invalid (rule 20, after rule 22).
+      if let next = decided.next {
+        let old = decided.record
         revision += 1
-        let change = Change(
-          revision: revision, time: group.time, key: plans[index].key, cause: plans[index].cause,
-          actor: write.caller.actor, state: plans[index].state, previous: plans[index].previous)
-        if own { after = change.record }
-        record(change, replacing: old, at: own ? slot : nil, into: &group)
+        record(
+          Change(
+            revision: revision, time: group.time, key: key, cause: write.operation.cause,
+            actor: write.caller.actor,
+            state: Rules.failedEnding(old.state, next: next, reason: reason), previous: old.state),
+          replacing: old, at: slot, into: &group)
       }
-      if case .confirmWithin = write.lasting { deadlines.makers[key] = write.ticket.connection }
       group.answers.append(
-        (write.ticket, .write(.success(WriteOutcome(decided, after: after)))))
+        (
+          write.ticket,
+          .write(.success(WriteOutcome(decided, after: records[key] ?? decided.record)))
+        ))
+      return true
     }
+    guard !plans.isEmpty else {
+      group.answers.append(
+        (write.ticket, .write(.success(WriteOutcome(unchanged: decided)))))
+      return true
+    }
+    // The switch and the dependents it disables or enables: one revision
+    // each. The switch's own record is the one decided on, and the one
+    // it takes is the answer's.
+    // The decided record, not `current`: copies of an optional record
+    // went through a generic value witness (callgrind).
+    var after = decided.record
+    // By index: a `for plan in plans` loop copied each plan.
+    for index in plans.indices {
+      let own = plans[index].key == key
+      let old: SwitchRecord
+      if own {
+        old = decided.record
+      } else if let other = records[plans[index].key] {
+        old = other
+      } else {
+        continue
+      }
+      revision += 1
+      let change = Change(
+        revision: revision, time: group.time, key: plans[index].key, cause: plans[index].cause,
+        actor: write.caller.actor, state: plans[index].state, previous: plans[index].previous)
+      if own { after = change.record }
+      record(change, replacing: old, at: own ? slot : nil, into: &group)
+    }
+    if case .confirmWithin = write.lasting { deadlines.makers[key] = write.ticket.connection }
+    group.answers.append(
+      (write.ticket, .write(.success(WriteOutcome(decided, after: after)))))
     return true
   }
 
