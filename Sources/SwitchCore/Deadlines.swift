@@ -66,6 +66,8 @@ extension Rules {
   /// that is gone has no end (a policy's is its schedule's, set by
   /// `applyPolicy`, and stays while the policy holds).
   public static func settledDeadlines(_ next: SwitchState, from state: SwitchState) -> SwitchState {
+    // Nothing to clear (nearly every write): no copy made and set back.
+    guard next.hasDeadlines else { return next }
     var next = next
     if next.checked != state.checked && next.expiresAt == state.expiresAt { next.expiresAt = nil }
     if next.heldBy == nil { next.readOnlyUntil = nil }

@@ -31,8 +31,10 @@ import Testing
           .init(key: "bluetooth", operation: .set(checked: true, ifRevision: nil)),
         ]),
       .init(before: { try harness.stopFailing() }, writes: [Self.toggleWifi]),
+      // A switch changed before: its record comes back with its revision and time.
+      .init(before: { try harness.failInserts(where: "1") }, writes: [Self.toggleWifi]),
     ])
-    try #require(steps.count == 3)
+    try #require(steps.count == 4)
 
     let alone = steps[0]
     #expect(alone.changes.isEmpty)
@@ -56,6 +58,12 @@ import Testing
     #expect(next.answered.first?.revision == 1)
     #expect(next.records["wifi"]?.revision == 1)
     #expect(next.logged == [1])
+
+    let again = steps[3]
+    #expect(again.failures == [1])
+    #expect(again.records == next.records)
+    #expect(again.records["wifi"]?.changedAt != nil)
+    #expect(again.revision == 1)
   }
 
   /// A user's value whose commit fails: refused, the writer's copy of user

@@ -64,8 +64,9 @@ extension Writer {
     let firstRevision: Int64
     var changes: [Change] = []
     var answers: [(Ticket, WriterOutput.Answer)] = []
-    /// What each change replaced, in order; restored newest first, so the oldest wins.
-    var undo: [SwitchRecord] = []
+    /// What each change of a switch replaced, in order; restored newest
+    /// first, so the oldest wins.
+    var undo: [Replaced] = []
     /// The items this group settled (answered or committed), to retry
     /// alone if its commit fails: each one's place among the group's items,
     /// or `-1 - k` for the k-th of `resumed`. Places, not copies: a copy of
@@ -75,6 +76,16 @@ extension Writer {
     /// The writes decided here once the command they waited for had run:
     /// they are not among the group's items.
     var resumed: [GroupItem] = []
+
+    /// What a change of a switch replaced, put back if the commit fails:
+    /// its State is the change's `previous`, the rest of the record is
+    /// here (a copy of the whole record was kept on every write, callgrind).
+    struct Replaced {
+      /// The change's place in `changes`.
+      var change: Int
+      var revision: Int64
+      var changedAt: Int64?
+    }
 
     /// The settled item at `place` (`settled`'s), given the group's items.
     func item(at place: Int, of items: [GroupItem]) -> GroupItem {
@@ -125,9 +136,12 @@ extension Writer {
         catalog: nil, changes: group.changes, answers: group.answers,
         oldestRetained: oldestRetained)
     } catch {
-      for old in group.undo.reversed() {
-        records[old.key] = old
-        deadlines.note(old.key, old.state)
+      for replaced in group.undo.reversed() {
+        let change = group.changes[replaced.change]
+        records[change.key] = SwitchRecord(
+          key: change.key, state: change.previous, revision: replaced.revision,
+          changedAt: replaced.changedAt)
+        deadlines.note(change.key, change.previous)
       }
       for (key, user) in users.rollBack() {
         deadlines.note(key, user: user, users.values[key]?[user]?.expiresAt)
@@ -231,7 +245,7 @@ extension Writer {
           system, failure: failure, revision: revision + 1, time: group.time)
       {
         revision += 1
-        record(change, replacing: old, into: &group)
+        record(change, replacing: old.revision, changedAt: old.changedAt, into: &group)
       }
       group.settled.append(place)
       return system.id
@@ -304,7 +318,7 @@ extension Writer {
             revision: revision, time: group.time, key: key, cause: write.operation.cause,
             actor: write.caller.actor,
             state: Rules.failedEnding(old.state, next: next, reason: reason), previous: old.state),
-          replacing: old, at: slot, into: &group)
+          replacing: old.revision, changedAt: old.changedAt, at: slot, into: &group)
       }
       group.answers.append(
         (
@@ -327,11 +341,15 @@ extension Writer {
     // By index: a `for plan in plans` loop copied each plan.
     for index in plans.indices {
       let own = plans[index].key == key
-      let old: SwitchRecord
+      // What the change replaces: the record's revision and time (its State is the plan's `previous`).
+      let oldRevision: Int64
+      let oldChangedAt: Int64?
       if own {
-        old = decided.record
+        oldRevision = decided.record.revision
+        oldChangedAt = decided.record.changedAt
       } else if let other = records[plans[index].key] {
-        old = other
+        oldRevision = other.revision
+        oldChangedAt = other.changedAt
       } else {
         continue
       }
@@ -340,7 +358,9 @@ extension Writer {
         revision: revision, time: group.time, key: plans[index].key, cause: plans[index].cause,
         actor: write.caller.actor, state: plans[index].state, previous: plans[index].previous)
       if own { after = change.record }
-      record(change, replacing: old, at: own ? slot : nil, into: &group)
+      record(
+        change, replacing: oldRevision, changedAt: oldChangedAt, at: own ? slot : nil,
+        into: &group)
     }
     if case .confirmWithin = write.lasting { deadlines.makers[key] = write.ticket.connection }
     group.answers.append(
@@ -348,13 +368,17 @@ extension Writer {
     return true
   }
 
-  /// Takes a decided change into the writer's copy and the group; `slot`,
-  /// when given, is where `records` holds the switch (no look-up).
+  /// Takes a decided change into the writer's copy and the group; it
+  /// replaces the record of `revision` and `changedAt` whose State is the
+  /// change's `previous`. `slot`, when given, is where `records` holds the
+  /// switch (no look-up). The change is moved into the group, not copied.
   private func record(
-    _ change: Change, replacing old: SwitchRecord, at slot: KeyTable<SwitchRecord>.Index? = nil,
-    into group: inout Group
+    _ change: consuming Change, replacing revision: Int64, changedAt: Int64?,
+    at slot: KeyTable<SwitchRecord>.Index? = nil, into group: inout Group
   ) {
-    group.undo.append(old)
+    assert(records[change.key]?.state == change.previous, "a change follows its switch's record")
+    group.undo.append(
+      Group.Replaced(change: group.changes.count, revision: revision, changedAt: changedAt))
     if let slot {
       records[slot: slot] = change.record
     } else {
