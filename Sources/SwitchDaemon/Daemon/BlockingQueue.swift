@@ -35,7 +35,7 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
     word.deallocate()
   }
 
-  func push(_ item: Item) {
+  func push(_ item: consuming Item) {
     pthread_mutex_lock(mutex)
     items.append(item)
     let wake = bumpIfSleeping()
