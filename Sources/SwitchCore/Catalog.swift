@@ -121,6 +121,8 @@ public struct SwitchDefinition: Equatable, Sendable {
     get { box.fields.apply }
     set { update { $0.apply = newValue } }
   }
+  /// Whether it has an apply command, without a copy of it.
+  public var hasApply: Bool { box.fields.apply != nil }
   public var readBack: ReadBack? {
     get { box.fields.readBack }
     set { update { $0.readBack = newValue } }

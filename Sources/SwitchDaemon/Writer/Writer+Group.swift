@@ -298,6 +298,31 @@ extension Writer {
       group.answers.append((write.ticket, .refused(error)))
       return true
     }
+    // A switch alone, written without running a command (most writes): its
+    // plan is its own change, as `plannedChanges` and `applyStage` say for
+    // it, taken without the array they make and walk per write (callgrind).
+    if let next = decided.next, write.operation != .apply, !decided.definition.hasApply,
+      next.disabledBy != .dependency, catalog.dependencies.isAlone(key)
+    {
+      guard next != decided.record.state else {
+        group.answers.append(
+          (write.ticket, .write(.success(WriteOutcome(unchanged: decided)))))
+        return true
+      }
+      revision += 1
+      let change = Change(
+        revision: revision, time: group.time, key: key,
+        cause: write.external ? .external : write.operation.cause, actor: write.caller.actor,
+        state: next, previous: decided.record.state)
+      let after = change.record
+      record(
+        change, replacing: decided.record.revision, changedAt: decided.record.changedAt, at: slot,
+        into: &group)
+      if case .confirmWithin = write.lasting { deadlines.makers[key] = write.ticket.connection }
+      group.answers.append(
+        (write.ticket, .write(.success(WriteOutcome(decided, after: after)))))
+      return true
+    }
     let planned =
       decided.next.map {
         Rules.plannedChanges(
