@@ -44,7 +44,7 @@ public enum Rules {
   /// way; callgrind).
   public static func decision(
     _ operation: Operation, key: String, declared definition: SwitchDefinition,
-    record: SwitchRecord, policy: PolicyRule?, caller: Caller, lasting: Lasting? = nil,
+    record: consuming SwitchRecord, policy: PolicyRule?, caller: Caller, lasting: Lasting? = nil,
     at time: Int64 = 0, boot: BootMoment? = nil
   ) throws(Refusal) -> Decision {
     if operation == .expire {

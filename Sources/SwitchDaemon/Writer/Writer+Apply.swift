@@ -217,7 +217,7 @@ extension Writer {
   /// switch's own. A write that leaves every effective value as it was runs
   /// nothing. Each switch whose command ran is no longer `invalid`.
   func applyStage(
-    _ write: WriteRequest, _ decided: Decision, _ planned: [PlannedChange]
+    _ write: borrowing WriteRequest, _ decided: borrowing Decision, _ planned: [PlannedChange]
   ) -> ApplyStage {
     // The usual write runs nothing: decided by index, without the copies
     // of the plans and arrays the steps below are made with (callgrind).
@@ -257,7 +257,7 @@ extension Writer {
       return .proceed(verdicts)
     }
     let id = applying.newID()
-    var parked = write
+    var parked = copy write
     parked.applied = nil
     applying.park(id, .write(parked, effective: effective), keys: plans.map(\.key))
     for (key, value) in effective { driftApplyStarted(key, value: value) }
@@ -268,7 +268,7 @@ extension Writer {
   /// Whether a switch among `planned` has a command that must run for it:
   /// the test of `applyStage`'s loop, for a write other than `apply`.
   private func needsCommand(
-    _ write: WriteRequest, _ decided: Decision, _ planned: [PlannedChange]
+    _ write: borrowing WriteRequest, _ decided: borrowing Decision, _ planned: [PlannedChange]
   ) -> Bool {
     for index in planned.indices {
       let own = planned[index].key == write.key

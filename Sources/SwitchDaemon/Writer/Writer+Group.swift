@@ -40,7 +40,7 @@ extension Writer {
   /// Whether `write` writes the caller's own value of a user-scope switch
   /// (`definition` is its switch's): it never runs a command nor touches
   /// dependents.
-  func writesUserValue(_ write: WriteRequest, _ definition: SwitchDefinition?) -> Bool {
+  func writesUserValue(_ write: borrowing WriteRequest, _ definition: SwitchDefinition?) -> Bool {
     // The end of a user's timed value is the timer acting as that user.
     let ownValue =
       write.operation.changesValue || (write.operation == .expire && write.caller.actingAs != nil)
@@ -190,7 +190,7 @@ extension Writer {
   /// Decides `item` and, when it frees what it held, the writes that
   /// waited for that, one at a time in the order they become ready.
   /// `place`: the item's among the group's items (`Group.settled`).
-  private func decide(_ item: GroupItem, at place: Int, into group: inout Group) {
+  private func decide(_ item: borrowing GroupItem, at place: Int, into group: inout Group) {
     guard let finished = decideOne(item, at: place, resumed: false, into: &group) else { return }
     applying.release(finished)
     while let next = applying.nextReady() {
@@ -207,7 +207,7 @@ extension Writer {
   /// Decides one item into `group`. Returns the id of the apply job whose
   /// keys it frees, if any.
   private func decideOne(
-    _ item: GroupItem, at place: Int, resumed: Bool, into group: inout Group
+    _ item: borrowing GroupItem, at place: Int, resumed: Bool, into group: inout Group
   ) -> UInt64? {
     switch item {
     case .write(let write):
@@ -273,7 +273,7 @@ extension Writer {
   /// `definition` is the switch's. The switch's own record is looked up once.
   /// - Returns: false when it was parked for its command.
   private func decideSystemWrite(
-    _ write: WriteRequest, _ definition: SwitchDefinition?, into group: inout Group
+    _ write: borrowing WriteRequest, _ definition: SwitchDefinition?, into group: inout Group
   ) -> Bool {
     let key = write.key
     // One look-up for the read and the write back (each hashes the key).

@@ -110,22 +110,24 @@ struct WriteOutcome: Sendable {
   var user: UInt32? = nil
 
   /// A write that changed nothing: the switch as it was.
-  init(unchanged decision: Decision) {
+  init(unchanged decision: borrowing Decision) {
     self.init(decision, changed: false, record: decision.record)
   }
 
   /// A write that changed the switch: `after`, the switch as it left it.
   /// (Not an optional `after` defaulting to the decision's record: copying
   /// an optional record went through a generic value witness, callgrind.)
-  init(_ decision: Decision, after: SwitchRecord) {
+  init(_ decision: borrowing Decision, after: consuming SwitchRecord) {
     self.init(decision, changed: true, record: after)
   }
 
-  private init(_ decision: Decision, changed: Bool, record: SwitchRecord) {
+  /// The record is moved in, last (a copy of it was made and the
+  /// original released on every write, callgrind).
+  private init(_ decision: borrowing Decision, changed: Bool, record: consuming SwitchRecord) {
     self.changed = changed
-    self.record = record
     definition = decision.definition
     policySource = Rules.policySource(state: record.state, rule: decision.policy)
+    self.record = record
   }
 }
 
