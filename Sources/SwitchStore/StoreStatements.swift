@@ -350,7 +350,7 @@ extension SQLiteStatement {
   /// this change's, so its revision is bound NULL and SQLite gives the
   /// row the next rowid (`SwitchStore.rowidIsNextRevision`).
   func bindChange(
-    _ change: Change, keyPrevious: Int64?, row: Int32, revisionFollows: Bool
+    _ change: borrowing Change, keyPrevious: Int64?, row: Int32, revisionFollows: Bool
   ) throws(SQLiteError) {
     let at = row * Int32(StoreStatements.SQL.rowParameters)
     if revisionFollows {

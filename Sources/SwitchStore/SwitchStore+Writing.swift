@@ -100,7 +100,7 @@ extension SwitchStore {
   /// on (and every `markSpacing` changes writes a mark); returns its
   /// `key_previous`. No foreign key: details and marks may go in before
   /// the row.
-  private func chainUp(_ change: Change, expected: Int64) throws(SQLiteError) -> Int64? {
+  private func chainUp(_ change: borrowing Change, expected: Int64) throws(SQLiteError) -> Int64? {
     guard change.revision == expected else {
       throw .misuse(
         "change of \(change.key) has revision \(change.revision), expected \(expected)",

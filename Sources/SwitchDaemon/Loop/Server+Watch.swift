@@ -166,7 +166,9 @@ extension Server {
     previous: SwitchState(checked: false))
 
   /// One committed change: into the loop's copy, then to its watchers.
-  private func take(_ change: Change, mark: Int64, alone: Bool, touched: inout [Connection]) {
+  private func take(
+    _ change: borrowing Change, mark: Int64, alone: Bool, touched: inout [Connection]
+  ) {
     // Looked up once for both: where its Switch object is kept, and its scope.
     let position = encodings.positions[change.key]
     adopt(change, at: position)
@@ -175,7 +177,7 @@ extension Server {
   }
 
   /// A committed change into the loop's copy (the one way: `Change.adopt`).
-  private func adopt(_ change: Change, at position: Int?) {
+  private func adopt(_ change: borrowing Change, at position: Int?) {
     change.adopt(into: &records, &userValues)
     if change.user == nil, let position { encodings.invalidate(at: position) }
     revision = change.revision
@@ -188,7 +190,8 @@ extension Server {
   /// a user-scope switch's goes to each watch as its viewer sees it
   /// (`publishPerViewer`). `alone`: the batch is this one change.
   private func publish(
-    _ change: Change, userScoped: Bool, mark: Int64, alone: Bool, touched: inout [Connection]
+    _ change: borrowing Change, userScoped: Bool, mark: Int64, alone: Bool,
+    touched: inout [Connection]
   ) {
     if change.user != nil || userScoped {
       publishPerViewer(change, mark: mark, touched: &touched)
@@ -239,7 +242,9 @@ extension Server {
   /// it: another user's value never; a switch-level change with the
   /// viewer's own value where no hold fixes it. A viewer reads one of three
   /// values (on, off, never set), so each is encoded at most six times.
-  private func publishPerViewer(_ change: Change, mark: Int64, touched: inout [Connection]) {
+  private func publishPerViewer(
+    _ change: borrowing Change, mark: Int64, touched: inout [Connection]
+  ) {
     var encoded: [Int: [UInt8]] = [:]
     hub.forEachMatch(change.key) { watch in
       guard watch.replayCursor == nil, let connection = watch.owner, !connection.isClosed else {

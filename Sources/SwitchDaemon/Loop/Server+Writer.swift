@@ -91,7 +91,8 @@ extension Server {
   }
 
   private func write(
-    _ w: inout JSONWriter, _ answer: WriterOutput.Answer, to ticket: Ticket, for caller: Caller
+    _ w: inout JSONWriter, _ answer: borrowing WriterOutput.Answer, to ticket: borrowing Ticket,
+    for caller: borrowing Caller
   ) {
     switch answer {
     case .write(.success(let outcome)):
@@ -127,7 +128,7 @@ extension Server {
   /// as the user it names) sees it: the cached encoding when the switch is
   /// still as this write left it, else encoded from the outcome.
   private func writeSwitchAfterWrite(
-    _ w: inout JSONWriter, _ outcome: WriteOutcome, for caller: Caller
+    _ w: inout JSONWriter, _ outcome: borrowing WriteOutcome, for caller: borrowing Caller
   ) {
     let key = outcome.record.key
     if outcome.definition.scope == .user {
