@@ -346,7 +346,9 @@ public enum WireEncoding {
 
 /// The members of a Switch object that only the schema sets, encoded once per definition:
 /// the loop encodes a Switch again after each change, and these are most of its bytes.
-public struct SwitchTemplate: Sendable {
+/// A class: a copy out of the loop's cache is one reference, not four arrays retained
+/// and released per answer (callgrind).
+public final class SwitchTemplate: Sendable {
   /// `{"key":…,"label":…,"description":…,"checked":` with `true`, and
   /// with `false`, after it: one append, not two.
   let headChecked: [UInt8]
