@@ -343,24 +343,26 @@ extension SQLiteStatement {
     )
   }
 
-  /// Binds a change's row `row` of an `insertChanges` statement, but for its
-  /// key (`?2` shifted), which is bound from the statement's kept slots
-  /// (`bindKept`).
+  /// Binds `changes[index]` as row `row` of an `insertChanges` statement,
+  /// but for its key (`?2` shifted), which is bound from the statement's
+  /// kept slots (`bindKept`). The change is read in its array, field by
+  /// field (a change passed alone was copied out of it, callgrind).
   /// `revisionFollows`: the log's rowids run up to the revision before
   /// this change's, so its revision is bound NULL and SQLite gives the
   /// row the next rowid (`SwitchStore.rowidIsNextRevision`).
   func bindChange(
-    _ change: borrowing Change, keyPrevious: Int64?, row: Int32, revisionFollows: Bool
+    _ changes: [Change], _ index: Int, keyPrevious: Int64?, at row: Int32,
+    revisionFollows: Bool
   ) throws(SQLiteError) {
     let at = row * Int32(StoreStatements.SQL.rowParameters)
     if revisionFollows {
       try bindNull(at: at + 1)
     } else {
-      try bind(change.revision, at: at + 1)
+      try bind(changes[index].revision, at: at + 1)
     }
-    try bind(change.cause.storageName, at: at + 3)
-    try bind(change.time, at: at + 4)
-    if case .peer(let uid, let gid, let pid) = change.actor {
+    try bind(changes[index].cause.storageName, at: at + 3)
+    try bind(changes[index].time, at: at + 4)
+    if case .peer(let uid, let gid, let pid) = changes[index].actor {
       try bind(Int64(uid), at: at + 5)
       try bind(Int64(gid), at: at + 6)
       try bind(Int64(pid), at: at + 7)
@@ -373,10 +375,10 @@ extension SQLiteStatement {
       try bindNull(at: at + 6)
       try bindNull(at: at + 7)
     }
-    try bind(change.actor.storageSource, at: at + 8)
-    try bind(change.user.map { Int64($0) }, at: at + 9)
-    try bind(change.state.checked, at: at + 10)
-    try bind(change.previous.checked, at: at + 11)
+    try bind(changes[index].actor.storageSource, at: at + 8)
+    try bind(changes[index].user.map { Int64($0) }, at: at + 9)
+    try bind(changes[index].state.checked, at: at + 10)
+    try bind(changes[index].previous.checked, at: at + 11)
     try bind(keyPrevious, at: at + 12)
   }
 

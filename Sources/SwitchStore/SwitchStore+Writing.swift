@@ -74,11 +74,13 @@ extension SwitchStore {
     _ changes: [Change], _ range: Range<Int>, expected: Int64, statement: Int
   ) throws(SQLiteError) {
     let insert = statements.insertChanges[statement]
+    // The change at `row` is read field by field in its array: passing
+    // `changes[row]` copied it (and released the copy) twice a row (callgrind).
     for row in range {
       let offset = row - range.lowerBound
-      let keyPrevious = try chainUp(changes[row], expected: expected + Int64(offset))
+      let keyPrevious = try chainUp(changes, row, expected: expected + Int64(offset))
       try insert.bindChange(
-        changes[row], keyPrevious: keyPrevious, row: Int32(offset),
+        changes, row, keyPrevious: keyPrevious, at: Int32(offset),
         revisionFollows: rowidIsNextRevision)
       try insert.bindKept(
         changes[row].key, slot: offset,
@@ -100,13 +102,15 @@ extension SwitchStore {
   /// on (and every `markSpacing` changes writes a mark); returns its
   /// `key_previous`. No foreign key: details and marks may go in before
   /// the row.
-  private func chainUp(_ change: borrowing Change, expected: Int64) throws(SQLiteError) -> Int64? {
-    guard change.revision == expected else {
+  private func chainUp(
+    _ changes: [Change], _ row: Int, expected: Int64
+  ) throws(SQLiteError) -> Int64? {
+    guard changes[row].revision == expected else {
       throw .misuse(
-        "change of \(change.key) has revision \(change.revision), expected \(expected)",
+        "change of \(changes[row].key) has revision \(changes[row].revision), expected \(expected)",
         context: "commit on \(path)")
     }
-    let chain = ChainKey(key: change.key, user: change.user)
+    let chain = ChainKey(key: changes[row].key, user: changes[row].user)
     // One look-up for both the read and the write back (it hashes the key).
     let slot = chains.index(forKey: chain)
     let previous: KeyChain
@@ -116,17 +120,17 @@ extension SwitchStore {
       previous = try startChain(chain)
     }
     let keyPrevious = previous.newest > 0 ? previous.newest : nil
-    if change.hasDetails {
+    if changes[row].hasDetails {
       let details = statements.insertChangeDetails
-      try details.bindChangeDetails(change)
+      try details.bindChangeDetails(changes[row])
       try execute(details)
     }
-    var next = KeyChain(newest: change.revision, sinceMark: previous.sinceMark + 1)
+    var next = KeyChain(newest: changes[row].revision, sinceMark: previous.sinceMark + 1)
     // Marks index the switch-level chains; a user's chain is walked whole.
-    if change.user == nil && next.sinceMark >= markSpacing {
+    if changes[row].user == nil && next.sinceMark >= markSpacing {
       let mark = statements.insertMark
-      try mark.bind(change.key, at: 1)
-      try mark.bind(change.revision, at: 2)
+      try mark.bind(changes[row].key, at: 1)
+      try mark.bind(changes[row].revision, at: 2)
       try execute(mark)
       next.sinceMark = 0
     }

@@ -136,18 +136,17 @@ extension Server {
   /// watches it matches (`publish`), so that an event is drawn with the
   /// values as of its own revision. A watcher whose unsent events pass
   /// `MaxQueuedBytes` is disconnected rather than allowed to grow without bound.
-  func takeCommitted(_ changes: inout [Change]) {
+  func takeCommitted(_ changes: [Change]) {
     // Each connection once, marked with this batch's first revision: a
     // mark costs less than hashing its id once per watcher.
     guard let mark = changes.first?.revision else { return }
     var touched: [Connection] = []
     let alone = changes.count == 1
-    for index in changes.indices {
-      // Moved out and back: reading `changes[index]` copied the change and
-      // released the copy after (callgrind).
-      var change = changes.moveOut(at: index, leaving: Self.movedChange)
-      take(change, mark: mark, alone: alone, touched: &touched)
-      swap(&change, &changes[index])
+    // Borrowed in place: `changes[index]` copied each change and released the copy (callgrind).
+    changes.withUnsafeBufferPointer { changes in
+      for index in changes.indices {
+        take(changes[index], mark: mark, alone: alone, touched: &touched)
+      }
     }
     for connection in touched {
       if connection.unsentCount - min(connection.responseBytesQueued, connection.unsentCount)
@@ -159,11 +158,6 @@ extension Server {
       }
     }
   }
-
-  /// What takes a change's place while it is taken; never read.
-  private static let movedChange = Change(
-    revision: 0, time: 0, key: "", cause: .set, actor: .system, state: SwitchState(checked: false),
-    previous: SwitchState(checked: false))
 
   /// One committed change: into the loop's copy, then to its watchers.
   private func take(

@@ -25,7 +25,7 @@ extension Server {
         reconciling = count
         notifier.send(statusLine)
       }
-      takeCommitted(&output.changes)
+      takeCommitted(output.changes)
       if let reports = output.readBack { readBackReports = reports }
       for (key, state) in output.observations {
         // Not State: no event, only the Switch object shows it from now on.

@@ -316,8 +316,8 @@ extension Writer {
         state: next, previous: decided.record.state)
       let after = change.record
       record(
-        change, replacing: decided.record.revision, changedAt: decided.record.changedAt, at: slot,
-        into: &group)
+        consume change, replacing: decided.record.revision, changedAt: decided.record.changedAt,
+        at: slot, into: &group)
       if case .confirmWithin = write.lasting { deadlines.makers[key] = write.ticket.connection }
       group.answers.append(
         (write.ticket, .write(.success(WriteOutcome(decided, after: after)))))
