@@ -33,34 +33,30 @@ public enum Rules {
     at time: Int64 = 0, boot: BootMoment? = nil
   ) -> Result<Decision, Refusal> {
     Result { () throws(Refusal) in
-      try decision(
-        operation, key: key, declared: definition, record: record, policy: policy,
-        caller: caller, lasting: lasting, at: time, boot: boot)
+      Decision(
+        definition: definition, record: record, policy: policy,
+        next: try next(
+          operation, key: key, declared: definition, record: record, policy: policy,
+          caller: caller, lasting: lasting, at: time, boot: boot))
     }
   }
 
-  /// `decide` for a declared switch, the refusal thrown: the decision is
-  /// returned as it is made, not copied out of a `Result` (the writer's
-  /// way; callgrind).
-  public static func decision(
-    _ operation: Operation, key: String, declared definition: SwitchDefinition,
-    record: consuming SwitchRecord, policy: PolicyRule?, caller: Caller, lasting: Lasting? = nil,
-    at time: Int64 = 0, boot: BootMoment? = nil
-  ) throws(Refusal) -> Decision {
-    if operation == .expire {
-      return Decision(
-        definition: definition, record: record, policy: policy,
-        next: expired(record.state, at: time))
-    }
+  /// What `decide` decides for a declared switch: the State the call
+  /// leaves it in (nil: it changes nothing), the refusal thrown. The
+  /// writer makes the `Decision` around it in place: one made here was
+  /// copied out on its way back (callgrind).
+  public static func next(
+    _ operation: Operation, key: String, declared definition: borrowing SwitchDefinition,
+    record: borrowing SwitchRecord, policy: borrowing PolicyRule?, caller: borrowing Caller,
+    lasting: Lasting? = nil, at time: Int64 = 0, boot: BootMoment? = nil
+  ) throws(Refusal) -> SwitchState? {
+    if operation == .expire { return expired(record.state, at: time) }
     let next = try nextState(
       operation, key: key, definition: definition, record: record, policy: policy, caller: caller)
     // A write that changes nothing is a no-op with or without a time (PROTOCOL.md).
-    guard let next else {
-      return Decision(definition: definition, record: record, policy: policy, next: nil)
-    }
-    let timedNext = timed(
+    guard let next else { return nil }
+    return timed(
       next, from: record.state, operation, lasting: lasting, at: time, boot: boot, caller: caller)
-    return Decision(definition: definition, record: record, policy: policy, next: timedNext)
   }
 
   /// The state `operation` leaves a declared switch in; nil when it changes nothing.

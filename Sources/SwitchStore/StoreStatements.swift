@@ -276,7 +276,12 @@ extension Change {
   /// Whether this change has a `change_details` row: a State on either side that holds
   /// more than `checked` (a hold, a reason, a deadline, `invalid`, a fixed value).
   /// Nearly every toggle has none, and writes one row of 12 columns.
-  var hasDetails: Bool {
+  var hasDetails: Bool { Self.hasDetails(state, previous) }
+
+  /// The same of a change's two States (read in a change's array: a
+  /// change's own property copied it out of the array, callgrind).
+  static func hasDetails(_ state: borrowing SwitchState, _ previous: borrowing SwitchState) -> Bool
+  {
     !state.isFree || !previous.isFree || state.valueFixed || previous.valueFixed
   }
 }

@@ -120,7 +120,7 @@ extension SwitchStore {
       previous = try startChain(chain)
     }
     let keyPrevious = previous.newest > 0 ? previous.newest : nil
-    if changes[row].hasDetails {
+    if Change.hasDetails(changes[row].state, changes[row].previous) {
       let details = statements.insertChangeDetails
       try details.bindChangeDetails(changes[row])
       try execute(details)

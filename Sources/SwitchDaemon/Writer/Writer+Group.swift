@@ -282,11 +282,15 @@ extension Writer {
     do throws(Refusal) {
       if let slot, let definition {
         // Not optional: an optional record was copied through a generic value witness.
-        // Thrown, not a `Result`: the decision was copied out of one (callgrind).
-        decided = try Rules.decision(
-          write.operation, key: key, declared: definition, record: records[slot: slot],
-          policy: catalog.policies[key], caller: write.caller,
-          lasting: write.lasting, at: group.time, boot: write.lasting.map { _ in bootMoment })
+        // Thrown, not a `Result`, and the decision made here: one copied out
+        // of a `Result`, or returned, was copied (callgrind).
+        let record = records[slot: slot]
+        let policy = catalog.policies[key]
+        let next = try Rules.next(
+          write.operation, key: key, declared: definition, record: record, policy: policy,
+          caller: write.caller, lasting: write.lasting, at: group.time,
+          boot: write.lasting.map { _ in bootMoment })
+        decided = Decision(definition: definition, record: record, policy: policy, next: next)
       } else {
         // A switch the writer does not hold: the rules say how that is refused.
         decided = try Rules.decide(
