@@ -5,6 +5,24 @@ import Testing
 @testable import SwitchSystem
 
 @Suite struct LockFileTests {
+  /// The lock again, once this process has let it go. A child that another
+  /// test is spawning at that moment holds a copy of the descriptor and of
+  /// the mapping from its fork until its exec, and with them the flock, so
+  /// the lock can read as held by this pid for that long (close-on-exec
+  /// closes it only at the exec): wait for that, not longer.
+  private func reacquire(_ path: String) throws -> LockFile {
+    let deadline = monotonicSeconds() + 10
+    while true {
+      do throws(LockFile.Failure) {
+        return try LockFile(path: path)
+      } catch {
+        guard case .held(_, let pid) = error, pid == getpid(), monotonicSeconds() < deadline
+        else { throw error }
+        usleep(10_000)  // poll interval, as `pollUntil`
+      }
+    }
+  }
+
   @Test func aSecondHolderIsRefusedAndToldThePID() throws {
     try withTemporaryDirectory { base in
       let path = base + "/switches.db.lock"
@@ -15,7 +33,7 @@ import Testing
         _ = try LockFile(path: path)
       }
       _ = consume first
-      let again = try LockFile(path: path)
+      let again = try reacquire(path)
       #expect(again.path == path)
     }
   }
@@ -45,7 +63,7 @@ import Testing
         text == "\(getpid())\nrevision \(number)"
           + String(repeating: " ", count: 20 - number.count) + "\n")
       _ = consume first
-      let next = try LockFile(path: path)
+      let next = try reacquire(path)
       #expect(next.recordedRevision == revision)
     }
   }
@@ -63,7 +81,7 @@ import Testing
       _ = consume first
       announced.record(42)
       #expect(readFile(path) == before)
-      let next = try LockFile(path: path)
+      let next = try reacquire(path)
       #expect(next.recordedRevision == 41)
     }
   }
