@@ -244,11 +244,13 @@ public enum Rules {
   ) -> Writability {
     // Under polkit the right is asked at the write, never at a read: what a
     // read says is whether the switch's holds let a writer change it.
-    let caller = caller.asksPolkit ? caller.granted(.write) : caller
-    guard
-      let refusal = writeRefusal(
-        key: key, state: state, policy: policy, caller: caller, scope: scope)
-    else { return .writable }
+    // (Two calls, not a caller chosen first: that copied it on every read, callgrind.)
+    let refusal =
+      caller.asksPolkit
+      ? writeRefusal(
+        key: key, state: state, policy: policy, caller: caller.granted(.write), scope: scope)
+      : writeRefusal(key: key, state: state, policy: policy, caller: caller, scope: scope)
+    guard let refusal else { return .writable }
     return .refused(refusal)
   }
 

@@ -66,11 +66,6 @@ enum GroupItem: Sendable {
   case reload(ParkedReload, failures: [String: String])
   /// Frees what a finished job held, and decides the writes that waited for it.
   case release(UInt64)
-
-  var connection: UInt64? {
-    if case .write(let write) = self { return write.ticket.connection }
-    return nil
-  }
 }
 
 /// A reload whose policy or dependency changes need apply commands: they

@@ -76,6 +76,15 @@ extension Writer {
     /// The writes decided here once the command they waited for had run:
     /// they are not among the group's items.
     var resumed: [GroupItem] = []
+    /// The connections of the settled writes, in order, for the pacer
+    /// (read from the items after the commit, each was copied, callgrind).
+    var writers: [UInt64] = []
+
+    /// A write settled at `place`, sent by `writer`.
+    mutating func settle(_ place: Int, writer: UInt64) {
+      settled.append(place)
+      writers.append(writer)
+    }
 
     /// What a change of a switch replaced, put back if the commit fails:
     /// its State is the change's `previous`, the rest of the record is
@@ -99,6 +108,7 @@ extension Writer {
       answers.reserveCapacity(count)
       undo.reserveCapacity(count)
       settled.reserveCapacity(count)
+      writers.reserveCapacity(count)
     }
   }
 
@@ -132,16 +142,7 @@ extension Writer {
     do {
       let started = monotonicSeconds()
       try store.commit(group.changes)
-      // Made at its size (`compactMap` grew its array from empty, per
-      // group), and by index: a loop over the items copied each one.
-      var writers: [UInt64] = []
-      writers.reserveCapacity(group.settled.count)
-      for index in group.settled.indices {
-        if let connection = group.item(at: group.settled[index], of: items).connection {
-          writers.append(connection)
-        }
-      }
-      pacer.committed(writers, seconds: monotonicSeconds() - started)
+      pacer.committed(group.writers, seconds: monotonicSeconds() - started)
       users.committed()
       if oldestRetained == nil { oldestRetained = group.changes[0].revision }
       return WriterOutput(
@@ -226,7 +227,7 @@ extension Writer {
                     "confirmWithin is for system switches; \(write.key) is a user-scope switch",
                     param: WireField.confirmWithin, key: write.key)))
             ))
-          group.settled.append(place)
+          group.settle(place, writer: write.ticket.connection)
           return nil
         }
         // A user's own value: no apply command and no dependents (both
@@ -235,7 +236,7 @@ extension Writer {
           group.changes.append(change)
         }
         if write.ticket.connection == 0 { userEndingDecided(write.key, write.caller.subject) }
-        group.settled.append(place)
+        group.settle(place, writer: write.ticket.connection)
         return nil
       }
       // A write back from its command holds its keys; one from the queue
@@ -249,7 +250,7 @@ extension Writer {
       }
       guard decideSystemWrite(write, definition, into: &group) else { return nil }
       if write.ticket.connection == 0 { endingDecided(write.key) }
-      group.settled.append(place)
+      group.settle(place, writer: write.ticket.connection)
       return write.applied?.id
     case .system(let system, let failure):
       if let old = records[system.key],
