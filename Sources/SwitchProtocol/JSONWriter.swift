@@ -13,6 +13,9 @@ public struct JSONWriter: ~Copyable {
   @usableFromInline var base: UnsafeMutablePointer<UInt8>
   @usableFromInline var capacity: Int
   @usableFromInline var used = 0
+  /// The date of the last timestamp written (`Timestamp`): a writer kept
+  /// for many answers writes the same day's date again and again.
+  var lastDate = Timestamp.DateText()
   /// How many bytes are written.
   public var count: Int { used }
 

@@ -17,14 +17,34 @@ public enum Timestamp {
     format(milliseconds: ms) { out.append(contentsOf: $0) }
   }
 
-  /// The same into a `JSONWriter` (every event and Switch object has one).
+  /// The same into a `JSONWriter` (every event and Switch object has one),
+  /// the date copied from the writer's last one when the day is the same.
   public static func append(milliseconds ms: Int64, to w: inout JSONWriter) {
-    format(milliseconds: ms) { w.append(UnsafeRawBufferPointer($0)) }
+    var date = w.lastDate
+    format(milliseconds: ms, date: &date) { w.append(UnsafeRawBufferPointer($0)) }
+    w.lastDate = date
   }
 
-  /// Formats into a 24-byte stack buffer and hands it to `body`.
+  /// A day and its formatted date, `YYYY-MM-DD` (10 bytes): the calendar
+  /// arithmetic and ten digits were most of a timestamp's cost (callgrind).
+  struct DateText {
+    var day: Int64 = .min
+    var text: (UInt64, UInt16) = (0, 0)
+  }
+
   private static func format(
     milliseconds ms: Int64, _ body: (UnsafeMutableBufferPointer<UInt8>) -> Void
+  ) {
+    var date = DateText()
+    format(milliseconds: ms, date: &date, body)
+  }
+
+  /// Formats into a 24-byte stack buffer and hands it to `body`; `date`
+  /// is the last day formatted, used when `ms` falls on it and replaced
+  /// when not.
+  private static func format(
+    milliseconds ms: Int64, date: inout DateText,
+    _ body: (UnsafeMutableBufferPointer<UInt8>) -> Void
   ) {
     let millis = Int((ms % 1000 + 1000) % 1000)
     let seconds = (ms - Int64(millis)) / 1000
@@ -34,16 +54,25 @@ public enum Timestamp {
       secondOfDay += 86_400
       days -= 1
     }
-    let (year, month, day) = civil(fromDays: days)
     let second = Int(secondOfDay)
     withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
-      let year = max(0, Int(year))
-      pair(year / 100, into: text, at: 0)
-      pair(year, into: text, at: 2)
-      text[4] = UInt8(ascii: "-")
-      pair(month, into: text, at: 5)
-      text[7] = UInt8(ascii: "-")
-      pair(day, into: text, at: 8)
+      let raw = UnsafeMutableRawPointer(text.baseAddress!)
+      if date.day == days {
+        withUnsafeBytes(of: date.text) { raw.copyMemory(from: $0.baseAddress!, byteCount: 10) }
+      } else {
+        let (year, month, day) = civil(fromDays: days)
+        let fourDigits = max(0, Int(year))
+        pair(fourDigits / 100, into: text, at: 0)
+        pair(fourDigits, into: text, at: 2)
+        text[4] = UInt8(ascii: "-")
+        pair(month, into: text, at: 5)
+        text[7] = UInt8(ascii: "-")
+        pair(day, into: text, at: 8)
+        date.day = days
+        withUnsafeMutableBytes(of: &date.text) {
+          $0.baseAddress!.copyMemory(from: raw, byteCount: 10)
+        }
+      }
       text[10] = UInt8(ascii: "T")
       pair(second / 3600, into: text, at: 11)
       text[13] = UInt8(ascii: ":")

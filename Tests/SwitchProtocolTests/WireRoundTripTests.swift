@@ -288,6 +288,21 @@ import Testing
       #expect(Timestamp.milliseconds(text) == nil, "\(text)")
     }
   }
+
+  /// A writer keeps the date of its last timestamp: times of the same day,
+  /// of the next, of an earlier one and before 1970 are written as alone.
+  @Test func aWriterWritesEachTimeAsAlone() {
+    let times: [Int64] = [
+      1_796_010_067_002, 1_796_010_067_999, 1_796_050_000_000, 1_796_096_400_000, 951_782_400_001,
+      1_796_010_067_002, -1, -86_400_001, 0,
+    ]
+    var w = JSONWriter()
+    for ms in times {
+      w.removeAll()
+      Timestamp.append(milliseconds: ms, to: &w)
+      #expect(String(decoding: w.bytes, as: UTF8.self) == Timestamp.iso8601(milliseconds: ms))
+    }
+  }
 }
 
 extension StateObject {
