@@ -41,10 +41,11 @@ struct DeadlineIndex {
   }
 
   mutating func note(_ key: String, _ state: SwitchState) {
-    let deadline = state.nextDeadline
     // Most changes have no deadline and most machines none pending: no
-    // look-ups then (every committed change comes through here).
-    if deadline == nil && state.pending == nil && byKey.isEmpty && tried.isEmpty { return }
+    // look-ups then (every committed change comes through here), and none
+    // of the State's time fields read (`hasDeadlines` covers a tried change).
+    if byKey.isEmpty && tried.isEmpty && !state.hasDeadlines { return }
+    let deadline = state.nextDeadline
     if byKey[key] != deadline {
       byKey[key] = deadline
       moved = true
