@@ -37,8 +37,10 @@ public enum TrustedDirectory {
     for component in directory.split(separator: "/") {
       prefix += "/" + component
       if mkdir(prefix, mode) == 0 {
-        // Ours; mkdir's mode passed through the umask, so set it exactly.
-        if prefix == privateDirectory, chmod(prefix, 0o700) != 0 {
+        // Ours; mkdir's mode passed through the umask, so set it exactly:
+        // under a umask such as 0177 a directory made 0600 could not even
+        // be searched by its owner (the database beside it then unreachable).
+        if chmod(prefix, prefix == privateDirectory ? 0o700 : mode) != 0 {
           throw .system(.last("chmod \(prefix)"))
         }
       } else if errno != EEXIST {

@@ -138,6 +138,7 @@ import Testing
     #expect(daemon.ctl(["toggle", "wifi"]).status == 0)
     let own = daemon.directory + "/user"
     mkdir(own, 0o700)
+    chmod(own, 0o700)  // not the umask's: another test may narrow it while it binds
     chown(own, humanUID, humanUID)
     let target = own + "/backup.db"
     let refused = daemon.ctl(["backup", target], asUser: humanUID)
@@ -180,6 +181,7 @@ import Testing
 
     let own = daemon.directory + "/member"
     mkdir(own, 0o700)
+    chmod(own, 0o700)  // not the umask's: another test may narrow it while it binds
     chown(own, systemUID, systemUID)
     let made = runProcess(asMember + [own + "/backup.db"])
     #expect(made.status == 0, "\(made.stderr)")

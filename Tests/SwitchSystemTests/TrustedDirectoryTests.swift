@@ -35,6 +35,21 @@ import Testing
     }
   }
 
+  /// A umask that takes the search bit (an in-process server narrows the
+  /// test process's to 0177 while it binds, and a daemon spawned then
+  /// inherits it) does not leave a new directory unsearchable.
+  @Test func aNewDirectoryHasItsModeWhateverTheUmask() throws {
+    try withTemporaryDirectory { base in
+      let state = base + "/state/db"
+      let old = umask(0o177)
+      defer { umask(old) }
+      try TrustedDirectory.create(state, mode: 0o755, uid: uid)
+      umask(old)
+      #expect(mode(of: base + "/state") == 0o755)
+      #expect(mode(of: state) == 0o755)
+    }
+  }
+
   @Test func anExistingPrivateDirectoryWithALooserModeIsRefused() throws {
     try withTemporaryDirectory { base in
       let runtime = base + "/switchd-\(uid)"
