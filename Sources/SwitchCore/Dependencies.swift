@@ -97,6 +97,14 @@ public struct Dependencies: Sendable {
   /// settles its State and it settles none.
   public func isAlone(_ key: String) -> Bool { listed[key] == nil && dependents[key] == nil }
 
+  /// Whether `key` going to `next` changes that switch alone, as `next`
+  /// is: it is alone, and not still disabled by a dependency a reload
+  /// removed (which settling would lift). `Rules.plannedChanges` and the
+  /// writer's fast path both ask this.
+  public func changesAlone(_ key: String, to next: SwitchState) -> Bool {
+    isAlone(key) && next.disabledBy != .dependency
+  }
+
   /// Whether any switch lists `key` in `Requires=` or `Conflicts=`.
   public func hasDependents(_ key: String) -> Bool { dependents[key] != nil }
 

@@ -33,7 +33,7 @@ extension Rules {
     // blocker, no followers) without copying its States through the
     // closures (callgrind). One still disabled by a dependency a reload
     // removed takes the way below, which lifts that.
-    if dependencies.isAlone(key) && next.disabledBy != .dependency {
+    if dependencies.changesAlone(key, to: next) {
       guard next != previous else { return [] }
       return [PlannedChange(key: key, cause: cause, state: next, previous: previous)]
     }

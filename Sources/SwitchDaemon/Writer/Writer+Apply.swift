@@ -214,9 +214,6 @@ extension Writer {
   func applyStage(
     _ write: borrowing WriteRequest, _ decided: borrowing Decision, _ planned: [PlannedChange]
   ) -> ApplyStage {
-    // The usual write runs nothing: decided by index, without the copies
-    // of the plans and arrays the steps below are made with (callgrind).
-    if write.operation != .apply && !needsCommand(write, decided, planned) { return .asPlanned }
     var plans = planned
     if write.operation == .apply, !plans.contains(where: { $0.key == write.key }) {
       let current = decided.record.state
@@ -258,22 +255,6 @@ extension Writer {
     for (key, value) in effective { driftApplyStarted(key, value: value) }
     pool.submit(ApplyTask(id: id, steps: steps, undo: undo))
     return .parked
-  }
-
-  /// Whether a switch among `planned` has a command that must run for it:
-  /// the test of `applyStage`'s loop, for a write other than `apply`.
-  private func needsCommand(
-    _ write: borrowing WriteRequest, _ decided: borrowing Decision, _ planned: [PlannedChange]
-  ) -> Bool {
-    for index in planned.indices {
-      let own = planned[index].key == write.key
-      if write.external && own { continue }
-      let definition = own ? decided.definition : catalog.switches[planned[index].key]
-      if Rules.needsApply(definition, from: planned[index].previous, to: planned[index].state) {
-        return true
-      }
-    }
-    return false
   }
 
   /// Parks a policy or dependency change (`target`, made by `cause`) or a

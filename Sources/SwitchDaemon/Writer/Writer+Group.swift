@@ -307,7 +307,7 @@ extension Writer {
     // plan is its own change, as `plannedChanges` and `applyStage` say for
     // it, taken without the array they make and walk per write (callgrind).
     if let next = decided.next, write.operation != .apply, !decided.definition.hasApply,
-      next.disabledBy != .dependency, catalog.dependencies.isAlone(key)
+      catalog.dependencies.changesAlone(key, to: next)
     {
       guard next != decided.record.state else {
         group.answers.append(
@@ -323,9 +323,7 @@ extension Writer {
       record(
         consume change, replacing: decided.record.revision, changedAt: decided.record.changedAt,
         at: slot, into: &group)
-      if case .confirmWithin = write.lasting { deadlines.makers[key] = write.ticket.connection }
-      group.answers.append(
-        (write.ticket, .write(.success(WriteOutcome(decided, after: after)))))
+      answerChanged(write, decided, after: after, into: &group)
       return true
     }
     let planned =
@@ -404,10 +402,21 @@ extension Writer {
         change, replacing: oldRevision, changedAt: oldChangedAt, at: own ? slot : nil,
         into: &group)
     }
-    if case .confirmWithin = write.lasting { deadlines.makers[key] = write.ticket.connection }
+    answerChanged(write, decided, after: after, into: &group)
+    return true
+  }
+
+  /// The answer to a system write that changed its switch to `after`; a
+  /// tried change remembers who made it (rule 20).
+  private func answerChanged(
+    _ write: borrowing WriteRequest, _ decided: borrowing Decision, after: consuming SwitchRecord,
+    into group: inout Group
+  ) {
+    if case .confirmWithin = write.lasting {
+      deadlines.makers[write.key] = write.ticket.connection
+    }
     group.answers.append(
       (write.ticket, .write(.success(WriteOutcome(decided, after: after)))))
-    return true
   }
 
   /// Takes a decided change into the writer's copy and the group; it
