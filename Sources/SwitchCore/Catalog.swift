@@ -145,43 +145,101 @@ public struct SwitchDefinition: Equatable, Sendable {
 }
 
 /// What `policy.d` says of one switch, merged name by name across files.
+///
+/// Its fields live in one shared box, like `SwitchDefinition`'s: a rule,
+/// optional in nearly every write's decision, was 105 bytes there, copied
+/// and destroyed field by field through its value witnesses (issue 26,
+/// callgrind); boxed it is one pointer, nil for a switch no policy names.
 public struct PolicyRule: Equatable, Sendable {
-  public var key: String
-  public var readOnly: Bool
-  public var disabled: Bool
+  private var box: Box
+
+  private struct Fields: Equatable, Sendable {
+    var key: String
+    var readOnly: Bool
+    var disabled: Bool
+    var checked: Bool?
+    var reason: String?
+    var readOnlySource: SourceLocation?
+    var disabledSource: SourceLocation?
+    var schedule: Schedule?
+    var endsAt: Int64?
+  }
+
+  /// Changed only while uniquely referenced (`update`): a box that is
+  /// shared, across threads too, is never written.
+  private final class Box: @unchecked Sendable {
+    var fields: Fields
+    init(_ fields: Fields) { self.fields = fields }
+  }
+
+  public static func == (a: PolicyRule, b: PolicyRule) -> Bool {
+    a.box === b.box || a.box.fields == b.box.fields
+  }
+
+  private mutating func update(_ change: (inout Fields) -> Void) {
+    if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
+    change(&box.fields)
+  }
+
+  public var key: String {
+    get { box.fields.key }
+    set { update { $0.key = newValue } }
+  }
+  public var readOnly: Bool {
+    get { box.fields.readOnly }
+    set { update { $0.readOnly = newValue } }
+  }
+  public var disabled: Bool {
+    get { box.fields.disabled }
+    set { update { $0.disabled = newValue } }
+  }
   /// The value the policy fixes; it has effect only together with `readOnly`.
-  public var checked: Bool?
-  public var reason: String?
+  public var checked: Bool? {
+    get { box.fields.checked }
+    set { update { $0.checked = newValue } }
+  }
+  public var reason: String? {
+    get { box.fields.reason }
+    set { update { $0.reason = newValue } }
+  }
   /// The section whose `ReadOnly=` is in force.
-  public var readOnlySource: SourceLocation?
+  public var readOnlySource: SourceLocation? {
+    get { box.fields.readOnlySource }
+    set { update { $0.readOnlySource = newValue } }
+  }
   /// The section whose `Disabled=` is in force.
-  public var disabledSource: SourceLocation?
+  public var disabledSource: SourceLocation? {
+    get { box.fields.disabledSource }
+    set { update { $0.disabledSource = newValue } }
+  }
   /// `Schedule=`: the rule holds only inside these windows (`inEffect`);
   /// nil holds always.
-  public var schedule: Schedule?
+  public var schedule: Schedule? {
+    get { box.fields.schedule }
+    set { update { $0.schedule = newValue } }
+  }
   /// The end of the window a scheduled rule holds in now (`inEffect`), in
   /// milliseconds: the State shows it as `readOnlyUntil`/`disabledUntil`.
   /// nil: it holds until the files change.
-  public var endsAt: Int64?
+  public var endsAt: Int64? {
+    get { box.fields.endsAt }
+    set { update { $0.endsAt = newValue } }
+  }
 
   public init(
     key: String, readOnly: Bool = false, disabled: Bool = false, checked: Bool? = nil,
     reason: String? = nil, readOnlySource: SourceLocation? = nil,
     disabledSource: SourceLocation? = nil, schedule: Schedule? = nil, endsAt: Int64? = nil
   ) {
-    self.key = key
-    self.endsAt = endsAt
-    self.readOnly = readOnly
-    self.disabled = disabled
-    self.checked = checked
-    self.reason = reason
-    self.readOnlySource = readOnlySource
-    self.disabledSource = disabledSource
-    self.schedule = schedule
+    box = Box(
+      Fields(
+        key: key, readOnly: readOnly, disabled: disabled, checked: checked, reason: reason,
+        readOnlySource: readOnlySource, disabledSource: disabledSource, schedule: schedule,
+        endsAt: endsAt))
   }
 
   /// The policy fixes the value: nobody can set it over the socket.
-  public var fixesValue: Bool { readOnly && checked != nil }
+  public var fixesValue: Bool { box.fields.readOnly && box.fields.checked != nil }
 }
 
 /// The daemon's own settings from `switchd.conf`, with the documented defaults.

@@ -42,6 +42,20 @@ import Testing
     #expect(KeyHash.of(key, seed: 7) != KeyHash.of(key, seed: 8))
   }
 
+  @Test func everyByteOfTheLastWordCounts() {
+    // The bytes after the last whole eight are read four, two and one at a
+    // time: a change of any one of them, at every length, changes the hash.
+    for count in 1...23 {
+      let bytes = (0..<count).map { UInt8(ascii: "a") + UInt8($0 % 26) }
+      let base = KeyHash.of(String(decoding: bytes, as: UTF8.self), seed: 3)
+      for changed in (count / 8 * 8)..<count {
+        var other = bytes
+        other[changed] = UInt8(ascii: "_")
+        #expect(KeyHash.of(String(decoding: other, as: UTF8.self), seed: 3) != base)
+      }
+    }
+  }
+
   @Test func keysThatDifferInOneByteOrInLengthSpreadOverTheLowBits() {
     // Tables index by the low bits: 20,000 keys like a large schema's,
     // differing in their last bytes, in a middle byte past the first word,
