@@ -19,13 +19,14 @@ struct StoreStatements {
     static let switchValues =
       "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18"
 
+    /// `what`'s parts (migration 8) are read where their columns were.
     static let changeColumns = """
-      revision, key, cause, time, actor_uid, actor_gid, actor_pid, \
-      s_checked, s_read_only, s_read_only_reason, s_held_by, s_disabled, s_disabled_reason, \
+      revision, key, \(ChangeWhat.causeSQL), time, actor_uid, actor_gid, actor_pid, \
+      \(ChangeWhat.checkedSQL), s_read_only, s_read_only_reason, s_held_by, s_disabled, s_disabled_reason, \
       s_disabled_by, \
-      p_checked, p_read_only, p_read_only_reason, p_held_by, p_disabled, p_disabled_reason, \
+      \(ChangeWhat.previousCheckedSQL), p_read_only, p_read_only_reason, p_held_by, p_disabled, p_disabled_reason, \
       p_disabled_by, s_invalid, s_invalid_reason, p_invalid, p_invalid_reason, user, \
-      s_value_fixed, p_value_fixed, actor_source, s_expires_at, s_read_only_until, \
+      s_value_fixed, p_value_fixed, \(ChangeWhat.sourceSQL), s_expires_at, s_read_only_until, \
       s_disabled_until, s_pending_until, s_pending, p_expires_at, p_read_only_until, \
       p_disabled_until, p_pending_until, p_pending
       """
@@ -69,7 +70,7 @@ struct StoreStatements {
     /// Copies each key's newest change in (?1, ?2] to its switch row: the log's tail, grouped.
     static let checkpointRows = """
       INSERT INTO switches(\(switchColumns))
-        SELECT key, s_checked, coalesce(s_read_only, 0), s_read_only_reason, s_held_by,
+        SELECT key, \(ChangeWhat.checkedSQL), coalesce(s_read_only, 0), s_read_only_reason, s_held_by,
           coalesce(s_disabled, 0), s_disabled_reason, s_disabled_by, revision, time,
           coalesce(s_invalid, 0), s_invalid_reason, coalesce(s_value_fixed, 0), s_expires_at,
           s_read_only_until, s_disabled_until, s_pending_until, s_pending
@@ -89,7 +90,7 @@ struct StoreStatements {
     /// Copies each user's newest value change in (?1, ?2] to its `user_values` row.
     static let checkpointUserRows = """
       INSERT INTO user_values(key, user, checked, revision, changed_at, expires_at)
-        SELECT key, user, s_checked, revision, time, s_expires_at
+        SELECT key, user, \(ChangeWhat.checkedSQL), revision, time, s_expires_at
         FROM \(changeSource) WHERE revision IN
           (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2
            AND user IS NOT NULL GROUP BY key, user)
@@ -113,8 +114,8 @@ struct StoreStatements {
       SELECT max(revision) FROM changes WHERE revision > ?1 AND key = ?2 AND user IS ?3
       """
 
-    /// `rows` changes' rows in one statement (migration 7's columns): row
-    /// `r`'s parameters are `?(12r + 1)`...`?(12r + 12)`, the last its
+    /// `rows` changes' rows in one statement (migration 8's columns): row
+    /// `r`'s parameters are `?(9r + 1)`...`?(9r + 9)`, the last its
     /// `key_previous`, the revision of the previous change of the same key
     /// and user (`bindChange`). A statement has a fixed cost
     /// that a row of its own does not (its cursor opened and sought from
@@ -122,8 +123,8 @@ struct StoreStatements {
     /// (ABORT) a statement of several rows keeps a statement journal to undo
     /// its own rows if one fails, which cost a 4-row statement ~3k
     /// instructions; a failed commit rolls the whole transaction back
-    /// anyway. Counted on SQLite 3.40 alone (the same 12 columns, steps
-    /// only), a row costs this much less than alone: with 2 rows a
+    /// anyway. Counted on SQLite 3.40 alone (migration 7's 12 columns,
+    /// steps only), a row costs this much less than alone: with 2 rows a
     /// statement ~0.9k, 3 ~1.3k, 4 ~1.5k, 8 ~1.8k, 16 ~1.9k.
     static func insertChanges(rows: Int) -> String {
       var values: [String] = []
@@ -133,12 +134,12 @@ struct StoreStatements {
         values.append("(" + parameters.joined(separator: ", ") + ")")
       }
       let head =
-        "INSERT OR FAIL INTO changes(revision, key, cause, time, actor_uid, actor_gid, actor_pid, "
-        + "actor_source, user, s_checked, p_checked, key_previous) VALUES "
+        "INSERT OR FAIL INTO changes(revision, key, time, what, actor_uid, actor_gid, actor_pid, "
+        + "user, key_previous) VALUES "
       return head + values.joined(separator: ", ")
     }
     /// The parameters of one change's row in `insertChanges`.
-    static let rowParameters = 12
+    static let rowParameters = 9
     /// The rows of the inserts, largest first (`SwitchStore.commitChanges`):
     /// a group of 13 goes in as 8, 4 and 1.
     static let insertChangesSizes = [16, 8, 4, 2, 1]
@@ -365,8 +366,12 @@ extension SQLiteStatement {
     } else {
       try bind(changes[index].revision, at: at + 1)
     }
-    try bind(changes[index].cause.storageName, at: at + 3)
-    try bind(changes[index].time, at: at + 4)
+    try bind(changes[index].time, at: at + 3)
+    try bind(
+      ChangeWhat.of(
+        cause: changes[index].cause, source: changes[index].actor.storageSource,
+        checked: changes[index].state.checked, previousChecked: changes[index].previous.checked),
+      at: at + 4)
     if case .peer(let uid, let gid, let pid) = changes[index].actor {
       try bind(Int64(uid), at: at + 5)
       try bind(Int64(gid), at: at + 6)
@@ -380,11 +385,8 @@ extension SQLiteStatement {
       try bindNull(at: at + 6)
       try bindNull(at: at + 7)
     }
-    try bind(changes[index].actor.storageSource, at: at + 8)
-    try bind(changes[index].user.map { Int64($0) }, at: at + 9)
-    try bind(changes[index].state.checked, at: at + 10)
-    try bind(changes[index].previous.checked, at: at + 11)
-    try bind(keyPrevious, at: at + 12)
+    try bind(changes[index].user.map { Int64($0) }, at: at + 8)
+    try bind(keyPrevious, at: at + 9)
   }
 
   /// Binds a change's details to `insertChangeDetails`'s `?1`...`?29`.
@@ -437,12 +439,19 @@ extension SQLiteStatement {
   /// Reads a row selected with `SQL.changeColumns`.
   func readChange() throws(SQLiteError) -> Change {
     let revision = int64(at: 0)
-    let cause = try decode(
-      Cause.init(storageName:), text(at: 2), row: "change \(revision)", column: "cause")
+    guard let cause = Cause(storageCode: int64(at: 2)) else {
+      throw .corrupt(
+        "change \(revision) has an unknown cause \(int64(at: 2))", context: "`\(sql)` on \(path)")
+    }
     let actor: Actor
     switch (optionalInt64(at: 4), optionalInt64(at: 5), optionalInt64(at: 6)) {
     case (nil, nil, nil):
-      actor = Actor.stored(source: optionalText(at: 28), cause: cause)
+      guard let stored = Actor.stored(source: int64(at: 28), cause: cause) else {
+        throw .corrupt(
+          "change \(revision) has an unknown actor source \(int64(at: 28))",
+          context: "`\(sql)` on \(path)")
+      }
+      actor = stored
     case (let uid?, let gid?, let pid?):
       guard let uid = UInt32(exactly: uid), let gid = UInt32(exactly: gid),
         let pid = Int32(exactly: pid)

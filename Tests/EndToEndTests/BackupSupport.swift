@@ -32,10 +32,12 @@ enum BackupSupport {
     }
   }
 
-  /// A database's value of `key` as of its newest change (1 on, 0 off).
+  /// A database's value of `key` as of its newest change (1 on, 0 off):
+  /// bit 12 of its `what` (schema migration 8).
   static func loggedValue(_ database: String, key: String) -> String {
     let result = Durability.Python.readOnlyQuery(
-      database, "SELECT s_checked FROM changes WHERE key = '\(key)' ORDER BY revision DESC LIMIT 1")
+      database,
+      "SELECT (what >> 12) & 1 FROM changes WHERE key = '\(key)' ORDER BY revision DESC LIMIT 1")
     return result.stdout.split(separator: "\n").first.map(String.init) ?? result.stderr
   }
 

@@ -44,7 +44,7 @@ import Testing
       defer { store.close() }
       let actors: [Actor] = [
         .policy, .peer(uid: 0, gid: 0, pid: 1),
-        .peer(uid: .max, gid: .max - 1, pid: .max),
+        .peer(uid: .max, gid: .max - 1, pid: .max), .system, .timer,
       ]
       var changes: [Change] = []
       for (index, cause) in Cause.allCases.enumerated() {
