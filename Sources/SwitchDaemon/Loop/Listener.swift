@@ -62,6 +62,13 @@ struct Listener {
 
   /// Binds `path` with `mode` (its directory must exist). A stale socket
   /// file left by a crash is replaced; a live one (something answers) is not.
+  ///
+  /// The socket is bound in a new private directory beside `path`, given
+  /// its mode there and renamed into place: it never exists at `path` with
+  /// looser permissions than `mode`, and the process's umask is never
+  /// changed for it (a umask narrowed while binding narrowed the files
+  /// every other thread made meanwhile: a test's for another user, or an
+  /// apply command's).
   static func bind(path: String, mode: UInt32) throws(Failure) -> Listener {
     let address: UnixSocketAddress
     do throws(UnixSocketAddress.PathTooLong) {
@@ -70,23 +77,70 @@ struct Listener {
       throw .pathTooLong(error)
     }
     if isLiveSocket(address) { throw .inUse(path) }
-    unlink(path)
+    let staging = try Staging(beside: path)
+    defer { staging.remove() }
     let fd = socket(
       AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
     guard fd >= 0 else { throw .system(.last("socket")) }
     let owned = Descriptor(fd)
-    // Bind with a private umask so the socket never exists with looser
-    // permissions than asked, then set the exact mode.
-    let oldMask = umask(0o177)
-    let bound = address.withSockaddr { Glibc.bind(fd, $0, $1) }
-    umask(oldMask)
-    guard bound == 0 else { throw .system(.last("bind \(path)")) }
-    guard chmod(path, mode_t(mode)) == 0, listen(fd, 1024) == 0 else {
-      let error = SystemError.last("listen \(path)")
-      unlink(path)
-      throw .system(error)
+    guard staging.address.withSockaddr({ Glibc.bind(fd, $0, $1) }) == 0 else {
+      throw .system(.last("bind \(path)"))
+    }
+    guard chmod(staging.socket, mode_t(mode)) == 0 else {
+      throw .system(.last("chmod \(staging.socket)"))
+    }
+    guard listen(fd, 1024) == 0 else { throw .system(.last("listen \(path)")) }
+    // Replaces a stale socket (or anything else but a directory) at once.
+    guard rename(staging.socket, path) == 0 else {
+      throw .system(.last("rename \(staging.socket) to \(path)"))
     }
     return Listener(fd: owned.release(), path: path, activated: false)
+  }
+
+  /// The private directory a socket is bound in before it is renamed into
+  /// place (`bind`), with the address to bind.
+  private struct Staging {
+    let directory: String
+    /// The socket's path in `directory`.
+    let socket: String
+    /// `socket`, or when that is too long for `sun_path` the same place
+    /// through `/proc/self/fd` and `directoryFD`.
+    let address: UnixSocketAddress
+    let directoryFD: Int32
+
+    init(beside path: String) throws(Failure) {
+      let slash = path.lastIndex(of: "/") ?? path.startIndex
+      let parent = slash == path.startIndex ? "/" : String(path[..<slash])
+      var template = Array((parent + "/.switchd-bind-XXXXXX").utf8CString)
+      guard mkdtemp(&template) != nil else {
+        throw .system(.last("mkdtemp in \(parent)"))
+      }
+      directory = String(
+        decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+      socket = directory + "/s"
+      // mkdtemp's 0700 is narrowed by the umask; the owner must search it.
+      chmod(directory, 0o700)
+      directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+      if let direct = try? UnixSocketAddress(socket) {
+        address = direct
+      } else if directoryFD >= 0,
+        let viaFD = try? UnixSocketAddress("/proc/self/fd/\(directoryFD)/s")
+      {
+        address = viaFD
+      } else {
+        let error = SystemError.last("open \(directory)")
+        if directoryFD >= 0 { _ = Glibc.close(directoryFD) }
+        rmdir(directory)
+        throw .system(error)
+      }
+    }
+
+    /// Removes the directory, and the socket when it was not renamed.
+    func remove() {
+      unlink(socket)
+      rmdir(directory)
+      if directoryFD >= 0 { _ = Glibc.close(directoryFD) }
+    }
   }
 
   /// Closes the socket; removes the path only if this process bound it.

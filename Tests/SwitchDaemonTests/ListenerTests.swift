@@ -1,0 +1,90 @@
+import Glibc
+import SwitchSystem
+import SwitchTestSupport
+import Testing
+
+@testable import SwitchDaemon
+
+/// `Listener.bind`: the socket appears at its path with exactly its mode,
+/// bound in a private directory beside it (never through the umask), and
+/// nothing of that directory stays.
+@Suite struct ListenerTests {
+  /// The entries of `directory`, sorted.
+  func entries(_ directory: String) -> [String] {
+    guard let stream = opendir(directory) else { return [] }
+    defer { closedir(stream) }
+    var names: [String] = []
+    while let entry = readdir(stream) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      if name != "." && name != ".." { names.append(name) }
+    }
+    return names.sorted()
+  }
+
+  func mode(of path: String) -> mode_t? {
+    var info = stat()
+    guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK else { return nil }
+    return info.st_mode & 0o7777
+  }
+
+  func connects(to path: String) -> Bool {
+    guard let address = try? UnixSocketAddress(path) else { return false }
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+    defer { close(fd) }
+    return address.withSockaddr { connect(fd, $0, $1) } == 0
+  }
+
+  @Test(arguments: [0o600, 0o660, 0o666] as [UInt32])
+  func aSocketHasItsModeAndNothingIsLeftBesideIt(mode: UInt32) throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/switchd.sock"
+      let listener = try Listener.bind(path: path, mode: mode)
+      #expect(self.mode(of: path) == mode_t(mode))
+      #expect(entries(directory) == ["switchd.sock"])
+      #expect(connects(to: path))
+      listener.close()
+      #expect(entries(directory) == [])
+    }
+  }
+
+  /// A path whose staging name (`.switchd-bind-XXXXXX/s` beside it) would
+  /// not fit in `sun_path` is bound through `/proc/self/fd`.
+  @Test func aPathNearTheLimitIsBoundThroughItsDirectory() throws {
+    try withTemporaryDirectory { directory in
+      var deep = directory
+      while deep.utf8.count < UnixSocketAddress.maxPathBytes - 12 {
+        deep += "/d"
+        mkdir(deep, 0o700)
+      }
+      let path = deep + "/s.sock"
+      #expect(path.utf8.count <= UnixSocketAddress.maxPathBytes)
+      #expect((deep + "/.switchd-bind-XXXXXX/s").utf8.count > UnixSocketAddress.maxPathBytes)
+      let listener = try Listener.bind(path: path, mode: 0o640)
+      defer { listener.close() }
+      #expect(mode(of: path) == 0o640)
+      #expect(entries(deep) == ["s.sock"])
+      #expect(connects(to: path))
+    }
+  }
+
+  /// A socket file nobody answers on (a crash's) is replaced; one that
+  /// answers is another switchd's and stays.
+  @Test func aStaleSocketIsReplacedAndALiveOneIsNot() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/switchd.sock"
+      let stale = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+      let address = try UnixSocketAddress(path)
+      #expect(address.withSockaddr { Glibc.bind(stale, $0, $1) } == 0)
+      close(stale)
+      #expect(!connects(to: path))
+      let listener = try Listener.bind(path: path, mode: 0o600)
+      defer { listener.close() }
+      #expect(connects(to: path))
+      #expect(throws: Listener.Failure.self) { try Listener.bind(path: path, mode: 0o600) }
+      #expect(connects(to: path))
+      #expect(entries(directory) == ["switchd.sock"])
+    }
+  }
+}
