@@ -308,3 +308,11 @@ ssize_t shim_recv_taking(int sock, void *buf, size_t len, int *fds, int capacity
   }
   return n;
 }
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE 1
+#endif
+
+int shim_rename_noreplace(const char *from, const char *to) {
+  return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+}

@@ -87,4 +87,28 @@ import Testing
       #expect(entries(directory) == ["switchd.sock"])
     }
   }
+
+  /// The rename into place does not replace a socket another switchd
+  /// bound after `bind` probed the path; a plain file there is replaced.
+  @Test func placingNeverReplacesALiveSocket() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/switchd.sock"
+      let live = try Listener.bind(path: path, mode: 0o600)
+      defer { live.close() }
+      let other = try Listener.bind(path: directory + "/other.sock", mode: 0o600)
+      defer { other.close() }
+      #expect(throws: Listener.Failure.self) {
+        try Listener.place(other.path, at: path, address: try UnixSocketAddress(path))
+      }
+      #expect(connects(to: path))
+      #expect(connects(to: directory + "/other.sock"))
+
+      let file = directory + "/file"
+      let fd = open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
+      close(fd)
+      try Listener.place(other.path, at: file, address: try UnixSocketAddress(file))
+      #expect(mode(of: file) == 0o600)
+      #expect(connects(to: file))
+    }
+  }
 }

@@ -149,4 +149,9 @@ ssize_t shim_send_passing(int sock, const void *buf, size_t len, const int *fds,
 ssize_t shim_recv_taking(int sock, void *buf, size_t len, int *fds, int capacity, int *count,
                          int flags);
 
+/// rename(2) that fails with EEXIST instead of replacing what is at `to`
+/// (renameat2 with RENAME_NOREPLACE; the raw system call, which glibc
+/// hides without _GNU_SOURCE). EINVAL: the file system cannot say.
+int shim_rename_noreplace(const char *from, const char *to);
+
 #endif

@@ -1,3 +1,4 @@
+import CShim
 import Glibc
 import SwitchSystem
 
@@ -90,15 +91,36 @@ struct Listener {
       throw .system(.last("chmod \(staging.socket)"))
     }
     guard listen(fd, 1024) == 0 else { throw .system(.last("listen \(path)")) }
-    // Replaces a stale socket (or anything else but a directory) at once.
-    guard rename(staging.socket, path) == 0 else {
-      throw .system(.last("rename \(staging.socket) to \(path)"))
-    }
+    try place(staging.socket, at: path, address: address)
     return Listener(fd: owned.release(), path: path, activated: false)
   }
 
+  /// Renames the bound socket to `path`. Something there is replaced only
+  /// when it is not a live socket: another switchd may have bound `path`
+  /// since `bind` looked, and a stale socket (or any file but a directory)
+  /// is replaced at once, in one step.
+  static func place(
+    _ socket: String, at path: String, address: UnixSocketAddress
+  ) throws(Failure) {
+    if shim_rename_noreplace(socket, path) == 0 { return }
+    let failure = errno
+    // EINVAL, ENOSYS: a file system or kernel without RENAME_NOREPLACE.
+    guard failure == EEXIST || failure == EINVAL || failure == ENOSYS else {
+      throw .system(.last("rename \(socket) to \(path)"))
+    }
+    if failure == EEXIST && isLiveSocket(address) { throw .inUse(path) }
+    guard rename(socket, path) == 0 else {
+      throw .system(.last("rename \(socket) to \(path)"))
+    }
+  }
+
   /// The private directory a socket is bound in before it is renamed into
-  /// place (`bind`), with the address to bind.
+  /// place (`bind`), with the address to bind. The socket's own address
+  /// (getsockname, `ss -xl`) stays the staging one, which is gone: nothing
+  /// reads it (`UnixSocketAddress.boundPath` is asked only of the sockets
+  /// systemd passes). A SIGKILL between `mkdtemp` and `remove` leaves an
+  /// empty `.switchd-bind-*` directory beside the socket; it is not swept
+  /// at start, as another switchd may be binding beside it then.
   private struct Staging {
     let directory: String
     /// The socket's path in `directory`.
@@ -109,8 +131,12 @@ struct Listener {
     let directoryFD: Int32
 
     init(beside path: String) throws(Failure) {
-      let slash = path.lastIndex(of: "/") ?? path.startIndex
-      let parent = slash == path.startIndex ? "/" : String(path[..<slash])
+      let parent: String
+      if let slash = path.lastIndex(of: "/") {
+        parent = slash == path.startIndex ? "/" : String(path[..<slash])
+      } else {
+        parent = "."
+      }
       var template = Array((parent + "/.switchd-bind-XXXXXX").utf8CString)
       guard mkdtemp(&template) != nil else {
         throw .system(.last("mkdtemp in \(parent)"))
