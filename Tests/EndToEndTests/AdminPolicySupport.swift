@@ -123,7 +123,7 @@ func switchdTestGroup(_ name: String) throws -> UInt32 {
   for _ in 0..<20 {
     if let gid = GroupDatabase.gid(named: name) { return gid }
     // groupadd takes a lock on /etc/group; a concurrent one may fail: retry.
-    _ = runProcess(["/usr/sbin/groupadd", "-f", name])
+    _ = SystemAccounts.change(["/usr/sbin/groupadd", "-f", name])
     if let gid = GroupDatabase.gid(named: name) { return gid }
     usleep(100_000)
   }

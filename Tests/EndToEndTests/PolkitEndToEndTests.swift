@@ -16,6 +16,7 @@ struct PolkitEndToEndTests {
     let keyTest = key.map { " && action.lookup(\"key\") == \"\($0)\"" } ?? ""
     return """
       polkit.addRule(function(action, subject) {
+        polkit.log("asked: " + action + " for " + subject);
         if (action.id == "\(action)"\(keyTest) && subject.isInGroup("\(PolkitWorld.groupName)")) {
           return polkit.Result.YES;
         }
@@ -42,16 +43,16 @@ struct PolkitEndToEndTests {
     ])
     let daemon = try Self.daemon(world)
     let toggled = daemon.ctl(["toggle", "wifi"], asUser: Self.user)
-    #expect(toggled.status == 0, "\(toggled.stderr)")
+    #expect(toggled.status == 0, "\(toggled.stderr)\n\(world.logs)")
     #expect(Self.checked(daemon, "wifi") == "off")
     let other = daemon.ctl(["--no-ask-password", "toggle", "bluetooth"], asUser: Self.user)
-    #expect(other.status == 6)
+    #expect(other.status == 6, "\(other.stderr)\n\(world.logs)")
     #expect(other.stderr.contains("polkit"))
     #expect(Self.checked(daemon, "bluetooth") == "off")
     // Not in the group: refused for wifi too.
     let outsider = daemon.ctl(
       ["--no-ask-password", "toggle", "wifi"], asUser: PolkitWorld.otherUser)
-    #expect(outsider.status == 6)
+    #expect(outsider.status == 6, "\(outsider.stderr)\n\(world.logs)")
     #expect(Self.checked(daemon, "wifi") == "off")
     // Reads never ask: `writable` says what the holds allow.
     let seen = daemon.ctl(["--json", "get", "bluetooth"], asUser: Self.user)
@@ -72,7 +73,7 @@ struct PolkitEndToEndTests {
     let daemon = try Self.daemon(world)
     #expect(daemon.ctl(["off", "wifi"], asUser: Self.user).status == 0)
     let on = daemon.ctl(["on", "wifi"], asUser: Self.user)
-    #expect(on.status == 6)
+    #expect(on.status == 6, "\(on.stderr)\n\(world.logs)")
     #expect(on.stderr.contains("polkit did not authorize io.switchd.write"))
     // toggle asks with the value it would set: off → on is refused too.
     #expect(daemon.ctl(["toggle", "wifi"], asUser: Self.user).status == 6)
@@ -89,7 +90,7 @@ struct PolkitEndToEndTests {
     let daemon = try Self.daemon(world)
     let refused = daemon.ctl(
       ["--json", "--no-ask-password", "toggle", "bluetooth"], asUser: Self.user)
-    #expect(refused.status == 6)
+    #expect(refused.status == 6, "\(refused.stderr)\n\(world.logs)")
     #expect(refused.stdout.contains("\"authenticationRequired\":true"), "\(refused.stdout)")
     #expect(refused.stdout.contains("\"name\":\"PermissionDenied\""))
     #expect(refused.stderr.contains("authentication is required"))
@@ -141,7 +142,7 @@ struct PolkitEndToEndTests {
     #expect(daemon.ctl(["toggle", "wifi"], asUser: Self.user).status == 0)
     world.stopPolkitd()
     let refused = daemon.ctl(["--no-ask-password", "toggle", "wifi"], asUser: Self.user)
-    #expect(refused.status == 6)
+    #expect(refused.status == 6, "\(refused.stderr)\n\(world.logs)")
     #expect(refused.stderr.contains("polkit is not reachable"), "\(refused.stderr)")
     // root is never asked: it writes and administers as ever.
     #expect(daemon.ctl(["toggle", "wifi"]).status == 0)
@@ -155,7 +156,7 @@ struct PolkitEndToEndTests {
     let world = try PolkitWorld(rules: ["50-admin.rules": Self.grant("io.switchd.administer")])
     let daemon = try Self.daemon(world)
     let locked = daemon.ctl(["lock", "wifi", "--reason", "maintenance"], asUser: Self.user)
-    #expect(locked.status == 0, "\(locked.stderr)")
+    #expect(locked.status == 0, "\(locked.stderr)\n\(world.logs)")
     // An administrator writes under a hold that does not fix the value.
     #expect(daemon.ctl(["toggle", "wifi"], asUser: Self.user).status == 0)
     // administer implies write (io.switchd.policy says so to polkit).
@@ -170,7 +171,7 @@ struct PolkitEndToEndTests {
     #expect(daemon.ctl(["lock", "wifi"]).status == 0)
     // Granted write, then the rules: read-only by an administrator.
     let held = daemon.ctl(["--no-ask-password", "toggle", "wifi"], asUser: Self.user)
-    #expect(held.status == 3, "\(held.stderr)")
+    #expect(held.status == 3, "\(held.stderr)\n\(world.logs)")
   }
 
   @Test func aWouldNeedAuthenticationAnswerIsNotLostToALaterNo() throws {
@@ -185,7 +186,7 @@ struct PolkitEndToEndTests {
     #expect(daemon.ctl(["lock", "wifi"]).status == 0)
     // A held switch asks administer (a challenge), then write (no).
     let refused = daemon.ctl(["--json", "--no-ask-password", "toggle", "wifi"], asUser: Self.user)
-    #expect(refused.status == 6)
+    #expect(refused.status == 6, "\(refused.stderr)\n\(world.logs)")
     #expect(refused.stdout.contains("\"authenticationRequired\":true"), "\(refused.stdout)")
     #expect(refused.stderr.contains("io.switchd.administer only after authentication"))
   }

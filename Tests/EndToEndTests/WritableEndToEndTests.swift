@@ -135,7 +135,9 @@ import Testing
     #expect(memberReasons["notifications.chat"] == .some(nil))
 
     // Membership is read again at reload.
-    _ = runProcess(["/usr/sbin/usermod", "--groups", "\(writers)", "switchd-test-woutsider"])
+    _ = SystemAccounts.change([
+      "/usr/sbin/usermod", "--groups", "\(writers)", "switchd-test-woutsider",
+    ])
     _ = try root.result("reload")
     #expect(Self.writable(try snapshot(outsider))["notifications.chat"] == true)
   }
@@ -165,13 +167,13 @@ func switchdTestUser(
   let supplementary = groups.map(String.init).joined(separator: ",")
   for _ in 0..<20 {
     if UserDatabase.uid(named: name) == nil {
-      _ = runProcess([
+      _ = SystemAccounts.change([
         "/usr/sbin/useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
         "--no-user-group", "--gid", "\(primaryGroup)", name,
       ])
     }
     // Like groupadd, these lock /etc/passwd and /etc/group; a concurrent one may fail: retry.
-    let set = runProcess([
+    let set = SystemAccounts.change([
       "/usr/sbin/usermod", "--gid", "\(primaryGroup)", "--groups", supplementary, name,
     ])
     if set.status == 0, let uid = UserDatabase.uid(named: name) { return uid }

@@ -15,6 +15,8 @@ import Glibc
 ///   (`PolkitWorld.user`) in the group `pkstaff` (`PolkitWorld.group`).
 ///
 /// Needs root (the namespace, the mounts, and polkitd dropping to its user).
+/// Tests that change the machine's accounts wait while a world is up
+/// (`SystemAccounts`).
 public final class PolkitWorld {
   public static let user: UInt32 = 4301
   public static let group: UInt32 = 4300
@@ -28,6 +30,8 @@ public final class PolkitWorld {
   public let rulesDirectory: String
   private var bus: Child?
   private var polkitd: Child?
+  /// Whether this world counts in `SystemAccounts` (until `deinit`).
+  private var sharesAccounts = false
 
   /// Why the world cannot be made on this machine, nil when it can.
   public static var unavailable: String? {
@@ -53,6 +57,10 @@ public final class PolkitWorld {
     directory = try makeTemporaryDirectory("switchd-pk")
     busAddress = "unix:path=\(directory)/bus"
     rulesDirectory = directory + "/rules"
+    // From before the mounts until the namespaces are gone, no test
+    // renames a new /etc/passwd or /etc/group over the ones mounted on.
+    SystemAccounts.worldStarts()
+    sharesAccounts = true
     // polkitd runs as its own user: it must read everything here.
     for sub in ["", "/rules", "/share-rules", "/actions"] {
       mkdir(directory + sub, 0o755)
@@ -104,6 +112,7 @@ public final class PolkitWorld {
     _ = polkitd?.stop()
     _ = bus?.stop()
     removeTree(directory)
+    if sharesAccounts { SystemAccounts.worldEnds() }
   }
 
   /// (Re)starts polkitd; waits until it owns org.freedesktop.PolicyKit1.
@@ -152,6 +161,15 @@ public final class PolkitWorld {
 
   public func removeRule(_ name: String) {
     unlink(rulesDirectory + "/" + name)
+  }
+
+  /// What polkitd and the bus have logged: for a failing expectation's
+  /// message, so that a rule that did not apply says why (the rules the
+  /// tests write log each action and subject they are asked about).
+  public var logs: String {
+    let polkitd = (try? readWholeFile(directory + "/polkitd.log")) ?? "(none)"
+    let bus = (try? readWholeFile(directory + "/bus.log")) ?? "(none)"
+    return "polkitd.log:\n\(polkitd)\nbus.log:\n\(bus)"
   }
 
   /// The daemon's environment: this bus as its system bus.
