@@ -23,9 +23,9 @@ public struct SourceLocation: Equatable, Hashable, Sendable, CustomStringConvert
 ///
 /// Its fields live in one shared box: a definition is copied into every
 /// decision, outcome and answer of a write, and a copy is one retain, not
-/// one per String and array. A change to a shared box copies it first.
+/// one per String and array (`SharedFields`).
 public struct SwitchDefinition: Equatable, Sendable {
-  private var box: Box
+  private var shared: SharedFields<Fields>
 
   private struct Fields: Equatable, Sendable {
     var key: String
@@ -53,79 +53,63 @@ public struct SwitchDefinition: Equatable, Sendable {
     var readBack: ReadBack?
   }
 
-  /// Changed only while uniquely referenced (`update`): a box that is
-  /// shared, across threads too, is never written.
-  private final class Box: @unchecked Sendable {
-    var fields: Fields
-    init(_ fields: Fields) { self.fields = fields }
-  }
-
-  public static func == (a: SwitchDefinition, b: SwitchDefinition) -> Bool {
-    a.box === b.box || a.box.fields == b.box.fields
-  }
-
-  private mutating func update(_ change: (inout Fields) -> Void) {
-    if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
-    change(&box.fields)
-  }
-
   public var key: String {
-    get { box.fields.key }
-    set { update { $0.key = newValue } }
+    get { shared.fields.key }
+    set { shared.fields.key = newValue }
   }
   public var label: String? {
-    get { box.fields.label }
-    set { update { $0.label = newValue } }
+    get { shared.fields.label }
+    set { shared.fields.label = newValue }
   }
   public var description: String {
-    get { box.fields.description }
-    set { update { $0.description = newValue } }
+    get { shared.fields.description }
+    set { shared.fields.description = newValue }
   }
   public var defaultChecked: Bool {
-    get { box.fields.defaultChecked }
-    set { update { $0.defaultChecked = newValue } }
+    get { shared.fields.defaultChecked }
+    set { shared.fields.defaultChecked = newValue }
   }
   public var checkedIcon: String {
-    get { box.fields.checkedIcon }
-    set { update { $0.checkedIcon = newValue } }
+    get { shared.fields.checkedIcon }
+    set { shared.fields.checkedIcon = newValue }
   }
   public var uncheckedIcon: String {
-    get { box.fields.uncheckedIcon }
-    set { update { $0.uncheckedIcon = newValue } }
+    get { shared.fields.uncheckedIcon }
+    set { shared.fields.uncheckedIcon = newValue }
   }
   public var group: String {
-    get { box.fields.group }
-    set { update { $0.group = newValue } }
+    get { shared.fields.group }
+    set { shared.fields.group = newValue }
   }
   public var order: Int {
-    get { box.fields.order }
-    set { update { $0.order = newValue } }
+    get { shared.fields.order }
+    set { shared.fields.order = newValue }
   }
   public var scope: Scope {
-    get { box.fields.scope }
-    set { update { $0.scope = newValue } }
+    get { shared.fields.scope }
+    set { shared.fields.scope = newValue }
   }
   public var requires: [String] {
-    get { box.fields.requires }
-    set { update { $0.requires = newValue } }
+    get { shared.fields.requires }
+    set { shared.fields.requires = newValue }
   }
   public var conflicts: [String] {
-    get { box.fields.conflicts }
-    set { update { $0.conflicts = newValue } }
+    get { shared.fields.conflicts }
+    set { shared.fields.conflicts = newValue }
   }
   public var source: SourceLocation {
-    get { box.fields.source }
-    set { update { $0.source = newValue } }
+    get { shared.fields.source }
+    set { shared.fields.source = newValue }
   }
   public var apply: ApplyCommand? {
-    get { box.fields.apply }
-    set { update { $0.apply = newValue } }
+    get { shared.fields.apply }
+    set { shared.fields.apply = newValue }
   }
   /// Whether it has an apply command, without a copy of it.
-  public var hasApply: Bool { box.fields.apply != nil }
+  public var hasApply: Bool { shared.fields.apply != nil }
   public var readBack: ReadBack? {
-    get { box.fields.readBack }
-    set { update { $0.readBack = newValue } }
+    get { shared.fields.readBack }
+    set { shared.fields.readBack = newValue }
   }
 
   public init(
@@ -135,7 +119,7 @@ public struct SwitchDefinition: Equatable, Sendable {
     source: SourceLocation = SourceLocation(file: "", line: 0), apply: ApplyCommand? = nil,
     readBack: ReadBack? = nil
   ) {
-    box = Box(
+    shared = SharedFields(
       Fields(
         key: key, label: label, description: description, defaultChecked: defaultChecked,
         checkedIcon: checkedIcon, uncheckedIcon: uncheckedIcon, group: group, order: order,
@@ -151,7 +135,7 @@ public struct SwitchDefinition: Equatable, Sendable {
 /// and destroyed field by field through its value witnesses (issue 26,
 /// callgrind); boxed it is one pointer, nil for a switch no policy names.
 public struct PolicyRule: Equatable, Sendable {
-  private var box: Box
+  private var shared: SharedFields<Fields>
 
   private struct Fields: Equatable, Sendable {
     var key: String
@@ -165,65 +149,49 @@ public struct PolicyRule: Equatable, Sendable {
     var endsAt: Int64?
   }
 
-  /// Changed only while uniquely referenced (`update`): a box that is
-  /// shared, across threads too, is never written.
-  private final class Box: @unchecked Sendable {
-    var fields: Fields
-    init(_ fields: Fields) { self.fields = fields }
-  }
-
-  public static func == (a: PolicyRule, b: PolicyRule) -> Bool {
-    a.box === b.box || a.box.fields == b.box.fields
-  }
-
-  private mutating func update(_ change: (inout Fields) -> Void) {
-    if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
-    change(&box.fields)
-  }
-
   public var key: String {
-    get { box.fields.key }
-    set { update { $0.key = newValue } }
+    get { shared.fields.key }
+    set { shared.fields.key = newValue }
   }
   public var readOnly: Bool {
-    get { box.fields.readOnly }
-    set { update { $0.readOnly = newValue } }
+    get { shared.fields.readOnly }
+    set { shared.fields.readOnly = newValue }
   }
   public var disabled: Bool {
-    get { box.fields.disabled }
-    set { update { $0.disabled = newValue } }
+    get { shared.fields.disabled }
+    set { shared.fields.disabled = newValue }
   }
   /// The value the policy fixes; it has effect only together with `readOnly`.
   public var checked: Bool? {
-    get { box.fields.checked }
-    set { update { $0.checked = newValue } }
+    get { shared.fields.checked }
+    set { shared.fields.checked = newValue }
   }
   public var reason: String? {
-    get { box.fields.reason }
-    set { update { $0.reason = newValue } }
+    get { shared.fields.reason }
+    set { shared.fields.reason = newValue }
   }
   /// The section whose `ReadOnly=` is in force.
   public var readOnlySource: SourceLocation? {
-    get { box.fields.readOnlySource }
-    set { update { $0.readOnlySource = newValue } }
+    get { shared.fields.readOnlySource }
+    set { shared.fields.readOnlySource = newValue }
   }
   /// The section whose `Disabled=` is in force.
   public var disabledSource: SourceLocation? {
-    get { box.fields.disabledSource }
-    set { update { $0.disabledSource = newValue } }
+    get { shared.fields.disabledSource }
+    set { shared.fields.disabledSource = newValue }
   }
   /// `Schedule=`: the rule holds only inside these windows (`inEffect`);
   /// nil holds always.
   public var schedule: Schedule? {
-    get { box.fields.schedule }
-    set { update { $0.schedule = newValue } }
+    get { shared.fields.schedule }
+    set { shared.fields.schedule = newValue }
   }
   /// The end of the window a scheduled rule holds in now (`inEffect`), in
   /// milliseconds: the State shows it as `readOnlyUntil`/`disabledUntil`.
   /// nil: it holds until the files change.
   public var endsAt: Int64? {
-    get { box.fields.endsAt }
-    set { update { $0.endsAt = newValue } }
+    get { shared.fields.endsAt }
+    set { shared.fields.endsAt = newValue }
   }
 
   public init(
@@ -231,7 +199,7 @@ public struct PolicyRule: Equatable, Sendable {
     reason: String? = nil, readOnlySource: SourceLocation? = nil,
     disabledSource: SourceLocation? = nil, schedule: Schedule? = nil, endsAt: Int64? = nil
   ) {
-    box = Box(
+    shared = SharedFields(
       Fields(
         key: key, readOnly: readOnly, disabled: disabled, checked: checked, reason: reason,
         readOnlySource: readOnlySource, disabledSource: disabledSource, schedule: schedule,
@@ -239,7 +207,7 @@ public struct PolicyRule: Equatable, Sendable {
   }
 
   /// The policy fixes the value: nobody can set it over the socket.
-  public var fixesValue: Bool { box.fields.readOnly && box.fields.checked != nil }
+  public var fixesValue: Bool { shared.fields.readOnly && shared.fields.checked != nil }
 }
 
 /// The daemon's own settings from `switchd.conf`, with the documented defaults.
@@ -340,68 +308,39 @@ public struct Catalog: Sendable {
     var dependencies: Dependencies
   }
 
-  /// Changed only while uniquely referenced (`_modify`): a box that is
-  /// shared, across threads too, is never written.
-  private final class Box: @unchecked Sendable {
-    var fields: Fields
-    init(_ fields: Fields) { self.fields = fields }
-  }
-
-  private var box: Box
-
-  private mutating func makeUnique() {
-    if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
-  }
+  private var shared: SharedFields<Fields>
 
   public var settings: DaemonSettings {
-    get { box.fields.settings }
-    _modify {
-      makeUnique()
-      yield &box.fields.settings
-    }
+    get { shared.fields.settings }
+    _modify { yield &shared.fields.settings }
   }
   /// Declared switches by key (`KeyTable`: every write looks its key up).
   public var switches: KeyTable<SwitchDefinition> {
-    get { box.fields.switches }
-    _modify {
-      makeUnique()
-      yield &box.fields.switches
-    }
+    get { shared.fields.switches }
+    _modify { yield &shared.fields.switches }
   }
   /// Declared keys, sorted: the order `list` returns.
   public var sortedKeys: [String] {
-    get { box.fields.sortedKeys }
-    _modify {
-      makeUnique()
-      yield &box.fields.sortedKeys
-    }
+    get { shared.fields.sortedKeys }
+    _modify { yield &shared.fields.sortedKeys }
   }
   /// Policies by key, for declared and undeclared keys alike. A
   /// `KeyTable`, as `switches`: each write looks its key up here, and a
   /// Dictionary of Strings hashed it with SipHash (~0.4k instructions a
   /// toggle once any policy was in force, callgrind).
   public var policies: KeyTable<PolicyRule> {
-    get { box.fields.policies }
-    _modify {
-      makeUnique()
-      yield &box.fields.policies
-    }
+    get { shared.fields.policies }
+    _modify { yield &shared.fields.policies }
   }
   /// Warnings found while building it (errors prevent a Catalog).
   public var warnings: [ConfigDiagnostic] {
-    get { box.fields.warnings }
-    _modify {
-      makeUnique()
-      yield &box.fields.warnings
-    }
+    get { shared.fields.warnings }
+    _modify { yield &shared.fields.warnings }
   }
   /// What `Requires=` and `Conflicts=` say, ready to settle states with.
   public var dependencies: Dependencies {
-    get { box.fields.dependencies }
-    _modify {
-      makeUnique()
-      yield &box.fields.dependencies
-    }
+    get { shared.fields.dependencies }
+    _modify { yield &shared.fields.dependencies }
   }
 
   public init(
@@ -420,7 +359,7 @@ public struct Catalog: Sendable {
     for key in keys where unique.last != key { unique.append(key) }
     var rules = KeyTable<PolicyRule>()
     for p in policies { rules[p.key] = p }
-    box = Box(
+    shared = SharedFields(
       Fields(
         settings: settings, switches: KeyTable(byKey), sortedKeys: unique, policies: rules,
         warnings: warnings, dependencies: Dependencies(switches: byKey, sortedKeys: unique)))
