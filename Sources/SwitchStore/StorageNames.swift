@@ -70,25 +70,10 @@ extension Cause {
   }
 
   init?(storageCode: Int64) {
-    switch storageCode {
-    case 1: self = .set
-    case 2: self = .toggle
-    case 3: self = .reset
-    case 4: self = .lock
-    case 5: self = .unlock
-    case 6: self = .disable
-    case 7: self = .enable
-    case 8: self = .policy
-    case 9: self = .dependency
-    case 10: self = .apply
-    case 11: self = .reconcile
-    case 12: self = .external
-    case 13: self = .drift
-    case 14: self = .expiry
-    case 15: self = .confirm
-    case 16: self = .revert
-    default: return nil
+    guard let cause = Cause.allCases.first(where: { $0.storageCode == storageCode }) else {
+      return nil
     }
+    self = cause
   }
 }
 

@@ -108,7 +108,8 @@ struct Listener {
     guard failure == EEXIST || failure == EINVAL || failure == ENOSYS else {
       throw .system(.last("rename \(socket) to \(path)"))
     }
-    if failure == EEXIST && isLiveSocket(address) { throw .inUse(path) }
+    // Something is there, or the file system cannot say: a live socket stays.
+    if isLiveSocket(address) { throw .inUse(path) }
     guard rename(socket, path) == 0 else {
       throw .system(.last("rename \(socket) to \(path)"))
     }
@@ -126,7 +127,7 @@ struct Listener {
     /// The socket's path in `directory`.
     let socket: String
     /// `socket`, or when that is too long for `sun_path` the same place
-    /// through `/proc/self/fd` and `directoryFD`.
+    /// through `/proc/self/fd` and `directoryFD` (-1 when not needed).
     let address: UnixSocketAddress
     let directoryFD: Int32
 
@@ -146,12 +147,13 @@ struct Listener {
       socket = directory + "/s"
       // mkdtemp's 0700 is narrowed by the umask; the owner must search it.
       chmod(directory, 0o700)
-      directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
       if let direct = try? UnixSocketAddress(socket) {
         address = direct
-      } else if directoryFD >= 0,
-        let viaFD = try? UnixSocketAddress("/proc/self/fd/\(directoryFD)/s")
-      {
+        directoryFD = -1
+        return
+      }
+      directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+      if directoryFD >= 0, let viaFD = try? UnixSocketAddress("/proc/self/fd/\(directoryFD)/s") {
         address = viaFD
       } else {
         let error = SystemError.last("open \(directory)")
