@@ -278,27 +278,32 @@ extension Writer {
   ) -> Bool {
     let key = write.key
     // One look-up for the read and the write back (each hashes the key).
-    let slot = records.index(forKey: key)
-    let decided: Decision
-    do throws(Refusal) {
-      if let slot, let definition {
-        // Not optional: an optional record was copied through a generic value witness.
-        // Thrown, not a `Result`, and the decision made here: one copied out
-        // of a `Result`, or returned, was copied (callgrind).
-        let record = records[slot: slot]
-        let policy = catalog.policies[key]
-        let next = try Rules.next(
-          write.operation, key: key, declared: definition, record: record, policy: policy,
-          caller: write.caller, lasting: write.lasting, at: group.time,
-          boot: write.lasting.map { _ in bootMoment })
-        decided = Decision(definition: definition, record: record, policy: policy, next: next)
-      } else {
-        // A switch the writer does not hold: the rules say how that is refused.
-        decided = try Rules.decide(
+    guard let slot = records.index(forKey: key), let definition else {
+      // A switch the writer does not hold: the rules say how that is refused.
+      do throws(Refusal) {
+        let decided = try Rules.decide(
           write.operation, key: key, definition: definition, record: nil, policy: nil,
           caller: write.caller
         ).get()
+        return decidePlanned(write, decided, at: nil, into: &group)
+      } catch {
+        group.answers.append((write.ticket, .refused(error)))
+        return true
       }
+    }
+    // Not optional: an optional record was copied through a generic value
+    // witness. Copied out once: each read of `records[slot:]` copies it.
+    let old = records[slot: slot]
+    let policy = catalog.policies[key]
+    let next: SwitchState?
+    do throws(Refusal) {
+      // Thrown, not a `Result`, and no `Decision` made unless a plan needs
+      // one: a decision made, copied and destroyed on every write cost
+      // ~0.3k of a toggle (callgrind).
+      next = try Rules.next(
+        write.operation, key: key, declared: definition, record: old, policy: policy,
+        caller: write.caller, lasting: write.lasting, at: group.time,
+        boot: write.lasting.map { _ in bootMoment })
     } catch {
       group.answers.append((write.ticket, .refused(error)))
       return true
@@ -306,26 +311,56 @@ extension Writer {
     // A switch alone, written without running a command (most writes): its
     // plan is its own change, as `plannedChanges` and `applyStage` say for
     // it, taken without the array they make and walk per write (callgrind).
-    if let next = decided.next, write.operation != .apply, !decided.definition.hasApply,
+    if let next, write.operation != .apply, !definition.hasApply,
       catalog.dependencies.changesAlone(key, to: next)
     {
-      guard next != decided.record.state else {
+      guard next != old.state else {
         group.answers.append(
-          (write.ticket, .write(.success(WriteOutcome(unchanged: decided)))))
+          (
+            write.ticket,
+            .write(
+              .success(
+                WriteOutcome(
+                  definition: definition, policy: policy, changed: false, record: old)))
+          ))
         return true
       }
       revision += 1
       let change = Change(
         revision: revision, time: group.time, key: key,
         cause: write.external ? .external : write.operation.cause, actor: write.caller.actor,
-        state: next, previous: decided.record.state)
+        state: next, previous: old.state)
       let after = change.record
       record(
-        consume change, replacing: decided.record.revision, changedAt: decided.record.changedAt,
-        at: slot, into: &group)
-      answerChanged(write, decided, after: after, into: &group)
+        consume change, replacing: old.revision, changedAt: old.changedAt, at: slot,
+        into: &group)
+      if case .confirmWithin = write.lasting {
+        deadlines.makers[write.key] = write.ticket.connection
+      }
+      group.answers.append(
+        (
+          write.ticket,
+          .write(
+            .success(
+              WriteOutcome(definition: definition, policy: policy, changed: true, record: after)))
+        ))
       return true
     }
+    return decidePlanned(
+      write,
+      Decision(definition: definition, record: old, policy: policy, next: next),
+      at: slot, into: &group)
+  }
+
+  /// A system write the rules allowed whose plan may reach its dependents
+  /// or run its command: planned, through the apply stage, and recorded.
+  /// `slot`: where `records` holds the switch.
+  /// - Returns: false when it was parked for its command.
+  private func decidePlanned(
+    _ write: borrowing WriteRequest, _ decided: borrowing Decision,
+    at slot: KeyTable<SwitchRecord>.Index?, into group: inout Group
+  ) -> Bool {
+    let key = write.key
     let planned =
       decided.next.map {
         Rules.plannedChanges(

@@ -121,12 +121,21 @@ struct WriteOutcome: Sendable {
     self.init(decision, changed: true, record: after)
   }
 
-  /// The record is moved in, last (a copy of it was made and the
-  /// original released on every write, callgrind).
   private init(_ decision: borrowing Decision, changed: Bool, record: consuming SwitchRecord) {
+    self.init(
+      definition: decision.definition, policy: decision.policy, changed: changed, record: record)
+  }
+
+  /// The parts of a decision, for a write decided without one (the
+  /// writer's common path). The record is moved in, last (a copy of it
+  /// was made and the original released on every write, callgrind).
+  init(
+    definition: borrowing SwitchDefinition, policy: borrowing PolicyRule?, changed: Bool,
+    record: consuming SwitchRecord
+  ) {
     self.changed = changed
-    definition = decision.definition
-    policySource = Rules.policySource(state: record.state, rule: decision.policy)
+    self.definition = copy definition
+    policySource = Rules.policySource(state: record.state, rule: policy)
     self.record = record
   }
 }

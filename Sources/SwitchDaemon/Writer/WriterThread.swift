@@ -43,7 +43,10 @@ extension Writer {
         return
       }
       writer.run(jobs: jobs) { output in
-        outputs.push(output)
+        // Moved into the queue: a copy released after the wake-up below
+        // raced the loop, which then found the output's arrays shared and
+        // copied the answers (about half the outputs, callgrind).
+        outputs.push(consume output)
         var one: UInt64 = 1
         _ = write(wakeFD, &one, 8)
       }
