@@ -1,4 +1,5 @@
 import CSQLite
+import Glibc
 
 /// SQLite copies a value bound with this destructor, so the Swift buffer may go away at once.
 /// The C macro is `((sqlite3_destructor_type)-1)`, which Swift does not import.
@@ -224,6 +225,15 @@ final class SQLiteStatement {
     guard let bytes = sqlite3_column_text(handle, index) else { return "" }
     let count = Int(sqlite3_column_bytes(handle, index))
     return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+  }
+
+  /// Whether the text at `index` is exactly `bytes` (no String made).
+  func text(at index: Int32, equals bytes: [UInt8]) -> Bool {
+    guard let text = sqlite3_column_text(handle, index) else { return bytes.isEmpty }
+    let count = Int(sqlite3_column_bytes(handle, index))
+    guard count == bytes.count else { return false }
+    guard count > 0 else { return true }
+    return bytes.withUnsafeBufferPointer { memcmp($0.baseAddress!, text, count) == 0 }
   }
 
   func optionalText(at index: Int32) -> String? {

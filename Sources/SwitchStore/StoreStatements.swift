@@ -338,11 +338,18 @@ extension SQLiteStatement {
 
   /// Reads a row selected with `SQL.userValueColumns`.
   func readUserValue() throws(SQLiteError) -> (key: String, user: UInt32, value: UserValue) {
+    let (user, value) = try readUserValueFields()
+    return (text(at: 0), user, value)
+  }
+
+  /// `readUserValue` but for the key (a caller that loads many rows reads
+  /// the key's bytes and makes a String only when it changes).
+  func readUserValueFields() throws(SQLiteError) -> (user: UInt32, value: UserValue) {
     guard let user = UInt32(exactly: int64(at: 1)) else {
       throw .corrupt("a user value has a uid out of range", context: "`\(sql)` on \(path)")
     }
     return (
-      text(at: 0), user,
+      user,
       UserValue(
         checked: bool(at: 2), revision: int64(at: 3), changedAt: int64(at: 4),
         expiresAt: optionalInt64(at: 5))

@@ -78,6 +78,10 @@ public final class SwitchStore {
   var rowidIsNextRevision = false
   /// The files as the writer opened them (nil for a reader).
   var files: DatabaseFiles?
+  /// True while the file's health check (`checkHealth(of:)`) runs on another
+  /// connection, as the opener asked (`HealthCheck.alongside`): the store
+  /// reads, and refuses every write until `healthCheckPassed()`.
+  public private(set) var healthCheckPending = false
 
   /// A chain of `key_previous`: a key's switch-level changes (user nil), or one user's values.
   struct ChainKey: Hashable {
@@ -98,8 +102,22 @@ public final class SwitchStore {
 
   /// Opens (creating when readWrite and absent), checks with PRAGMA quick_check (readWrite
   /// only), refuses a newer schema, and migrates forward (readWrite only).
-  public convenience init(path: String, mode: Mode = .readWrite) throws(StoreError) {
-    try self.init(path: path, mode: mode, markSpacing: 64)
+  public convenience init(
+    path: String, mode: Mode = .readWrite, healthCheck: HealthCheck = .first
+  ) throws(StoreError) {
+    try self.init(path: path, mode: mode, markSpacing: 64, healthCheck: healthCheck)
+  }
+
+  /// When a read-write store runs `PRAGMA quick_check` over the file.
+  public enum HealthCheck: Sendable {
+    /// Before anything else (the check reads every page: with a million
+    /// user values, a third of the start's instructions).
+    case first
+    /// When the file needs no write to be opened (WAL already, the current
+    /// schema), the caller runs `checkHealth(of:)` on another thread while
+    /// the store reads, and calls `healthCheckPassed()` before any write;
+    /// otherwise first, as above.
+    case alongside
   }
 
   /// SQLite's "unix-excl" VFS: this process takes the database file's lock
@@ -113,7 +131,9 @@ public final class SwitchStore {
   static let vfs = "unix-excl"
 
   /// `markSpacing` is a parameter so tests can make walks between marks short.
-  init(path: String, mode: Mode, markSpacing: Int) throws(StoreError) {
+  init(path: String, mode: Mode, markSpacing: Int, healthCheck: HealthCheck = .first)
+    throws(StoreError)
+  {
     self.path = path
     self.mode = mode
     self.markSpacing = max(markSpacing, 1)
@@ -137,7 +157,15 @@ public final class SwitchStore {
     }
     switch mode {
     case .readWrite:
-      try Self.prepareWriter(connection, path: path)
+      if healthCheck == .alongside, found == Schema.currentVersion,
+        try Self.run(path, { () throws(SQLiteError) in try Self.isWAL(connection) })
+      {
+        // Nothing to write: the settings of this connection only.
+        try Self.run(path) { () throws(SQLiteError) in try Self.setDurability(connection) }
+        healthCheckPending = true
+      } else {
+        try Self.prepareWriter(connection, path: path)
+      }
     case .readOnly:
       guard found == Schema.currentVersion else {
         throw .sqlite(
@@ -176,12 +204,7 @@ public final class SwitchStore {
   {
     // Checked before anything writes: switching to WAL rewrites the header of
     // a file in rollback-journal mode, and a damaged file is left as it was.
-    let problems = try run(path) { () throws(SQLiteError) in
-      try connection.textRows("PRAGMA quick_check(5)")
-    }
-    guard problems == ["ok"] else {
-      throw .damaged(path: path, detail: problems.joined(separator: "; "))
-    }
+    try quickCheck(connection, path: path)
     try run(path) { () throws(SQLiteError) in
       // The page size of a new database (a no-op for an existing one). 4 KiB,
       // SQLite's default: a commit of a few log rows mostly fills one page, and
@@ -192,10 +215,51 @@ public final class SwitchStore {
       try connection.execute("PRAGMA page_size=4096")
       // WAL: readers never block the writer nor it them; the setting is stored in the file.
       try connection.execute("PRAGMA journal_mode=WAL")
-      // A commit is durable when it returns: WAL is fsynced at every commit.
-      try connection.execute("PRAGMA synchronous=FULL")
+      try setDurability(connection)
     }
     try run(path) { () throws(SQLiteError) in try Schema.migrate(connection) }
+  }
+
+  /// A commit is durable when it returns: WAL is fsynced at every commit.
+  static func setDurability(_ connection: SQLiteConnection) throws(SQLiteError) {
+    try connection.execute("PRAGMA synchronous=FULL")
+  }
+
+  /// Whether the file is in WAL mode already (read from its header: no write).
+  static func isWAL(_ connection: SQLiteConnection) throws(SQLiteError) -> Bool {
+    try connection.textRows("PRAGMA journal_mode") == ["wal"]
+  }
+
+  /// `PRAGMA quick_check`: every page read and its b-tree checked.
+  /// - Throws: `.damaged` with SQLite's first findings.
+  static func quickCheck(_ connection: SQLiteConnection, path: String) throws(StoreError) {
+    let problems = try run(path) { () throws(SQLiteError) in
+      try connection.textRows("PRAGMA quick_check(5)")
+    }
+    guard problems == ["ok"] else {
+      throw .damaged(path: path, detail: problems.joined(separator: "; "))
+    }
+  }
+
+  /// The health check of a store opened with `HealthCheck.alongside`, on a
+  /// connection of its own (any thread; under unix-excl this process's
+  /// connections share the file's lock and WAL index). Opened read-write
+  /// and made query-only, as a reader is (a read-only one would take POSIX
+  /// locks of its own).
+  /// - Throws: `.damaged`, or why the file could not be read.
+  public static func checkHealth(of path: String) throws(StoreError) {
+    let connection = try run(path) { () throws(SQLiteError) in
+      let connection = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE, vfs: vfs)
+      try connection.execute("PRAGMA query_only=1")
+      return connection
+    }
+    defer { connection.close() }
+    try quickCheck(connection, path: path)
+  }
+
+  /// The health check run alongside passed: the store may write.
+  public func healthCheckPassed() {
+    healthCheckPending = false
   }
 
   /// Runs `body`, mapping its SQLiteError to a StoreError for this file.
@@ -220,7 +284,12 @@ public final class SwitchStore {
   /// IMMEDIATE takes the write lock up front, so a second writer waits (busy_timeout) at BEGIN
   /// instead of failing with SQLITE_BUSY half-way through.
   func transaction<T>(_ body: () throws(SQLiteError) -> T) throws(StoreError) -> T {
-    try run { () throws(SQLiteError) -> T in
+    guard !healthCheckPending else {
+      throw StoreError(
+        .misuse("a write before the file's health check passed", context: "transaction"),
+        path: path)
+    }
+    return try run { () throws(SQLiteError) -> T in
       // A transaction left open by a ROLLBACK that failed would make every later BEGIN fail.
       if connection.isInTransaction { rollBack() }
       try execute(statements.begin)

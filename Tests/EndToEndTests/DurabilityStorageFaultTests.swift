@@ -233,6 +233,10 @@ import Testing
     /// As `secondPage`, in a database in rollback-journal mode (as a
     /// restored backup or a copy made by another tool may be).
     case secondPageOfRollbackJournalDatabase
+    /// The count of fragmented bytes in the second page's header made
+    /// wrong: every query still reads the file, only SQLite's quick_check
+    /// sees it (switchd runs it alongside the load of a WAL file).
+    case fragmentCountOfSecondPage
   }
 
   /// A damaged database is never silently replaced or repaired: switchd
@@ -261,6 +265,9 @@ import Testing
       bytes = (try? readWholeFileBytes(path)) ?? []
       #expect(bytes.count > 19 && bytes[18] == 1 && bytes[19] == 1, "not in rollback mode")
       try patchFile(path, at: pageSize, Durability.randomBytes(pageSize))
+    case .fragmentCountOfSecondPage:
+      // Byte 7 of a b-tree page's header (page 1's starts at 100).
+      try patchFile(path, at: pageSize + 7, [bytes[pageSize + 7] &+ 9])
     }
     let before = try? readWholeFileBytes(path)
     let (outcome, log) = try Self.startRefused(daemon)

@@ -94,6 +94,52 @@ import Testing
     }
   }
 
+  /// `HealthCheck.alongside`: a file that needs no write to be opened is
+  /// read at once while `checkHealth(of:)` runs on another connection, and
+  /// nothing is written until the check passed; one that does (new, or not
+  /// WAL yet) is checked first, as always. The check finds damage that
+  /// every query misses.
+  @Test func aCheckAlongsideHoldsWritesBackAndFindsWhatQueriesMiss() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let new = try SwitchStore(path: path, healthCheck: .alongside)
+      #expect(!new.healthCheckPending, "a new file is checked (and made) first")
+      let reason = String(repeating: "r", count: 200)
+      try new.insertNew(
+        (0..<500).map {
+          SwitchRecord(
+            key: "key.\($0)",
+            state: SwitchState(checked: true, readOnly: true, readOnlyReason: reason))
+        })
+      let pageSize = Int(try new.connection.textRows("PRAGMA page_size")[0])!
+      let pageCount = Int(try new.connection.textRows("PRAGMA page_count")[0])!
+      new.close()
+
+      let sound = try SwitchStore(path: path, healthCheck: .alongside)
+      #expect(sound.healthCheckPending)
+      #expect(try sound.loadSwitches().count == 500, "it reads before the check")
+      let early = SwitchRecord(key: "before.check", state: SwitchState(checked: false))
+      let refused = storeError { () throws(StoreError) in try sound.insertNew([early]) }
+      #expect(
+        refused?.description.contains("health check") == true, "\(String(describing: refused))")
+      try SwitchStore.checkHealth(of: path)
+      sound.healthCheckPassed()
+      try sound.insertNew([SwitchRecord(key: "after.check", state: SwitchState(checked: false))])
+      sound.close()
+
+      // Byte 7 of a b-tree page header counts fragmented free bytes; it is 0 here.
+      try patchFile(path, at: pageSize * (pageCount / 2) + 7, [9])
+      let before = try readWholeFileBytes(path)
+      let damaged = try SwitchStore(path: path, healthCheck: .alongside)
+      #expect(try damaged.loadSwitches().count == 501, "the damage is invisible to queries")
+      let error = storeError { () throws(StoreError) in try SwitchStore.checkHealth(of: path) }
+      #expect(error?.isDamaged == true, "\(String(describing: error))")
+      #expect(damaged.healthCheckPending)
+      damaged.close()
+      #expect(try readWholeFileBytes(path) == before, "a damaged file must never be rewritten")
+    }
+  }
+
   @Test func healthyDatabasePassesQuickCheckOnEveryOpen() throws {
     try withTemporaryDirectory { directory in
       let path = directory + "/s.db"

@@ -81,7 +81,35 @@ final class Writer {
     log: Log, jobs: BlockingQueue<WriterJob>,
     announced: (record: AnnouncedRevision, previous: Int64?)? = nil
   ) throws -> Writer {
-    let store = try SwitchStore(path: databasePath)
+    let store = try SwitchStore(path: databasePath, healthCheck: .alongside)
+    // The file's health check reads every page: on the other core while
+    // this thread loads the switches, and passed before the first write.
+    let health = store.healthCheckPending ? HealthCheckThread(path: databasePath) : nil
+    do {
+      return try start(
+        store, databasePath: databasePath, configDirectory: configDirectory, catalog: catalog,
+        access: access, log: log, jobs: jobs, announced: announced, health: health)
+    } catch {
+      // Damage found by the check explains whatever the load ran into.
+      if let health, let damage = health.finish() {
+        store.close()
+        throw damage
+      }
+      store.close()
+      throw error
+    }
+  }
+
+  private static func start(
+    _ store: SwitchStore, databasePath: String, configDirectory: String, catalog: Catalog,
+    access: AccessRules, log: Log, jobs: BlockingQueue<WriterJob>,
+    announced: (record: AnnouncedRevision, previous: Int64?)?, health: HealthCheckThread?
+  ) throws -> Writer {
+    func healthChecked() throws {
+      guard let health, store.healthCheckPending else { return }
+      if let damage = health.finish() { throw damage }
+      store.healthCheckPassed()
+    }
     if let previous = announced?.previous {
       let found = try store.currentRevision()
       if found < previous {
@@ -96,8 +124,12 @@ final class Writer {
     for record in try store.loadSwitches() { records[record.key] = record }
     // After a crash the rows lag the log; bring them up to date once, so from
     // here on the writer knows every key changed since the checkpoint.
-    if try store.checkpointRevision() < store.currentRevision() { try store.checkpointFromLog() }
+    if try store.checkpointRevision() < store.currentRevision() {
+      try healthChecked()
+      try store.checkpointFromLog()
+    }
     let userValues = try store.loadUserValues()
+    try healthChecked()
     let writer = Writer(
       store: store, configDirectory: configDirectory, catalog: catalog, records: records,
       revision: try store.currentRevision(), oldestRetained: try store.oldestRetainedRevision(),
