@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <linux/futex.h>
@@ -73,6 +74,13 @@ void shim_fix_malloc_thresholds(void) {
   mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   mallopt(M_TRIM_THRESHOLD, 128 * 1024);
 }
+
+int shim_set_thread_nice(int nice) {
+  // On Linux a nice value belongs to a thread (its tid), not the process.
+  return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+}
+
+void shim_set_thread_name(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
 
 int shim_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 

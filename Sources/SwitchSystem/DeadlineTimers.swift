@@ -34,7 +34,7 @@ public final class DeadlineTimers: @unchecked Sendable {
     // statically (the runtime's TSan hook is not exported), and reported the
     // two threads' first reads as a data race (switchd exit 66 in CI).
     let clockMayBeFaked = Self.processClockMayBeFaked
-    thread = startJoinableThread {
+    thread = startJoinableThread(named: "deadline timer") {
       Self.wait(
         timers: [wall, boot], stopper: stopper, clockMayBeFaked: clockMayBeFaked, fired: fired)
     }

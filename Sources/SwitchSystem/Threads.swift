@@ -1,12 +1,25 @@
+import CShim
 import Glibc
 
 /// Starts a detached POSIX thread running `body`. (Foundation's `Thread`
-/// would pull Foundation in for one call.)
-public func startThread(_ body: @escaping @Sendable () -> Void) {
-  pthread_detach(startJoinableThread(body))
+/// would pull Foundation in for one call.) `name`: what `top -H` and
+/// /proc/PID/task/TID/comm show for it (at most 15 bytes are kept).
+public func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+  pthread_detach(startJoinableThread(named: name, body))
 }
 
 /// Starts a joinable POSIX thread running `body`; the caller joins or detaches it.
+public func startJoinableThread(named name: String, _ body: @escaping @Sendable () -> Void)
+  -> pthread_t
+{
+  startJoinableThread {
+    shim_set_thread_name(name)
+    body()
+  }
+}
+
+/// Starts a joinable POSIX thread running `body`, keeping the name of the
+/// thread that started it.
 public func startJoinableThread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
   // A class, because pthread_create passes one pointer; Sendable, because
   // it holds nothing but a Sendable closure.

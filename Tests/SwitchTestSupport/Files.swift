@@ -55,3 +55,19 @@ public func mode(of path: String) -> mode_t {
   precondition(lstat(path, &st) == 0, "lstat \(path)")
   return st.st_mode & 0o7777
 }
+
+/// The names in directory `path`, but `.` and `..`.
+public func directoryEntries(_ path: String) throws -> [String] {
+  guard let directory = opendir(path) else {
+    throw FixtureError("cannot list \(path): errno \(errno)")
+  }
+  defer { closedir(directory) }
+  var names: [String] = []
+  while let entry = readdir(directory) {
+    let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+      String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+    }
+    if name != "." && name != ".." { names.append(name) }
+  }
+  return names
+}

@@ -79,7 +79,9 @@ final class ApplyPool {
   func submit(_ task: ApplyTask) {
     if !started {
       started = true
-      for _ in 0..<workers { startThread { [tasks, results] in Self.work(tasks, results) } }
+      for _ in 0..<workers {
+        startThread(named: "apply") { [tasks, results] in Self.work(tasks, results) }
+      }
     }
     tasks.push(task)
   }

@@ -49,7 +49,7 @@ final class Authorizer: @unchecked Sendable {
       let questions = self.questions
       let answers = self.answers
       let (eventFD, loopWakeFD) = (self.eventFD, self.loopWakeFD)
-      startThread {
+      startThread(named: "polkit") {
         Self.serve(questions: questions, answers: answers, eventFD: eventFD, loopWakeFD: loopWakeFD)
       }
     }

@@ -18,7 +18,7 @@ final class ConfigReader: Sendable {
   /// Starts the thread; what it reads goes to `writerJobs`.
   init(directory: String, log: Log, writerJobs: BlockingQueue<WriterJob>) {
     let requests = self.requests
-    startThread {
+    startThread(named: "config reader") {
       while true {
         for request in requests.takeAll() {
           guard case .reload(let ticket) = request else { return }

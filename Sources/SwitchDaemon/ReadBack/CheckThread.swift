@@ -48,7 +48,9 @@ final class CheckThread: @unchecked Sendable {
     if !started {
       if case .stop = request { return }
       started = true
-      startThread { [requests, jobs, log] in Self.work(requests, jobs, log) }
+      startThread(named: "read-back check") { [requests, jobs, log] in
+        Self.work(requests, jobs, log)
+      }
     }
     requests.push(request)
   }

@@ -38,7 +38,7 @@ final class WatchThread: @unchecked Sendable {
   }
 
   func start() {
-    startThread { [self] in run() }
+    startThread(named: "read-back watch") { [self] in run() }
   }
 
   /// Ends the program (its whole process group) and the thread; no

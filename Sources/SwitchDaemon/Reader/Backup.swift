@@ -42,7 +42,7 @@ final class Backups {
     precondition(!isRunning, "one backup at a time")
     isRunning = true
     let outcomes = self.outcomes
-    startThread {
+    startThread(named: "backup") {
       outcomes.push(BackupOutcome(ticket: ticket, result: BackupCopy.take(of: databasePath)))
       var one: UInt64 = 1
       _ = write(wakeFD, &one, 8)

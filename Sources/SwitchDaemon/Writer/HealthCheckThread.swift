@@ -19,7 +19,7 @@ final class HealthCheckThread {
 
   init(path: String) {
     let outcome = self.outcome
-    thread = startJoinableThread {
+    thread = startJoinableThread(named: "health check") {
       do {
         try SwitchStore.checkHealth(of: path)
       } catch {

@@ -64,7 +64,7 @@ extension Writer {
   /// only waits: the writer never does.
   private func after(_ milliseconds: Int64, post job: WriterJob) {
     guard let jobs else { return }
-    SwitchSystem.startThread {
+    SwitchSystem.startThread(named: "drift timer") {
       usleep(useconds_t(min(milliseconds, Drift.maximumBackoffMilliseconds) * 1000))
       jobs.push(job)
     }

@@ -26,7 +26,7 @@ extension Writer {
     wakeFD: Int32, announced: (record: AnnouncedRevision, previous: Int64?)? = nil
   ) throws -> Started {
     let started = BlockingQueue<Result<Started, any Error>>()
-    SwitchSystem.startThread {
+    SwitchSystem.startThread(named: "writer") {
       let writer: Writer
       do {
         writer = try Writer.start(
