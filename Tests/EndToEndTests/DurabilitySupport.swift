@@ -283,13 +283,33 @@ enum Durability {
         != nil
     }
 
-    /// Unmounts, repairs the filesystem as an operator would, and mounts it again.
+    /// Unmounts, repairs the filesystem as an operator would, and mounts it
+    /// again, read-write: a mount that comes back read-only (seen once in
+    /// CI under TSan: the kernel still held the error it had been told
+    /// about) is remounted read-write, as an operator would, once.
     static func repairAndRemount(_ image: String, at directory: String) -> Bool {
       guard let tools else { return false }
       guard runProcess(["/bin/umount", directory]).status == 0 else { return false }
       // e2fsck: 0 clean, 1 errors corrected.
       guard runProcess([tools.fsck, "-fy", image]).status <= 1 else { return false }
-      return mount(image, at: directory)
+      guard mount(image, at: directory) else { return false }
+      if options(of: directory)?.contains("rw") == true { return true }
+      _ = runProcess(["/bin/mount", "-o", "remount,rw", directory])
+      return options(of: directory)?.contains("rw") == true
+    }
+
+    /// The mount options of `directory` (from /proc/mounts, the last of
+    /// its mounts: the one on top), as a list.
+    static func options(of directory: String) -> [String]? {
+      guard let mounts = try? readWholeFile("/proc/mounts") else { return nil }
+      var found: [String]?
+      for line in mounts.split(separator: "\n") {
+        let fields = line.split(separator: " ")
+        if fields.count > 3 && fields[1] == directory {
+          found = fields[3].split(separator: ",").map(String.init)
+        }
+      }
+      return found
     }
   }
 
