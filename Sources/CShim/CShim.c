@@ -75,11 +75,6 @@ void shim_fix_malloc_thresholds(void) {
   mallopt(M_TRIM_THRESHOLD, 128 * 1024);
 }
 
-int shim_set_thread_nice(int nice) {
-  // On Linux a nice value belongs to a thread (its tid), not the process.
-  return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
-}
-
 void shim_set_thread_name(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
 
 int shim_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }

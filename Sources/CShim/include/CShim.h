@@ -53,11 +53,6 @@ static const uint32_t SHIM_EPOLLET = 0x80000000u;
 /// with 10,000 switches instead of 24 MiB (issue 26).
 void shim_fix_malloc_thresholds(void);
 
-/// Gives the calling thread (only) the nice value `nice` (0 to 19): a
-/// background thread then yields its core to the event loop when both are
-/// ready to run. 0 on success, -1 with errno.
-int shim_set_thread_nice(int nice);
-
 /// Names the calling thread (PR_SET_NAME: at most 15 bytes are kept).
 void shim_set_thread_name(const char *name);
 

@@ -1,4 +1,3 @@
-import CShim
 import Glibc
 import SwitchCore
 import SwitchProtocol
@@ -38,10 +37,6 @@ enum ReaderOutput: Sendable {
 /// so a big log or a slow disk delays only the client that asked, never
 /// the loop. It opens and owns the read-only SQLite connection.
 enum LogReader {
-  /// The thread's nice value: 10 weighs ~1/10 of the loop's (0) when
-  /// both want a core, and wakes of the loop preempt it.
-  static let nice: Int32 = 10
-  static let threadName = "log reader"
 
   /// Starts the thread; returns once its connection is open, or throws
   /// why it could not open it.
@@ -50,12 +45,7 @@ enum LogReader {
     deliver: @escaping @Sendable (ReaderOutput) -> Void
   ) throws(StoreError) {
     let opened = BlockingQueue<Result<Void, StoreError>>()
-    startThread(named: Self.threadName) {
-      // Behind the loop on a busy machine: a `get` answered from memory
-      // should not wait for a page of history being read (switchbench
-      // --only history: `get` p99 while a client pages the log). Best
-      // effort: at worst the thread keeps the loop's priority.
-      _ = shim_set_thread_nice(Self.nice)
+    startThread(named: "log reader") {
       let store: SwitchStore
       switch Result(catching: { () throws(StoreError) in
         try SwitchStore(path: databasePath, mode: .readOnly)
