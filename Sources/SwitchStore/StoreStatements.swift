@@ -336,15 +336,10 @@ extension SQLiteStatement {
     try bind(value.expiresAt, at: 6)
   }
 
-  /// Reads a row selected with `SQL.userValueColumns`.
-  func readUserValue() throws(SQLiteError) -> (key: String, user: UInt32, value: UserValue) {
-    let (user, value) = try readUserValueFields()
-    return (text(at: 0), user, value)
-  }
-
-  /// `readUserValue` but for the key (a caller that loads many rows reads
-  /// the key's bytes and makes a String only when it changes).
-  func readUserValueFields() throws(SQLiteError) -> (user: UInt32, value: UserValue) {
+  /// Reads a row selected with `SQL.userValueColumns` but for its key (the
+  /// caller, loading many rows, compares the key's bytes and makes a String
+  /// only when it changes).
+  func readUserValue() throws(SQLiteError) -> (user: UInt32, value: UserValue) {
     guard let user = UInt32(exactly: int64(at: 1)) else {
       throw .corrupt("a user value has a uid out of range", context: "`\(sql)` on \(path)")
     }

@@ -51,7 +51,7 @@ extension SwitchStore {
           users = [:]
           users.reserveCapacity(size)
         }
-        let (user, value) = try statement.readUserValueFields()
+        let (user, value) = try statement.readUserValue()
         users[user] = value
       }
       if let key { values[key] = users }

@@ -138,16 +138,7 @@ public final class SwitchStore {
     self.mode = mode
     self.markSpacing = max(markSpacing, 1)
     let connection = try Self.run(path) { () throws(SQLiteError) in
-      // A reader opens read-write too, and is made query-only below: under
-      // unix-excl a read-only connection takes its own POSIX locks, which
-      // would turn this process's exclusive lock into a shared one and
-      // release it when the reader finishes (POSIX locks are per process).
-      let flags =
-        mode == .readWrite ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READWRITE
-      return try SQLiteConnection(path: path, flags: flags, vfs: Self.vfs)
-    }
-    if mode == .readOnly {
-      try Self.run(path) { () throws(SQLiteError) in try connection.execute("PRAGMA query_only=1") }
+      try Self.connect(path, mode: mode)
     }
     // Checked before anything writes: a newer file is left exactly as it was. This is also the
     // first read of the file, where one that is not a database fails with SQLITE_NOTADB.
@@ -220,6 +211,19 @@ public final class SwitchStore {
     try run(path) { () throws(SQLiteError) in try Schema.migrate(connection) }
   }
 
+  /// A connection to `path` through `vfs`. A reader opens read-write too,
+  /// and is made query-only: under unix-excl a read-only connection takes
+  /// its own POSIX locks, which would turn this process's exclusive lock
+  /// into a shared one and release it when the reader finishes (POSIX locks
+  /// are per process).
+  static func connect(_ path: String, mode: Mode) throws(SQLiteError) -> SQLiteConnection {
+    let flags =
+      mode == .readWrite ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READWRITE
+    let connection = try SQLiteConnection(path: path, flags: flags, vfs: vfs)
+    if mode == .readOnly { try connection.execute("PRAGMA query_only=1") }
+    return connection
+  }
+
   /// A commit is durable when it returns: WAL is fsynced at every commit.
   static func setDurability(_ connection: SQLiteConnection) throws(SQLiteError) {
     try connection.execute("PRAGMA synchronous=FULL")
@@ -242,16 +246,12 @@ public final class SwitchStore {
   }
 
   /// The health check of a store opened with `HealthCheck.alongside`, on a
-  /// connection of its own (any thread; under unix-excl this process's
-  /// connections share the file's lock and WAL index). Opened read-write
-  /// and made query-only, as a reader is (a read-only one would take POSIX
-  /// locks of its own).
+  /// reader's connection of its own (any thread; under unix-excl this
+  /// process's connections share the file's lock and WAL index).
   /// - Throws: `.damaged`, or why the file could not be read.
   public static func checkHealth(of path: String) throws(StoreError) {
     let connection = try run(path) { () throws(SQLiteError) in
-      let connection = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE, vfs: vfs)
-      try connection.execute("PRAGMA query_only=1")
-      return connection
+      try connect(path, mode: .readOnly)
     }
     defer { connection.close() }
     try quickCheck(connection, path: path)

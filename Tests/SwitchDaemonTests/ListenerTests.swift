@@ -11,16 +11,7 @@ import Testing
 @Suite struct ListenerTests {
   /// The entries of `directory`, sorted.
   func entries(_ directory: String) -> [String] {
-    guard let stream = opendir(directory) else { return [] }
-    defer { closedir(stream) }
-    var names: [String] = []
-    while let entry = readdir(stream) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-      }
-      if name != "." && name != ".." { names.append(name) }
-    }
-    return names.sorted()
+    ((try? directoryEntries(directory)) ?? []).sorted()
   }
 
   func mode(of path: String) -> mode_t? {

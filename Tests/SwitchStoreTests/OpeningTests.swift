@@ -53,20 +53,28 @@ import Testing
     case wrongFragmentCount
   }
 
+  /// Inserts 500 switches with 200-byte reasons (the switches b-tree spans
+  /// the middle of the file); returns the page size and count.
+  static func fillWithFiveHundredSwitches(_ store: SwitchStore) throws -> (Int, Int) {
+    let reason = String(repeating: "r", count: 200)
+    try store.insertNew(
+      (0..<500).map {
+        SwitchRecord(
+          key: "key.\($0)",
+          state: SwitchState(checked: true, readOnly: true, readOnlyReason: reason))
+      })
+    return (
+      Int(try store.connection.textRows("PRAGMA page_size")[0])!,
+      Int(try store.connection.textRows("PRAGMA page_count")[0])!
+    )
+  }
+
   @Test(arguments: Corruption.allCases)
   func corruptPageIsRefusedByQuickCheck(corruption: Corruption) throws {
     try withTemporaryDirectory { directory in
       let path = directory + "/s.db"
       let store = try SwitchStore(path: path)
-      let reason = String(repeating: "r", count: 200)
-      try store.insertNew(
-        (0..<500).map {
-          SwitchRecord(
-            key: "key.\($0)",
-            state: SwitchState(checked: true, readOnly: true, readOnlyReason: reason))
-        })
-      let pageSize = Int(try store.connection.textRows("PRAGMA page_size")[0])!
-      let pageCount = Int(try store.connection.textRows("PRAGMA page_count")[0])!
+      let (pageSize, pageCount) = try Self.fillWithFiveHundredSwitches(store)
       // Closing the last connection checkpoints the WAL into the main file.
       store.close()
       #expect(pageCount > 8)
@@ -104,15 +112,7 @@ import Testing
       let path = directory + "/s.db"
       let new = try SwitchStore(path: path, healthCheck: .alongside)
       #expect(!new.healthCheckPending, "a new file is checked (and made) first")
-      let reason = String(repeating: "r", count: 200)
-      try new.insertNew(
-        (0..<500).map {
-          SwitchRecord(
-            key: "key.\($0)",
-            state: SwitchState(checked: true, readOnly: true, readOnlyReason: reason))
-        })
-      let pageSize = Int(try new.connection.textRows("PRAGMA page_size")[0])!
-      let pageCount = Int(try new.connection.textRows("PRAGMA page_count")[0])!
+      let (pageSize, pageCount) = try Self.fillWithFiveHundredSwitches(new)
       new.close()
 
       let sound = try SwitchStore(path: path, healthCheck: .alongside)

@@ -37,7 +37,6 @@ enum ReaderOutput: Sendable {
 /// so a big log or a slow disk delays only the client that asked, never
 /// the loop. It opens and owns the read-only SQLite connection.
 enum LogReader {
-
   /// Starts the thread; returns once its connection is open, or throws
   /// why it could not open it.
   static func start(

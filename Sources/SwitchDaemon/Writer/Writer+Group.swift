@@ -334,16 +334,7 @@ extension Writer {
       record(
         consume change, replacing: old.revision, changedAt: old.changedAt, at: slot,
         into: &group)
-      if case .confirmWithin = write.lasting {
-        deadlines.makers[write.key] = write.ticket.connection
-      }
-      group.answers.append(
-        (
-          write.ticket,
-          .write(
-            .success(
-              WriteOutcome(definition: definition, policy: policy, changed: true, record: after)))
-        ))
+      answerChanged(write, definition, policy, after: after, into: &group)
       return true
     }
     return decidePlanned(
@@ -437,21 +428,26 @@ extension Writer {
         change, replacing: oldRevision, changedAt: oldChangedAt, at: own ? slot : nil,
         into: &group)
     }
-    answerChanged(write, decided, after: after, into: &group)
+    answerChanged(write, decided.definition, decided.policy, after: after, into: &group)
     return true
   }
 
   /// The answer to a system write that changed its switch to `after`; a
   /// tried change remembers who made it (rule 20).
   private func answerChanged(
-    _ write: borrowing WriteRequest, _ decided: borrowing Decision, after: consuming SwitchRecord,
-    into group: inout Group
+    _ write: borrowing WriteRequest, _ definition: borrowing SwitchDefinition,
+    _ policy: borrowing PolicyRule?, after: consuming SwitchRecord, into group: inout Group
   ) {
     if case .confirmWithin = write.lasting {
       deadlines.makers[write.key] = write.ticket.connection
     }
     group.answers.append(
-      (write.ticket, .write(.success(WriteOutcome(decided, after: after)))))
+      (
+        write.ticket,
+        .write(
+          .success(
+            WriteOutcome(definition: definition, policy: policy, changed: true, record: after)))
+      ))
   }
 
   /// Takes a decided change into the writer's copy and the group; it

@@ -91,12 +91,9 @@ final class Writer {
         access: access, log: log, jobs: jobs, announced: announced, health: health)
     } catch {
       // Damage found by the check explains whatever the load ran into.
-      if let health, let damage = health.finish() {
-        store.close()
-        throw damage
-      }
+      let damage = health?.finish()
       store.close()
-      throw error
+      throw damage ?? error
     }
   }
 
