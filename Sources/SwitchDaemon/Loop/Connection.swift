@@ -151,20 +151,21 @@ final class Connection {
     return true
   }
 
-  /// Queues a whole response (an answer object without its newline) for a
-  /// single request's slot. When nothing is waiting to be sent and the slot is
-  /// next, the response's buffer becomes the output queue instead of being
-  /// copied into it (a history page is ~500 KB). `bytes` is left empty,
-  /// holding a buffer the caller may reuse.
-  func queue(response bytes: inout [UInt8], slot seq: UInt64, part: Int) {
+  /// Queues a whole response line (an answer object and its line end) for
+  /// a single request's slot. When nothing is waiting to be sent and the
+  /// slot is next, the line's buffer becomes the output queue instead of
+  /// being copied into it (a history page is ~500 KB), untouched: it may
+  /// still be shared. `bytes` is left empty, holding a buffer the caller
+  /// may reuse.
+  func queue(line bytes: inout [UInt8], slot seq: UInt64, part: Int) {
     if out.isEmpty, let first = slots.first, first.seq == seq, !first.isBatch {
-      bytes.append(terminator)
       swap(&out, &bytes)
       outStart = 0
       responseBytesQueued += out.count
       dropSlots(1)
       flushCompletedSlots()
     } else {
+      bytes.removeLast()
       fill(slot: seq, part: part, with: bytes)
     }
     bytes.removeAll(keepingCapacity: true)

@@ -45,10 +45,10 @@ extension Server {
     connection.fill(slot: ticket.slot, part: ticket.part, with: w.bytes)
   }
 
-  /// Delivers a response built whole elsewhere (a history page), without a copy
-  /// when it is the connection's next answer.
-  func respond(_ ticket: Ticket, on connection: Connection, built bytes: inout [UInt8]) {
-    connection.queue(response: &bytes, slot: ticket.slot, part: ticket.part)
+  /// Delivers a response line built whole elsewhere (a history page, its
+  /// line end included), without a copy when it is the connection's next answer.
+  func respond(_ ticket: Ticket, on connection: Connection, builtLine bytes: inout [UInt8]) {
+    connection.queue(line: &bytes, slot: ticket.slot, part: ticket.part)
   }
 
   /// Delivers a response with a descriptor passed alongside (`backup`).

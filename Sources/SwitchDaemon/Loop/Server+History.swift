@@ -52,7 +52,7 @@ extension Server {
         connection.readsInFlight -= 1
         switch result {
         case .success(var response):
-          respond(ticket, on: connection, built: &response)
+          respond(ticket, on: connection, builtLine: &response)
           // What is left (the connection's emptied output buffer, or the page
           // once copied) goes back to the reader for its next page.
           if response.capacity > 0 && response.capacity <= 1 << 20 { readerSpares.push(response) }

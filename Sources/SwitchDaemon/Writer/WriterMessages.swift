@@ -18,6 +18,9 @@ struct Ticket: Sendable {
   /// Whose values of user-scope switches the answer shows (the `user`
   /// param, else the caller's uid).
   var viewer: UInt32? = nil
+
+  /// The wire format its answer is framed in.
+  var wire: WireFormat { varlink == nil ? .jsonRPC : .varlink }
 }
 
 /// What the event loop asks of the writer thread.
