@@ -52,8 +52,13 @@ import Testing
     let earlier = c.openSlot(parts: 1, isBatch: false)
     let later = c.openSlot(parts: 1, isBatch: false)
     var second = Array("second\n".utf8)
+    let secondBuffer = second.withUnsafeBufferPointer { $0.baseAddress }
+    let secondShared = second
     c.queue(line: &second, slot: later, part: 0)
     #expect(second.isEmpty)
+    // Kept as it is until its turn (copied once, into the queue, then).
+    #expect(c.slots.last?.single?.withUnsafeBufferPointer { $0.baseAddress } == secondBuffer)
+    #expect(secondShared.count == 7)
     #expect(String(decoding: c.out, as: UTF8.self) == "page\n")
     c.fill(slot: earlier, part: 0, with: Array("first".utf8))
     #expect(String(decoding: c.out, as: UTF8.self) == "page\nfirst\nsecond\n")

@@ -108,16 +108,19 @@ final class Connection {
   }
 
   /// Fills one answer of a slot; completed slots at the head go out.
-  func fill(slot seq: UInt64, part: Int, with bytes: [UInt8]) {
+  /// `lineEnded`: `bytes` end with the line end already (a single
+  /// request's whole line, kept as it is).
+  func fill(slot seq: UInt64, part: Int, with bytes: [UInt8], lineEnded: Bool = false) {
     guard let first = slots.first, seq >= first.seq else { return }
     let index = Int(seq - first.seq)
     guard index < slots.count else { return }
     if slots[index].isBatch {
       guard part < slots[index].parts.count else { return }
-      slots[index].parts[part] = bytes
+      slots[index].parts[part] = lineEnded ? Array(bytes.dropLast()) : bytes
     } else {
       guard part == 0, slots[index].single == nil else { return }
       slots[index].single = bytes
+      slots[index].singleIsLine = lineEnded
     }
     slots[index].remaining -= 1
     slots[index].bytes += bytes.count
@@ -165,8 +168,7 @@ final class Connection {
       dropSlots(1)
       flushCompletedSlots()
     } else {
-      bytes.removeLast()
-      fill(slot: seq, part: part, with: bytes)
+      fill(slot: seq, part: part, with: bytes, lineEnded: true)
     }
     bytes.removeAll(keepingCapacity: true)
   }
@@ -187,7 +189,7 @@ final class Connection {
       } else {
         out.append(contentsOf: slot.single ?? [])
       }
-      out.append(terminator)
+      if !slot.singleIsLine { out.append(terminator) }
       responseBytesQueued += out.count - before
       done += 1
     }
@@ -381,6 +383,8 @@ struct Slot {
   /// array to allocate for the common case).
   var parts: [[UInt8]?]
   var single: [UInt8]?
+  /// Whether `single` ends with its line end already (`queue(line:)`).
+  var singleIsLine = false
   /// Descriptors the line passes (a backup's file), owned until then.
   var descriptors: [Int32] = []
   var remaining: Int
