@@ -53,8 +53,9 @@ extension Server {
         switch result {
         case .success(var response):
           respond(ticket, on: connection, builtLine: &response)
-          // What is left (the connection's emptied output buffer, or the page
-          // once copied) goes back to the reader for its next page.
+          // What is left (the connection's emptied output buffer, or an
+          // empty one of the page's size when the page waits its turn) goes
+          // back to the reader for its next page.
           if response.capacity > 0 && response.capacity <= 1 << 20 { readerSpares.push(response) }
         case .failure(let error):
           fail(ticket, on: connection, .storageFailure("reading the change log failed: \(error)"))
