@@ -262,16 +262,9 @@ enum Durability {
       runProcess(["/bin/mount", "-o", "loop,errors=remount-ro", image, directory]).status == 0
     }
 
-    /// The block device's name (`loop3`) mounted at `directory`, from /proc/mounts.
+    /// The block device's name (`loop3`) mounted at `directory`.
     static func device(of directory: String) -> String? {
-      guard let mounts = try? readWholeFile("/proc/mounts") else { return nil }
-      for line in mounts.split(separator: "\n") {
-        let fields = line.split(separator: " ")
-        if fields.count > 1 && fields[1] == directory {
-          return fields[0].split(separator: "/").last.map(String.init)
-        }
-      }
-      return nil
+      mountEntry(of: directory)?[0].split(separator: "/").last.map(String.init)
     }
 
     /// Makes the kernel report an ext4 error on the filesystem at `directory`:
@@ -298,18 +291,17 @@ enum Durability {
       return options(of: directory)?.contains("rw") == true
     }
 
-    /// The mount options of `directory` (from /proc/mounts, the last of
-    /// its mounts: the one on top), as a list.
+    /// The mount options of `directory`, as a list.
     static func options(of directory: String) -> [String]? {
+      mountEntry(of: directory)?[3].split(separator: ",").map(String.init)
+    }
+
+    /// The fields of /proc/mounts' line for `directory` (device, directory,
+    /// type, options, …): the last of its mounts, the one on top.
+    static func mountEntry(of directory: String) -> [Substring]? {
       guard let mounts = try? readWholeFile("/proc/mounts") else { return nil }
-      var found: [String]?
-      for line in mounts.split(separator: "\n") {
-        let fields = line.split(separator: " ")
-        if fields.count > 3 && fields[1] == directory {
-          found = fields[3].split(separator: ",").map(String.init)
-        }
-      }
-      return found
+      return mounts.split(separator: "\n").map { $0.split(separator: " ") }
+        .last { $0.count > 3 && $0[1] == directory }
     }
   }
 
