@@ -64,6 +64,8 @@ extension Bench {
         section: "history", measure: "history entries paged per second meanwhile",
         unit: .perSecond, value: Double(pager.entries) / max(1e-9, pagingSeconds),
         note: "\(count(pager.entries)) entries, \(pager.laps) passes over the whole log"))
+    pager.stop()
+    try measureReplayIsolation(daemon, rows: rows)
   }
 }
 

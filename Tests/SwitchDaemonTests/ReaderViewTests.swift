@@ -45,6 +45,49 @@ import Testing
     }
   }
 
+  /// A `since` replay page, read in runs too, is the page read at once:
+  /// the same rows, bounds and changes shown, for every viewer.
+  @Test(arguments: [Viewpoint.everyone, .user(1000)])
+  func aReplayPageReadInRunsIsThePageReadAtOnce(viewpoint: Viewpoint) throws {
+    try withStore { store in
+      let view = ReaderView(viewpoint: viewpoint)
+      for (after, upTo, limit) in [
+        (Int64(0), Int64(300), 256), (0, 300, 64), (10, 200, 256), (100, 300, 65), (299, 300, 256),
+        (300, 300, 256),
+      ] {
+        var pauses = 0
+        let page = try view.replay(
+          store, after: after, upTo: upTo, limit: limit, pause: { pauses += 1 })
+        let rows = try store.changes(after: after, upTo: upTo, limit: limit)
+        let context = "after \(after), up to \(upTo), limit \(limit)"
+        #expect(page.first == rows.first?.revision, "\(context)")
+        #expect(page.last == rows.last?.revision, "\(context)")
+        #expect(page.shown == (try view.shown(rows, store)), "\(context)")
+        let runs = (rows.count + ReaderView.rowsPerRead - 1) / ReaderView.rowsPerRead
+        #expect(pauses >= max(0, runs - 1), "\(context)")
+      }
+    }
+  }
+
+  /// Rows pruned between two runs of a replay page: the page ends with the
+  /// last run that goes on from the one before, so the gap is found by the
+  /// next page (which the loop answers by closing the watch).
+  @Test func aReplayPageEndsBeforeRowsPrunedUnderneathIt() throws {
+    try withStore { store in
+      let view = ReaderView(viewpoint: .everyone)
+      var pruned = 0
+      let page = try view.replay(store, after: 0, upTo: 300, limit: 256) {
+        if pruned == 0 { pruned = (try? store.prune(keep: 100)) ?? -1 }
+      }
+      #expect(pruned == 200)
+      #expect(page.first == 1)
+      #expect(page.last == Int64(ReaderView.rowsPerRead))
+      #expect(page.shown.map(\.revision) == Array(1...Int64(ReaderView.rowsPerRead)))
+      let next = try view.replay(store, after: page.last!, upTo: 300, limit: 256)
+      #expect(next.first == 201)
+    }
+  }
+
   private func withStore(_ body: (SwitchStore) throws -> Void) throws {
     try withTemporaryDirectory { directory in
       let store = try SwitchStore(path: "\(directory)/s.db")

@@ -43,31 +43,49 @@ extension Server {
   }
 
   /// Takes what the log reader thread read: answers `history`, sends
-  /// replay pages, and resumes the connections that waited.
+  /// replay pages, and resumes the connections that waited. Each output
+  /// is popped, not iterated over: the drained list would otherwise share
+  /// each page's buffer until the last output is handled, so a history
+  /// page's queue that emptied in the meantime would be copied into fresh
+  /// memory rather than emptied in place, and a replay page's buffer could
+  /// not go back to the reader unshared (it would be freed here: a munmap
+  /// on the loop; perf).
   func drainReaderOutputs() {
-    for output in readerOutputs.drain() {
-      switch output {
-      case .history(let ticket, let result):
-        guard let connection = connections[ticket.connection] else { continue }
-        connection.readsInFlight -= 1
-        switch result {
-        case .success(var response):
-          respond(ticket, on: connection, builtLine: &response)
-          // What is left (the connection's emptied output buffer, or an
-          // empty one of the page's size when the page waits its turn) goes
-          // back to the reader for its next page.
-          if response.capacity > 0 && response.capacity <= 1 << 20 { readerSpares.push(response) }
-        case .failure(let error):
-          fail(ticket, on: connection, .storageFailure("reading the change log failed: \(error)"))
-        }
-        pump(connection)
-      case .replay(let id, let watch, let after, let result):
-        guard let connection = connections[id] else { continue }
-        continueReplay(watch, on: connection, after: after, result)
-        if !connection.isClosed { pump(connection) }
-      case .stopped:
-        readerStopped = true
+    var outputs = readerOutputs.drain()
+    outputs.reverse()
+    while let output = outputs.popLast() { take(output) }
+  }
+
+  private func take(_ output: consuming ReaderOutput) {
+    switch consume output {
+    case .history(let ticket, let result):
+      guard let connection = connections[ticket.connection] else { return }
+      connection.readsInFlight -= 1
+      switch consume result {
+      case .success(var response):
+        respond(ticket, on: connection, builtLine: &response)
+        // What is left (the connection's emptied output buffer, or an
+        // empty one of the page's size when the page waits its turn) goes
+        // back to the reader for its next page.
+        if response.capacity > 0 && response.capacity <= 1 << 20 { readerSpares.push(response) }
+      case .failure(let error):
+        fail(ticket, on: connection, .storageFailure("reading the change log failed: \(error)"))
       }
+      pump(connection)
+    case .replay(let id, let watch, let after, let result):
+      guard let connection = connections[id] else { return }
+      var page: ReplayPage?
+      if case .success(let read) = consume result { page = read }
+      continueReplay(watch, on: connection, after: after, page)
+      // The page's buffer back to the reader, with no reference left here:
+      // it writes the next page into it (fresh memory of this size is
+      // mmap'd, and faulted in page by page).
+      let spare = page?.events ?? []
+      page = nil
+      if spare.capacity > 0 && spare.capacity <= 1 << 20 { readerSpares.push(consume spare) }
+      if !connection.isClosed { pump(connection) }
+    case .stopped:
+      readerStopped = true
     }
   }
 }

@@ -87,7 +87,8 @@ extension Server {
       readerJobs.push(
         .replay(
           connection: connection.id, watch: id, after: cursor, upTo: revision,
-          limit: Self.replayPage, view: readerView(watch.viewpoint)))
+          limit: Self.replayPage, view: readerView(watch.viewpoint),
+          format: watch.replayFormat(viewer: connection.caller)))
       asked = true
     }
     return asked
@@ -95,17 +96,18 @@ extension Server {
 
   static let replayPage = 256
 
-  /// Sends a replay page the log reader read. While a page was being read
-  /// the watch got no live events (it was replaying), so it goes live only
-  /// when its cursor reaches the loop's revision now: until then it asks
-  /// for more. Nothing is missed, nothing is sent twice.
+  /// Sends a replay page the log reader read (nil: it could not read
+  /// one). While a page was being read the watch got no live events (it
+  /// was replaying), so it goes live only when its cursor reaches the
+  /// loop's revision now: until then it asks for more. Nothing is missed,
+  /// nothing is sent twice.
   func continueReplay(
-    _ id: String, on connection: Connection, after: Int64, _ result: Result<ReplayPage, StoreError>
+    _ id: String, on connection: Connection, after: Int64, _ read: ReplayPage?
   ) {
     // An unwatched watch's page is dropped.
     guard let watch = hub.watches[id], watch.replayCursor == after else { return }
     watch.replayReading = false
-    guard case .success(let page) = result else {
+    guard let page = read else {
       closeConnection(connection, why: "the change log could not be read for a watch")
       return
     }
@@ -115,11 +117,7 @@ extension Server {
       closeConnection(connection, why: "a replaying watch fell behind the retained history")
       return
     }
-    for change in page.shown where watch.matches(change.key) {
-      let rest = Self.eventRest(
-        change, showingActor: connection.caller.seesActor(change.actor), end: watch.eventEnd)
-      connection.queueEvent(head: watch.eventHead, rest: rest)
-    }
+    connection.queue(events: page.events)
     let cursor = page.last ?? after
     watch.replayCursor = cursor >= revision ? nil : cursor
     if watch.replayCursor == nil { connection.replaysUnfinished -= 1 }

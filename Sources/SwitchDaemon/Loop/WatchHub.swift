@@ -42,7 +42,28 @@ final class Watch {
     self.replayCursor = replayCursor
   }
 
-  func matches(_ key: String) -> Bool { patterns?.contains { $0.matches(key) } ?? true }
+  func matches(_ key: String) -> Bool { Self.matches(patterns, key) }
+
+  /// No patterns: every key.
+  static func matches(_ patterns: [KeyPattern]?, _ key: String) -> Bool {
+    patterns?.contains { $0.matches(key) } ?? true
+  }
+
+  /// What the log reader needs to write this watch's replay pages, for a
+  /// viewer whose rights say whose actors it sees.
+  func replayFormat(viewer: Caller) -> ReplayFormat {
+    ReplayFormat(head: eventHead, end: eventEnd, patterns: patterns, viewer: viewer)
+  }
+}
+
+/// How the events of one watch are written: what the log reader needs to
+/// write a replay page the loop only has to send.
+struct ReplayFormat: Sendable {
+  let head: [UInt8]
+  let end: [UInt8]
+  let patterns: [KeyPattern]?
+  /// Whose rights decide which actors it is shown.
+  let viewer: Caller
 }
 
 /// The watches of every connection, indexed so that finding who gets a

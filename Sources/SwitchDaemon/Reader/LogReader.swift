@@ -15,9 +15,10 @@ enum ReaderJob: Sendable {
     Ticket, key: String?, before: Int64, limit: Int, newest: Int64?, viewer: Caller,
     view: ReaderView)
   /// The next page of a `since` replay: log rows after `after`, up to `upTo`,
-  /// as the watch's viewer sees them.
+  /// as the watch's viewer sees them, written as its events (`format`).
   case replay(
-    connection: UInt64, watch: String, after: Int64, upTo: Int64, limit: Int, view: ReaderView)
+    connection: UInt64, watch: String, after: Int64, upTo: Int64, limit: Int, view: ReaderView,
+    format: ReplayFormat)
   /// Close the read-only connection and end the thread.
   case stop
 }
@@ -32,6 +33,8 @@ enum ReaderOutput: Sendable {
   /// ~0.5 ms of the loop, every `get` behind it waiting; switchbench
   /// history isolation).
   case history(Ticket, Result<[UInt8], StoreError>)
+  /// Encoded here for the same reason: 256 events written on the loop were
+  /// ~0.5 ms a page (switchbench, `get` beside a replaying watch).
   case replay(connection: UInt64, watch: String, after: Int64, Result<ReplayPage, StoreError>)
   /// The thread closed its connection and ended.
   case stopped
@@ -99,15 +102,20 @@ enum LogReader {
                 bytes.append(ticket.wire.terminator)
                 return bytes
               }))
-        case .replay(let connection, let watch, let after, let upTo, let limit, let view):
+        case .replay(
+          let connection, let watch, let after, let upTo, let limit, let view, let format):
           deliver(
             .replay(
               connection: connection, watch: watch, after: after,
               Result { () throws(StoreError) in
-                let page = try store.changes(after: after, upTo: upTo, limit: limit)
-                return ReplayPage(
-                  first: page.first?.revision, last: page.last?.revision,
-                  shown: try view.shown(page, store))
+                let page = try view.replay(
+                  store, after: after, upTo: upTo, limit: limit, pause: { sched_yield() })
+                w.removeAll()
+                encodeReplay(&w, page.shown, format)
+                var events = spares.drain().last ?? []
+                events.removeAll(keepingCapacity: true)
+                w.copy(to: &events)
+                return ReplayPage(first: page.first, last: page.last, events: events)
               }))
         case .stop:
           store.close()
@@ -135,5 +143,21 @@ enum LogReader {
       if (index + 1) % entriesBetweenYields == 0 { sched_yield() }
     }
     ResultEncoding.endHistory(&w)
+  }
+
+  /// A replay page's event lines: the changes the watch matches, each as
+  /// a live event to that watch would be written, yielding as above.
+  private static func encodeReplay(
+    _ w: inout JSONWriter, _ shown: [Change], _ format: ReplayFormat
+  ) {
+    var written = 0
+    for change in shown where Watch.matches(format.patterns, change.key) {
+      w.raw(format.head)
+      WireEncoding.writeChangeMembers(
+        &w, change, showingActor: format.viewer.seesActor(change.actor))
+      w.raw(format.end)
+      written += 1
+      if written % entriesBetweenYields == 0 { sched_yield() }
+    }
   }
 }
