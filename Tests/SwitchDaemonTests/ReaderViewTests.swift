@@ -53,7 +53,7 @@ import Testing
       let view = ReaderView(viewpoint: viewpoint)
       for (after, upTo, limit) in [
         (Int64(0), Int64(300), 256), (0, 300, 64), (10, 200, 256), (100, 300, 65), (299, 300, 256),
-        (300, 300, 256),
+        (300, 300, 256), (0, 128, 256),
       ] {
         var pauses = 0
         let page = try view.replay(
@@ -76,15 +76,48 @@ import Testing
     try withStore { store in
       let view = ReaderView(viewpoint: .everyone)
       var pruned = 0
-      let page = try view.replay(store, after: 0, upTo: 300, limit: 256) {
-        if pruned == 0 { pruned = (try? store.prune(keep: 100)) ?? -1 }
-      }
+      let page = try view.replay(
+        store, after: 0, upTo: 300, limit: 256,
+        pause: { if pruned == 0 { pruned = (try? store.prune(keep: 100)) ?? -1 } })
       #expect(pruned == 200)
       #expect(page.first == 1)
       #expect(page.last == Int64(ReaderView.rowsPerRead))
       #expect(page.shown.map(\.revision) == Array(1...Int64(ReaderView.rowsPerRead)))
       let next = try view.replay(store, after: page.last!, upTo: 300, limit: 256)
       #expect(next.first == 201)
+      // A page that does not follow its `after` is not viewed: the loop
+      // closes the watch on it.
+      #expect(next.shown.isEmpty)
+    }
+  }
+
+  /// Everything up to `upTo` pruned between two runs: the page ends with
+  /// the first run, and the next page finds nothing after it.
+  @Test func aReplayPageEndsWhenTheRestOfItIsPruned() throws {
+    try withStore { store in
+      let view = ReaderView(viewpoint: .everyone)
+      var pruned = 0
+      let page = try view.replay(
+        store, after: 0, upTo: 200, limit: 256,
+        pause: { if pruned == 0 { pruned = (try? store.prune(keep: 50)) ?? -1 } })
+      #expect(pruned == 250)
+      #expect(page.first == 1)
+      #expect(page.last == Int64(ReaderView.rowsPerRead))
+      let next = try view.replay(store, after: page.last!, upTo: 200, limit: 256)
+      #expect(next.first == nil)
+    }
+  }
+
+  /// Only the rows of the keys a watch matches are viewed and returned.
+  @Test func aReplayPageHoldsOnlyTheKeysItMatches() throws {
+    try withStore { store in
+      let view = ReaderView(viewpoint: .user(1000))
+      let page = try view.replay(
+        store, after: 0, upTo: 300, limit: 256, matching: { $0 == "wifi" })
+      let rows = try store.changes(after: 0, upTo: 300, limit: 256)
+      #expect(page.last == 256)
+      #expect(!page.shown.isEmpty)
+      #expect(page.shown == (try view.shown(rows.filter { $0.key == "wifi" }, store)))
     }
   }
 

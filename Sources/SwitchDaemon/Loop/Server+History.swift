@@ -46,10 +46,11 @@ extension Server {
   /// replay pages, and resumes the connections that waited. Each output
   /// is popped, not iterated over: the drained list would otherwise share
   /// each page's buffer until the last output is handled, so a history
-  /// page's queue that emptied in the meantime would be copied into fresh
-  /// memory rather than emptied in place, and a replay page's buffer could
-  /// not go back to the reader unshared (it would be freed here: a munmap
-  /// on the loop; perf).
+  /// page's queue that emptied in the meantime could not be emptied in
+  /// place (it gets a new buffer), and a replay page's buffer would reach
+  /// the reader still shared, and be freed here (a munmap on the loop;
+  /// perf). `consume` ends each binding there, so the buffer is normally
+  /// unshared by then; if the optimizer keeps a copy, it costs a buffer.
   func drainReaderOutputs() {
     var outputs = readerOutputs.drain()
     outputs.reverse()
@@ -74,14 +75,11 @@ extension Server {
       pump(connection)
     case .replay(let id, let watch, let after, let result):
       guard let connection = connections[id] else { return }
-      var page: ReplayPage?
-      if case .success(let read) = consume result { page = read }
-      continueReplay(watch, on: connection, after: after, page)
-      // The page's buffer back to the reader, with no reference left here:
-      // it writes the next page into it (fresh memory of this size is
-      // mmap'd, and faulted in page by page).
-      let spare = page?.events ?? []
-      page = nil
+      continueReplay(watch, on: connection, after: after, result)
+      // The page's buffer back to the reader, to write the next page into
+      // (fresh memory of this size is mmap'd, and faulted in page by page).
+      var spare: [UInt8] = []
+      if case .success(let page) = consume result { spare = page.events }
       if spare.capacity > 0 && spare.capacity <= 1 << 20 { readerSpares.push(consume spare) }
       if !connection.isClosed { pump(connection) }
     case .stopped:

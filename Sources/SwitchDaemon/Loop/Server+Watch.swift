@@ -96,21 +96,26 @@ extension Server {
 
   static let replayPage = 256
 
-  /// Sends a replay page the log reader read (nil: it could not read
-  /// one). While a page was being read the watch got no live events (it
-  /// was replaying), so it goes live only when its cursor reaches the
-  /// loop's revision now: until then it asks for more. Nothing is missed,
-  /// nothing is sent twice.
+  /// Sends a replay page the log reader read. While a page was being read
+  /// the watch got no live events (it was replaying), so it goes live only
+  /// when its cursor reaches the loop's revision now: until then it asks
+  /// for more. Nothing is missed, nothing is sent twice. A page written
+  /// for rights the caller no longer has (a reload came between) is asked
+  /// for again: live events show actors as the rights are at publish time.
   func continueReplay(
-    _ id: String, on connection: Connection, after: Int64, _ read: ReplayPage?
+    _ id: String, on connection: Connection, after: Int64, _ result: Result<ReplayPage, StoreError>
   ) {
     // An unwatched watch's page is dropped.
     guard let watch = hub.watches[id], watch.replayCursor == after else { return }
     watch.replayReading = false
-    guard let page = read else {
-      closeConnection(connection, why: "the change log could not be read for a watch")
+    let page: ReplayPage
+    switch result {
+    case .success(let read): page = read
+    case .failure(let error):
+      closeConnection(connection, why: "the change log could not be read for a watch: \(error)")
       return
     }
+    guard page.viewer == connection.caller else { return }
     if page.first.map({ $0 != after + 1 }) ?? (after < revision) {
       // Pruned underneath the replay: the client resumes with `since`
       // and is told HistoryCompacted.

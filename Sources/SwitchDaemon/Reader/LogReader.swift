@@ -109,13 +109,15 @@ enum LogReader {
               connection: connection, watch: watch, after: after,
               Result { () throws(StoreError) in
                 let page = try view.replay(
-                  store, after: after, upTo: upTo, limit: limit, pause: { sched_yield() })
+                  store, after: after, upTo: upTo, limit: limit,
+                  matching: { Watch.matches(format.patterns, $0) }, pause: { sched_yield() })
                 w.removeAll()
                 encodeReplay(&w, page.shown, format)
                 var events = spares.drain().last ?? []
                 events.removeAll(keepingCapacity: true)
                 w.copy(to: &events)
-                return ReplayPage(first: page.first, last: page.last, events: events)
+                return ReplayPage(
+                  first: page.first, last: page.last, events: events, viewer: format.viewer)
               }))
         case .stop:
           store.close()
@@ -145,13 +147,13 @@ enum LogReader {
     ResultEncoding.endHistory(&w)
   }
 
-  /// A replay page's event lines: the changes the watch matches, each as
-  /// a live event to that watch would be written, yielding as above.
+  /// A replay page's event lines (changes of keys the watch matches), each
+  /// as a live event to that watch would be written, yielding as above.
   private static func encodeReplay(
     _ w: inout JSONWriter, _ shown: [Change], _ format: ReplayFormat
   ) {
     var written = 0
-    for change in shown where Watch.matches(format.patterns, change.key) {
+    for change in shown {
       w.raw(format.head)
       WireEncoding.writeChangeMembers(
         &w, change, showingActor: format.viewer.seesActor(change.actor))

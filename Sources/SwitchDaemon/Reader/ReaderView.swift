@@ -9,6 +9,9 @@ struct ReplayPage: Sendable {
   var first: Int64?
   var last: Int64?
   var events: [UInt8]
+  /// Whose rights decided which actors the events show: a page written
+  /// before a reload changed them is read again (`continueReplay`).
+  var viewer: Caller
 }
 
 /// Whose world a replay or a history page shows, with what the log reader
@@ -28,9 +31,12 @@ struct ReaderView: Sendable {
   /// a loop woken there waited for it). Rows are never changed and only
   /// the oldest are pruned: a read that does not go on from the last one
   /// was pruned underneath, so the page ends before it, and the next page
-  /// finds the gap.
+  /// finds the gap (as it does a first run that does not follow `after`:
+  /// that page is returned unviewed). Only the rows of keys `matching` are
+  /// viewed: a user's view of a change may walk that user's chain.
   func replay(
-    _ store: SwitchStore, after: Int64, upTo: Int64, limit: Int, pause: () -> Void = {}
+    _ store: SwitchStore, after: Int64, upTo: Int64, limit: Int,
+    matching: (String) -> Bool = { _ in true }, pause: () -> Void = {}
   ) throws(StoreError) -> (first: Int64?, last: Int64?, shown: [Change]) {
     var first: Int64?
     var cursor = after
@@ -40,8 +46,11 @@ struct ReaderView: Sendable {
       let wanted = min(Self.rowsPerRead, limit - read)
       let rows = try store.changes(after: cursor, upTo: upTo, limit: wanted)
       guard let last = rows.last, first == nil || rows[0].revision == cursor + 1 else { break }
-      if first == nil { first = rows[0].revision }
-      shown += try self.shown(rows, store)
+      if first == nil {
+        first = rows[0].revision
+        if rows[0].revision != after + 1 { return (first, last.revision, []) }
+      }
+      shown += try self.shown(rows.filter { matching($0.key) }, store)
       read += rows.count
       cursor = last.revision
       guard rows.count == wanted else { break }
@@ -104,7 +113,8 @@ struct ReaderView: Sendable {
     return entries
   }
 
-  /// Log rows read between two pauses of a history page of the whole log.
+  /// Log rows read between two pauses of a history page of the whole log,
+  /// or of a replay page.
   static let rowsPerRead = 64
 
   /// The log rows a history page is made of, newest first, before views.
