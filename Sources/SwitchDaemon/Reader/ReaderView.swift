@@ -114,8 +114,8 @@ struct ReaderView: Sendable {
   }
 
   /// Log rows read between two pauses of a history page of the whole log,
-  /// or of a replay page.
-  static let rowsPerRead = 64
+  /// or of a replay page (~50 µs of SQLite here).
+  static let rowsPerRead = 32
 
   /// The log rows a history page is made of, newest first, before views.
   private func rows(
