@@ -24,34 +24,10 @@ extension Bench {
 
     let pager = try HistoryPager(socket: daemon.socket)
     defer { pager.stop() }
-    var pagingSeconds = 0.0
-    func window(paging: Bool) -> Contender {
-      return { warmup, seconds in
-        pager.set(paging: paging)
-        let started = nowSeconds()
-        let result = try pacedGets(
-          path: daemon.socket, every: 0.0005, warmup: warmup, seconds: seconds)
-        if paging { pagingSeconds += nowSeconds() - started }
-        return [result]
-      }
-    }
     progress("history isolation: get with the other client idle, then paging \(count(rows))")
-    let results = try interleave([window(paging: false), window(paging: true)])
-    pager.set(paging: false)
-    let idle = results[0][0]
-    let busy = results[1][0]
-    let errors = idle.errors + busy.errors + pager.errors
-    let note = errors > 0 ? "\(errors) errors" : ""
-    let paging = "while a client pages \(count(rows)) history entries (limit 1000)"
-    add(
-      Row(
-        section: "history", measure: "get p99 \(paging)", unit: .microseconds,
-        value: busy.p99, reference: idle.p99, referenceName: "get p99, other client idle",
-        target: .ratioAtMost(2), note: note))
-    add(
-      Row(
-        section: "history", measure: "get p50 \(paging)", unit: .microseconds,
-        value: busy.p50, reference: idle.p50, referenceName: "get p50, other client idle"))
+    let pagingSeconds = try getsBeside(
+      daemon, "while a client pages \(count(rows)) history entries (limit 1000)",
+      otherErrors: { pager.errors }, set: pager.set(paging:))
     // The machine's floor under the p99: a sleeping thread on the other
     // CPU woken after 2 ms of quiet (a CPU of a paging machine is idle for
     // 0.5-5 ms at a time).
@@ -66,6 +42,41 @@ extension Bench {
         note: "\(count(pager.entries)) entries, \(pager.laps) passes over the whole log"))
     pager.stop()
     try measureReplayIsolation(daemon, rows: rows)
+  }
+
+  /// Paced `get`s with another client idle, then busy (`set(true)`),
+  /// interleaved; adds their p99 (target 2× idle) and p50 rows, `busy`
+  /// naming what the other client does. Returns the seconds it was busy.
+  func getsBeside(
+    _ daemon: DaemonProcess, _ busy: String, otherErrors: () -> Int,
+    set: @escaping (Bool) -> Void
+  ) throws -> Double {
+    var busySeconds = 0.0
+    func window(busy: Bool) -> Contender {
+      return { warmup, seconds in
+        set(busy)
+        let started = nowSeconds()
+        let result = try pacedGets(
+          path: daemon.socket, every: 0.0005, warmup: warmup, seconds: seconds)
+        if busy { busySeconds += nowSeconds() - started }
+        return [result]
+      }
+    }
+    let results = try interleave([window(busy: false), window(busy: true)])
+    set(false)
+    let idle = results[0][0]
+    let besides = results[1][0]
+    let errors = idle.errors + besides.errors + otherErrors()
+    add(
+      Row(
+        section: "history", measure: "get p99 \(busy)", unit: .microseconds,
+        value: besides.p99, reference: idle.p99, referenceName: "get p99, other client idle",
+        target: .ratioAtMost(2), note: errors > 0 ? "\(errors) errors" : ""))
+    add(
+      Row(
+        section: "history", measure: "get p50 \(busy)", unit: .microseconds,
+        value: besides.p50, reference: idle.p50, referenceName: "get p50, other client idle"))
+    return busySeconds
   }
 }
 

@@ -13,34 +13,10 @@ extension Bench {
     let replayed = min(rows, 50_000)
     let replayer = try Replayer(socket: daemon.socket, since: max(0, newest - Int64(replayed)))
     defer { replayer.stop() }
-    var replayingSeconds = 0.0
-    func window(replaying: Bool) -> Contender {
-      return { warmup, seconds in
-        replayer.set(replaying: replaying)
-        let started = nowSeconds()
-        let result = try pacedGets(
-          path: daemon.socket, every: 0.0005, warmup: warmup, seconds: seconds)
-        if replaying { replayingSeconds += nowSeconds() - started }
-        return [result]
-      }
-    }
     progress("replay isolation: get with the other client idle, then replaying \(count(replayed))")
-    let results = try interleave([window(replaying: false), window(replaying: true)])
-    replayer.set(replaying: false)
-    let idle = results[0][0]
-    let busy = results[1][0]
-    let errors = idle.errors + busy.errors + replayer.errors
-    let note = errors > 0 ? "\(errors) errors" : ""
-    let replaying = "while a client replays \(count(replayed)) changes (watch since)"
-    add(
-      Row(
-        section: "history", measure: "get p99 \(replaying)", unit: .microseconds,
-        value: busy.p99, reference: idle.p99, referenceName: "get p99, other client idle",
-        target: .ratioAtMost(2), note: note))
-    add(
-      Row(
-        section: "history", measure: "get p50 \(replaying)", unit: .microseconds,
-        value: busy.p50, reference: idle.p50, referenceName: "get p50, other client idle"))
+    let replayingSeconds = try getsBeside(
+      daemon, "while a client replays \(count(replayed)) changes (watch since)",
+      otherErrors: { replayer.errors }, set: replayer.set(replaying:))
     add(
       Row(
         section: "history", measure: "events replayed per second meanwhile",
