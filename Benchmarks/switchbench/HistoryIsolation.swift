@@ -210,8 +210,8 @@ final class HistoryPager: Sendable {
     }
   }
 
-  /// The first or last `"revision":N` of a page.
-  private static func revision(in page: [UInt8], last: Bool) -> Int64? {
+  /// The first or last `"revision":N` of a page (or of a line).
+  static func revision(in page: [UInt8], last: Bool = false) -> Int64? {
     let marker = Array("\"revision\":".utf8)
     guard page.count >= marker.count else { return nil }
     var i = last ? page.count - marker.count : 0

@@ -29,7 +29,7 @@ extension Bench {
     let page = try exchange(
       path: daemon.socket,
       "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"history\",\"params\":{\"limit\":1}}\n")
-    guard let revision = Replayer.revision(in: page) else {
+    guard let revision = HistoryPager.revision(in: Array(page.utf8)) else {
       throw BenchError("history limit 1 named no revision: \(page.prefix(200))")
     }
     return revision
@@ -133,10 +133,10 @@ final class Replayer: Sendable {
       var events = lines
       if newest < 0 {
         guard let end = pending.firstIndex(of: 0x0A) else { continue }
-        let answer = String(decoding: pending[..<end], as: UTF8.self)
-        guard answer.contains("\"result\""), let revision = Self.revision(in: answer) else {
-          return .failed
-        }
+        let answer = Array(pending[..<end])
+        guard String(decoding: answer, as: UTF8.self).contains("\"result\""),
+          let revision = HistoryPager.revision(in: answer)
+        else { return .failed }
         newest = revision
         events -= 1
       }
@@ -144,20 +144,13 @@ final class Replayer: Sendable {
       replayedEvents.add(events, ordering: .relaxed)
       guard let lastEnd = pending.lastIndex(of: 0x0A) else { continue }
       let lineStart = pending[..<lastEnd].lastIndex(of: 0x0A).map { $0 + 1 } ?? 0
-      let last = String(decoding: pending[lineStart..<lastEnd], as: UTF8.self)
+      let last = Array(pending[lineStart..<lastEnd])
       pending.removeSubrange(...lastEnd)
-      if last.contains("\"error\"") { return .failed }
-      if let revision = Self.revision(in: last), revision >= newest, read > 0 {
+      if String(decoding: last, as: UTF8.self).contains("\"error\"") { return .failed }
+      if let revision = HistoryPager.revision(in: last), revision >= newest, read > 0 {
         return .reachedTheEnd
       }
     }
     return .toldToStop
-  }
-
-  /// The number after the first `"revision":` of a line.
-  static func revision(in line: String) -> Int64? {
-    let parts = line.split(separator: "\"revision\":", maxSplits: 1)
-    guard parts.count == 2 else { return nil }
-    return Int64(parts[1].prefix { $0.isNumber })
   }
 }

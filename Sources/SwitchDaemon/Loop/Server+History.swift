@@ -68,7 +68,7 @@ extension Server {
         // What is left (the connection's emptied output buffer, or an
         // empty one of the page's size when the page waits its turn) goes
         // back to the reader for its next page.
-        if response.capacity > 0 && response.capacity <= 1 << 20 { readerSpares.push(response) }
+        giveBack(response)
       case .failure(let error):
         fail(ticket, on: connection, .storageFailure("reading the change log failed: \(error)"))
       }
@@ -78,12 +78,18 @@ extension Server {
       continueReplay(watch, on: connection, after: after, result)
       // The page's buffer back to the reader, to write the next page into
       // (fresh memory of this size is mmap'd, and faulted in page by page).
-      var spare: [UInt8] = []
-      if case .success(let page) = consume result { spare = page.events }
-      if spare.capacity > 0 && spare.capacity <= 1 << 20 { readerSpares.push(consume spare) }
+      // The page's buffer back to the reader, to write the next page into
+      // (fresh memory of this size is mmap'd, and faulted in page by page).
+      if case .success(let page) = consume result { giveBack(page.events) }
       if !connection.isClosed { pump(connection) }
     case .stopped:
       readerStopped = true
     }
+  }
+
+  /// A buffer back to the log reader for its next page, unless it is
+  /// empty or too big to keep.
+  private func giveBack(_ spare: consuming [UInt8]) {
+    if spare.capacity > 0 && spare.capacity <= 1 << 20 { readerSpares.push(spare) }
   }
 }

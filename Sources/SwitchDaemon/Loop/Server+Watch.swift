@@ -271,8 +271,16 @@ extension Server {
   /// end (`Watch.eventEnd`: a JSON-RPC notification's or a varlink reply's).
   static func eventRest(_ change: Change, showingActor: Bool, end: [UInt8]) -> [UInt8] {
     var w = JSONWriter(capacity: 512)
+    writeEventRest(&w, change, showingActor: showingActor, end: end)
+    return w.bytes
+  }
+
+  /// `eventRest` written into `w` (the log reader writes a replay page's
+  /// events one after the other, each after its watch's head).
+  static func writeEventRest(
+    _ w: inout JSONWriter, _ change: Change, showingActor: Bool, end: [UInt8]
+  ) {
     WireEncoding.writeChangeMembers(&w, change, showingActor: showingActor)
     w.raw(end)
-    return w.bytes
   }
 }

@@ -95,10 +95,7 @@ enum LogReader {
             .history(
               ticket,
               page.map {
-                var bytes = spares.drain().last ?? []
-                bytes.removeAll(keepingCapacity: true)
-                bytes.reserveCapacity(w.count + 1)
-                w.copy(to: &bytes)
+                var bytes = copy(w, reusing: spares, room: 1)
                 bytes.append(ticket.wire.terminator)
                 return bytes
               }))
@@ -113,11 +110,9 @@ enum LogReader {
                   matching: { Watch.matches(format.patterns, $0) }, pause: { sched_yield() })
                 w.removeAll()
                 encodeReplay(&w, page.shown, format)
-                var events = spares.drain().last ?? []
-                events.removeAll(keepingCapacity: true)
-                w.copy(to: &events)
                 return ReplayPage(
-                  first: page.first, last: page.last, events: events, viewer: format.viewer)
+                  first: page.first, last: page.last, events: copy(w, reusing: spares),
+                  viewer: format.viewer)
               }))
         case .stop:
           store.close()
@@ -126,6 +121,18 @@ enum LogReader {
         }
       }
     }
+  }
+
+  /// What `w` holds, copied into the newest buffer the loop gave back (the
+  /// others are freed here), with `room` bytes to spare.
+  private static func copy(
+    _ w: borrowing JSONWriter, reusing spares: BlockingQueue<[UInt8]>, room: Int = 0
+  ) -> [UInt8] {
+    var bytes = spares.drain().last ?? []
+    bytes.removeAll(keepingCapacity: true)
+    bytes.reserveCapacity(w.count + room)
+    w.copy(to: &bytes)
+    return bytes
   }
 
   /// Entries encoded between two `sched_yield`s: ~20 µs of work on this
@@ -157,9 +164,8 @@ enum LogReader {
     var written = 0
     for change in shown {
       w.raw(format.head)
-      WireEncoding.writeChangeMembers(
-        &w, change, showingActor: format.viewer.seesActor(change.actor))
-      w.raw(format.end)
+      Server.writeEventRest(
+        &w, change, showingActor: format.viewer.seesActor(change.actor), end: format.end)
       written += 1
       if written % entriesBetweenYields == 0 { sched_yield() }
     }
