@@ -42,6 +42,7 @@ extension Bench {
         note: "\(count(pager.entries)) entries, \(pager.laps) passes over the whole log"))
     pager.stop()
     try measureReplayIsolation(daemon, rows: rows)
+    try measureListIsolation(daemon)
   }
 
   /// Paced `get`s with another client idle, then busy (`set(true)`),

@@ -87,7 +87,11 @@ public struct JSONWriter: ~Copyable {
 
   @usableFromInline @inline(never)
   mutating func grow(toAtLeast needed: Int) {
-    let grown = max(needed, capacity * 2)
+    // A power of two: a writer kept up to `removeAll(keepingAtMost:)`'s
+    // limit (one) keeps a buffer that a large answer filled to just under
+    // it, rather than growing past it by a last byte and being given back
+    // (a fresh ~1 MiB buffer each time: page faults and munmaps on the loop).
+    let grown = max(1 << (Int.bitWidth - (needed - 1).leadingZeroBitCount), capacity * 2)
     let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
     larger.initialize(from: base, count: used)
     base.deallocate()

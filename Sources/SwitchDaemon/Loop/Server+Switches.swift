@@ -20,6 +20,11 @@ struct SwitchEncodings {
   private var entries: [Entry]
   /// Whether the switch at each position is user-scope.
   private let userScoped: [Bool]
+  /// Counts what changed a Switch object as someone reads it (`invalidate`,
+  /// `touch`); `stamps` holds each position's last count, so a kept list
+  /// (`SwitchLists`) knows which of its objects changed since it was made.
+  private(set) var stamp: UInt64 = 0
+  private var stamps: [UInt64]
 
   private struct Entry {
     var template: SwitchTemplate?
@@ -43,6 +48,17 @@ struct SwitchEncodings {
     keys = sortedKeys
     fences = stride(from: 0, to: sortedKeys.count, by: Self.fenceSpacing).map { sortedKeys[$0] }
     entries = Array(repeating: Entry(), count: sortedKeys.count)
+    stamps = Array(repeating: 0, count: sortedKeys.count)
+  }
+
+  /// Whether what a reader sees of the switch at `position` changed after `stamp`.
+  func changed(at position: Int, since stamp: UInt64) -> Bool { stamps[position] > stamp }
+
+  /// Notes that what someone reads of the switch at `position` changed
+  /// while its shared object did not (a user's own value).
+  mutating func touch(at position: Int) {
+    stamp += 1
+    stamps[position] = stamp
   }
 
   /// The positions of the keys that start with `prefix` (all when nil or empty).
@@ -130,6 +146,7 @@ struct SwitchEncodings {
 
   /// The same, by position.
   mutating func invalidate(at position: Int) {
+    touch(at: position)
     entries[position].bytes = nil
     entries[position].state = nil
     entries[position].middle = nil
@@ -220,11 +237,60 @@ extension Server {
   func writeSwitches<Positions: Sequence<Int>>(
     _ w: inout JSONWriter, _ positions: Positions, for caller: Caller, viewpoint: Viewpoint
   ) {
-    // A declared switch always has a row (the writer inserts it); skip one that does not.
-    let stored = positions.lazy.filter { self.records[self.catalog.sortedKeys[$0]] != nil }
+    let stored = positions.lazy.filter { self.isStored(at: $0) }
     ResultEncoding.writeArray(&w, stored) { w, position in
       writeSwitchAsSeen(&w, at: position, for: caller, viewpoint: viewpoint)
     }
+  }
+
+  /// The same for a range of positions (a `list`, a snapshot of every
+  /// switch): a large one through the kept arrays (`SwitchLists`), so that
+  /// asked again it costs what changed since.
+  func writeSwitches(
+    _ w: inout JSONWriter, _ positions: Range<Int>, for caller: Caller, viewpoint: Viewpoint
+  ) {
+    guard positions.count >= Self.smallestKeptList else {
+      return writeSwitches(&w, positions.lazy, for: caller, viewpoint: viewpoint)
+    }
+    let key = SwitchLists.Key(positions: positions, caller: caller, viewpoint: viewpoint)
+    let stamp = encodings.stamp
+    let old = switchLists.take(key)
+    let list: SwitchLists.Kept
+    if let old, old.stamp == stamp {
+      list = old
+    } else {
+      list = SwitchLists.make(
+        key, stamp: stamp, from: old,
+        changed: { self.encodings.changed(at: $0, since: $1) },
+        stored: { self.isStored(at: $0) },
+        write: { self.writeSwitchAsSeen(&$0, at: $1, for: caller, viewpoint: viewpoint) })
+    }
+    w.raw("[")
+    w.append(contentsOf: list.bytes)
+    w.raw("]")
+    switchLists.keep(list)
+  }
+
+  /// Below this many positions a list is written as it is asked: it costs
+  /// little, and would push a large one out of the cache.
+  static let smallestKeptList = 64
+
+  /// The snapshot of the switches matching `patterns` (all when nil).
+  func writeSwitches(
+    _ w: inout JSONWriter, matching patterns: [KeyPattern]?, for caller: Caller,
+    viewpoint: Viewpoint
+  ) {
+    guard let patterns else {
+      return writeSwitches(&w, catalog.sortedKeys.indices, for: caller, viewpoint: viewpoint)
+    }
+    writeSwitches(&w, positions(matching: patterns), for: caller, viewpoint: viewpoint)
+  }
+
+  /// Whether the declared switch at `position` has a record. It always
+  /// has (the writer inserts it); one that does not is left out of lists.
+  /// Its object kept is proof enough, without a look-up.
+  func isStored(at position: Int) -> Bool {
+    encodings.state(at: position) != nil || records[catalog.sortedKeys[position]] != nil
   }
 
   /// The positions of the declared keys with `prefix`: a search to the

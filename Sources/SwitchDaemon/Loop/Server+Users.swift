@@ -32,8 +32,11 @@ extension Server {
     else {
       guard let bytes = encodedSwitch(at: position) else { return }
       let scope: Scope = encodings.isUserScoped(at: position) ? .user : .system
-      WireEncoding.writeSwitch(
-        &w, encoded: bytes, writable: writability(key, for: caller, scope: scope))
+      // The State the object was encoded from: no look-up of the record.
+      let writable =
+        encodings.state(at: position).map { writability(key, state: $0, for: caller, scope: scope) }
+        ?? writability(key, for: caller, scope: scope)
+      WireEncoding.writeSwitch(&w, encoded: bytes, writable: writable)
       return
     }
     let state = record.state

@@ -48,11 +48,11 @@ extension Server {
       if connection.wire == .varlink {
         // The first reply: no watch id (the call itself is the watch).
         VarlinkEncoding.writeWatch(&w, revision: current, withSwitches: since == nil) {
-          writeSwitches(&$0, positions(matching: patterns), for: snapshotFor, viewpoint: viewpoint)
+          writeSwitches(&$0, matching: patterns, for: snapshotFor, viewpoint: viewpoint)
         }
       } else if since == nil {
         ResultEncoding.writeWatch(&w, watch: id, revision: current) {
-          writeSwitches(&$0, positions(matching: patterns), for: snapshotFor, viewpoint: viewpoint)
+          writeSwitches(&$0, matching: patterns, for: snapshotFor, viewpoint: viewpoint)
         }
       } else {
         ResultEncoding.writeReplayingWatch(&w, watch: id, revision: current)
@@ -176,7 +176,14 @@ extension Server {
   /// A committed change into the loop's copy (the one way: `Change.adopt`).
   private func adopt(_ change: borrowing Change, at position: Int?) {
     change.adopt(into: &records, &userValues)
-    if change.user == nil, let position { encodings.invalidate(at: position) }
+    if let position {
+      // A user's own value changes what that user reads, not the shared object.
+      if change.user == nil {
+        encodings.invalidate(at: position)
+      } else {
+        encodings.touch(at: position)
+      }
+    }
     revision = change.revision
   }
 

@@ -80,6 +80,8 @@ extension Server {
     encodings = SwitchEncodings(
       sortedKeys: update.catalog.sortedKeys,
       isUserScoped: { update.catalog.switches[$0]?.scope == .user })
+    // Kept for the old schema and rights.
+    switchLists.removeAll()
   }
 
   var statusLine: String {

@@ -78,6 +78,9 @@ final class Server {
   var hub = WatchHub()
   /// The declared switches' Switch objects, encoded once until they change.
   var encodings: SwitchEncodings
+  /// The arrays of the last large `list` and `watch` answers, each made
+  /// again from what changed since (`SwitchLists`).
+  var switchLists = SwitchLists()
   var limits: Limits
 
   // The loop's copy of the switches: what committed, as of `revision`.
