@@ -92,6 +92,10 @@ import Testing
     #expect(lists.take(kept(1).key) == nil, "taken out until kept again")
     lists.keep(kept(50, bytes: SwitchLists.maxBytes + 1))
     #expect(lists.take(kept(50).key) == nil, "one over the bound is not kept")
+    lists.keep(kept(60, bytes: SwitchLists.maxBytes / 2))
+    lists.keep(kept(70, bytes: SwitchLists.maxBytes / 2 + 1))
+    #expect(lists.take(kept(60).key) == nil, "pushed out: both are over the bound in all")
+    #expect(lists.take(kept(70).key) != nil)
   }
 
   // MARK: On a real loop
@@ -168,5 +172,34 @@ import Testing
     Self.expectListMatchesGets(client, listAsUser, params: #","user":1000"#)
     Self.expectListMatchesGets(client, list)
     #expect(harness.server.switchLists.count > 0, "lists were kept")
+  }
+
+  /// A kept list answered in a batch, between other answers, and pipelined
+  /// behind a write: each answer whole and in its place.
+  @Test func aKeptListInABatchAndPipelined() throws {
+    let harness = try Self.harness()
+    defer { harness.stop() }
+    let client = try TestClient(harness)
+    defer { close(client.fd) }
+    let list = #"{"jsonrpc":"2.0","id":1,"method":"list"}"#
+    Self.expectListMatchesGets(client, list)  // now kept
+    let before = client.lines.count
+    let input =
+      #"[{"jsonrpc":"2.0","id":2,"method":"get","params":{"key":"s.100"}},"#
+      + #"{"jsonrpc":"2.0","id":3,"method":"list"},{"jsonrpc":"2.0","id":4,"method":"status"}]"#
+      + "\n" + #"{"jsonrpc":"2.0","id":5,"method":"toggle","params":{"key":"s.120"}}"# + "\n"
+      + list + "\n"
+    client.drive(input: Array(input.utf8)) { $0.lines.count >= before + 3 }
+    #expect(client.lines.count == before + 3)
+    guard client.lines.count == before + 3 else { return }
+    let batch = client.lines[before]
+    #expect(batch.hasPrefix("[") && batch.hasSuffix("]"))
+    #expect(batch.contains(#""id":3,"result":{"revision":"#))
+    #expect(batch.contains(#""id":4,"result":{"version""#))
+    #expect(client.lines[before + 1].contains(#""id":5,"result":{"changed":true"#))
+    let after = client.lines[before + 2]
+    #expect(after.hasPrefix(#"{"jsonrpc":"2.0","id":1,"result":{"revision":"#))
+    #expect(after.contains(#"{"key":"s.120","#))
+    Self.expectListMatchesGets(client, list)
   }
 }

@@ -66,6 +66,36 @@ extension Server {
     respond(ticket, on: connection) { Self.writeResponse(&$0, to: ticket, result: body) }
   }
 
+  /// Answers `pending` with the result `body` writes, `bytes` (a kept
+  /// list, ~540 KB for 1,000 switches) where it calls `here`. The line is
+  /// built around them in one copy and handed to the connection whole, its
+  /// buffer becoming the output queue when nothing waits before it
+  /// (`Connection.queue(line:)`): not written through the loop's writer
+  /// and copied again. The buffer given back is kept for the next.
+  func answer(
+    _ pending: PendingRequest, on connection: Connection, around bytes: [UInt8],
+    _ body: (inout JSONWriter, _ here: (inout JSONWriter) -> Void) -> Void
+  ) {
+    let ticket = ticket(pending, connection)
+    guard ticket.slot != 0 else { return }  // a notification: never answered
+    var rest = JSONWriter(capacity: 256)
+    var mark = 0
+    Self.writeResponse(&rest, to: ticket) { w in body(&w) { mark = $0.count } }
+    rest.append(connection.terminator)
+    var line = lineSpare
+    lineSpare = []
+    line.removeAll(keepingCapacity: true)
+    line.reserveCapacity(rest.count + bytes.count)
+    rest.withBytes { raw in
+      line.append(contentsOf: raw[..<mark])
+      line.append(contentsOf: bytes)
+      line.append(contentsOf: raw[mark...])
+    }
+    respond(ticket, on: connection, builtLine: &line)
+    // What a connection gave back: kept unless it is larger than its own queue keeps.
+    if line.capacity <= 1 << 20 { lineSpare = line }
+  }
+
   /// Answers `ticket` with `error`.
   func fail(_ ticket: Ticket, on connection: Connection, _ error: RPCError) {
     respond(ticket, on: connection) { Self.writeResponse(&$0, to: ticket, error: error) }

@@ -95,9 +95,20 @@ extension Server {
       } catch {
         return fail(pending, on: connection, error)
       }
-      answer(pending, on: connection) { w in
-        ResultEncoding.writeList(&w, revision: revision) {
-          writeSwitches(&$0, positions(withPrefix: prefix), for: caller, viewpoint: viewpoint)
+      let positions = positions(withPrefix: prefix)
+      guard positions.count >= Self.smallestKeptList else {
+        return answer(pending, on: connection) { w in
+          ResultEncoding.writeList(&w, revision: revision) {
+            writeSwitches(&$0, positions, for: caller, viewpoint: viewpoint)
+          }
+        }
+      }
+      let switches = keptList(positions, for: caller, viewpoint: viewpoint)
+      answer(pending, on: connection, around: switches) { w, switches in
+        ResultEncoding.writeList(&w, revision: revision) { w in
+          w.raw("[")
+          switches(&w)
+          w.raw("]")
         }
       }
     case .write(let key, let operation, let user, let lasting):

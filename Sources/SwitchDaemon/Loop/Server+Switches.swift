@@ -244,14 +244,22 @@ extension Server {
   }
 
   /// The same for a range of positions (a `list`, a snapshot of every
-  /// switch): a large one through the kept arrays (`SwitchLists`), so that
-  /// asked again it costs what changed since.
+  /// switch): a large one through the kept arrays (`SwitchLists`).
   func writeSwitches(
     _ w: inout JSONWriter, _ positions: Range<Int>, for caller: Caller, viewpoint: Viewpoint
   ) {
     guard positions.count >= Self.smallestKeptList else {
       return writeSwitches(&w, positions.lazy, for: caller, viewpoint: viewpoint)
     }
+    w.raw("[")
+    w.append(contentsOf: keptList(positions, for: caller, viewpoint: viewpoint))
+    w.raw("]")
+  }
+
+  /// The Switch objects at `positions` as `viewpoint` reads them, comma-
+  /// separated: the array kept for the same question, made again from
+  /// what changed since it was made, so that asked again it costs that.
+  func keptList(_ positions: Range<Int>, for caller: Caller, viewpoint: Viewpoint) -> [UInt8] {
     let key = SwitchLists.Key(positions: positions, caller: caller, viewpoint: viewpoint)
     let stamp = encodings.stamp
     let old = switchLists.take(key)
@@ -265,10 +273,9 @@ extension Server {
         stored: { self.isStored(at: $0) },
         write: { self.writeSwitchAsSeen(&$0, at: $1, for: caller, viewpoint: viewpoint) })
     }
-    w.raw("[")
-    w.append(contentsOf: list.bytes)
-    w.raw("]")
+    let bytes = list.bytes
     switchLists.keep(list)
+    return bytes
   }
 
   /// Below this many positions a list is written as it is asked: it costs

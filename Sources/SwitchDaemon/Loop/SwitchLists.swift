@@ -14,7 +14,8 @@ import SwitchProtocol
 /// An array is kept for one caller's rights and viewpoint (they decide
 /// `writable`, `writableReason` and a user-scope switch's value) and a
 /// range of positions; a reload starts a new cache, as it starts new
-/// encodings. Bounded: `slots` arrays of at most `maxBytes` each.
+/// encodings. Bounded: `slots` arrays, `maxBytes` in all (10,000
+/// switches' list is ~5.4 MB; one larger is made each time, not kept).
 struct SwitchLists {
   struct Key: Equatable {
     var positions: Range<Int>
@@ -38,24 +39,34 @@ struct SwitchLists {
 
   /// Most recently used last.
   private var kept: [Kept] = []
+  private var keptBytes = 0
 
   var count: Int { kept.count }
 
   /// The array kept for `key`, taken out of the cache (`keep` puts it back).
   mutating func take(_ key: Key) -> Kept? {
     guard let index = kept.firstIndex(where: { $0.key == key }) else { return nil }
+    keptBytes -= kept[index].bytes.count
     return kept.remove(at: index)
   }
 
   /// Keeps `list` as the most recently used, dropping the least recently
-  /// used beyond `slots`; one over `maxBytes` is not kept.
+  /// used beyond the bounds; one over `maxBytes` is not kept.
   mutating func keep(_ list: consuming Kept) {
     guard list.bytes.count <= Self.maxBytes else { return }
-    if kept.count >= Self.slots { kept.removeFirst() }
+    while !kept.isEmpty
+      && (kept.count >= Self.slots || keptBytes + list.bytes.count > Self.maxBytes)
+    {
+      keptBytes -= kept.removeFirst().bytes.count
+    }
+    keptBytes += list.bytes.count
     kept.append(list)
   }
 
-  mutating func removeAll() { kept.removeAll() }
+  mutating func removeAll() {
+    kept.removeAll()
+    keptBytes = 0
+  }
 
   /// The array for `key` as of `stamp`: from `old` (kept for the same key)
   /// with only the positions `changed` since it was made written again, or
