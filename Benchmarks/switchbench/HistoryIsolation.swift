@@ -125,91 +125,56 @@ func pacedGets(path: String, every interval: Double, warmup: Double, seconds: Do
 /// The other client: while told to, pages through the whole log, newest
 /// first, 1,000 entries a page, and starts over at the end.
 final class HistoryPager: Sendable {
-  private let paging = Atomic<Bool>(false)
-  /// Set while a page is asked and not yet read: an idle window waits it out.
-  private let inPage = Atomic<Bool>(false)
-  private let stopping = Atomic<Bool>(false)
-  private let pagedEntries = Atomic<Int>(0)
-  private let passes = Atomic<Int>(0)
-  private let failures = Atomic<Int>(0)
-  private let thread: Mutex<pthread_t?> = Mutex(nil)
+  private let asker: PacedAsker
+  private let progress: Progress
 
-  var entries: Int { pagedEntries.load(ordering: .relaxed) }
-  var laps: Int { passes.load(ordering: .relaxed) }
-  var errors: Int { failures.load(ordering: .relaxed) }
-
-  init(socket: String) throws {
-    let fd = connectUnix(socket)
-    if fd < 0 { throw BenchError.errno("connect \(socket)") }
-    let started = startJoinableThread { [self] in
-      run(fd)
-      close(fd)
-    }
-    thread.withLock { $0 = started }
+  /// Where the pages are, shared with the asker's thread.
+  private final class Progress: Sendable {
+    /// The oldest revision of the last page; 0: start again at the newest.
+    let before = Atomic<Int64>(0)
+    let entries = Atomic<Int>(0)
+    let passes = Atomic<Int>(0)
   }
 
-  /// Starts or stops paging; stopping waits for the page in flight.
-  func set(paging on: Bool) {
-    paging.store(on, ordering: .sequentiallyConsistent)
-    if !on {
-      while inPage.load(ordering: .sequentiallyConsistent) { usleep(100) }
-    }
-  }
-
-  func stop() {
-    stopping.store(true, ordering: .sequentiallyConsistent)
-    if let started = thread.withLock({ $0.take() }) { pthread_join(started, nil) }
-  }
+  var entries: Int { progress.entries.load(ordering: .relaxed) }
+  var laps: Int { progress.passes.load(ordering: .relaxed) }
+  var errors: Int { asker.errors }
 
   /// At most one page every 5 ms (200,000 entries a second, the whole log
   /// twice a second): a client paging fast, which leaves the two cores of a
-  /// small machine something for the get client (a pager flat out keeps a
-  /// core busy by itself: that figure would measure the scheduler).
+  /// small machine something for the get client.
   static let pageInterval: UInt64 = 5_000_000
 
-  private func run(_ fd: Int32) {
-    var before: Int64?
-    var nextPage = nowNanoseconds()
-    var page: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 1 << 20)
-    while !stopping.load(ordering: .sequentiallyConsistent) {
-      let now = nowNanoseconds()
-      if nextPage > now { usleep(UInt32((nextPage - now) / 1000)) }
-      nextPage = max(nextPage + Self.pageInterval, nowNanoseconds())
-      // inPage first, then paging: `set(paging: false)` stores paging, then
-      // waits for inPage, so no page starts after it returns.
-      inPage.store(true, ordering: .sequentiallyConsistent)
-      defer { inPage.store(false, ordering: .sequentiallyConsistent) }
-      guard paging.load(ordering: .sequentiallyConsistent) else {
-        inPage.store(false, ordering: .sequentiallyConsistent)
-        usleep(500)
-        continue
-      }
-      let params = before.map { "{\"limit\":1000,\"before\":\($0)}" } ?? "{\"limit\":1000}"
-      guard sendAll(fd, rpc("history", params)),
-        readLines(
-          fd, lines: 1, deadline: nowNanoseconds() + 60_000_000_000, into: &page,
-          buffer: &buffer),
-        !String(decoding: page.prefix(64), as: UTF8.self).contains("\"error\"")
-      else {
-        failures.add(1, ordering: .relaxed)
-        usleep(10_000)
-        continue
-      }
-      // Newest first, one revision each: the first and last revisions
-      // say how many entries came (found without scanning 150 KB here,
-      // which would take the CPU the daemon is measured with).
-      if let newest = Self.revision(in: page, last: false),
-        let oldest = Self.revision(in: page, last: true)
-      {
-        pagedEntries.add(Int(newest - oldest + 1), ordering: .relaxed)
-        before = oldest
-      } else {
-        before = nil
-        passes.add(1, ordering: .relaxed)
-      }
-    }
+  init(socket: String) throws {
+    let progress = Progress()
+    self.progress = progress
+    asker = try PacedAsker(
+      socket: socket, interval: Self.pageInterval,
+      ask: {
+        let before = progress.before.load(ordering: .relaxed)
+        return rpc(
+          "history", before > 0 ? "{\"limit\":1000,\"before\":\(before)}" : "{\"limit\":1000}")
+      },
+      answered: { page in
+        // Newest first, one revision each: the first and last revisions
+        // say how many entries came (found without scanning 150 KB here,
+        // which would take the CPU the daemon is measured with).
+        if let newest = Self.revision(in: page, last: false),
+          let oldest = Self.revision(in: page, last: true)
+        {
+          progress.entries.add(Int(newest - oldest + 1), ordering: .relaxed)
+          progress.before.store(oldest, ordering: .relaxed)
+        } else {
+          progress.before.store(0, ordering: .relaxed)
+          progress.passes.add(1, ordering: .relaxed)
+        }
+      })
   }
+
+  /// Starts or stops paging; stopping waits for the page in flight.
+  func set(paging on: Bool) { asker.set(asking: on) }
+
+  func stop() { asker.stop() }
 
   /// The first or last `"revision":N` of a page (or of a line).
   static func revision(in page: [UInt8], last: Bool = false) -> Int64? {
