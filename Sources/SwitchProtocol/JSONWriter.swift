@@ -91,7 +91,9 @@ public struct JSONWriter: ~Copyable {
     // limit (one) keeps a buffer that a large answer filled to just under
     // it, rather than growing past it by a last byte and being given back
     // (a fresh ~1 MiB buffer each time: page faults and munmaps on the loop).
-    let grown = max(1 << (Int.bitWidth - (needed - 1).leadingZeroBitCount), capacity * 2)
+    let powerOfTwo =
+      needed > 1 << 62 ? needed : 1 << (Int.bitWidth - (needed - 1).leadingZeroBitCount)
+    let grown = max(powerOfTwo, capacity * 2)
     let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: grown)
     larger.initialize(from: base, count: used)
     base.deallocate()

@@ -174,6 +174,22 @@ import Testing
     #expect(harness.server.switchLists.count > 0, "lists were kept")
   }
 
+  /// A `list` sent as a notification wants no answer: none is sent, and no
+  /// list is made or kept for it.
+  @Test func aListNotificationMakesNoList() throws {
+    let harness = try Self.harness()
+    defer { harness.stop() }
+    let client = try TestClient(harness)
+    defer { close(client.fd) }
+    let input =
+      #"{"jsonrpc":"2.0","method":"list"}"# + "\n"
+      + #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"s.100"}}"# + "\n"
+    client.drive(input: Array(input.utf8)) { !$0.lines.isEmpty }
+    #expect(client.lines.count == 1)
+    #expect(client.lines.first?.contains(#""id":1,"result":{"key":"s.100""#) == true)
+    #expect(harness.server.switchLists.count == 0)
+  }
+
   /// A kept list answered in a batch, between other answers, and pipelined
   /// behind a write: each answer whole and in its place.
   @Test func aKeptListInABatchAndPipelined() throws {

@@ -79,8 +79,9 @@ extension Server {
     let ticket = ticket(pending, connection)
     guard ticket.slot != 0 else { return }  // a notification: never answered
     var rest = JSONWriter(capacity: 256)
-    var mark = 0
+    var mark: Int?
     Self.writeResponse(&rest, to: ticket) { w in body(&w) { mark = $0.count } }
+    guard let mark else { preconditionFailure("the answer's body did not say where the list goes") }
     rest.append(connection.terminator)
     var line = lineSpare
     lineSpare = []

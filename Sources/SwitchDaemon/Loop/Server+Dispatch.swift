@@ -103,6 +103,8 @@ extension Server {
           }
         }
       }
+      // A notification wants no answer: nothing to make, or to push out of the cache.
+      guard pending.answer != nil else { return }
       let switches = keptList(positions, for: caller, viewpoint: viewpoint)
       answer(pending, on: connection, around: switches) { w, switches in
         ResultEncoding.writeList(&w, revision: revision) { w in
