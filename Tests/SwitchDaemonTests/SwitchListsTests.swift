@@ -98,6 +98,23 @@ import Testing
     #expect(lists.take(kept(70).key) != nil)
   }
 
+  @Test func twoProcessesOfOneUserShareAListAndOtherRightsDoNot() {
+    func key(_ caller: Caller) -> SwitchLists.Key {
+      SwitchLists.Key(positions: 0..<100, caller: caller, viewpoint: .user(1000))
+    }
+    let one = Caller(actor: .peer(uid: 1000, gid: 100, pid: 41), isAdmin: false, mayWrite: true)
+    var other = one
+    other.actor = .peer(uid: 1000, gid: 1000, pid: 42)
+    #expect(key(one) == key(other))
+    var otherUser = one
+    otherUser.actor = .peer(uid: 1001, gid: 100, pid: 41)
+    var reader = one
+    reader.mayWrite = false
+    #expect(key(one) != key(otherUser))
+    #expect(key(one) != key(reader))
+    #expect(key(one) != key(one.acting(as: 1001)))
+  }
+
   // MARK: On a real loop
 
   /// 100 switches (a list of them is kept), one of them user-scope and one
