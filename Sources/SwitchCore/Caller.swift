@@ -67,6 +67,17 @@ public struct Caller: Equatable, Sendable {
   /// only as an administrator.
   public func mayActAs(_ user: UInt32) -> Bool { isAdmin || user == uid }
 
+  /// This caller as the rules of reading a switch see it: its process's
+  /// gid and pid left out. No rule of `writable` or of what a user-scope
+  /// switch shows reads them (they are only an actor's, shown in events),
+  /// so two processes of one user read every Switch object alike.
+  public var rights: Caller {
+    guard case .peer(let uid, _, _) = actor else { return self }
+    var rights = self
+    rights.actor = .peer(uid: uid, gid: 0, pid: 0)
+    return rights
+  }
+
   /// This caller acting as `user` (nil: itself).
   public func acting(as user: UInt32?) -> Caller {
     var acting = self

@@ -78,8 +78,6 @@ extension Server {
       continueReplay(watch, on: connection, after: after, result)
       // The page's buffer back to the reader, to write the next page into
       // (fresh memory of this size is mmap'd, and faulted in page by page).
-      // The page's buffer back to the reader, to write the next page into
-      // (fresh memory of this size is mmap'd, and faulted in page by page).
       if case .success(let page) = consume result { giveBack(page.events) }
       if !connection.isClosed { pump(connection) }
     case .stopped:

@@ -19,17 +19,13 @@ import SwitchProtocol
 struct SwitchLists {
   struct Key: Equatable {
     var positions: Range<Int>
-    /// The caller's rights: its process's gid and pid are left out (no
-    /// Switch object shows an actor, and no rule of `writable` reads
-    /// them), so two processes of one user share a list.
+    /// The caller's rights (`Caller.rights`): two processes of one user share a list.
     var caller: Caller
     var viewpoint: Viewpoint
 
     init(positions: Range<Int>, caller: Caller, viewpoint: Viewpoint) {
       self.positions = positions
-      var rights = caller
-      if case .peer(let uid, _, _) = caller.actor { rights.actor = .peer(uid: uid, gid: 0, pid: 0) }
-      self.caller = rights
+      self.caller = caller.rights
       self.viewpoint = viewpoint
     }
   }
