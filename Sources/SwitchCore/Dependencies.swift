@@ -16,28 +16,32 @@
 /// effect for its own dependents; the builder refuses cycles, so settling in
 /// `order` (each switch after those it lists) reaches a fixed point in one pass.
 public struct Dependencies: Sendable {
-  private struct Listed: Sendable {
-    var requires: [String]
-    var conflicts: [String]
+  /// What one switch lists and which switches list it. A switch that does
+  /// neither (most) has no entry: one look-up says it is alone.
+  private struct Entry: Sendable {
+    var requires: [String] = []
+    var conflicts: [String] = []
+    /// The switches that list this one.
+    var dependents: [String] = []
   }
 
   /// What `init` computes, never changed after: behind one reference, so that a copy of
   /// the catalog's dependencies (one per write decided) is one retain, not five (callgrind).
+  /// Keyed by `HashedKey`: a write of a switch with dependencies looked its key up
+  /// here four to six times with String's SipHash, ~1.5k of a toggle (callgrind).
   private final class Tables: Sendable {
     let order: [String]
-    let position: [String: Int]
-    let listed: [String: Listed]
-    let dependents: [String: [String]]
-    let labels: [String: String]
+    let position: [HashedKey: Int]
+    let entries: [HashedKey: Entry]
+    let labels: [HashedKey: String]
 
     init(
-      order: [String], position: [String: Int], listed: [String: Listed],
-      dependents: [String: [String]], labels: [String: String]
+      order: [String], position: [HashedKey: Int], entries: [HashedKey: Entry],
+      labels: [HashedKey: String]
     ) {
       self.order = order
       self.position = position
-      self.listed = listed
-      self.dependents = dependents
+      self.entries = entries
       self.labels = labels
     }
   }
@@ -45,26 +49,25 @@ public struct Dependencies: Sendable {
 
   /// Declared keys, each after the switches it lists; otherwise sorted.
   public var order: [String] { tables.order }
-  private var position: [String: Int] { tables.position }
-  private var listed: [String: Listed] { tables.listed }
-  /// For each key, the switches that list it.
-  private var dependents: [String: [String]] { tables.dependents }
-  private var labels: [String: String] { tables.labels }
+
+  private func entry(_ key: String) -> Entry? { tables.entries[HashedKey(key)] }
 
   /// Reads `Requires=`/`Conflicts=` of `switches`. Keys that are not declared
   /// are ignored (the builder refuses them); a cycle must not be given.
   public init(switches: [String: SwitchDefinition], sortedKeys: [String]) {
-    var listed: [String: Listed] = [:]
-    var dependents: [String: [String]] = [:]
-    var labels: [String: String] = [:]
+    var entries: [HashedKey: Entry] = [:]
+    var labels: [HashedKey: String] = [:]
     for key in sortedKeys {
       guard let definition = switches[key] else { continue }
-      labels[key] = definition.label ?? key
+      labels[HashedKey(key)] = definition.label ?? key
       let requires = definition.requires.filter { switches[$0] != nil && $0 != key }
       let conflicts = definition.conflicts.filter { switches[$0] != nil && $0 != key }
       if requires.isEmpty && conflicts.isEmpty { continue }
-      listed[key] = Listed(requires: requires, conflicts: conflicts)
-      for other in Set(requires + conflicts) { dependents[other, default: []].append(key) }
+      entries[HashedKey(key), default: Entry()].requires = requires
+      entries[HashedKey(key), default: Entry()].conflicts = conflicts
+      for other in Set(requires + conflicts) {
+        entries[HashedKey(other), default: Entry()].dependents.append(key)
+      }
     }
     // Depth first, each switch placed after those it lists; a loop, not
     // recursion, so that a long chain cannot exhaust a thread's stack.
@@ -73,7 +76,7 @@ public struct Dependencies: Sendable {
     for root in sortedKeys where switches[root] != nil && seen.insert(root).inserted {
       var stack: [(key: String, lists: [String], next: Int)] = []
       func enter(_ key: String) {
-        stack.append((key, listed[key].map { $0.requires + $0.conflicts } ?? [], 0))
+        stack.append((key, entries[HashedKey(key)].map { $0.requires + $0.conflicts } ?? [], 0))
       }
       enter(root)
       while let top = stack.last {
@@ -87,31 +90,39 @@ public struct Dependencies: Sendable {
         }
       }
     }
-    var position: [String: Int] = [:]
-    for (index, key) in order.enumerated() { position[key] = index }
-    tables = Tables(
-      order: order, position: position, listed: listed, dependents: dependents, labels: labels)
+    var position: [HashedKey: Int] = [:]
+    for (index, key) in order.enumerated() { position[HashedKey(key)] = index }
+    tables = Tables(order: order, position: position, entries: entries, labels: labels)
   }
 
   /// Whether `key` lists no switch and no switch lists it: no dependency
   /// settles its State and it settles none.
-  public func isAlone(_ key: String) -> Bool { listed[key] == nil && dependents[key] == nil }
-
-  /// Whether `key` going to `next` changes that switch alone, as `next`
-  /// is: it is alone, and not still disabled by a dependency a reload
-  /// removed (which settling would lift). `Rules.plannedChanges` and the
-  /// writer's fast path both ask this.
-  public func changesAlone(_ key: String, to next: SwitchState) -> Bool {
-    isAlone(key) && next.disabledBy != .dependency
-  }
+  public func isAlone(_ key: String) -> Bool { entry(key) == nil }
 
   /// Whether any switch lists `key` in `Requires=` or `Conflicts=`.
-  public func hasDependents(_ key: String) -> Bool { dependents[key] != nil }
+  public func hasDependents(_ key: String) -> Bool { !(entry(key)?.dependents.isEmpty ?? true) }
+
+  /// When a change of `key` to `next` changes no other switch (none lists
+  /// `key`): `next` as `key`'s own dependencies leave it (`settled`), the
+  /// whole plan of such a write. Nil when switches follow `key`: then
+  /// `Rules.plannedChanges` settles them too. One look-up for a switch
+  /// alone or one that only lists others (Wi-Fi beside airplane mode).
+  public func settledAlone(
+    _ next: SwitchState, of key: String, states: (String) -> SwitchState?
+  ) -> SwitchState? {
+    let entry = entry(key)
+    if let entry, !entry.dependents.isEmpty { return nil }
+    return settled(next, entry: entry, states: states)
+  }
 
   /// The reason a dependency keeps `key` from applying, given every switch's
   /// State; nil when none does.
   public func blocker(of key: String, states: (String) -> SwitchState?) -> String? {
-    guard let entry = listed[key] else { return nil }
+    blocker(entry(key), states: states)
+  }
+
+  private func blocker(_ entry: Entry?, states: (String) -> SwitchState?) -> String? {
+    guard let entry else { return nil }
     for other in entry.requires {
       guard let state = states(other), !state.isOnAndInEffect else { continue }
       return label(other) + (state.checked ? " is disabled" : " is off")
@@ -129,9 +140,16 @@ public struct Dependencies: Sendable {
   public func settled(
     _ state: SwitchState, of key: String, states: (String) -> SwitchState?
   ) -> SwitchState {
+    settled(state, entry: entry(key), states: states)
+  }
+
+  /// `settled` with the switch's entry looked up already.
+  private func settled(
+    _ state: SwitchState, entry: Entry?, states: (String) -> SwitchState?
+  ) -> SwitchState {
     if state.disabledBy == .admin || state.disabledBy == .policy { return state }
     var next = state
-    if let reason = blocker(of: key, states: states) {
+    if let reason = blocker(entry, states: states) {
       next.disabled = true
       next.disabledBy = .dependency
       next.disabledReason = reason
@@ -149,7 +167,7 @@ public struct Dependencies: Sendable {
   public func consequences(
     of key: String, states: (String) -> SwitchState?
   ) -> [(key: String, state: SwitchState)] {
-    guard dependents[key] != nil else { return [] }
+    guard hasDependents(key) else { return [] }
     // Every switch downstream of `key`, settled in order, so that a switch
     // sees its own dependencies' new States.
     let downstream = self.downstream(of: key)
@@ -174,16 +192,17 @@ public struct Dependencies: Sendable {
   /// The switches downstream of `key` (its dependents, theirs, …), in the
   /// order to settle them.
   private func downstream(of key: String) -> [String] {
-    guard dependents[key] != nil else { return [] }
+    guard hasDependents(key) else { return [] }
     var reached = Set<String>()
     var frontier = [key]
     while let next = frontier.popLast() {
-      for dependent in dependents[next] ?? [] where reached.insert(dependent).inserted {
+      for dependent in entry(next)?.dependents ?? [] where reached.insert(dependent).inserted {
         frontier.append(dependent)
       }
     }
-    return reached.sorted { (position[$0] ?? 0) < (position[$1] ?? 0) }
+    let position = tables.position
+    return reached.sorted { (position[HashedKey($0)] ?? 0) < (position[HashedKey($1)] ?? 0) }
   }
 
-  private func label(_ key: String) -> String { labels[key] ?? key }
+  private func label(_ key: String) -> String { tables.labels[HashedKey(key)] ?? key }
 }

@@ -19,6 +19,13 @@ public struct KeyTable<Value>: Sequence {
     set { table[HashedKey(key)] = newValue }
   }
 
+  /// The value of `key`, or `defaultValue` put there when it has none, to
+  /// change in place (as Dictionary's).
+  public subscript(key: String, default defaultValue: @autoclosure () -> Value) -> Value {
+    get { table[HashedKey(key)] ?? defaultValue() }
+    _modify { yield &table[HashedKey(key), default: defaultValue()] }
+  }
+
   /// Where `key` is, for a read and a write back with one look-up.
   public func index(forKey key: String) -> Index? { table.index(forKey: HashedKey(key)) }
 

@@ -29,13 +29,13 @@ extension Rules {
     catalog: Catalog, records: KeyTable<SwitchRecord>
   ) -> [PlannedChange] {
     let dependencies = catalog.dependencies
-    // A switch alone (most): its own change, as below would make it (no
-    // blocker, no followers) without copying its States through the
-    // closures (callgrind). One still disabled by a dependency a reload
-    // removed takes the way below, which lifts that.
-    if dependencies.changesAlone(key, to: next) {
-      guard next != previous else { return [] }
-      return [PlannedChange(key: key, cause: cause, state: next, previous: previous)]
+    // No switch follows it (most): its own change, settled, without the
+    // closures copying States below (callgrind).
+    if let own = dependencies.settledAlone(
+      next, of: key, states: { $0 == key ? next : records[$0]?.state })
+    {
+      guard own != previous else { return [] }
+      return [PlannedChange(key: key, cause: cause, state: own, previous: previous)]
     }
     let own = dependencies.settled(next, of: key) { $0 == key ? next : records[$0]?.state }
     if own == previous { return [] }

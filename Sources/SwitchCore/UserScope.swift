@@ -41,8 +41,10 @@ public struct UserValue: Equatable, Sendable {
 }
 
 /// Every user's own values: by key, then by uid. A user missing from a key
-/// never set it.
-public typealias UserValues = [String: [UInt32: UserValue]]
+/// never set it. A `KeyTable`: a write of a user's value looked its key up
+/// here three times on the writer and once on the loop, each a SipHash of
+/// the key (~1k of a toggle of a user-scope switch, callgrind).
+public typealias UserValues = KeyTable<[UInt32: UserValue]>
 
 /// Whose world a read, a watch or a history page shows.
 public enum Viewpoint: Equatable, Hashable, Sendable {

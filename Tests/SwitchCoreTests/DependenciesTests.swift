@@ -136,6 +136,47 @@ import Testing
     let stale = Self.byDependency(true, "Airplane mode is on")
     #expect(Self.dependencies.settled(stale, of: "vpn") { _ in Self.on() } == Self.on())
   }
+
+  @Test func aSwitchNobodyListsSettlesAloneInOneStep() {
+    let airplaneOn = ["airplane-mode": Self.on()]
+    let airplaneOff = ["airplane-mode": Self.off()]
+    // Alone: its own State, as it is.
+    #expect(Self.dependencies.settledAlone(Self.on(), of: "vpn") { _ in nil } == Self.on())
+    // Listing others but listed by none: settled by what it lists.
+    #expect(
+      Self.dependencies.settledAlone(Self.on(), of: "bluetooth") { airplaneOn[$0] }
+        == Self.byDependency(true, "Airplane mode is on"))
+    #expect(
+      Self.dependencies.settledAlone(Self.on(), of: "bluetooth") { airplaneOff[$0] } == Self.on())
+    // A dependency a reload removed is lifted, as `settled` lifts it.
+    let stale = Self.byDependency(true, "Airplane mode is on")
+    #expect(Self.dependencies.settledAlone(stale, of: "vpn") { _ in nil } == Self.on())
+    // Listed by others: they may follow, so not alone.
+    #expect(Self.dependencies.settledAlone(Self.on(), of: "airplane-mode") { _ in nil } == nil)
+    #expect(Self.dependencies.settledAlone(Self.on(), of: "wifi") { airplaneOff[$0] } == nil)
+  }
+
+  @Test func settlingAloneAgreesWithSettlingAndItsConsequences() {
+    // Every key, from every pair of on/off for airplane mode and Wi-Fi:
+    // where a switch settles alone, `settled` gives the same State and
+    // nothing follows it.
+    for key in Self.catalog.sortedKeys {
+      for airplane in [Self.on(), Self.off()] {
+        for wifi in [Self.on(), Self.off()] {
+          for next in [Self.on(), Self.off(), Self.byDependency(true, "Airplane mode is on")] {
+            let states = ["airplane-mode": airplane, "wifi": wifi]
+            let lookup: (String) -> SwitchState? = { $0 == key ? next : states[$0] ?? Self.on() }
+            guard let alone = Self.dependencies.settledAlone(next, of: key, states: lookup) else {
+              #expect(Self.dependencies.hasDependents(key))
+              continue
+            }
+            #expect(alone == Self.dependencies.settled(next, of: key, states: lookup))
+            #expect(Self.dependencies.consequences(of: key, states: lookup).isEmpty)
+          }
+        }
+      }
+    }
+  }
 }
 
 /// What the verbs do to a switch a dependency disables: nobody changes its

@@ -24,6 +24,17 @@ import Testing
     #expect(Set(table.keys) == ["wifi", "notifications.marketing-emails.weekly-digest"])
   }
 
+  @Test func aDefaultValueIsPutInPlaceToChange() {
+    // How the users' values are written: by key, then by uid.
+    var table: KeyTable<[UInt32: Bool]> = [:]
+    table["email", default: [:]][1000] = true
+    table["email", default: [:]][1001] = false
+    #expect(table["email"] == [1000: true, 1001: false])
+    #expect(table["absent", default: [:]].isEmpty)
+    #expect(table["absent"] == nil)
+    #expect(table.count == 1)
+  }
+
   @Test func aSlotReadsAndWritesInPlace() {
     var table = KeyTable(["vpn": 1])
     let slot = table.index(forKey: "vpn")

@@ -232,7 +232,7 @@ extension Writer {
         }
         // A user's own value: no apply command and no dependents (both
         // are for system switches), so it never waits.
-        if let change = writeUserValue(write, time: group.time, &group.answers) {
+        if let change = writeUserValue(write, definition, time: group.time, &group.answers) {
           group.changes.append(change)
         }
         if write.ticket.connection == 0 { userEndingDecided(write.key, write.caller.subject) }
@@ -308,13 +308,15 @@ extension Writer {
       group.answers.append((write.ticket, .refused(error)))
       return true
     }
-    // A switch alone, written without running a command (most writes): its
-    // plan is its own change, as `plannedChanges` and `applyStage` say for
-    // it, taken without the array they make and walk per write (callgrind).
+    // A switch no other follows, written without running a command (most
+    // writes): its plan is its own change, as `plannedChanges` and
+    // `applyStage` say for it, taken without the array they make and walk
+    // per write (callgrind: ~4k of a toggle of Wi-Fi, which lists airplane
+    // mode).
     if let next, write.operation != .apply, !definition.hasApply,
-      catalog.dependencies.changesAlone(key, to: next)
+      let own = catalog.dependencies.settledAlone(next, of: key, states: { records[$0]?.state })
     {
-      guard next != old.state else {
+      guard own != old.state else {
         group.answers.append(
           (
             write.ticket,
@@ -329,7 +331,7 @@ extension Writer {
       let change = Change(
         revision: revision, time: group.time, key: key,
         cause: write.external ? .external : write.operation.cause, actor: write.caller.actor,
-        state: next, previous: old.state)
+        state: own, previous: old.state)
       let after = change.record
       record(
         consume change, replacing: old.revision, changedAt: old.changedAt, at: slot,
