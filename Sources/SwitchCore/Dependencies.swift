@@ -50,7 +50,9 @@ public struct Dependencies: Sendable {
   /// Declared keys, each after the switches it lists; otherwise sorted.
   public var order: [String] { tables.order }
 
-  private func entry(_ key: String) -> Entry? { tables.entries[HashedKey(key)] }
+  private func entry(_ key: String) -> Entry? {
+    tables.entries.isEmpty ? nil : tables.entries[HashedKey(key)]
+  }
 
   /// Reads `Requires=`/`Conflicts=` of `switches`. Keys that are not declared
   /// are ignored (the builder refuses them); a cycle must not be given.
@@ -110,8 +112,11 @@ public struct Dependencies: Sendable {
   public func settledAlone(
     _ next: SwitchState, of key: String, states: (String) -> SwitchState?
   ) -> SwitchState? {
-    let entry = entry(key)
-    if let entry, !entry.dependents.isEmpty { return nil }
+    guard let entry = entry(key) else {
+      // Alone: as it is, unless a reload removed what disabled it.
+      return next.disabledBy == .dependency ? settled(next, entry: nil, states: states) : next
+    }
+    if !entry.dependents.isEmpty { return nil }
     return settled(next, entry: entry, states: states)
   }
 

@@ -4,7 +4,7 @@
 /// String keys; iterating it yields `(key, value)` pairs.
 public struct KeyTable<Value>: Sequence {
   public typealias Index = Dictionary<HashedKey, Value>.Index
-  private var table: [HashedKey: Value]
+  @usableFromInline var table: [HashedKey: Value]
 
   public init() { table = [:] }
 
@@ -14,8 +14,10 @@ public struct KeyTable<Value>: Sequence {
     for (key, value) in entries { table[HashedKey(key)] = value }
   }
 
+  @inlinable
   public subscript(key: String) -> Value? {
-    get { table[HashedKey(key)] }
+    // An empty table (observations, most of the time) costs no hash.
+    get { table.isEmpty ? nil : table[HashedKey(key)] }
     set { table[HashedKey(key)] = newValue }
   }
 
@@ -27,9 +29,13 @@ public struct KeyTable<Value>: Sequence {
   }
 
   /// Where `key` is, for a read and a write back with one look-up.
-  public func index(forKey key: String) -> Index? { table.index(forKey: HashedKey(key)) }
+  @inlinable
+  public func index(forKey key: String) -> Index? {
+    table.isEmpty ? nil : table.index(forKey: HashedKey(key))
+  }
 
   /// The value at `slot` (`index(forKey:)`); the key stays.
+  @inlinable
   public subscript(slot slot: Index) -> Value {
     get { table.values[slot] }
     _modify { yield &table.values[slot] }

@@ -15,6 +15,35 @@ public enum SwitchKey {
     problem(bytes: bytes) == nil
   }
 
+  /// The length of the valid key at the start of `bytes` that the first
+  /// `terminator` ends (a string's closing quote), found and checked in
+  /// one pass: the request decoder's fast path found the quote, then
+  /// checked the key in a second pass (~26 instructions a byte, callgrind).
+  /// Nil when no terminator comes or the bytes before it are not a valid
+  /// key (`problem` then says why). Agrees with `isValid` (tests).
+  public static func validLength(
+    _ bytes: UnsafeBufferPointer<UInt8>, endingAt terminator: UInt8
+  ) -> Int? {
+    guard let base = bytes.baseAddress, bytes.count > 0, isLower(base[0]) else { return nil }
+    var separatorLast = false
+    var index = 1
+    while index < bytes.count {
+      let b = base[index]
+      if isLower(b) || isDigit(b) {
+        separatorLast = false
+      } else if b == UInt8(ascii: ".") || b == UInt8(ascii: "-") {
+        if separatorLast { return nil }
+        separatorLast = true
+      } else if b == terminator {
+        return separatorLast || index > maxBytes ? nil : index
+      } else {
+        return nil
+      }
+      index += 1
+    }
+    return nil
+  }
+
   private static func problem(bytes: UnsafeBufferPointer<UInt8>) -> String? {
     if bytes.isEmpty { return "a switch key cannot be empty" }
     if bytes.count > maxBytes { return "a switch key is at most \(maxBytes) bytes" }
@@ -36,12 +65,8 @@ public enum SwitchKey {
 
   public static func isValid(_ key: String) -> Bool { problem(key) == nil }
 
-  private static func isLower(_ b: UInt8) -> Bool {
-    b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")
-  }
-  private static func isDigit(_ b: UInt8) -> Bool {
-    b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")
-  }
+  private static func isLower(_ b: UInt8) -> Bool { b &- UInt8(ascii: "a") < 26 }
+  private static func isDigit(_ b: UInt8) -> Bool { b &- UInt8(ascii: "0") < 10 }
 }
 
 /// A `watch` pattern: an exact key, or a prefix ending in `*`.

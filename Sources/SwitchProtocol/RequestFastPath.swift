@@ -263,10 +263,7 @@ private struct Scanner {
       switch p[i + 1] {  // the first letter of the name: no partial match is tried again
       case UInt8(ascii: "k"):
         // Checked on the bytes, then made a String: not checked again through it.
-        guard key == nil, member(#""key""#), let range = stringBytes(),
-          SwitchKey.isValid(
-            bytes: UnsafeBufferPointer(start: p + range.lowerBound, count: range.count))
-        else { return nil }
+        guard key == nil, member(#""key""#), let range = keyBytes() else { return nil }
         key = text(range)
       case UInt8(ascii: "c"):
         guard checked == nil, member(#""checked""#) else { return nil }
@@ -308,6 +305,21 @@ private struct Scanner {
       j += 1
     }
     return nil
+  }
+
+  /// Where the bytes of a string that is a valid switch key are (between
+  /// its quotes), found and checked in one pass (`SwitchKey.validLength`);
+  /// nil for anything else, which the general path explains.
+  mutating func keyBytes() -> Range<Int>? {
+    skipSpace()
+    guard i < n, p[i] == UInt8(ascii: "\"") else { return nil }
+    let start = i + 1
+    guard
+      let length = SwitchKey.validLength(
+        UnsafeBufferPointer(start: p + start, count: n - start), endingAt: UInt8(ascii: "\""))
+    else { return nil }
+    i = start + length + 1
+    return start..<(start + length)
   }
 
   /// The String of the bytes at `range`.

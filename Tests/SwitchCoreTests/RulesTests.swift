@@ -345,6 +345,32 @@ import Testing
   ])
   func keySyntax(_ key: String, _ valid: Bool) {
     #expect(SwitchKey.isValid(key) == valid)
+    // The one-pass scan the request decoder uses says the same, up to a quote.
+    let quoted = Array(key.utf8) + Array(#"","checked":true}"#.utf8)
+    let length = quoted.withUnsafeBufferPointer {
+      SwitchKey.validLength($0, endingAt: UInt8(ascii: "\""))
+    }
+    #expect(length == (valid ? key.utf8.count : nil))
+  }
+
+  @Test func theOnePassScanAgreesWithTheKeyGrammarOnRandomBytes() {
+    // Bytes drawn mostly from the key alphabet, with quotes and others
+    // mixed in: wherever the scan stops, it agrees with `isValid`.
+    var generator = SystemRandomNumberGenerator()
+    let alphabet = Array("abz09.-\"A _\u{7F}".utf8) + [0xC3, 0x00]
+    for _ in 0..<20_000 {
+      let count = Int.random(in: 0...12, using: &generator)
+      let bytes = (0..<count).map { _ in alphabet.randomElement(using: &generator)! }
+      let length = bytes.withUnsafeBufferPointer {
+        SwitchKey.validLength($0, endingAt: UInt8(ascii: "\""))
+      }
+      guard let quote = bytes.firstIndex(of: UInt8(ascii: "\"")) else {
+        #expect(length == nil)
+        continue
+      }
+      let key = bytes[..<quote].withUnsafeBufferPointer { SwitchKey.isValid(bytes: $0) }
+      #expect(length == (key ? quote : nil), "\(bytes)")
+    }
   }
 
   @Test func patternsMatchExactKeysAndPrefixes() throws {
