@@ -42,6 +42,33 @@ import Testing
     #expect(peer.answered(inOrder: 1...count))
   }
 
+  /// A peer that sends its writes as notifications and hangs up at once:
+  /// what it sent is carried out, all of it (a call that wants an answer
+  /// is dropped: nobody is there to read it). At most 64 of its writes are
+  /// at the writer at a time, so the rest wait as frames; each commit
+  /// resumes the connection, and only the whole pump (not the send alone
+  /// that an idle connection gets) takes them.
+  @Test func everyWriteOfAPeerThatHungUpIsCarriedOut() throws {
+    let harness = try LoopHarness(daemonConf: Self.daemonConf)
+    defer { harness.stop() }
+    let peer = try TestClient(harness)
+    let toggles = 300
+    let input = Self.lines(toggles) {
+      _ in #"{"jsonrpc":"2.0","method":"toggle","params":{"key":"wifi"}}"#
+    }
+    let sent = input.withUnsafeBytes { send(peer.fd, $0.baseAddress, $0.count, 0) }
+    #expect(sent == input.count, "the socket took every line at once")
+    close(peer.fd)
+    let deadline = monotonicSeconds() + 30
+    while harness.server.revision < Int64(toggles) || harness.server.connections.count > 0,
+      monotonicSeconds() < deadline
+    {
+      harness.server.turn(timeoutMilliseconds: 5)
+    }
+    #expect(harness.server.revision == Int64(toggles))
+    #expect(harness.server.connections.count == 0, "the connection closed once all was done")
+  }
+
   @Test func aSinceReplayLargerThanTheMarkArrivesWhole() throws {
     let harness = try LoopHarness(daemonConf: Self.daemonConf)
     defer { harness.stop() }

@@ -59,7 +59,8 @@ extension Server {
         let caller = connection.caller.acting(as: ticket.viewer)
         respond(ticket, on: connection) { write(&$0, answer, to: ticket, for: caller) }
       }
-      for connection in resumed { pump(connection) }
+      // A connection with nothing else to do needs only the send (`sendEvents`).
+      for connection in resumed { sendEvents(connection) }
       if let schemaChanges, !schemaChanges.isEmpty { announce(schemaChanges) }
       if let reload = output.reload {
         lastReload = reload
