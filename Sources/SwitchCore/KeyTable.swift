@@ -37,7 +37,9 @@ public struct KeyTable<Value>: Sequence {
   /// The value at `slot` (`index(forKey:)`); the key stays.
   @inlinable
   public subscript(slot slot: Index) -> Value {
-    get { table.values[slot] }
+    // Read in place: a getter copied the value (a nested table: a retain
+    // and a release) for a look-up into it.
+    _read { yield table.values[slot] }
     _modify { yield &table.values[slot] }
   }
 

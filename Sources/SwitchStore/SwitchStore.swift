@@ -88,11 +88,9 @@ public final class SwitchStore {
     var key: String
     var user: UInt32? = nil
 
-    /// `KeyHash`, the user mixed into the seed: each commit looks its key's
-    /// chain up, and SipHash cost more than the rest of the look-up.
-    func _rawHashValue(seed: Int) -> Int {
-      KeyHash.of(key, seed: seed &+ (user.map { Int($0) &+ 1 } ?? 0) &* 0x2545_F491)
-    }
+    /// `KeyHash`: each commit looks its key's chain up, and SipHash cost
+    /// more than the rest of the look-up.
+    func _rawHashValue(seed: Int) -> Int { KeyHash.of(key, user: user, seed: seed) }
   }
 
   struct KeyChain {

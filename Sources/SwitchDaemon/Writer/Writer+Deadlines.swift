@@ -29,6 +29,8 @@ struct DeadlineIndex {
   struct UserTimer: Hashable {
     var key: String
     var user: UInt32
+
+    func _rawHashValue(seed: Int) -> Int { KeyHash.of(key, user: user, seed: seed) }
   }
 
   mutating func note(_ key: String, user: UInt32, _ deadline: Int64?) {

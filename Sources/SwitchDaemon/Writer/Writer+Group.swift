@@ -157,7 +157,7 @@ extension Writer {
         deadlines.note(change.key, change.previous)
       }
       for (key, user) in users.rollBack() {
-        deadlines.note(key, user: user, users.values[key]?[user]?.expiresAt)
+        deadlines.note(key, user: user, users.value(key, user: user)?.expiresAt)
       }
       revision = group.firstRevision
       logCommitFailure(error)

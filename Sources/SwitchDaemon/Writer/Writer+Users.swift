@@ -12,11 +12,24 @@ struct WriterUserValues {
   private struct UserKey: Hashable {
     var key: String
     var user: UInt32
+
+    func _rawHashValue(seed: Int) -> Int { KeyHash.of(key, user: user, seed: seed) }
+  }
+
+  /// `user`'s own value of `key` (nil: never set), read in place.
+  func value(_ key: String, user: UInt32) -> UserValue? {
+    guard let slot = values.index(forKey: key) else { return nil }
+    return values[slot: slot][user]
   }
 
   mutating func set(_ key: String, user: UInt32, _ value: UserValue) {
-    undo.append((key, user, values[key]?[user]))
-    values[key, default: [:]][user] = value
+    // One look-up of the key for the read and the write (each hashes it).
+    guard let slot = values.index(forKey: key) else {
+      values[key] = [user: value]
+      undo.append((key, user, nil))
+      return
+    }
+    undo.append((key, user, values[slot: slot].updateValue(value, forKey: user)))
   }
 
   /// The group committed: its values stay, and go into the next checkpoint.
@@ -60,7 +73,7 @@ extension Writer {
     let user = caller.subject
     let decision = Rules.decideUserValue(
       operation, key: key, definition: definition, record: records[key],
-      own: users.values[key]?[user], policy: catalog.policies[key], caller: caller,
+      own: users.value(key, user: user), policy: catalog.policies[key], caller: caller,
       lasting: write.lasting, at: time)
     let decided: UserDecision
     // Consumed: the Result was copied and destroyed three times (callgrind).

@@ -1,0 +1,65 @@
+import SwitchCore
+import Testing
+
+@testable import SwitchDaemon
+
+/// The writer's copy of users' own values: one look-up of a key for a read
+/// and a write, what a failed commit puts back, and what the next
+/// checkpoint writes.
+@Suite struct WriterUserValuesTests {
+  static func value(_ checked: Bool, _ revision: Int64) -> UserValue {
+    UserValue(checked: checked, revision: revision, changedAt: revision * 1000)
+  }
+
+  @Test func valuesAreKeptPerKeyAndUser() {
+    var users = WriterUserValues()
+    users.set("email", user: 1000, Self.value(false, 1))
+    users.set("email", user: 1001, Self.value(true, 2))
+    users.set("chat", user: 1000, Self.value(true, 3))
+    users.set("email", user: 1000, Self.value(true, 4))
+    #expect(users.value("email", user: 1000) == Self.value(true, 4))
+    #expect(users.value("email", user: 1001) == Self.value(true, 2))
+    #expect(users.value("chat", user: 1000) == Self.value(true, 3))
+    #expect(users.value("chat", user: 1001) == nil)
+    #expect(users.value("absent", user: 1000) == nil)
+  }
+
+  @Test func aRollBackPutsBackWhatTheGroupReplacedNewestFirst() {
+    var users = WriterUserValues()
+    users.set("email", user: 1000, Self.value(false, 1))
+    users.committed()
+    // A group that sets the same value twice, and a value never set before.
+    users.set("email", user: 1000, Self.value(true, 2))
+    users.set("email", user: 1000, Self.value(false, 3))
+    users.set("chat", user: 1000, Self.value(true, 4))
+    let undone = users.rollBack()
+    #expect(undone.map(\.key) == ["email", "email", "chat"])
+    #expect(users.value("email", user: 1000) == Self.value(false, 1))
+    #expect(users.value("chat", user: 1000) == nil)
+    #expect(users.values["chat"] == nil, "a key whose last value went back is gone")
+  }
+
+  @Test func theCheckpointWritesEachCommittedValueOnce() {
+    var users = WriterUserValues()
+    users.set("email", user: 1000, Self.value(false, 1))
+    users.set("email", user: 1000, Self.value(true, 2))
+    users.set("email", user: 1001, Self.value(true, 3))
+    users.committed()
+    users.set("chat", user: 1000, Self.value(true, 4))
+    _ = users.rollBack()
+    let rows = users.rowsToCheckpoint.sorted { ($0.key, $0.user) < ($1.key, $1.user) }
+    #expect(rows.map(\.key) == ["email", "email"])
+    #expect(rows.map(\.user) == [1000, 1001])
+    #expect(rows.map(\.value) == [Self.value(true, 2), Self.value(true, 3)])
+    users.checkpointed()
+    #expect(users.rowsToCheckpoint.isEmpty)
+  }
+
+  @Test func aKeyWithDifferentUsersHashesApart() {
+    // The tables by key and user mix the user into the seed: the same key
+    // for users 0, 1 and none (the switch itself) are three hashes.
+    let hashes = Set([nil, 0, 1, 1000].map { KeyHash.of("email", user: $0, seed: 7) })
+    #expect(hashes.count == 4)
+    #expect(KeyHash.of("email", user: 5, seed: 7) == KeyHash.of("email", user: 5, seed: 7))
+  }
+}
