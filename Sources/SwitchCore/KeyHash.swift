@@ -59,7 +59,21 @@ public enum KeyHash {
       }
     }
     h = fold(h, tail)
-    return Int(bitPattern: UInt(truncatingIfNeeded: h ^ (h >> 32)))
+    return Int(bitPattern: UInt(truncatingIfNeeded: finalized(h)))
+  }
+
+  /// Every bit of `h` into every bit of the result (MurmurHash3's fmix64):
+  /// a table indexes by the low bits, and a fold leaves a difference in a
+  /// word's upper half (the last bytes of `org.example.devices.toggle.c17`)
+  /// out of them: 1,000 such keys fell into 146 of 1,024 buckets (tests).
+  @inlinable @inline(__always)
+  static func finalized(_ h: UInt64) -> UInt64 {
+    var h = h
+    h ^= h >> 33
+    h &*= 0xFF51_AFD7_ED55_8CCD
+    h ^= h >> 33
+    h &*= 0xC4CE_B9FE_1A85_EC53
+    return h ^ (h >> 33)
   }
 
   @inlinable

@@ -35,6 +35,17 @@ import Testing
     #expect(table.count == 1)
   }
 
+  @Test func keysThatDifferLateSpreadOverATablesBucketsUnderAnySeed() {
+    // A table mixes its seed into a key's kept hash with one exclusive or:
+    // 1,000 keys differing only in their last bytes still fill about as
+    // many of 1,024 buckets as random ones would (~632), whatever the seed.
+    let keys = (0..<1000).map { HashedKey("org.example.devices.toggle.c\($0)") }
+    for seed in [0, 1, 0x5bd1_e995, -7] {
+      let buckets = Set(keys.map { $0._rawHashValue(seed: seed) & 1023 })
+      #expect(buckets.count > 580, "seed \(seed): \(buckets.count) buckets")
+    }
+  }
+
   @Test func aSlotReadsAndWritesInPlace() {
     var table = KeyTable(["vpn": 1])
     let slot = table.index(forKey: "vpn")
