@@ -37,17 +37,19 @@ extension Rules {
     {
       return .failure(refusal)
     }
-    let seen = Visibility.record(record, own: own, definition: definition)
-    let current = seen.state.checked
+    // What this user reads, without a copy of the record (a write of a
+    // user's value made three, callgrind).
+    let seen = Visibility.value(record, own: own, defaultChecked: definition.defaultChecked)
+    let current = seen.checked
     let next: Bool
     switch operation {
     case .set(let checked, let ifRevision):
-      if let refusal = conflict(key: key, ifRevision: ifRevision, record: seen) {
+      if let refusal = conflict(key: key, ifRevision: ifRevision, revision: seen.revision) {
         return .failure(refusal)
       }
       next = checked
     case .toggle(let ifRevision):
-      if let refusal = conflict(key: key, ifRevision: ifRevision, record: seen) {
+      if let refusal = conflict(key: key, ifRevision: ifRevision, revision: seen.revision) {
         return .failure(refusal)
       }
       next = !current
@@ -211,7 +213,11 @@ public struct UserDecision: Equatable, Sendable {
   /// The change this write makes, at `revision` and `time`; nil for a no-op.
   public func change(revision: Int64, time: Int64, cause: Cause, actor: Actor) -> Change? {
     guard let next else { return nil }
-    var previous = before.state
+    // `before.state`, without a copy of the whole record.
+    var previous = record.state
+    previous.checked =
+      Visibility.value(record, own: own, defaultChecked: definition.defaultChecked).checked
+    previous.expiresAt = own?.expiresAt
     // Under a hold that fixes the value, only a timer's end comes here: the
     // change is of the user's own value, which stays.
     if record.state.valueFixed { previous.checked = own?.checked ?? definition.defaultChecked }

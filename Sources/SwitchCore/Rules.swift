@@ -267,8 +267,13 @@ public enum Rules {
   }
 
   static func conflict(key: String, ifRevision: Int64?, record: SwitchRecord) -> Refusal? {
-    guard let ifRevision, ifRevision != record.revision else { return nil }
-    return .conflict(key: key, expected: ifRevision, current: record.revision)
+    conflict(key: key, ifRevision: ifRevision, revision: record.revision)
+  }
+
+  /// The same for a switch whose revision is `revision`.
+  static func conflict(key: String, ifRevision: Int64?, revision: Int64) -> Refusal? {
+    guard let ifRevision, ifRevision != revision else { return nil }
+    return .conflict(key: key, expected: ifRevision, current: revision)
   }
 
   /// The state a switch has once `rule` (nil: no policy for it) is applied.
