@@ -45,9 +45,9 @@ import Testing
   /// A peer that sends its writes as notifications and hangs up at once:
   /// what it sent is carried out, all of it (a call that wants an answer
   /// is dropped: nobody is there to read it). At most 64 of its writes are
-  /// at the writer at a time, so the rest wait as frames; each commit
-  /// resumes the connection, and only the whole pump (not the send alone
-  /// that an idle connection gets) takes them.
+  /// at the writer at a time, so the rest wait; each commit resumes the
+  /// connection, which must get the whole pump (not the send alone that an
+  /// idle connection gets) to take them, and close once all is done.
   @Test func everyWriteOfAPeerThatHungUpIsCarriedOut() throws {
     let harness = try LoopHarness(daemonConf: Self.daemonConf)
     defer { harness.stop() }

@@ -50,16 +50,18 @@ final class WriterHarness {
   let initial: (records: KeyTable<SwitchRecord>, revision: Int64, oldest: Int64?)
   private let saboteur: SQLiteConnection
 
-  init() throws {
+  /// The switches of the harness's configuration unless a test gives its own.
+  static let defaultSwitches =
+    "[wifi]\nLabel=Wi-Fi\nDefault=on\n\n[bluetooth]\nLabel=Bluetooth\nDefault=off\n\n"
+    + "[email]\nLabel=Email\nDefault=on\nScope=user\n"
+
+  init(switches: String = WriterHarness.defaultSwitches) throws {
     directory = try makeTemporaryDirectory("switchd-writer-test")
     let config = directory + "/config"
     mkdir(config, 0o755)
     mkdir(config + "/switches.d", 0o755)
     try writeWholeFile(config + "/switchd.conf", "[Daemon]\nAdminGroup=\n")
-    try writeWholeFile(
-      config + "/switches.d/10-test.conf",
-      "[wifi]\nLabel=Wi-Fi\nDefault=on\n\n[bluetooth]\nLabel=Bluetooth\nDefault=off\n\n"
-        + "[email]\nLabel=Email\nDefault=on\nScope=user\n")
+    try writeWholeFile(config + "/switches.d/10-test.conf", switches)
     guard let catalog = ConfigLoader.load(directory: config).catalog else {
       throw FixtureError("the test configuration does not load")
     }
@@ -89,9 +91,11 @@ final class WriterHarness {
 
   /// Runs the writer through `steps`, then stops it (which closes the store:
   /// a harness runs once). Returns what each step came back as.
-  func run(_ steps: [Step]) throws -> [Outcome] {
+  func run(_ steps: [Step], asAdmin: Bool = false) throws -> [Outcome] {
     let jobs = BlockingQueue<WriterJob>()
-    let caller = Caller(actor: .peer(uid: 1000, gid: 1000, pid: 1), isAdmin: false, mayWrite: true)
+    let caller = Caller(
+      actor: .peer(uid: asAdmin ? 0 : 1000, gid: asAdmin ? 0 : 1000, pid: 1), isAdmin: asAdmin,
+      mayWrite: true)
     var outcomes: [Outcome] = []
     var failure: (any Error)?
     var slot: UInt64 = 0

@@ -60,6 +60,12 @@ import Testing
     // for users 0, 1 and none (the switch itself) are three hashes.
     let hashes = Set([nil, 0, 1, 1000].map { KeyHash.of("email", user: $0, seed: 7) })
     #expect(hashes.count == 4)
-    #expect(KeyHash.of("email", user: 5, seed: 7) == KeyHash.of("email", user: 5, seed: 7))
+    // And a thousand users of one key are each found, once committed.
+    var users = WriterUserValues()
+    for uid in UInt32(1000)..<2000 { users.set("email", user: uid, Self.value(uid % 2 == 0, 1)) }
+    users.committed()
+    #expect(
+      (UInt32(1000)..<2000).allSatisfy { users.value("email", user: $0)?.checked == ($0 % 2 == 0) })
+    #expect(users.rowsToCheckpoint.count == 1000)
   }
 }
