@@ -20,9 +20,16 @@ enum Configs {
   /// so a prefix `u4.` lists exactly ten.
   static func userKey(_ index: Int) -> String { "u\(index / 10).s\(index % 10)" }
 
+  /// The key number `index` of a switch that conflicts with
+  /// `airplane-mode` (`Conflicts=`), as Wi-Fi does in the shipped files.
+  static func radioKey(_ index: Int) -> String { "radio.c\(index)" }
+
   /// Writes `directory` with switchd.conf and `total` switches, and
-  /// `userScoped` more of `Scope=user` (`userKey`).
-  static func write(_ directory: String, total: Int, userScoped: Int = 0) throws {
+  /// `userScoped` more of `Scope=user` (`userKey`), and `conflicting` more
+  /// that conflict with an `airplane-mode` switch (`radioKey`, and it).
+  static func write(
+    _ directory: String, total: Int, userScoped: Int = 0, conflicting: Int = 0
+  ) throws {
     try makeDirectory(directory)
     try makeDirectory("\(directory)/switches.d")
     try makeDirectory("\(directory)/policy.d")
@@ -57,6 +64,14 @@ enum Configs {
     for index in 0..<userScoped {
       text +=
         "[\(userKey(index))]\nLabel=Benchmark user switch \(index)\nDefault=off\nScope=user\n\n"
+    }
+    if conflicting > 0 {
+      text += "[airplane-mode]\nLabel=Airplane mode\nDefault=off\n\n"
+    }
+    for index in 0..<conflicting {
+      text +=
+        "[\(radioKey(index))]\nLabel=Benchmark radio \(index)\nDefault=on\n"
+        + "Conflicts=airplane-mode\n\n"
     }
     try writeFile("\(directory)/switches.d/10-bench.conf", text)
   }

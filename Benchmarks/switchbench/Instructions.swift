@@ -32,6 +32,8 @@ extension Bench {
     var per: String { unitsPerCall > 1 ? "delivered event" : "call" }
     var instructionsTarget: Target
     var syscallsTarget: Target
+    /// switchd's configuration when not the main one (`kindsConfig`).
+    var config: String? = nil
   }
 
   func measureInstructions() throws {
@@ -42,8 +44,11 @@ extension Bench {
       try learnAnswerSize(daemon)
       stopDaemon(daemon)
     }
+    let kinds = "\(directory)/conf-kinds"
+    try Configs.write(
+      kinds, total: 1000, userScoped: Self.kindWriters, conflicting: Self.kindWriters)
     let redis = redisMissing == nil ? findOnPath("redis-server") : nil
-    let pairs = countedPairs()
+    let pairs = countedPairs(kindsConfig: kinds)
     for tool in [CountingTool.callgrind, .strace] {
       if let why = tool.missing {
         add(
@@ -54,7 +59,8 @@ extension Bench {
       }
       for pair in pairs {
         progress("\(tool.rawValue): \(pair.name): switchd\(redis == nil ? "" : ", Redis")")
-        let mine = try perCall(tool, .switchd(config: config), pair, pair.switchd)
+        let mine = try perCall(
+          tool, .switchd(config: pair.config ?? config), pair, pair.switchd)
         let theirs = try redis.map {
           try perCall(tool, .redis(binary: $0, durable: pair.redisDurable), pair, pair.redis)
         }
@@ -75,8 +81,12 @@ extension Bench {
     tool == .callgrind ? "instructions" : "system calls"
   }
 
-  /// toggle/SET and get/GET at 8 and 50 connections, then the fan-out.
-  private func countedPairs() -> [Pair] {
+  /// The connections of the toggles of other kinds of switch.
+  static let kindWriters = 8
+
+  /// toggle/SET and get/GET at 8 and 50 connections, the toggles of two
+  /// other kinds of switch at 8 (`kindsConfig`), then the fan-out.
+  private func countedPairs(kindsConfig: String) -> [Pair] {
     let value = switchValue
     var pairs: [Pair] = []
     for connections in [8, 50] {
@@ -108,6 +118,30 @@ extension Bench {
           },
           redisDurable: false, calls: calls, instructionsTarget: .ratioAtMost(1.5),
           syscallsTarget: .atMostReferencePlus(1)))
+    }
+    // switchbench's own toggle writes switches that list no other and are
+    // listed by none, the cheapest kind: a switch that conflicts with
+    // another (as Wi-Fi with airplane mode) and a user's own value of a
+    // user-scope switch take paths of their own (README, stop 42).
+    let connections = Self.kindWriters
+    let calls = max(1, options.countedCalls / connections) * connections
+    let kinds: [(name: String, key: (Int) -> String)] = [
+      ("a switch that conflicts with another", Configs.radioKey),
+      ("a user's own value", Configs.userKey),
+    ]
+    for kind in kinds {
+      pairs.append(
+        Pair(
+          name: "durable toggle of \(kind.name), \(connections) connections",
+          peerName: "Redis SET, appendfsync always",
+          switchd: closedLoop(connections, newlines: 1, check: .jsonRPC) {
+            rpc("toggle", "{\"key\":\"\(kind.key($0))\"}")
+          },
+          redis: closedLoop(connections, newlines: 1, check: .resp) {
+            resp(["SET", "toggle.c\($0)", value])
+          },
+          redisDurable: true, calls: calls, instructionsTarget: .ratioAtMost(2.0),
+          syscallsTarget: .atMostReferencePlus(1), config: kindsConfig))
     }
     let watchers = options.watchers
     pairs.append(
