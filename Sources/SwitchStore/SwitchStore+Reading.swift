@@ -40,7 +40,7 @@ extension SwitchStore {
       // were half the start-up's instructions, callgrind).
       var key: String?
       var keyBytes: [UInt8] = []
-      var users: [UInt32: UserValue] = [:]
+      var users = UserValueTable()
       while try statement.step() {
         if key == nil || !statement.text(at: 0, equals: keyBytes) {
           if let key { values[key] = users }

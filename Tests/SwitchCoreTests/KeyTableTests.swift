@@ -46,6 +46,26 @@ import Testing
     }
   }
 
+  @Test func aUsersValuesTableReadsAndWritesLikeADictionary() {
+    func value(_ revision: Int64) -> UserValue {
+      UserValue(checked: revision % 2 == 0, revision: revision, changedAt: revision)
+    }
+    var table: UserValueTable = [1000: value(1)]
+    #expect(table.updateValue(value(2), forKey: 1000) == value(1))
+    #expect(table.updateValue(value(3), forKey: 1001) == nil)
+    table[1002] = value(4)
+    table[1001] = nil
+    #expect(table[1000] == value(2) && table[1001] == nil && table[1002] == value(4))
+    #expect(table.count == 2 && !table.isEmpty)
+    let pairs = Dictionary(uniqueKeysWithValues: table.map { ($0.key, $0.value) })
+    #expect(pairs == [1000: value(2), 1002: value(4)])
+    #expect(table == [1002: value(4), 1000: value(2)])
+    // Consecutive uids, as a machine's accounts are, spread over the buckets.
+    let buckets = Set(
+      (UInt32(1000)..<2000).map { UserValueTable.UID($0)._rawHashValue(seed: 9) & 1023 })
+    #expect(buckets.count > 580)
+  }
+
   @Test func aSlotReadsAndWritesInPlace() {
     var table = KeyTable(["vpn": 1])
     let slot = table.index(forKey: "vpn")

@@ -55,6 +55,19 @@ import Testing
     #expect(users.rowsToCheckpoint.isEmpty)
   }
 
+  @Test func whatWaitsForTheCheckpointIsBoundedIfItNeverComes() {
+    // One user's value written over and over with no checkpoint (it keeps
+    // failing): the repeats are made unique once they pile up.
+    var users = WriterUserValues()
+    for revision in 1...Int64(3 * WriterUserValues.changedBound) {
+      users.set("email", user: 1000, Self.value(revision % 2 == 0, revision))
+      users.committed()
+      #expect(users.changedCount <= WriterUserValues.changedBound + 1)
+    }
+    let last = Int64(3 * WriterUserValues.changedBound)
+    #expect(users.rowsToCheckpoint.map(\.value) == [Self.value(last % 2 == 0, last)])
+  }
+
   @Test func aKeyWithDifferentUsersHashesApart() {
     // The tables by key and user mix the user into the seed: the same key
     // for users 0, 1 and none (the switch itself) are three hashes.
