@@ -27,17 +27,17 @@ public struct Dependencies: Sendable {
 
   /// What `init` computes, never changed after: behind one reference, so that a copy of
   /// the catalog's dependencies (one per write decided) is one retain, not five (callgrind).
-  /// Keyed by `HashedKey`: a write of a switch with dependencies looked its key up
+  /// `KeyTable`s: a write of a switch with dependencies looked its key up
   /// here four to six times with String's SipHash, ~1.5k of a toggle (callgrind).
   private final class Tables: Sendable {
     let order: [String]
-    let position: [HashedKey: Int]
-    let entries: [HashedKey: Entry]
-    let labels: [HashedKey: String]
+    let position: KeyTable<Int>
+    let entries: KeyTable<Entry>
+    let labels: KeyTable<String>
 
     init(
-      order: [String], position: [HashedKey: Int], entries: [HashedKey: Entry],
-      labels: [HashedKey: String]
+      order: [String], position: KeyTable<Int>, entries: KeyTable<Entry>,
+      labels: KeyTable<String>
     ) {
       self.order = order
       self.position = position
@@ -50,25 +50,23 @@ public struct Dependencies: Sendable {
   /// Declared keys, each after the switches it lists; otherwise sorted.
   public var order: [String] { tables.order }
 
-  private func entry(_ key: String) -> Entry? {
-    tables.entries.isEmpty ? nil : tables.entries[HashedKey(key)]
-  }
+  private func entry(_ key: String) -> Entry? { tables.entries[key] }
 
   /// Reads `Requires=`/`Conflicts=` of `switches`. Keys that are not declared
   /// are ignored (the builder refuses them); a cycle must not be given.
   public init(switches: [String: SwitchDefinition], sortedKeys: [String]) {
-    var entries: [HashedKey: Entry] = [:]
-    var labels: [HashedKey: String] = [:]
+    var entries = KeyTable<Entry>()
+    var labels = KeyTable<String>()
     for key in sortedKeys {
       guard let definition = switches[key] else { continue }
-      labels[HashedKey(key)] = definition.label ?? key
+      labels[key] = definition.label ?? key
       let requires = definition.requires.filter { switches[$0] != nil && $0 != key }
       let conflicts = definition.conflicts.filter { switches[$0] != nil && $0 != key }
       if requires.isEmpty && conflicts.isEmpty { continue }
-      entries[HashedKey(key), default: Entry()].requires = requires
-      entries[HashedKey(key), default: Entry()].conflicts = conflicts
+      entries[key, default: Entry()].requires = requires
+      entries[key, default: Entry()].conflicts = conflicts
       for other in Set(requires + conflicts) {
-        entries[HashedKey(other), default: Entry()].dependents.append(key)
+        entries[other, default: Entry()].dependents.append(key)
       }
     }
     // Depth first, each switch placed after those it lists; a loop, not
@@ -78,7 +76,7 @@ public struct Dependencies: Sendable {
     for root in sortedKeys where switches[root] != nil && seen.insert(root).inserted {
       var stack: [(key: String, lists: [String], next: Int)] = []
       func enter(_ key: String) {
-        stack.append((key, entries[HashedKey(key)].map { $0.requires + $0.conflicts } ?? [], 0))
+        stack.append((key, entries[key].map { $0.requires + $0.conflicts } ?? [], 0))
       }
       enter(root)
       while let top = stack.last {
@@ -92,8 +90,8 @@ public struct Dependencies: Sendable {
         }
       }
     }
-    var position: [HashedKey: Int] = [:]
-    for (index, key) in order.enumerated() { position[HashedKey(key)] = index }
+    var position = KeyTable<Int>()
+    for (index, key) in order.enumerated() { position[key] = index }
     tables = Tables(order: order, position: position, entries: entries, labels: labels)
   }
 
@@ -206,8 +204,8 @@ public struct Dependencies: Sendable {
       }
     }
     let position = tables.position
-    return reached.sorted { (position[HashedKey($0)] ?? 0) < (position[HashedKey($1)] ?? 0) }
+    return reached.sorted { (position[$0] ?? 0) < (position[$1] ?? 0) }
   }
 
-  private func label(_ key: String) -> String { tables.labels[HashedKey(key)] ?? key }
+  private func label(_ key: String) -> String { tables.labels[key] ?? key }
 }

@@ -207,17 +207,15 @@ public struct UserDecision: Equatable, Sendable {
     self.expiresAt = expiresAt
   }
 
-  /// The switch as this user reads it before the call.
-  public var before: SwitchRecord { Visibility.record(record, own: own, definition: definition) }
-
   /// The change this write makes, at `revision` and `time`; nil for a no-op.
   public func change(revision: Int64, time: Int64, cause: Cause, actor: Actor) -> Change? {
     guard let next else { return nil }
-    // `before.state`, without a copy of the whole record.
-    var previous = record.state
-    previous.checked =
-      Visibility.value(record, own: own, defaultChecked: definition.defaultChecked).checked
-    previous.expiresAt = own?.expiresAt
+    // What the user read before, without a copy of the whole record.
+    var previous = Visibility.state(
+      record.state,
+      checked: Visibility.value(record, own: own, defaultChecked: definition.defaultChecked)
+        .checked,
+      own: own)
     // Under a hold that fixes the value, only a timer's end comes here: the
     // change is of the user's own value, which stays.
     if record.state.valueFixed { previous.checked = own?.checked ?? definition.defaultChecked }

@@ -59,7 +59,8 @@ public struct UserValueTable: Sequence, Equatable, Sendable, ExpressibleByDictio
     /// The uid's bits spread over the word (`KeyHash.finalized`), the
     /// table's seed mixed in after, as `HashedKey` does.
     @inlinable func _rawHashValue(seed: Int) -> Int {
-      Int(bitPattern: UInt(truncatingIfNeeded: KeyHash.finalized(UInt64(raw)))) ^ seed
+      KeyHash.reseeded(
+        Int(bitPattern: UInt(truncatingIfNeeded: KeyHash.finalized(UInt64(raw)))), seed: seed)
     }
   }
 
@@ -127,12 +128,20 @@ public enum Visibility {
   ) -> SwitchRecord {
     let seen = value(record, own: own, defaultChecked: definition.defaultChecked)
     var result = record
-    result.state.checked = seen.checked
-    // The switch itself never has a value timer: a user's own is theirs.
-    result.state.expiresAt = own?.expiresAt
+    result.state = state(record.state, checked: seen.checked, own: own)
     result.revision = seen.revision
     result.changedAt = seen.changedAt
     return result
+  }
+
+  /// The State a user reads of a user-scope switch: its switch-level
+  /// `state` with what they read of its value (`value(...)`), and their
+  /// own value's timer (the switch itself never has a value timer).
+  public static func state(_ state: SwitchState, checked: Bool, own: UserValue?) -> SwitchState {
+    var seen = state
+    seen.checked = checked
+    seen.expiresAt = own?.expiresAt
+    return seen
   }
 
   /// What a user reads of a user-scope switch's value (the fixed value

@@ -107,7 +107,7 @@ extension Server {
   /// than a pump, callgrind); and when the send drains the queue of a
   /// connection that reads as usual, its epoll interest stands. Anything
   /// else gets the whole pump (a peer that hung up is read to its end there).
-  func sendEvents(_ connection: Connection) {
+  func sendOrPump(_ connection: Connection) {
     guard !connection.hasPending, connection.framer.bufferedCount == 0,
       connection.replaysUnfinished == 0, !connection.inputClosed, !connection.hungUp, !stopping
     else { return pump(connection) }

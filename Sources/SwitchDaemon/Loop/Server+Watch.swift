@@ -157,7 +157,7 @@ extension Server {
       {
         closeConnection(connection, why: "a watcher fell behind by more than MaxQueuedBytes")
       } else {
-        sendEvents(connection)
+        sendOrPump(connection)
       }
     }
   }

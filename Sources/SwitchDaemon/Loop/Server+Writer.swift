@@ -59,8 +59,8 @@ extension Server {
         let caller = connection.caller.acting(as: ticket.viewer)
         respond(ticket, on: connection) { write(&$0, answer, to: ticket, for: caller) }
       }
-      // A connection with nothing else to do needs only the send (`sendEvents`).
-      for connection in resumed { sendEvents(connection) }
+      // A connection with nothing else to do needs only the send (`sendOrPump`).
+      for connection in resumed { sendOrPump(connection) }
       if let schemaChanges, !schemaChanges.isEmpty { announce(schemaChanges) }
       if let reload = output.reload {
         lastReload = reload

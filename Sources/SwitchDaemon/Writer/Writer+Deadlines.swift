@@ -22,19 +22,12 @@ struct DeadlineIndex {
   /// Set when the earliest deadline may have moved: the timers are armed again.
   var moved = false
   /// Each user's timed value of a user-scope switch, by switch and uid.
-  var byUser: [UserTimer: Int64] = [:]
+  var byUser: [UserKey: Int64] = [:]
   /// Users' timers whose end was handed to a group and not decided yet.
-  var endingUsers: Set<UserTimer> = []
-
-  struct UserTimer: Hashable {
-    var key: String
-    var user: UInt32
-
-    func _rawHashValue(seed: Int) -> Int { KeyHash.of(key, user: user, seed: seed) }
-  }
+  var endingUsers: Set<UserKey> = []
 
   mutating func note(_ key: String, user: UInt32, _ deadline: Int64?) {
-    let timer = UserTimer(key: key, user: user)
+    let timer = UserKey(key: key, user: user)
     if deadline == nil && byUser.isEmpty { return }
     if byUser[timer] != deadline {
       byUser[timer] = deadline
@@ -183,7 +176,7 @@ extension Writer {
     deadlines.moved = true
     for entry in due {
       if let user = entry.item.caller.actingAs {
-        deadlines.endingUsers.insert(DeadlineIndex.UserTimer(key: entry.key, user: user))
+        deadlines.endingUsers.insert(UserKey(key: entry.key, user: user))
       } else {
         deadlines.ending.insert(entry.key)
       }
@@ -199,7 +192,7 @@ extension Writer {
 
   /// The end of `user`'s timed value of `key` was decided.
   func userEndingDecided(_ key: String, _ user: UInt32) {
-    let timer = DeadlineIndex.UserTimer(key: key, user: user)
+    let timer = UserKey(key: key, user: user)
     if deadlines.endingUsers.remove(timer) != nil { deadlines.moved = true }
   }
 

@@ -16,13 +16,6 @@ struct WriterUserValues {
   /// comes every 4,096 revisions, unless it keeps failing).
   static let changedBound = 16_384
 
-  private struct UserKey: Hashable {
-    var key: String
-    var user: UInt32
-
-    func _rawHashValue(seed: Int) -> Int { KeyHash.of(key, user: user, seed: seed) }
-  }
-
   /// `user`'s own value of `key` (nil: never set), read in place.
   func value(_ key: String, user: UInt32) -> UserValue? {
     guard let slot = values.index(forKey: key) else { return nil }
@@ -70,6 +63,15 @@ struct WriterUserValues {
   var changedCount: Int { changedSinceCheckpoint.count }
 
   mutating func checkpointed() { changedSinceCheckpoint.removeAll(keepingCapacity: true) }
+}
+
+/// A switch's key and one of its users: the writer's tables of what a
+/// checkpoint owes and of users' timers, hashed with `KeyHash`.
+struct UserKey: Hashable {
+  var key: String
+  var user: UInt32
+
+  func _rawHashValue(seed: Int) -> Int { KeyHash.of(key, user: user, seed: seed) }
 }
 
 extension Writer {
