@@ -43,7 +43,11 @@ public struct Change: Equatable, Sendable {
   public var revision: Int64
   /// Milliseconds since the epoch.
   public var time: Int64
-  public var key: String
+  /// The key, with its hash made once (where the writer decided it): the
+  /// tables the change goes through on both threads and in the store look
+  /// it up without hashing it again.
+  public var hashedKey: HashedKey
+  public var key: String { hashedKey.string }
   public var cause: Cause
   public var actor: Actor
   public var state: SwitchState
@@ -56,10 +60,19 @@ public struct Change: Equatable, Sendable {
     revision: Int64, time: Int64, key: String, cause: Cause, actor: Actor, state: SwitchState,
     previous: SwitchState, user: UInt32? = nil
   ) {
+    self.init(
+      revision: revision, time: time, key: HashedKey(key), cause: cause, actor: actor,
+      state: state, previous: previous, user: user)
+  }
+
+  public init(
+    revision: Int64, time: Int64, key: HashedKey, cause: Cause, actor: Actor, state: SwitchState,
+    previous: SwitchState, user: UInt32? = nil
+  ) {
     self.user = user
     self.revision = revision
     self.time = time
-    self.key = key
+    self.hashedKey = key
     self.cause = cause
     self.actor = actor
     self.state = state
@@ -75,7 +88,7 @@ extension Change {
   /// (the writer's, the loop's, the store's rows) takes for a change of the
   /// switch itself (`user` nil). The one place a committed change becomes a record.
   public var record: SwitchRecord {
-    SwitchRecord(key: key, state: state, revision: revision, changedAt: time)
+    SwitchRecord(key: hashedKey, state: state, revision: revision, changedAt: time)
   }
 
   /// The user's value as this change of it leaves it (`user` set).
@@ -88,9 +101,9 @@ extension Change {
   /// users' values: the record of the switch, or the value of its user.
   public func adopt(into records: inout KeyTable<SwitchRecord>, _ userValues: inout UserValues) {
     if let user {
-      userValues[key, default: [:]][user] = userValue
+      userValues[hashedKey, default: [:]][user] = userValue
     } else {
-      records[key] = record
+      records[hashedKey] = record
     }
   }
 }

@@ -108,9 +108,9 @@ public struct Dependencies: Sendable {
   /// `Rules.plannedChanges` settles them too. One look-up for a switch
   /// alone or one that only lists others (Wi-Fi beside airplane mode).
   public func settledAlone(
-    _ next: SwitchState, of key: String, states: (String) -> SwitchState?
+    _ next: SwitchState, of key: HashedKey, states: (String) -> SwitchState?
   ) -> SwitchState? {
-    guard let entry = entry(key) else {
+    guard let entry = tables.entries[key] else {
       // Alone: as it is, unless a reload removed what disabled it.
       return next.disabledBy == .dependency ? settled(next, entry: nil, states: states) : next
     }

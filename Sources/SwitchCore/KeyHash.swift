@@ -5,7 +5,7 @@
 /// eight at a time, ~70 instructions with the access to the bytes. A
 /// `HashedKey` is hashed once under seed 0 and a table's seed mixed in
 /// after (one exclusive or); the tables by key and user mix the user
-/// into the seed (`of(_:user:seed:)`).
+/// into the seed (`HashedKey.hash(user:seed:)`).
 ///
 /// It is not keyed against an attacker who chooses keys to collide (keys
 /// that collide do so in every table and every process): the tables it
@@ -19,16 +19,6 @@ public enum KeyHash {
     let hashed = key.utf8.withContiguousStorageIfAvailable { mix($0, seed: seed) }
     if let hashed { return hashed }
     return mix(Array(key.utf8), seed: seed)  // a bridged string: never one of ours
-  }
-
-  /// The hash of `key` and a user (nil: the switch itself) under `seed`,
-  /// the user mixed into the seed: the tables by key and user (the log's
-  /// chains, the writer's users' values and timers), where SipHash cost
-  /// more than the rest of a look-up (~600 instructions a toggle of a
-  /// user-scope switch, callgrind).
-  @inlinable
-  public static func of(_ key: String, user: UInt32?, seed: Int) -> Int {
-    of(key, seed: seed &+ (user.map { Int($0) &+ 1 } ?? 0) &* 0x2545_F491)
   }
 
   @inlinable @inline(__always)
@@ -128,4 +118,20 @@ public struct HashedKey: Hashable, Sendable {
   /// table's): `hash(into:)`'s default would run SipHash.
   @inlinable
   public func _rawHashValue(seed: Int) -> Int { KeyHash.reseeded(hash, seed: seed) }
+
+  /// The hash of this key and a user (nil: the switch itself) under a
+  /// table's `seed`: the tables by key and user (the log's chains, the
+  /// writer's users' values and timers), where SipHash cost more than the
+  /// rest of a look-up (~600 instructions a toggle of a user-scope switch,
+  /// callgrind). The user only permutes the buckets, as a seed does: an odd
+  /// multiple of it, so that the users of one key spread over them.
+  @inlinable
+  public func hash(user: UInt32?, seed: Int) -> Int {
+    KeyHash.reseeded(hash, seed: seed ^ ((user.map { Int($0) &+ 1 } ?? 0) &* 0x2545_F491))
+  }
+}
+
+/// A literal key, hashed (tests and fixed keys).
+extension HashedKey: ExpressibleByStringLiteral {
+  public init(stringLiteral value: String) { self.init(value) }
 }

@@ -21,17 +21,36 @@ public struct KeyTable<Value>: Sequence {
     set { table[HashedKey(key)] = newValue }
   }
 
+  /// A look-up by a key hashed before: a write's key is hashed once, and
+  /// each of the seven tables it visits on both threads had hashed it
+  /// again (~60 instructions each, callgrind).
+  @inlinable
+  public subscript(key: HashedKey) -> Value? {
+    get { table.isEmpty ? nil : table[key] }
+    set { table[key] = newValue }
+  }
+
   /// The value of `key`, or `defaultValue` put there when it has none, to
   /// change in place (as Dictionary's).
   public subscript(key: String, default defaultValue: @autoclosure () -> Value) -> Value {
-    get { table[HashedKey(key)] ?? defaultValue() }
+    get { self[HashedKey(key), default: defaultValue()] }
     _modify { yield &table[HashedKey(key), default: defaultValue()] }
+  }
+
+  public subscript(key: HashedKey, default defaultValue: @autoclosure () -> Value) -> Value {
+    get { table[key] ?? defaultValue() }
+    _modify { yield &table[key, default: defaultValue()] }
   }
 
   /// Where `key` is, for a read and a write back with one look-up.
   @inlinable
   public func index(forKey key: String) -> Index? {
     table.isEmpty ? nil : table.index(forKey: HashedKey(key))
+  }
+
+  @inlinable
+  public func index(forKey key: HashedKey) -> Index? {
+    table.isEmpty ? nil : table.index(forKey: key)
   }
 
   /// The value at `slot` (`index(forKey:)`); the key stays.

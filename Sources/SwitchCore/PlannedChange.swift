@@ -32,7 +32,7 @@ extension Rules {
     // No switch follows it (most): its own change, settled, without the
     // closures copying States below (callgrind).
     if let own = dependencies.settledAlone(
-      next, of: key, states: { $0 == key ? next : records[$0]?.state })
+      next, of: HashedKey(key), states: { $0 == key ? next : records[$0]?.state })
     {
       guard own != previous else { return [] }
       return [PlannedChange(key: key, cause: cause, state: own, previous: previous)]

@@ -222,8 +222,9 @@ public struct UserDecision: Equatable, Sendable {
     var state = previous
     state.checked = next
     state.expiresAt = expiresAt
+    // The record's key: the same key, hashed when the record was made.
     return Change(
-      revision: revision, time: time, key: definition.key, cause: cause, actor: actor,
+      revision: revision, time: time, key: record.hashedKey, cause: cause, actor: actor,
       state: state, previous: previous, user: user)
   }
 }

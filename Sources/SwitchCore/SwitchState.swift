@@ -207,7 +207,10 @@ public enum StateField: Sendable, CaseIterable {
 
 /// A switch as stored: its state and when it last changed.
 public struct SwitchRecord: Equatable, Sendable {
-  public var key: String
+  /// The key with its hash, made once: a change's record carries its
+  /// change's, so the loop finds the answer's switch without hashing again.
+  public var hashedKey: HashedKey
+  public var key: String { hashedKey.string }
   public var state: SwitchState
   /// The global revision of the last change to this switch; 0 if never changed.
   public var revision: Int64
@@ -215,7 +218,11 @@ public struct SwitchRecord: Equatable, Sendable {
   public var changedAt: Int64?
 
   public init(key: String, state: SwitchState, revision: Int64 = 0, changedAt: Int64? = nil) {
-    self.key = key
+    self.init(key: HashedKey(key), state: state, revision: revision, changedAt: changedAt)
+  }
+
+  public init(key: HashedKey, state: SwitchState, revision: Int64 = 0, changedAt: Int64? = nil) {
+    self.hashedKey = key
     self.state = state
     self.revision = revision
     self.changedAt = changedAt

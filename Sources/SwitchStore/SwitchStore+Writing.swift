@@ -110,7 +110,7 @@ extension SwitchStore {
         "change of \(changes[row].key) has revision \(changes[row].revision), expected \(expected)",
         context: "commit on \(path)")
     }
-    let chain = ChainKey(key: changes[row].key, user: changes[row].user)
+    let chain = ChainKey(hashedKey: changes[row].hashedKey, user: changes[row].user)
     // One look-up for both the read and the write back (it hashes the key).
     let slot = chains.index(forKey: chain)
     let previous: KeyChain

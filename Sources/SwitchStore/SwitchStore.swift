@@ -85,12 +85,22 @@ public final class SwitchStore {
 
   /// A chain of `key_previous`: a key's switch-level changes (user nil), or one user's values.
   struct ChainKey: Hashable {
-    var key: String
+    var hashedKey: HashedKey
     var user: UInt32? = nil
+
+    init(key: String, user: UInt32? = nil) { self.init(hashedKey: HashedKey(key), user: user) }
+
+    /// A committed change's key, hashed once by the writer.
+    init(hashedKey: HashedKey, user: UInt32?) {
+      self.hashedKey = hashedKey
+      self.user = user
+    }
+
+    var key: String { hashedKey.string }
 
     /// `KeyHash`: each commit looks its key's chain up, and SipHash cost
     /// more than the rest of the look-up.
-    func _rawHashValue(seed: Int) -> Int { KeyHash.of(key, user: user, seed: seed) }
+    func _rawHashValue(seed: Int) -> Int { hashedKey.hash(user: user, seed: seed) }
   }
 
   struct KeyChain {

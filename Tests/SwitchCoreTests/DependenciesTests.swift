@@ -141,19 +141,23 @@ import Testing
     let airplaneOn = ["airplane-mode": Self.on()]
     let airplaneOff = ["airplane-mode": Self.off()]
     // Alone: its own State, as it is.
-    #expect(Self.dependencies.settledAlone(Self.on(), of: "vpn") { _ in nil } == Self.on())
+    #expect(
+      Self.dependencies.settledAlone(Self.on(), of: HashedKey("vpn")) { _ in nil } == Self.on())
     // Listing others but listed by none: settled by what it lists.
     #expect(
-      Self.dependencies.settledAlone(Self.on(), of: "bluetooth") { airplaneOn[$0] }
+      Self.dependencies.settledAlone(Self.on(), of: HashedKey("bluetooth")) { airplaneOn[$0] }
         == Self.byDependency(true, "Airplane mode is on"))
     #expect(
-      Self.dependencies.settledAlone(Self.on(), of: "bluetooth") { airplaneOff[$0] } == Self.on())
+      Self.dependencies.settledAlone(Self.on(), of: HashedKey("bluetooth")) { airplaneOff[$0] }
+        == Self.on())
     // A dependency a reload removed is lifted, as `settled` lifts it.
     let stale = Self.byDependency(true, "Airplane mode is on")
-    #expect(Self.dependencies.settledAlone(stale, of: "vpn") { _ in nil } == Self.on())
+    #expect(Self.dependencies.settledAlone(stale, of: HashedKey("vpn")) { _ in nil } == Self.on())
     // Listed by others: they may follow, so not alone.
-    #expect(Self.dependencies.settledAlone(Self.on(), of: "airplane-mode") { _ in nil } == nil)
-    #expect(Self.dependencies.settledAlone(Self.on(), of: "wifi") { airplaneOff[$0] } == nil)
+    #expect(
+      Self.dependencies.settledAlone(Self.on(), of: HashedKey("airplane-mode")) { _ in nil } == nil)
+    #expect(
+      Self.dependencies.settledAlone(Self.on(), of: HashedKey("wifi")) { airplaneOff[$0] } == nil)
   }
 
   @Test func aSwitchThatSettlesAloneHasNoFollowers() {
@@ -167,7 +171,8 @@ import Testing
           for next in [Self.on(), Self.off(), Self.byDependency(true, "Airplane mode is on")] {
             let states = ["airplane-mode": airplane, "wifi": wifi]
             let lookup: (String) -> SwitchState? = { $0 == key ? next : states[$0] ?? Self.on() }
-            guard Self.dependencies.settledAlone(next, of: key, states: lookup) != nil else {
+            guard Self.dependencies.settledAlone(next, of: HashedKey(key), states: lookup) != nil
+            else {
               #expect(Self.dependencies.hasDependents(key))
               continue
             }

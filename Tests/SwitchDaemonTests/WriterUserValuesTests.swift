@@ -70,9 +70,14 @@ import Testing
 
   @Test func aKeyWithDifferentUsersHashesApart() {
     // The tables by key and user mix the user into the seed: the same key
-    // for users 0, 1 and none (the switch itself) are three hashes.
-    let hashes = Set([nil, 0, 1, 1000].map { KeyHash.of("email", user: $0, seed: 7) })
+    // for users 0, 1, 1000 and none (the switch itself) are four hashes.
+    let email: HashedKey = "email"
+    let hashes = Set([nil, 0, 1, 1000].map { email.hash(user: $0, seed: 7) })
     #expect(hashes.count == 4)
+    // An odd multiple of the user permutes the buckets: 1,024 users of one
+    // key land in 1,024 different buckets of a table of that size.
+    let buckets = Set((0..<1024).map { email.hash(user: UInt32($0), seed: 7) & 1023 })
+    #expect(buckets.count == 1024)
     // And a thousand users of one key are each found, once committed.
     var users = WriterUserValues()
     for uid in UInt32(1000)..<2000 { users.set("email", user: uid, Self.value(uid % 2 == 0, 1)) }

@@ -167,7 +167,7 @@ extension Server {
     _ change: borrowing Change, mark: Int64, alone: Bool, touched: inout [Connection]
   ) {
     // Looked up once for both: where its Switch object is kept, and its scope.
-    let position = encodings.positions[change.key]
+    let position = encodings.positions[change.hashedKey]
     adopt(change, at: position)
     let userScoped = position.map { encodings.isUserScoped(at: $0) } ?? false
     publish(change, userScoped: userScoped, mark: mark, alone: alone, touched: &touched)

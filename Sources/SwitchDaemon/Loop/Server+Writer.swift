@@ -149,7 +149,7 @@ extension Server {
     // is not kept: after a write the next read of the switch may never come,
     // and keeping it cost an array, a copy and a record look-up per write.
     let writable = writability(key, state: outcome.record.state, for: caller)
-    let position = encodings.positions[key]
+    let position = encodings.positions[outcome.record.hashedKey]
     if let position, let bytes = encodings.bytes(at: position, revision: outcome.record.revision) {
       WireEncoding.writeSwitch(&w, encoded: bytes, writable: writable)
       return

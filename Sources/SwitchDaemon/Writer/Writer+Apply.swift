@@ -21,7 +21,10 @@ import SwitchProtocol
 /// A write as the writer carries it, with its apply command's verdict once it ran.
 struct WriteRequest: Sendable {
   var ticket: Ticket
-  var key: String
+  /// Hashed once, here: every table the write visits, on both threads and
+  /// in the store, looks it up by this hash (the change carries it on).
+  var hashedKey: HashedKey
+  var key: String { hashedKey.string }
   var operation: Operation
   var caller: Caller
   /// Set once its command has run: for which effective value, and the
@@ -32,6 +35,19 @@ struct WriteRequest: Sendable {
   var external = false
   /// The write's `for` or `until`: a timed value or hold (rules 21–22).
   var lasting: Lasting? = nil
+
+  init(
+    ticket: Ticket, key: String, operation: Operation, caller: Caller,
+    applied: AppliedCommand? = nil, external: Bool = false, lasting: Lasting? = nil
+  ) {
+    self.ticket = ticket
+    hashedKey = HashedKey(key)
+    self.operation = operation
+    self.caller = caller
+    self.applied = applied
+    self.external = external
+    self.lasting = lasting
+  }
 }
 
 struct AppliedCommand: Sendable {

@@ -27,8 +27,8 @@ struct DeadlineIndex {
   var endingUsers: Set<UserKey> = []
 
   mutating func note(_ key: String, user: UInt32, _ deadline: Int64?) {
-    let timer = UserKey(key: key, user: user)
     if deadline == nil && byUser.isEmpty { return }
+    let timer = UserKey(key: key, user: user)
     if byUser[timer] != deadline {
       byUser[timer] = deadline
       moved = true

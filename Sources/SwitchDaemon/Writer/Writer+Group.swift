@@ -151,8 +151,8 @@ extension Writer {
     } catch {
       for replaced in group.undo.reversed() {
         let change = group.changes[replaced.change]
-        records[change.key] = SwitchRecord(
-          key: change.key, state: change.previous, revision: replaced.revision,
+        records[change.hashedKey] = SwitchRecord(
+          key: change.hashedKey, state: change.previous, revision: replaced.revision,
           changedAt: replaced.changedAt)
         deadlines.note(change.key, change.previous)
       }
@@ -213,7 +213,7 @@ extension Writer {
     switch item {
     case .write(let write):
       // Looked up once for the whole decision (a look-up hashes the key).
-      let definition = catalog.switches[write.key]
+      let definition = catalog.switches[write.hashedKey]
       if writesUserValue(write, definition) {
         if case .confirmWithin = write.lasting {
           // A tried change guards a system switch a remote session needs
@@ -278,7 +278,7 @@ extension Writer {
   ) -> Bool {
     let key = write.key
     // One look-up for the read and the write back (each hashes the key).
-    guard let slot = records.index(forKey: key), let definition else {
+    guard let slot = records.index(forKey: write.hashedKey), let definition else {
       // A switch the writer does not hold: the rules say how that is refused.
       do throws(Refusal) {
         let decided = try Rules.decide(
@@ -294,7 +294,7 @@ extension Writer {
     // Not optional: an optional record was copied through a generic value
     // witness. Copied out once: each read of `records[slot:]` copies it.
     let old = records[slot: slot]
-    let policy = catalog.policies[key]
+    let policy = catalog.policies[write.hashedKey]
     let next: SwitchState?
     do throws(Refusal) {
       // Thrown, not a `Result`, and no `Decision` made unless a plan needs
@@ -314,7 +314,8 @@ extension Writer {
     // per write (callgrind: ~4k of a toggle of Wi-Fi, which lists airplane
     // mode).
     if let next, write.operation != .apply, !definition.hasApply,
-      let own = catalog.dependencies.settledAlone(next, of: key, states: { records[$0]?.state })
+      let own = catalog.dependencies.settledAlone(
+        next, of: write.hashedKey, states: { records[$0]?.state })
     {
       guard own != old.state else {
         group.answers.append(
@@ -329,7 +330,7 @@ extension Writer {
       }
       revision += 1
       let change = Change(
-        revision: revision, time: group.time, key: key,
+        revision: revision, time: group.time, key: write.hashedKey,
         cause: write.external ? .external : write.operation.cause, actor: write.caller.actor,
         state: own, previous: old.state)
       let after = change.record
@@ -466,7 +467,7 @@ extension Writer {
     if let slot {
       records[slot: slot] = change.record
     } else {
-      records[change.key] = change.record
+      records[change.hashedKey] = change.record
     }
     deadlines.note(change.key, change.state)
     group.changes.append(change)

@@ -6,7 +6,7 @@ import SwitchProtocol
 struct WriterUserValues {
   var values: UserValues = [:]
   /// What each value set in the group being committed replaced (nil: never set), oldest first.
-  private var undo: [(key: String, user: UInt32, value: UserValue?)] = []
+  private var undo: [(key: HashedKey, user: UInt32, value: UserValue?)] = []
   /// The values committed since the last checkpoint, repeats kept: made
   /// unique when the checkpoint reads them (or when they pile up), not per
   /// commit, where a Set's insert cost ~350 instructions a toggle of a
@@ -17,12 +17,14 @@ struct WriterUserValues {
   static let changedBound = 16_384
 
   /// `user`'s own value of `key` (nil: never set), read in place.
-  func value(_ key: String, user: UInt32) -> UserValue? {
+  func value(_ key: String, user: UInt32) -> UserValue? { value(HashedKey(key), user: user) }
+
+  func value(_ key: HashedKey, user: UInt32) -> UserValue? {
     guard let slot = values.index(forKey: key) else { return nil }
     return values[slot: slot][user]
   }
 
-  mutating func set(_ key: String, user: UInt32, _ value: UserValue) {
+  mutating func set(_ key: HashedKey, user: UInt32, _ value: UserValue) {
     // One look-up of the key for the read and the write (each hashes it).
     guard let slot = values.index(forKey: key) else {
       values[key] = [user: value]
@@ -34,7 +36,9 @@ struct WriterUserValues {
 
   /// The group committed: its values stay, and go into the next checkpoint.
   mutating func committed() {
-    for entry in undo { changedSinceCheckpoint.append(UserKey(key: entry.key, user: entry.user)) }
+    for entry in undo {
+      changedSinceCheckpoint.append(UserKey(hashedKey: entry.key, user: entry.user))
+    }
     undo.removeAll(keepingCapacity: true)
     if changedSinceCheckpoint.count > Self.changedBound {
       changedSinceCheckpoint = Array(Set(changedSinceCheckpoint))
@@ -49,7 +53,7 @@ struct WriterUserValues {
       if values[entry.key]?.isEmpty == true { values[entry.key] = nil }
     }
     defer { undo.removeAll(keepingCapacity: true) }
-    return undo.map { ($0.key, $0.user) }
+    return undo.map { ($0.key.string, $0.user) }
   }
 
   /// The rows the next checkpoint writes.
@@ -68,10 +72,19 @@ struct WriterUserValues {
 /// A switch's key and one of its users: the writer's tables of what a
 /// checkpoint owes and of users' timers, hashed with `KeyHash`.
 struct UserKey: Hashable {
-  var key: String
+  var hashedKey: HashedKey
   var user: UInt32
 
-  func _rawHashValue(seed: Int) -> Int { KeyHash.of(key, user: user, seed: seed) }
+  init(key: String, user: UInt32) { self.init(hashedKey: HashedKey(key), user: user) }
+
+  init(hashedKey: HashedKey, user: UInt32) {
+    self.hashedKey = hashedKey
+    self.user = user
+  }
+
+  var key: String { hashedKey.string }
+
+  func _rawHashValue(seed: Int) -> Int { hashedKey.hash(user: user, seed: seed) }
 }
 
 extension Writer {
@@ -84,12 +97,12 @@ extension Writer {
     _ write: borrowing WriteRequest, _ definition: SwitchDefinition?, time: Int64,
     _ answers: inout [(Ticket, WriterOutput.Answer)]
   ) -> Change? {
-    let (ticket, key, operation, caller) = (write.ticket, write.key, write.operation, write.caller)
+    let (ticket, operation, caller) = (write.ticket, write.operation, write.caller)
     let user = caller.subject
     let decision = Rules.decideUserValue(
-      operation, key: key, definition: definition, record: records[key],
-      own: users.value(key, user: user), policy: catalog.policies[key], caller: caller,
-      lasting: write.lasting, at: time)
+      operation, key: write.key, definition: definition, record: records[write.hashedKey],
+      own: users.value(write.hashedKey, user: user), policy: catalog.policies[write.hashedKey],
+      caller: caller, lasting: write.lasting, at: time)
     let decided: UserDecision
     // Consumed: the Result was copied and destroyed three times (callgrind).
     switch consume decision {
@@ -107,8 +120,8 @@ extension Writer {
     }
     revision += 1
     let value = change.userValue
-    users.set(key, user: user, value)
-    deadlines.note(key, user: user, value.expiresAt)
+    users.set(write.hashedKey, user: user, value)
+    deadlines.note(write.key, user: user, value.expiresAt)
     answers.append((ticket, .write(.success(WriteOutcome(decided, changed: true, value)))))
     return change
   }
