@@ -306,6 +306,7 @@ public struct Catalog: Sendable {
     var policies: KeyTable<PolicyRule>
     var warnings: [ConfigDiagnostic]
     var dependencies: Dependencies
+    var sharedKeys: KeyInterner
   }
 
   private var shared: SharedFields<Fields>
@@ -342,6 +343,9 @@ public struct Catalog: Sendable {
     get { shared.fields.dependencies }
     _modify { yield &shared.fields.dependencies }
   }
+  /// The declared long keys' Strings, which the tables of switches and
+  /// values and a request's decoded key share (`KeyInterner`).
+  public var sharedKeys: KeyInterner { shared.fields.sharedKeys }
 
   public init(
     settings: DaemonSettings = DaemonSettings(), switches: [SwitchDefinition],
@@ -357,12 +361,37 @@ public struct Catalog: Sendable {
     var unique: [String] = []
     unique.reserveCapacity(byKey.count)
     for key in keys where unique.last != key { unique.append(key) }
+    let sharedKeys = KeyInterner(unique)
     var rules = KeyTable<PolicyRule>()
-    for p in policies { rules[p.key] = p }
+    for p in policies { rules[sharedKeys.shared(p.key)] = p }
     shared = SharedFields(
       Fields(
         settings: settings, switches: KeyTable(byKey), sortedKeys: unique, policies: rules,
-        warnings: warnings, dependencies: Dependencies(switches: byKey, sortedKeys: unique)))
+        warnings: warnings, dependencies: Dependencies(switches: byKey, sortedKeys: unique),
+        sharedKeys: sharedKeys))
+  }
+
+  /// This configuration with the keys it has in common with `old` as
+  /// `old`'s Strings: the tables built under `old` (the records, the
+  /// users' values, the log's chains) then find its keys by their first
+  /// word, as before a reload (`KeyInterner`).
+  public func sharingKeys(with old: Catalog) -> Catalog {
+    let keys = old.sharedKeys
+    guard !keys.isEmpty else { return self }
+    let definitions = sortedKeys.compactMap { key -> SwitchDefinition? in
+      guard var definition = switches[key] else { return nil }
+      definition.key = keys.shared(definition.key)
+      definition.requires = definition.requires.map(keys.shared)
+      definition.conflicts = definition.conflicts.map(keys.shared)
+      return definition
+    }
+    let rules = policies.values.map { rule in
+      var rule = rule
+      rule.key = keys.shared(rule.key)
+      return rule
+    }
+    return Catalog(
+      settings: settings, switches: definitions, policies: rules, warnings: warnings)
   }
 
   /// The number of policy sections in force for declared switches.

@@ -60,8 +60,9 @@ public struct Dependencies: Sendable {
     for key in sortedKeys {
       guard let definition = switches[key] else { continue }
       labels[key] = definition.label ?? key
-      let requires = definition.requires.filter { switches[$0] != nil && $0 != key }
-      let conflicts = definition.conflicts.filter { switches[$0] != nil && $0 != key }
+      // Each listed key as its own definition holds it (`KeyInterner`).
+      let requires = definition.requires.compactMap { switches[$0]?.key }.filter { $0 != key }
+      let conflicts = definition.conflicts.compactMap { switches[$0]?.key }.filter { $0 != key }
       if requires.isEmpty && conflicts.isEmpty { continue }
       entries[key, default: Entry()].requires = requires
       entries[key, default: Entry()].conflicts = conflicts

@@ -1,3 +1,5 @@
+import SwitchCore
+
 /// A JSON-RPC request id: a number (kept as its text), a string, or null.
 public enum RequestID: Equatable, Hashable, Sendable {
   case number(JSONNumber)
@@ -60,9 +62,12 @@ public struct DecodedCall: Equatable, Sendable {
 public enum RequestDecoder {
   /// The common request (a `get`, `toggle` or `set` of a key) read straight
   /// into its Call; nil for any other line, which `decode` then reads.
-  /// Exactly what `decode` and `Call.decode` give for the same line.
-  public static func decodeCall(_ line: UnsafeBufferPointer<UInt8>, maxDepth: Int) -> DecodedCall? {
-    RequestFastPath.keyCall(line, maxDepth: maxDepth)
+  /// Exactly what `decode` and `Call.decode` give for the same line; a
+  /// declared long key is `keys`' String (`KeyInterner`).
+  public static func decodeCall(
+    _ line: UnsafeBufferPointer<UInt8>, maxDepth: Int, keys: KeyInterner = KeyInterner()
+  ) -> DecodedCall? {
+    RequestFastPath.keyCall(line, maxDepth: maxDepth, keys: keys)
   }
 
   /// Decodes one line: JSON, then the JSON-RPC 2.0 envelope of each request.

@@ -49,11 +49,14 @@ extension RequestFastPath {
   /// (`Call.keyCall`); else nil, and `request` or the general path reads it.
   /// No params object is made and none is decoded: ~2k instructions of a
   /// `get` (callgrind). `RequestDecoder.decodeCall` is its public face.
-  static func keyCall(_ line: UnsafeBufferPointer<UInt8>, maxDepth: Int) -> DecodedCall? {
+  static func keyCall(
+    _ line: UnsafeBufferPointer<UInt8>, maxDepth: Int, keys: KeyInterner
+  ) -> DecodedCall? {
     guard maxDepth >= 2, let base = line.baseAddress else { return nil }
     var scanner = Scanner(p: base, n: line.count)
     guard let (id, method, params) = scanner.keyRequest(),
-      let call = Call.keyCall(method, key: params.key, checked: params.checked)
+      let call = Call.keyCall(
+        method, key: scanner.key(params.key, sharing: keys), checked: params.checked)
     else { return nil }
     // A key is ASCII; a non-ASCII id or method name is the general path's.
     if scanner.sawNonASCII { return nil }
@@ -67,14 +70,15 @@ extension RequestFastPath {
   /// `checked` that the method takes (`Call.keyCall`, as `keyCall`); else
   /// nil, and `varlinkCall` or the general path reads it.
   static func varlinkKeyCall(
-    _ line: UnsafeBufferPointer<UInt8>, maxDepth: Int
+    _ line: UnsafeBufferPointer<UInt8>, maxDepth: Int, keys: KeyInterner = KeyInterner()
   ) -> (method: Method, call: Call)? {
     guard maxDepth >= 2, let base = line.baseAddress else { return nil }
     var scanner = Scanner(p: base, n: line.count)
     // No non-ASCII byte can be in it: the method's name is one of ours and
     // the key a valid key.
     guard let (method, parameters) = scanner.varlinkKeyRequest(),
-      let call = Call.keyCall(method, key: parameters.key, checked: parameters.checked)
+      let call = Call.keyCall(
+        method, key: scanner.key(parameters.key, sharing: keys), checked: parameters.checked)
     else { return nil }
     return (method, call)
   }
@@ -82,7 +86,8 @@ extension RequestFastPath {
 
 /// The params `RequestFastPath.keyCall` reads.
 struct KeyParams {
-  var key: String
+  /// Where the key's bytes are, checked (`Scanner.key` makes its String).
+  var key: Range<Int>
   var checked: Bool?
 }
 
@@ -255,16 +260,17 @@ private struct Scanner {
   /// valid switch key (else the general path says what is wrong with it).
   mutating func keyParams() -> KeyParams? {
     guard skip(UInt8(ascii: "{")) else { return nil }
-    var key: String?
+    var key: Range<Int>?
     var checked: Bool?
     repeat {
       skipSpace()
       guard n - i >= 2 else { return nil }
       switch p[i + 1] {  // the first letter of the name: no partial match is tried again
       case UInt8(ascii: "k"):
-        // Checked on the bytes, then made a String: not checked again through it.
+        // Checked on the bytes (`key(_:sharing:)` makes the String, not
+        // checked again through it).
         guard key == nil, member(#""key""#), let range = keyBytes() else { return nil }
-        key = text(range)
+        key = range
       case UInt8(ascii: "c"):
         guard checked == nil, member(#""checked""#) else { return nil }
         if skip("true") {
@@ -320,6 +326,17 @@ private struct Scanner {
     else { return nil }
     i = start + length + 1
     return start..<(start + length)
+  }
+
+  /// The key at `range`: a declared long key's shared String
+  /// (`KeyInterner`), else a String of its own.
+  func key(_ range: Range<Int>, sharing keys: borrowing KeyInterner) -> String {
+    if range.count > KeyInterner.smallKeyBytes,
+      let shared = keys.key(UnsafeBufferPointer(start: p + range.lowerBound, count: range.count))
+    {
+      return shared
+    }
+    return text(range)
   }
 
   /// The String of the bytes at `range`.

@@ -1,3 +1,5 @@
+import SwitchCore
+
 /// One varlink message from a client, decoded (PROTOCOL.md "varlink"): a
 /// call `{"method", "parameters"?, "more"?, "oneway"?}` whose method is
 /// `io.switchd.Switches.<Method>` becomes the same `Call` a JSON-RPC
@@ -33,13 +35,15 @@ public struct VarlinkMessage: Equatable, Sendable {
 }
 
 public enum VarlinkDecoder {
-  /// Decodes one NUL-terminated message (without its NUL).
+  /// Decodes one NUL-terminated message (without its NUL); a declared
+  /// long key is `keys`' String (`KeyInterner`).
   public static func decode(
-    _ frame: UnsafeBufferPointer<UInt8>, maxDepth: Int, limits: ParamLimits = ParamLimits()
+    _ frame: UnsafeBufferPointer<UInt8>, maxDepth: Int, limits: ParamLimits = ParamLimits(),
+    keys: KeyInterner = KeyInterner()
   ) -> VarlinkMessage {
     // A Get, Toggle or Set of a key, read straight into its Call; then the
     // other common calls, read without a JSON tree (RequestFastPath.swift).
-    if let (method, call) = RequestFastPath.varlinkKeyCall(frame, maxDepth: maxDepth) {
+    if let (method, call) = RequestFastPath.varlinkKeyCall(frame, maxDepth: maxDepth, keys: keys) {
       return VarlinkMessage(.call(method, .success(call)))
     }
     if let call = RequestFastPath.varlinkCall(frame, maxDepth: maxDepth) {

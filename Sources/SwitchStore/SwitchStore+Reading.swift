@@ -4,8 +4,11 @@ import SwitchCore
 // Reading: loading the switches and values at start, the log for history and replays.
 extension SwitchStore {
   /// Every stored switch (declared or not) as of the newest change, sorted by key: the rows,
-  /// then the changes after the checkpoint applied to them.
-  public func loadSwitches() throws(StoreError) -> [SwitchRecord] {
+  /// then the changes after the checkpoint applied to them. A declared long key is
+  /// `keys`' String (`KeyInterner`), in the records and in the log's chains.
+  public func loadSwitches(sharing keys: KeyInterner = KeyInterner()) throws(StoreError)
+    -> [SwitchRecord]
+  {
     try run { () throws(SQLiteError) in
       var records: [String: SwitchRecord] = [:]
       let statement = statements.loadSwitches
@@ -17,18 +20,26 @@ extension SwitchStore {
       try forEachChangeAfterCheckpoint { change in
         if change.user == nil { records[change.key] = change.record }
       }
-      // The writer's chains start where the file ends (see `chains`).
-      for record in records.values where chains[ChainKey(key: record.key)] == nil {
-        chains[ChainKey(key: record.key)] = KeyChain(
-          newest: record.revision, sinceMark: markSpacing - 1)
+      var loaded: [SwitchRecord] = []
+      loaded.reserveCapacity(records.count)
+      for var record in records.values {
+        record.hashedKey = keys.shared(record.hashedKey)
+        // The writer's chains start where the file ends (see `chains`).
+        let chain = ChainKey(hashedKey: record.hashedKey, user: nil)
+        if chains[chain] == nil {
+          chains[chain] = KeyChain(newest: record.revision, sinceMark: markSpacing - 1)
+        }
+        loaded.append(record)
       }
-      return records.values.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+      return loaded.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
     }
   }
 
   /// Every user's own value of every key, as of the newest change: the rows, then the
-  /// changes after the checkpoint applied to them.
-  public func loadUserValues() throws(StoreError) -> UserValues {
+  /// changes after the checkpoint applied to them. A declared long key is `keys`' String.
+  public func loadUserValues(sharing keys: KeyInterner = KeyInterner()) throws(StoreError)
+    -> UserValues
+  {
     try run { () throws(SQLiteError) in
       var values: UserValues = [:]
       let statement = statements.loadUserValues
@@ -46,7 +57,7 @@ extension SwitchStore {
           if let key { values[key] = users }
           let next = statement.text(at: 0)
           keyBytes = Array(next.utf8)
-          key = next
+          key = keys.shared(next)
           let size = users.count
           users = [:]
           users.reserveCapacity(size)
@@ -56,7 +67,9 @@ extension SwitchStore {
       }
       if let key { values[key] = users }
       try forEachChangeAfterCheckpoint { change in
-        if let user = change.user { values[change.key, default: [:]][user] = change.userValue }
+        if let user = change.user {
+          values[keys.shared(change.hashedKey), default: [:]][user] = change.userValue
+        }
       }
       // A user's chain is looked up on its first commit (`startChain`): there may be millions.
       return values

@@ -1,4 +1,5 @@
 import SeededRandom
+import SwitchCore
 import Testing
 
 @testable import SwitchProtocol
@@ -147,5 +148,41 @@ import Testing
     }
     #expect(failures.isEmpty, "\(failures.count) of \(tried), first: \(failures.prefix(5))")
     #expect(taken > tried / 200, "it took only \(taken) of \(tried) mutated lines")
+  }
+
+  @Test func aDeclaredLongKeyIsDecodedAsTheCatalogsString() {
+    // `KeyInterner`: the String the tables hold, so that they find it by
+    // its first word; no String of its own is made for it.
+    let declared = String(decoding: Array("notifications.chat".utf8), as: UTF8.self)
+    let keys = KeyInterner([declared])
+    func storage(_ text: String) -> UnsafeRawPointer? {
+      text.utf8.withContiguousStorageIfAvailable { UnsafeRawPointer($0.baseAddress) } ?? nil
+    }
+    func key(_ line: String, _ keys: KeyInterner) -> String? {
+      let decoded = Array(line.utf8).withUnsafeBufferPointer {
+        RequestDecoder.decodeCall($0, maxDepth: Self.depth, keys: keys)
+      }
+      guard case .write(let key, _, _, _)? = decoded?.call else { return nil }
+      return key
+    }
+    let chat = #"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"notifications.chat"}}"#
+    #expect(storage(key(chat, keys) ?? "") == storage(declared))
+    // Without the catalog's keys, or for a key it does not declare: the same
+    // Call with a String of its own.
+    #expect(key(chat, KeyInterner()) == declared)
+    #expect(storage(key(chat, KeyInterner()) ?? "") != storage(declared))
+    let mail = #"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"notifications.mail"}}"#
+    #expect(key(mail, keys) == "notifications.mail")
+    // And through varlink's fast path.
+    let varlink =
+      #"{"method":"io.switchd.Switches.Toggle","parameters":{"key":"notifications.chat"}}"#
+    let message = Array(varlink.utf8).withUnsafeBufferPointer {
+      VarlinkDecoder.decode($0, maxDepth: Self.depth, keys: keys)
+    }
+    guard case .call(_, .success(.write(let varlinkKey, _, _, _))) = message.body else {
+      Issue.record("varlink's Toggle was not decoded: \(message.body)")
+      return
+    }
+    #expect(storage(varlinkKey) == storage(declared))
   }
 }

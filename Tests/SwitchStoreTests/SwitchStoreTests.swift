@@ -22,6 +22,38 @@ import Testing
     }
   }
 
+  @Test func loadedLongKeysAreTheCatalogsStrings() throws {
+    // `KeyInterner`: the records, the users' values and the log's chains
+    // hold a declared long key as the catalog's String, which a decoded
+    // request's key shares, so that the tables find it by its first word.
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db")
+      defer { store.close() }
+      let chat = "notifications.chat"
+      try store.insertNew([SwitchRecord(key: chat, state: SwitchState(checked: true))])
+      try store.commit([
+        Change(
+          revision: 1, time: 1, key: chat, cause: .set, actor: .policy,
+          state: SwitchState(checked: false), previous: SwitchState(checked: true), user: 1000)
+      ])
+      let declared = String(decoding: Array(chat.utf8), as: UTF8.self)
+      func storage(_ text: String) -> UnsafeRawPointer? {
+        text.utf8.withContiguousStorageIfAvailable { UnsafeRawPointer($0.baseAddress) } ?? nil
+      }
+      let keys = KeyInterner([declared])
+      let record = try #require(try store.loadSwitches(sharing: keys).first)
+      #expect(record.key == chat)
+      #expect(storage(record.key) == storage(declared))
+      let values = try store.loadUserValues(sharing: keys)
+      #expect(values[chat]?[1000]?.checked == false)
+      #expect(values.keys.map(storage) == [storage(declared)])
+      // Without them, Strings of their own that read the same.
+      let own = try #require(try store.loadSwitches().first)
+      #expect(own == record)
+      #expect(storage(own.key) != storage(declared))
+    }
+  }
+
   @Test func aDependentThatFollowsTheSystemKeepsTheSystemAsItsActor() throws {
     try withTemporaryDirectory { directory in
       let store = try SwitchStore(path: directory + "/s.db")

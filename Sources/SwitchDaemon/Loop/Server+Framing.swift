@@ -24,7 +24,7 @@ extension Server {
       // whole request, ~400 instructions, callgrind), and not left behind
       // as a nil to destroy (through a generic value witness, ~150).
       let fast = bytes.withUnsafeBufferPointer {
-        RequestDecoder.decodeCall($0, maxDepth: maxDepth)
+        RequestDecoder.decodeCall($0, maxDepth: maxDepth, keys: catalog.sharedKeys)
       }
       if let decoded = consume fast {
         let answer = decoded.id == nil ? nil : (connection.openSlot(parts: 1, isBatch: false), 0)

@@ -17,7 +17,8 @@ extension Server {
         .invalid(.varlinkInvalidRequest("it is longer than \(limits.maxFrameBytes) bytes")))
     case .line(let bytes):
       message = bytes.withUnsafeBufferPointer {
-        VarlinkDecoder.decode($0, maxDepth: limits.maxNestingDepth, limits: limits.params)
+        VarlinkDecoder.decode(
+          $0, maxDepth: limits.maxNestingDepth, limits: limits.params, keys: catalog.sharedKeys)
       }
     }
     let slot = message.oneway ? 0 : connection.openSlot(parts: 1, isBatch: false)

@@ -15,7 +15,8 @@ extension Writer {
     let access: AccessRules
     switch read {
     case .valid(let configured, let configuredAccess):
-      next = inEffectNow(configured, configuredAccess)
+      // Keys kept from the running configuration keep their Strings.
+      next = inEffectNow(configured.sharingKeys(with: catalog), configuredAccess)
       access = configuredAccess
     case .scheduled:
       guard let configured, scheduleIsDue else {

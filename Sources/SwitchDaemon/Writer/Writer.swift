@@ -118,14 +118,17 @@ final class Writer {
       }
     }
     var records: KeyTable<SwitchRecord> = [:]
-    for record in try store.loadSwitches() { records[record.key] = record }
+    // The catalog's Strings for its long keys, in every table (`KeyInterner`).
+    for record in try store.loadSwitches(sharing: catalog.sharedKeys) {
+      records[record.hashedKey] = record
+    }
     // After a crash the rows lag the log; bring them up to date once, so from
     // here on the writer knows every key changed since the checkpoint.
     if try store.checkpointRevision() < store.currentRevision() {
       try healthChecked()
       try store.checkpointFromLog()
     }
-    let userValues = try store.loadUserValues()
+    let userValues = try store.loadUserValues(sharing: catalog.sharedKeys)
     try healthChecked()
     let writer = Writer(
       store: store, configDirectory: configDirectory, catalog: catalog, records: records,
