@@ -155,12 +155,8 @@ struct SwitchEncodings {
 
 extension Server {
   /// The schema members of `definition`'s Switch: the cached ones while
-  /// its key is declared, else made now.
-  func template(of definition: SwitchDefinition) -> SwitchTemplate {
-    template(of: definition, at: encodings.positions[definition.key])
-  }
-
-  /// The same, for a caller that has looked up the key's position.
+  /// its key is declared (at `position`, which the caller has looked up),
+  /// else made now.
   func template(of definition: SwitchDefinition, at position: Int?) -> SwitchTemplate {
     guard let position, let template = encodings.template(at: position, definition: { definition })
     else { return SwitchTemplate(definition) }

@@ -71,12 +71,12 @@ extension Server {
   /// and `writableReason` for `caller` acting as that user, encoded here
   /// whole: a write's answer, whose state need not be the loop's copy.
   func writeUserSwitch(
-    _ w: inout JSONWriter, definition: SwitchDefinition, seen: SwitchRecord, user uid: UInt32,
-    for caller: Caller
+    _ w: inout JSONWriter, definition: SwitchDefinition, at position: Int?, seen: SwitchRecord,
+    user uid: UInt32, for caller: Caller
   ) {
     let policy = policy(of: definition.key, holding: seen.state)
     WireEncoding.writeSwitch(
-      &w, template: template(of: definition), record: seen,
+      &w, template: template(of: definition, at: position), record: seen,
       policySource: Rules.policySource(state: seen.state, rule: policy), user: uid,
       writable: Rules.writability(
         key: definition.key, state: seen.state, policy: policy, caller: caller.acting(as: uid),

@@ -132,6 +132,8 @@ extension Server {
     _ w: inout JSONWriter, _ outcome: borrowing WriteOutcome, for caller: borrowing Caller
   ) {
     let key = outcome.record.key
+    // The key as the writer hashed it: no hash made here.
+    let position = encodings.positions[outcome.record.hashedKey]
     if outcome.definition.scope == .user {
       let user = outcome.user ?? caller.subject
       // A hold's answer shows the switch with this user's own value now.
@@ -139,8 +141,10 @@ extension Server {
         outcome.user != nil
         ? outcome.record
         : Visibility.record(
-          outcome.record, own: userValues[key]?[user], definition: outcome.definition)
-      writeUserSwitch(&w, definition: outcome.definition, seen: seen, user: user, for: caller)
+          outcome.record, own: userValues[outcome.record.hashedKey]?[user],
+          definition: outcome.definition)
+      writeUserSwitch(
+        &w, definition: outcome.definition, at: position, seen: seen, user: user, for: caller)
       return
     }
     // The switch as this write left it (a revision is one State of one
@@ -149,7 +153,6 @@ extension Server {
     // is not kept: after a write the next read of the switch may never come,
     // and keeping it cost an array, a copy and a record look-up per write.
     let writable = writability(key, state: outcome.record.state, for: caller)
-    let position = encodings.positions[outcome.record.hashedKey]
     if let position, let bytes = encodings.bytes(at: position, revision: outcome.record.revision) {
       WireEncoding.writeSwitch(&w, encoded: bytes, writable: writable)
       return
