@@ -77,7 +77,8 @@ let package = Package(
       path: "Benchmarks/switchbench"),
     // libFuzzer targets; they do nothing unless built with -DFUZZING (see .ci/fuzz).
     .executableTarget(
-      name: "fuzz-protocol", dependencies: ["SwitchProtocol"], path: "Fuzz/fuzz-protocol"),
+      name: "fuzz-protocol", dependencies: ["SwitchCore", "SwitchProtocol"],
+      path: "Fuzz/fuzz-protocol"),
     .executableTarget(
       name: "fuzz-keyfile", dependencies: ["SwitchCore"], path: "Fuzz/fuzz-keyfile"),
     // What the test targets share (in no product): the one process spawner

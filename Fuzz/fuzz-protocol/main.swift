@@ -10,6 +10,7 @@
 // scratch directory and runs it on a copy of Fuzz/corpus/protocol.
 
 #if FUZZING
+  import SwitchCore
   import SwitchProtocol
 
   /// The framing a reference splitter predicts, and what the framer returns.
@@ -23,6 +24,11 @@
   /// The nesting limit the daemon uses by default, and the largest it accepts.
   private let defaultDepth = 32
   private let maxConfigDepth = 512
+
+  /// Declared keys whose Strings the key-call fast path takes (`KeyInterner`):
+  /// past 15 bytes, as the catalog's long keys are.
+  private let declaredKeys = KeyInterner(
+    ["notifications.chat", "org.example.devices.toggle.c1", "sixteen.byte.key"])
 
   /// libFuzzer's entry point. SwiftPM's `--sanitize fuzzer` compiles this
   /// file as a library (no top-level code) and links libFuzzer's `main`.
@@ -146,6 +152,11 @@
     guard
       let fast = line.withUnsafeBufferPointer({ RequestDecoder.decodeCall($0, maxDepth: depth) })
     else { return }
+    // With the catalog's keys: the same call, a declared key's String shared.
+    let shared = line.withUnsafeBufferPointer {
+      RequestDecoder.decodeCall($0, maxDepth: depth, keys: declaredKeys)
+    }
+    check(shared == fast, "the key call with declared keys differs from the one without")
     guard case .single(.success(let request)) = general, let method = Method.named(request.method)
     else { return check(false, "the key call took a line the general path refuses") }
     check(fast.method == method && fast.id == request.id, "the key call's id or method differs")
