@@ -123,11 +123,15 @@ public struct HashedKey: Hashable, Sendable {
   /// table's `seed`: the tables by key and user (the log's chains, the
   /// writer's users' values and timers), where SipHash cost more than the
   /// rest of a look-up (~600 instructions a toggle of a user-scope switch,
-  /// callgrind). The user only permutes the buckets, as a seed does: an odd
-  /// multiple of it, so that the users of one key spread over them.
+  /// callgrind). The user goes through `fmix64` with the key's hash, not
+  /// only into the low bits a table indexes by: uids a table's size apart
+  /// (containers' ranges, 65,536 apart) would share a bucket (tests).
   @inlinable
   public func hash(user: UInt32?, seed: Int) -> Int {
-    KeyHash.reseeded(hash, seed: seed ^ ((user.map { Int($0) &+ 1 } ?? 0) &* 0x2545_F491))
+    guard let user else { return KeyHash.reseeded(hash, seed: seed) }
+    let mixed = KeyHash.finalized(
+      UInt64(bitPattern: Int64(hash)) ^ ((UInt64(user) &+ 1) &* 0x9E37_79B9_7F4A_7C15))
+    return KeyHash.reseeded(Int(bitPattern: UInt(truncatingIfNeeded: mixed)), seed: seed)
   }
 }
 

@@ -71,7 +71,16 @@ import Testing
     let policyKey = try! #require(old.policies.keys.first)
     #expect(Self.storage(policyKey) == Self.storage(chat))
     // The same files read again: new Strings, until they share the old ones.
-    let read = Catalog(switches: definitions())
+    var settings = DaemonSettings()
+    settings.database = "/var/lib/switchd/other.db"
+    let warning = ConfigDiagnostic(.warning, SourceLocation(file: "x.conf", line: 3), "careful")
+    let read = Catalog(
+      settings: settings, switches: definitions(),
+      policies: [
+        PolicyRule(key: Self.fresh("notifications.chat"), disabled: true, reason: "exam"),
+        PolicyRule(key: Self.fresh("an.undeclared.switch.key"), readOnly: true),
+      ],
+      warnings: [warning])
     #expect(
       Self.storage(try! #require(read.switches["notifications.chat"]).key) != Self.storage(chat))
     let next = read.sharingKeys(with: old)
@@ -84,8 +93,16 @@ import Testing
     #expect(
       Self.storage(try! #require(next.switches["notifications.chat"]).requires[0])
         == Self.storage(all))
-    #expect(next.switches.count == 3)
-    #expect(next.sortedKeys == old.sortedKeys)
-    #expect(next.policies.count == read.policies.count)
+    // Everything else as read: the definitions, the policies (of an
+    // undeclared key too, the declared one's with the old String), the
+    // settings and the warnings.
+    #expect(next.switches == read.switches)
+    #expect(next.sortedKeys == read.sortedKeys)
+    #expect(next.policies == read.policies)
+    #expect(next.policies["an.undeclared.switch.key"]?.readOnly == true)
+    let nextPolicyKey = try! #require(next.policies.keys.first { $0 == "notifications.chat" })
+    #expect(Self.storage(nextPolicyKey) == Self.storage(chat))
+    #expect(next.settings == settings)
+    #expect(next.warnings == [warning])
   }
 }

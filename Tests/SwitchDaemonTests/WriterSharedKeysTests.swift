@@ -36,4 +36,35 @@ import Testing
         == Self.storage(try #require(writer.records["notifications.mail"]).key))
     _ = try harness.run([])  // stops the writer
   }
+
+  @Test func aRestartLoadsTheStoredKeysAsTheCatalogsStrings() throws {
+    let harness = try WriterHarness(switches: Self.switches)
+    // A system switch's change and a user's own value (the harness writes as uid 1000).
+    let writes: [WriterHarness.Write] = [
+      .init(key: "notifications.chat", operation: .toggle(ifRevision: nil)),
+      .init(key: "notifications.mail", operation: .toggle(ifRevision: nil)),
+    ]
+    let outcomes = try harness.run([WriterHarness.Step(writes: writes)])
+    #expect(outcomes.first?.changes.count == 2)
+    // Started again on the stored file, under the files read anew: the
+    // records and the users' values hold the new catalog's Strings.
+    let catalog = try #require(ConfigLoader.load(directory: harness.directory + "/config").catalog)
+    let restarted = try Writer.start(
+      databasePath: harness.directory + "/switches.db",
+      configDirectory: harness.directory + "/config",
+      catalog: catalog, access: AccessRules(daemonUID: getuid()), log: Log(),
+      jobs: BlockingQueue<WriterJob>())
+    let chat = try #require(catalog.switches["notifications.chat"]).key
+    let mail = try #require(catalog.switches["notifications.mail"]).key
+    #expect(restarted.records["notifications.chat"]?.state.checked == false)
+    #expect(
+      Self.storage(try #require(restarted.records["notifications.chat"]).key) == Self.storage(chat))
+    #expect(restarted.users.values["notifications.mail"]?[1000]?.checked == false)
+    #expect(
+      restarted.users.values.keys.filter { $0 == "notifications.mail" }.map(Self.storage)
+        == [Self.storage(mail)])
+    let jobs = BlockingQueue<WriterJob>()
+    jobs.push(.stop)
+    restarted.run(jobs: jobs) { _ in }
+  }
 }

@@ -74,10 +74,14 @@ import Testing
     let email: HashedKey = "email"
     let hashes = Set([nil, 0, 1, 1000].map { email.hash(user: $0, seed: 7) })
     #expect(hashes.count == 4)
-    // An odd multiple of the user permutes the buckets: 1,024 users of one
-    // key land in 1,024 different buckets of a table of that size.
-    let buckets = Set((0..<1024).map { email.hash(user: UInt32($0), seed: 7) & 1023 })
-    #expect(buckets.count == 1024)
+    // Users of one key spread over a table's buckets (1,024 random hashes
+    // fill ~647 of 1,024), consecutive uids and uids a table's size apart
+    // (containers' ranges, 65,536 apart) alike: the user is mixed through
+    // the whole hash, not only into the low bits a table indexes by.
+    for spacing in [1, 1024, 65_536] as [UInt32] {
+      let buckets = Set((0..<1024).map { email.hash(user: UInt32($0) &* spacing, seed: 7) & 1023 })
+      #expect(buckets.count > 560, "uids \(spacing) apart fill \(buckets.count) of 1,024 buckets")
+    }
     // And a thousand users of one key are each found, once committed.
     var users = WriterUserValues()
     for uid in UInt32(1000)..<2000 { users.set("email", user: uid, Self.value(uid % 2 == 0, 1)) }

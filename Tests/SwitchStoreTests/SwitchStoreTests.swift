@@ -47,6 +47,11 @@ import Testing
       let values = try store.loadUserValues(sharing: keys)
       #expect(values[chat]?[1000]?.checked == false)
       #expect(values.keys.map(storage) == [storage(declared)])
+      // The same from the rows a checkpoint wrote, not the log.
+      try store.checkpointFromLog()
+      let fromRows = try store.loadUserValues(sharing: keys)
+      #expect(fromRows[chat]?[1000]?.checked == false)
+      #expect(fromRows.keys.map(storage) == [storage(declared)])
       // Without them, Strings of their own that read the same.
       let own = try #require(try store.loadSwitches().first)
       #expect(own == record)
