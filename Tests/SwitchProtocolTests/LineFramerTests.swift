@@ -58,4 +58,25 @@ import Testing
     framer.append(Array(":\"2.0\"}\n".utf8))
     #expect(framer.next() == .line(Array("{\"jsonrpc\":\"2.0\"}".utf8)[...]))
   }
+
+  @Test func aReusedBufferShowsNothingOfWhatWasFramedBefore() {
+    // The framer keeps its buffer's length and tracks where its bytes end:
+    // bytes of earlier lines still lie past that end, and must not be
+    // taken for a newline or for part of a line.
+    var framer = LineFramer(maxFrameBytes: 64)
+    framer.append(Array("first line, long enough\n".utf8))
+    #expect(framer.next() == .line(Array("first line, long enough".utf8)[...]))
+    #expect(framer.bufferedCount == 0)
+    framer.append(Array("two".utf8))
+    #expect(framer.next() == nil)
+    #expect(framer.bufferedCount == 3)
+    framer.append(Array("\nthree".utf8))
+    #expect(framer.next() == .line(Array("two".utf8)[...]))
+    #expect(framer.next() == nil)
+    // The partial line moved to the front, then completed.
+    framer.append(Array(" and four\n".utf8))
+    #expect(framer.next() == .line(Array("three and four".utf8)[...]))
+    #expect(framer.next() == nil)
+    #expect(framer.bufferedCount == 0)
+  }
 }
