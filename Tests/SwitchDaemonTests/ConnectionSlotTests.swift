@@ -113,5 +113,13 @@ import Testing
       received += chunk[0..<n]
     }
     #expect(String(decoding: received, as: UTF8.self) == expected)
+
+    // A buffer grown past 1 MiB (a big answer, compacted as it went out)
+    // is let go when it drains, however few bytes it holds.
+    c.out.reserveCapacity(2 << 20)
+    let last = c.openSlot(parts: 1, isBatch: false)
+    c.fill(slot: last, part: 0, with: Array("last".utf8))
+    #expect(c.sendQueued() == .drained)
+    #expect(c.out.capacity <= 1 << 20)
   }
 }

@@ -163,9 +163,8 @@ final class Connection {
   /// may reuse.
   func queue(line bytes: inout [UInt8], slot seq: UInt64, part: Int) {
     if unsentCount == 0, let first = slots.first, first.seq == seq, !first.isBatch {
+      // What the queue held was sent (emptied below, to be given back).
       swap(&out, &bytes)
-      // What the queue held was sent: the buffer given back is empty.
-      bytes.removeAll(keepingCapacity: true)
       outStart = 0
       responseBytesQueued += out.count
       dropSlots(1)
@@ -274,8 +273,9 @@ final class Connection {
     }
     // All of it went out. Up to `keptSentBytes` stay, to be emptied with
     // the next answers': emptying the array after each answer cost ~80
-    // instructions (callgrind). A queue grown past 1 MiB is let go.
-    if out.count > Self.keptSentBytes {
+    // instructions (callgrind). A queue grown past 1 MiB is let go, also
+    // when a compaction left few bytes in it (review).
+    if out.count > Self.keptSentBytes || out.capacity > 1 << 20 {
       out.removeAll(keepingCapacity: out.capacity <= 1 << 20)
       outStart = 0
     } else {
@@ -286,7 +286,8 @@ final class Connection {
   }
 
   /// Sent bytes a drained queue keeps before it is emptied: a few answers
-  /// (~700 bytes each), so that a connection holds at most ~4 KiB more.
+  /// (~700 bytes each). Its buffer stays within the 1 MiB a drained queue
+  /// kept before.
   static let keptSentBytes = 2048
 
   /// Queues event lines the log reader wrote (a replay page), copied: the
