@@ -34,7 +34,7 @@ public struct KeyTable<Value>: Sequence {
   /// change in place (as Dictionary's).
   public subscript(key: String, default defaultValue: @autoclosure () -> Value) -> Value {
     get { self[HashedKey(key), default: defaultValue()] }
-    _modify { yield &table[HashedKey(key), default: defaultValue()] }
+    _modify { yield &self[HashedKey(key), default: defaultValue()] }
   }
 
   public subscript(key: HashedKey, default defaultValue: @autoclosure () -> Value) -> Value {

@@ -79,12 +79,12 @@ public enum Rules {
       var next = state
       switch operation {
       case .set(let checked, let ifRevision):
-        if let refusal = conflict(key: key, ifRevision: ifRevision, record: record) {
+        if let refusal = conflict(key: key, ifRevision: ifRevision, revision: record.revision) {
           throw refusal
         }
         next.checked = checked
       case .toggle(let ifRevision):
-        if let refusal = conflict(key: key, ifRevision: ifRevision, record: record) {
+        if let refusal = conflict(key: key, ifRevision: ifRevision, revision: record.revision) {
           throw refusal
         }
         next.checked.toggle()
@@ -266,11 +266,8 @@ public enum Rules {
         + " was asked: ask again")
   }
 
-  static func conflict(key: String, ifRevision: Int64?, record: SwitchRecord) -> Refusal? {
-    conflict(key: key, ifRevision: ifRevision, revision: record.revision)
-  }
-
-  /// The same for a switch whose revision is `revision`.
+  /// The Conflict a write with `ifRevision` meets at a switch whose
+  /// revision is `revision`; nil when it names none or that one.
   static func conflict(key: String, ifRevision: Int64?, revision: Int64) -> Refusal? {
     guard let ifRevision, ifRevision != revision else { return nil }
     return .conflict(key: key, expected: ifRevision, current: revision)

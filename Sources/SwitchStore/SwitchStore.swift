@@ -85,16 +85,9 @@ public final class SwitchStore {
 
   /// A chain of `key_previous`: a key's switch-level changes (user nil), or one user's values.
   struct ChainKey: Hashable {
+    /// A committed change's key, hashed once by the writer.
     var hashedKey: HashedKey
     var user: UInt32? = nil
-
-    init(key: String, user: UInt32? = nil) { self.init(hashedKey: HashedKey(key), user: user) }
-
-    /// A committed change's key, hashed once by the writer.
-    init(hashedKey: HashedKey, user: UInt32?) {
-      self.hashedKey = hashedKey
-      self.user = user
-    }
 
     var key: String { hashedKey.string }
 
@@ -393,3 +386,8 @@ public final class SwitchStore {
 /// A store belongs to one owner at a time; say so, so nobody adds `@unchecked Sendable`.
 @available(*, unavailable)
 extension SwitchStore: Sendable {}
+
+// In an extension, so that the memberwise `init(hashedKey:user:)` stays.
+extension SwitchStore.ChainKey {
+  init(key: String, user: UInt32? = nil) { self.init(hashedKey: HashedKey(key), user: user) }
+}

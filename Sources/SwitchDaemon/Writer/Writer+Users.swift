@@ -75,16 +75,14 @@ struct UserKey: Hashable {
   var hashedKey: HashedKey
   var user: UInt32
 
-  init(key: String, user: UInt32) { self.init(hashedKey: HashedKey(key), user: user) }
-
-  init(hashedKey: HashedKey, user: UInt32) {
-    self.hashedKey = hashedKey
-    self.user = user
-  }
-
   var key: String { hashedKey.string }
 
   func _rawHashValue(seed: Int) -> Int { hashedKey.hash(user: user, seed: seed) }
+}
+
+// In an extension, so that the memberwise `init(hashedKey:user:)` stays.
+extension UserKey {
+  init(key: String, user: UInt32) { self.init(hashedKey: HashedKey(key), user: user) }
 }
 
 extension Writer {
