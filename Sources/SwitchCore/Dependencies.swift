@@ -17,11 +17,29 @@
 /// `order` (each switch after those it lists) reaches a fixed point in one pass.
 public struct Dependencies: Sendable {
   /// What one switch lists and which switches list it. A switch that does
-  /// neither (most) has no entry: one look-up says it is alone.
-  private struct Entry: Sendable {
+  /// neither (most) has no entry: one look-up says it is alone. A class:
+  /// a look-up hands out one reference, where a struct's three arrays were
+  /// copied and released on each write of a switch that lists another.
+  /// The listed keys are hashed once here: settling Wi-Fi against airplane
+  /// mode hashed "airplane-mode" on every toggle (~0.7k with the copies,
+  /// callgrind, shipped `Config/`).
+  private final class Entry: Sendable {
+    let requires: [HashedKey]
+    let conflicts: [HashedKey]
+    /// The switches that list this one.
+    let dependents: [String]
+
+    init(_ draft: Draft) {
+      requires = draft.requires.map { HashedKey($0) }
+      conflicts = draft.conflicts.map { HashedKey($0) }
+      dependents = draft.dependents
+    }
+  }
+
+  /// An `Entry` while `init` gathers it.
+  private struct Draft {
     var requires: [String] = []
     var conflicts: [String] = []
-    /// The switches that list this one.
     var dependents: [String] = []
   }
 
@@ -55,7 +73,7 @@ public struct Dependencies: Sendable {
   /// Reads `Requires=`/`Conflicts=` of `switches`. Keys that are not declared
   /// are ignored (the builder refuses them); a cycle must not be given.
   public init(switches: [String: SwitchDefinition], sortedKeys: [String]) {
-    var entries = KeyTable<Entry>()
+    var drafts: [String: Draft] = [:]
     var labels = KeyTable<String>()
     for key in sortedKeys {
       guard let definition = switches[key] else { continue }
@@ -64,12 +82,16 @@ public struct Dependencies: Sendable {
       let requires = definition.requires.compactMap { switches[$0]?.key }.filter { $0 != key }
       let conflicts = definition.conflicts.compactMap { switches[$0]?.key }.filter { $0 != key }
       if requires.isEmpty && conflicts.isEmpty { continue }
-      entries[key, default: Entry()].requires = requires
-      entries[key, default: Entry()].conflicts = conflicts
+      drafts[key, default: Draft()].requires = requires
+      drafts[key, default: Draft()].conflicts = conflicts
       for other in Set(requires + conflicts) {
-        entries[other, default: Entry()].dependents.append(key)
+        drafts[other, default: Draft()].dependents.append(key)
       }
     }
+    var entries = KeyTable<Entry>()
+    // Each key as the definitions hold it (the drafts' keys were copied
+    // from `sortedKeys`, the same Strings).
+    for (key, draft) in drafts { entries[key] = Entry(draft) }
     // Depth first, each switch placed after those it lists; a loop, not
     // recursion, so that a long chain cannot exhaust a thread's stack.
     var order: [String] = []
@@ -77,7 +99,7 @@ public struct Dependencies: Sendable {
     for root in sortedKeys where switches[root] != nil && seen.insert(root).inserted {
       var stack: [(key: String, lists: [String], next: Int)] = []
       func enter(_ key: String) {
-        stack.append((key, entries[key].map { $0.requires + $0.conflicts } ?? [], 0))
+        stack.append((key, drafts[key].map { $0.requires + $0.conflicts } ?? [], 0))
       }
       enter(root)
       while let top = stack.last {
@@ -109,7 +131,7 @@ public struct Dependencies: Sendable {
   /// `Rules.plannedChanges` settles them too. One look-up for a switch
   /// alone or one that only lists others (Wi-Fi beside airplane mode).
   public func settledAlone(
-    _ next: SwitchState, of key: HashedKey, states: (String) -> SwitchState?
+    _ next: SwitchState, of key: HashedKey, states: (HashedKey) -> SwitchState?
   ) -> SwitchState? {
     guard let entry = tables.entries[key] else {
       // Alone: as it is, unless a reload removed what disabled it.
@@ -122,10 +144,10 @@ public struct Dependencies: Sendable {
   /// The reason a dependency keeps `key` from applying, given every switch's
   /// State; nil when none does.
   public func blocker(of key: String, states: (String) -> SwitchState?) -> String? {
-    blocker(entry(key), states: states)
+    blocker(entry(key), states: { states($0.string) })
   }
 
-  private func blocker(_ entry: Entry?, states: (String) -> SwitchState?) -> String? {
+  private func blocker(_ entry: Entry?, states: (HashedKey) -> SwitchState?) -> String? {
     guard let entry else { return nil }
     for other in entry.requires {
       guard let state = states(other), !state.isOnAndInEffect else { continue }
@@ -144,12 +166,12 @@ public struct Dependencies: Sendable {
   public func settled(
     _ state: SwitchState, of key: String, states: (String) -> SwitchState?
   ) -> SwitchState {
-    settled(state, entry: entry(key), states: states)
+    settled(state, entry: entry(key), states: { states($0.string) })
   }
 
   /// `settled` with the switch's entry looked up already.
   private func settled(
-    _ state: SwitchState, entry: Entry?, states: (String) -> SwitchState?
+    _ state: SwitchState, entry: Entry?, states: (HashedKey) -> SwitchState?
   ) -> SwitchState {
     if state.disabledBy == .admin || state.disabledBy == .policy { return state }
     var next = state
@@ -208,5 +230,5 @@ public struct Dependencies: Sendable {
     return reached.sorted { (position[$0] ?? 0) < (position[$1] ?? 0) }
   }
 
-  private func label(_ key: String) -> String { tables.labels[key] ?? key }
+  private func label(_ key: HashedKey) -> String { tables.labels[key] ?? key.string }
 }

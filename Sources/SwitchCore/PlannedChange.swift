@@ -31,8 +31,9 @@ extension Rules {
     let dependencies = catalog.dependencies
     // No switch follows it (most): its own change, settled, without the
     // closures copying States below (callgrind).
+    let hashedKey = HashedKey(key)
     if let own = dependencies.settledAlone(
-      next, of: HashedKey(key), states: { $0 == key ? next : records[$0]?.state })
+      next, of: hashedKey, states: { $0 == hashedKey ? next : records[$0]?.state })
     {
       guard own != previous else { return [] }
       return [PlannedChange(key: key, cause: cause, state: own, previous: previous)]

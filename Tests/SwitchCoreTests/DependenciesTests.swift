@@ -145,10 +145,14 @@ import Testing
       Self.dependencies.settledAlone(Self.on(), of: HashedKey("vpn")) { _ in nil } == Self.on())
     // Listing others but listed by none: settled by what it lists.
     #expect(
-      Self.dependencies.settledAlone(Self.on(), of: HashedKey("bluetooth")) { airplaneOn[$0] }
+      Self.dependencies.settledAlone(Self.on(), of: HashedKey("bluetooth")) {
+        airplaneOn[$0.string]
+      }
         == Self.byDependency(true, "Airplane mode is on"))
     #expect(
-      Self.dependencies.settledAlone(Self.on(), of: HashedKey("bluetooth")) { airplaneOff[$0] }
+      Self.dependencies.settledAlone(Self.on(), of: HashedKey("bluetooth")) {
+        airplaneOff[$0.string]
+      }
         == Self.on())
     // A dependency a reload removed is lifted, as `settled` lifts it.
     let stale = Self.byDependency(true, "Airplane mode is on")
@@ -157,7 +161,8 @@ import Testing
     #expect(
       Self.dependencies.settledAlone(Self.on(), of: HashedKey("airplane-mode")) { _ in nil } == nil)
     #expect(
-      Self.dependencies.settledAlone(Self.on(), of: HashedKey("wifi")) { airplaneOff[$0] } == nil)
+      Self.dependencies.settledAlone(Self.on(), of: HashedKey("wifi")) { airplaneOff[$0.string] }
+        == nil)
   }
 
   @Test func aSwitchThatSettlesAloneHasNoFollowers() {
@@ -171,7 +176,9 @@ import Testing
           for next in [Self.on(), Self.off(), Self.byDependency(true, "Airplane mode is on")] {
             let states = ["airplane-mode": airplane, "wifi": wifi]
             let lookup: (String) -> SwitchState? = { $0 == key ? next : states[$0] ?? Self.on() }
-            guard Self.dependencies.settledAlone(next, of: HashedKey(key), states: lookup) != nil
+            guard
+              Self.dependencies.settledAlone(
+                next, of: HashedKey(key), states: { lookup($0.string) }) != nil
             else {
               #expect(Self.dependencies.hasDependents(key))
               continue
