@@ -145,11 +145,8 @@ extension Server {
     guard let mark = changes.first?.revision else { return }
     var touched: [Connection] = []
     let alone = changes.count == 1
-    // Borrowed in place: `changes[index]` copied each change and released the copy (callgrind).
-    changes.withUnsafeBufferPointer { changes in
-      for index in changes.indices {
-        take(changes[index], mark: mark, alone: alone, touched: &touched)
-      }
+    for index in changes.indices {
+      take(changes, index, mark: mark, alone: alone, touched: &touched)
     }
     for connection in touched {
       if connection.unsentCount - min(connection.responseBytesQueued, connection.unsentCount)
@@ -162,29 +159,33 @@ extension Server {
     }
   }
 
-  /// One committed change: into the loop's copy, then to its watchers.
+  /// One committed change, `changes[index]`: into the loop's copy, then to
+  /// its watchers. Its fields are read where it lies: passing the change
+  /// on its own, even through an unsafe buffer, copied it and released the
+  /// copy after (callgrind); only a publish to watchers takes it whole.
   private func take(
-    _ change: borrowing Change, mark: Int64, alone: Bool, touched: inout [Connection]
+    _ changes: [Change], _ index: Int, mark: Int64, alone: Bool, touched: inout [Connection]
   ) {
     // Looked up once for both: where its Switch object is kept, and its scope.
-    let position = encodings.positions[change.hashedKey]
-    adopt(change, at: position)
+    let position = encodings.positions[changes[index].hashedKey]
+    adopt(changes, index, at: position)
+    guard !hub.watches.isEmpty else { return }
     let userScoped = position.map { encodings.isUserScoped(at: $0) } ?? false
-    publish(change, userScoped: userScoped, mark: mark, alone: alone, touched: &touched)
+    publish(changes[index], userScoped: userScoped, mark: mark, alone: alone, touched: &touched)
   }
 
   /// A committed change into the loop's copy (the one way: `Change.adopt`).
-  private func adopt(_ change: borrowing Change, at position: Int?) {
-    change.adopt(into: &records, &userValues)
+  private func adopt(_ changes: [Change], _ index: Int, at position: Int?) {
+    Change.adopt(changes, at: index, into: &records, &userValues)
     if let position {
       // A user's own value changes what that user reads, not the shared object.
-      if change.user == nil {
+      if changes[index].user == nil {
         encodings.invalidate(at: position)
       } else {
         encodings.touch(at: position)
       }
     }
-    revision = change.revision
+    revision = changes[index].revision
   }
 
   /// Publishes one change to every live watch it matches; `touched`
