@@ -32,9 +32,10 @@ extension Rules {
   /// `lasting`) or ends it (without); a `lock` or `disable` starts or ends
   /// the hold's; a hold that is no longer the administrator's has no end of
   /// its own (a policy's lifts with its file or schedule).
+  /// (`next` is consumed, as in `settledDeadlines`.)
   static func timed(
-    _ next: SwitchState, from state: SwitchState, _ operation: Operation, lasting: Lasting?,
-    at time: Int64, boot: BootMoment?, caller: Caller
+    _ next: consuming SwitchState, from state: SwitchState, _ operation: Operation,
+    lasting: Lasting?, at time: Int64, boot: BootMoment?, caller: Caller
   ) -> SwitchState {
     var next = next
     let deadline = lasting?.deadline(committedAt: time)
@@ -58,14 +59,18 @@ extension Rules {
     case .unlock, .enable, .apply, .expire, .confirm, .revert:
       break
     }
-    return settledDeadlines(next, from: state)
+    return settledDeadlines(consume next, from: state)
   }
 
   /// The time fields that no longer mean anything once `next` replaced
   /// `state`: a value that changed by other means ends its timer, a hold
   /// that is gone has no end (a policy's is its schedule's, set by
   /// `applyPolicy`, and stays while the policy holds).
-  public static func settledDeadlines(_ next: SwitchState, from state: SwitchState) -> SwitchState {
+  /// `next` is consumed: the State handed back is it, not a copy (a copy
+  /// and a destroy of every write's State, callgrind).
+  public static func settledDeadlines(
+    _ next: consuming SwitchState, from state: SwitchState
+  ) -> SwitchState {
     // Nothing to clear (nearly every write): no copy made and set back.
     guard next.hasDeadlines else { return next }
     var next = next

@@ -56,7 +56,8 @@ public enum Rules {
     // A write that changes nothing is a no-op with or without a time (PROTOCOL.md).
     guard let next else { return nil }
     return timed(
-      next, from: record.state, operation, lasting: lasting, at: time, boot: boot, caller: caller)
+      consume next, from: record.state, operation, lasting: lasting, at: time, boot: boot,
+      caller: caller)
   }
 
   /// The state `operation` leaves a declared switch in; nil when it changes nothing.
