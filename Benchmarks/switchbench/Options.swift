@@ -66,7 +66,8 @@ struct Options {
                           log rows history isolation pages through (default 100000)
       --flush-delays LIST durable toggle with these ms added to every fsync (default 0,1,4)
       --calls N           instructions: calls in the shorter counted run (default 2000;
-                          the longer one makes 3N), fan-out rounds N/50
+                          at least 20 a connection; the longer one makes 3N), fan-out
+                          rounds N/50
       --profile           instructions: also print (stderr) switchd's inclusive
                           instructions per call by function, per thread (top 15)
       --only LIST         comma list of: \(sections.joined(separator: ","))
