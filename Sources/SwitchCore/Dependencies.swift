@@ -21,8 +21,9 @@ public struct Dependencies: Sendable {
   /// a look-up hands out one reference, where a struct's three arrays were
   /// copied and released on each write of a switch that lists another.
   /// The listed keys are hashed once here: settling Wi-Fi against airplane
-  /// mode hashed "airplane-mode" on every toggle (~0.7k with the copies,
-  /// callgrind, shipped `Config/`).
+  /// mode hashed "airplane-mode" on every toggle (with the copies, ~90 of
+  /// the ~0.8k settling costs a toggle of `wifi`, callgrind, shipped
+  /// `Config/`; the rest is the look-up of airplane mode's record).
   private final class Entry: Sendable {
     let requires: [HashedKey]
     let conflicts: [HashedKey]
