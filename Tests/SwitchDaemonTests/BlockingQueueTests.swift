@@ -23,6 +23,38 @@ import Testing
     #expect(queue.drain() == ["a", "b", "c"])
   }
 
+  /// A taker that passes its emptied array back gets the items in it, and
+  /// the queue keeps that array's buffer for what is pushed next; a taker
+  /// whose array still holds items gets the queued ones after them.
+  @Test func takingIntoAnArrayHandsBuffersBackAndForthAndAppendsBehindWhatItHolds() {
+    let queue = BlockingQueue<String>()
+    var taken: [String] = []
+    taken.reserveCapacity(64)
+    queue.push("a")
+    queue.push("b")
+    queue.takeAll(into: &taken)
+    #expect(taken == ["a", "b"])
+    taken.removeAll(keepingCapacity: true)
+    queue.push("c")
+    queue.drain(into: &taken)
+    #expect(taken == ["c"])
+    queue.push("d")
+    queue.takeAll(before: monotonicSeconds() + 3600, into: &taken)
+    #expect(taken == ["c", "d"])
+    queue.drain(into: &taken)
+    #expect(taken == ["c", "d"])
+  }
+
+  @Test func takeLastIfAnyTakesTheNewestWithoutWaiting() {
+    let queue = BlockingQueue<Int>()
+    #expect(queue.takeLastIfAny() == nil)
+    queue.push(1)
+    queue.push(2)
+    #expect(queue.takeLastIfAny() == 2)
+    #expect(queue.takeLastIfAny() == 1)
+    #expect(queue.takeLastIfAny() == nil)
+  }
+
   /// Takers asleep on the futex, several at once (as the apply pool's
   /// workers are): every item pushed, one at a time or several at once,
   /// reaches exactly one of them, and none sleeps through a push.

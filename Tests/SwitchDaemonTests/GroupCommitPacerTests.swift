@@ -45,4 +45,19 @@ import Testing
     #expect(!GroupCommitPacer.contains([1, 2, 4, 9], 3))
     #expect(!GroupCommitPacer.contains([], 3))
   }
+
+  /// The writer's array is taken as the group and given back empty, holding
+  /// the previous group's buffer: the next group is recorded just the same.
+  @Test func aCommittedArrayIsTakenAndTheLastOneGivenBackEmpty() {
+    var pacer = GroupCommitPacer()
+    var writers: [UInt64] = [7, 3, 7]
+    pacer.committed(&writers, seconds: 0.002)
+    #expect(writers.isEmpty)
+    #expect(pacer.lastGroup == [3, 7])
+    writers.append(contentsOf: [5, 1])
+    pacer.committed(&writers, seconds: 0.002)
+    #expect(writers.isEmpty)
+    #expect(pacer.lastGroup == [1, 5])
+    #expect(pacer.awaited(present: [5]) == [1])
+  }
 }

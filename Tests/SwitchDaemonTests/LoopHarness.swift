@@ -32,15 +32,18 @@ final class LoopHarness {
     let access = AccessRules.resolve(catalog.settings, log: log)
     let jobs = BlockingQueue<WriterJob>()
     let outputs = BlockingQueue<WriterOutput>()
+    let outputSpares = BlockingQueue<WriterOutput.Spare>()
     let wakeFD = shim_eventfd()
     let started = try Writer.startThread(
       databasePath: directory + "/switches.db", configDirectory: config, catalog: catalog,
-      access: access, log: log, jobs: jobs, outputs: outputs, wakeFD: wakeFD)
+      access: access, log: log, jobs: jobs, outputs: outputs, outputSpares: outputSpares,
+      wakeFD: wakeFD)
     let listener = try Listener.bind(path: socketPath, mode: 0o600)
     server = try Server(
       listener: listener, databasePath: directory + "/switches.db", configDirectory: config,
       catalog: catalog, access: access, started: started, jobs: jobs, outputs: outputs,
-      wakeFD: wakeFD, signalFD: -1, notifier: Notifier(environment: [:]), log: log)
+      outputSpares: outputSpares, wakeFD: wakeFD, signalFD: -1,
+      notifier: Notifier(environment: [:]), log: log)
   }
 
   /// Stops the loop as SIGTERM would and waits for the writer to end.

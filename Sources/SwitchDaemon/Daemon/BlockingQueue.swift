@@ -63,17 +63,34 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
 
   /// Waits until at least one item is queued, then takes them all.
   func takeAll() -> [Item] {
+    var taken: [Item] = []
+    takeAll(into: &taken)
+    return taken
+  }
+
+  /// Waits until at least one item is queued, then moves them all to the
+  /// end of `taken`. A taker that empties `taken` (keeping its capacity)
+  /// and passes it again allocates nothing: an empty `taken` is swapped
+  /// with the queue's items, so the queue keeps the taker's buffer. (Taking
+  /// a copy and emptying the queue's array made a new buffer on every take,
+  /// and the taker freed the old one: ~0.4k instructions a group, callgrind.)
+  func takeAll(into taken: inout [Item]) {
     pthread_mutex_lock(mutex)
     while items.isEmpty { sleep(seconds: nil) }
-    let taken = items
-    items.removeAll(keepingCapacity: true)
+    move(into: &taken)
     pthread_mutex_unlock(mutex)
-    return taken
   }
 
   /// Waits until at least one item is queued or the monotonic clock passes
   /// `deadline` (seconds, as `monotonicSeconds()`), then takes what is queued.
   func takeAll(before deadline: Double) -> [Item] {
+    var taken: [Item] = []
+    takeAll(before: deadline, into: &taken)
+    return taken
+  }
+
+  /// The same, moving what is queued to the end of `taken` (as `takeAll(into:)`).
+  func takeAll(before deadline: Double, into taken: inout [Item]) {
     pthread_mutex_lock(mutex)
     // Never longer than the span asked for at first: a clock set back
     // (libfaketime fakes the monotonic one too) cannot stretch the wait.
@@ -83,10 +100,19 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
       if !sleep(seconds: left) { break }
       left = min(deadline - monotonicSeconds(), span)
     }
-    let taken = items
-    items.removeAll(keepingCapacity: true)
+    move(into: &taken)
     pthread_mutex_unlock(mutex)
-    return taken
+  }
+
+  /// With the mutex held: the queued items to the end of `taken`, the queue
+  /// left empty (with `taken`'s buffer when that was empty).
+  private func move(into taken: inout [Item]) {
+    if taken.isEmpty {
+      swap(&items, &taken)
+    } else {
+      taken.append(contentsOf: items)
+      items.removeAll(keepingCapacity: true)
+    }
   }
 
   /// Waits until an item is queued, then takes the oldest one.
@@ -121,12 +147,25 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
     return !timedOut
   }
 
-  /// Takes whatever is queued without waiting.
-  func drain() -> [Item] {
+  /// Takes the newest item without waiting, nil when there is none.
+  func takeLastIfAny() -> Item? {
     pthread_mutex_lock(mutex)
-    let taken = items
-    items.removeAll(keepingCapacity: true)
+    let taken = items.popLast()
     pthread_mutex_unlock(mutex)
     return taken
+  }
+
+  /// Takes whatever is queued without waiting.
+  func drain() -> [Item] {
+    var taken: [Item] = []
+    drain(into: &taken)
+    return taken
+  }
+
+  /// Moves whatever is queued to the end of `taken` without waiting (as `takeAll(into:)`).
+  func drain(into taken: inout [Item]) {
+    pthread_mutex_lock(mutex)
+    move(into: &taken)
+    pthread_mutex_unlock(mutex)
   }
 }

@@ -156,13 +156,14 @@ public enum Daemon {
     let access = AccessRules.resolve(catalog.settings, log: log)
     let jobs = BlockingQueue<WriterJob>()
     let outputs = BlockingQueue<WriterOutput>()
+    let outputSpares = BlockingQueue<WriterOutput.Spare>()
     let wakeFD = shim_eventfd()
     let started: Writer.Started
     do {
       started = try Writer.startThread(
         databasePath: databasePath, configDirectory: options.configDirectory, catalog: catalog,
-        access: access, log: log, jobs: jobs, outputs: outputs, wakeFD: wakeFD,
-        announced: (lock.announcedRevision, lock.recordedRevision))
+        access: access, log: log, jobs: jobs, outputs: outputs, outputSpares: outputSpares,
+        wakeFD: wakeFD, announced: (lock.announcedRevision, lock.recordedRevision))
     } catch {
       log.error("cannot open the database: \(error)")
       return 1
@@ -202,8 +203,8 @@ public enum Daemon {
         configDirectory: options.configDirectory,
         // Scheduled policies as they stand now, as the writer took them.
         catalog: catalog.inEffect(at: wallClockMilliseconds(), in: Writer.localZone).catalog,
-        access: access, started: started, jobs: jobs, outputs: outputs, wakeFD: wakeFD,
-        signalFD: signalFD,
+        access: access, started: started, jobs: jobs, outputs: outputs,
+        outputSpares: outputSpares, wakeFD: wakeFD, signalFD: signalFD,
         notifier: notifier, log: log, varlinkListener: varlinkListener)
     } catch {
       log.error("cannot start: \(error)")

@@ -8,7 +8,18 @@ extension Server {
   /// publishes the changes (events go out before the answers), then answers
   /// the writes and resumes the connections that waited for them.
   func drainWriterOutputs() {
-    var drained = outputs.drain()
+    // The kept arrays moved out for the drain (and back after): a drain
+    // within it, if one ever came, would start from empty ones.
+    var drained: [WriterOutput] = []
+    var resumed: [Connection] = []
+    swap(&drained, &drainBuffers.outputs)
+    swap(&resumed, &drainBuffers.resumed)
+    defer {
+      drained.removeAll(keepingCapacity: true)
+      swap(&drained, &drainBuffers.outputs)
+      swap(&resumed, &drainBuffers.resumed)
+    }
+    outputs.drain(into: &drained)
     // Each output and answer moved out: its own array then holds the only
     // reference (no copy of the answers on write), and an answer is neither
     // copied out nor released with the array (callgrind).
@@ -35,7 +46,6 @@ extension Server {
       // Each connection once, marked with this output's number: a mark
       // costs less than a dictionary made, grown and freed per output.
       drainMark += 1
-      var resumed: [Connection] = []
       // At its size: grown from empty it was three buffers an output (callgrind).
       resumed.reserveCapacity(output.answers.count)
       func resume(_ connection: Connection) {
@@ -61,6 +71,8 @@ extension Server {
       }
       // A connection with nothing else to do needs only the send (`sendOrPump`).
       for connection in resumed { sendOrPump(connection) }
+      resumed.removeAll(keepingCapacity: true)
+      giveBack(&output)
       if let schemaChanges, !schemaChanges.isEmpty { announce(schemaChanges) }
       if let reload = output.reload {
         lastReload = reload
@@ -69,6 +81,28 @@ extension Server {
       }
       if output.stopped { markWriterStopped() }
     }
+  }
+
+  /// Hands `output`'s arrays, emptied, back to the writer: a group's
+  /// `changes` and `answers` made and freed per group (on two threads)
+  /// cost ~1.5k instructions, callgrind.
+  private func giveBack(_ output: inout WriterOutput) {
+    let largest = WriterOutput.Spare.largest
+    guard output.changes.capacity <= largest, output.answers.capacity <= largest,
+      output.changes.capacity > 0 || output.answers.capacity > 0
+    else { return }
+    var spare = WriterOutput.Spare(changes: [], answers: [])
+    swap(&spare.changes, &output.changes)
+    swap(&spare.answers, &output.answers)
+    spare.changes.removeAll(keepingCapacity: true)
+    spare.answers.removeAll(keepingCapacity: true)
+    outputSpares.push(spare)
+  }
+
+  /// `drainWriterOutputs`' arrays between drains.
+  struct DrainBuffers {
+    var outputs: [WriterOutput] = []
+    var resumed: [Connection] = []
   }
 
   private func adopt(_ update: CatalogUpdate) {

@@ -28,10 +28,20 @@ struct GroupCommitPacer {
   private(set) var flushSeconds = 0.0
 
   /// Records a commit of writes from `connections` that took `seconds`.
-  mutating func committed(_ connections: consuming [UInt64], seconds: Double) {
-    lastGroup = Self.sortedOnce(connections)
+  /// `connections` is taken as the new `lastGroup` (sorted in place) and
+  /// left empty with the old one's buffer: no array made per group.
+  mutating func committed(_ connections: inout [UInt64], seconds: Double) {
+    swap(&lastGroup, &connections)
+    connections.removeAll(keepingCapacity: true)
+    Self.sortOnce(&lastGroup)
     flushSeconds =
       flushSeconds == 0 ? seconds : flushSeconds + Self.weight * (seconds - flushSeconds)
+  }
+
+  /// The same for a caller that keeps no array.
+  mutating func committed(_ connections: [UInt64], seconds: Double) {
+    var connections = connections
+    committed(&connections, seconds: seconds)
   }
 
   /// Records a turn that committed nothing: nobody is owed a wait.
@@ -63,13 +73,18 @@ struct GroupCommitPacer {
   /// `ids` sorted, each once (in place when the caller gives them up).
   static func sortedOnce(_ ids: consuming [UInt64]) -> [UInt64] {
     var sorted = ids
-    sorted.sort()
+    sortOnce(&sorted)
+    return sorted
+  }
+
+  /// Sorts `ids` in place and removes repeats.
+  static func sortOnce(_ ids: inout [UInt64]) {
+    ids.sort()
     var last: UInt64?
-    sorted.removeAll { id in
+    ids.removeAll { id in
       defer { last = id }
       return id == last
     }
-    return sorted
   }
 
   /// Whether the sorted `ids` hold `id`.

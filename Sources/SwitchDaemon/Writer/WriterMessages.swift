@@ -180,4 +180,15 @@ struct WriterOutput: Sendable {
   var observations: [String: Bool?] = [:]
   /// Every read-back switch's report, when one changed (`status.readBack`).
   var readBack: [String: ReadBackReport]?
+
+  /// An output's `changes` and `answers` arrays, emptied by the loop and
+  /// handed back for the writer's next group (`Writer.GroupBuffers`).
+  struct Spare: Sendable {
+    var changes: [Change]
+    var answers: [(Ticket, Answer)]
+
+    /// The largest arrays kept (in elements): a reload's group of thousands
+    /// is freed, not held for good.
+    static let largest = 256
+  }
 }

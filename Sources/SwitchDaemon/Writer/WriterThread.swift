@@ -16,14 +16,15 @@ extension Writer {
 
   /// Starts the writer's thread, which opens the database and then serves
   /// `jobs`, handing each output to `outputs` and waking the loop through
-  /// `wakeFD`. The writer is built on that thread and never leaves it: only
+  /// `wakeFD`; the loop gives the outputs' arrays back through `outputSpares`. The writer is built on that thread and never leaves it: only
   /// Sendable values cross, so it needs no `@unchecked Sendable`.
   /// - Returns: the switches as the writer loaded them, once it has.
   /// - Throws: why the database could not be opened (the thread has ended).
   static func startThread(
     databasePath: String, configDirectory: String, catalog: Catalog, access: AccessRules,
     log: Log, jobs: BlockingQueue<WriterJob>, outputs: BlockingQueue<WriterOutput>,
-    wakeFD: Int32, announced: (record: AnnouncedRevision, previous: Int64?)? = nil
+    outputSpares: BlockingQueue<WriterOutput.Spare>, wakeFD: Int32,
+    announced: (record: AnnouncedRevision, previous: Int64?)? = nil
   ) throws -> Started {
     let started = BlockingQueue<Result<Started, any Error>>()
     SwitchSystem.startThread(named: "writer") {
@@ -33,6 +34,7 @@ extension Writer {
           databasePath: databasePath, configDirectory: configDirectory, catalog: catalog,
           access: access, log: log, jobs: jobs, announced: announced)
         writer.applying.reconcilingReported = writer.applying.reconciling.count
+        writer.outputSpares = outputSpares
         started.push(
           .success(
             Started(
