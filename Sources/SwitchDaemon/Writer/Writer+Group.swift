@@ -16,10 +16,13 @@ extension Writer {
     guard !awaited.isEmpty, !batch.contains(where: \.isControl) else { return }
     let deadline = monotonicSeconds() + pacer.budgetSeconds
     while !awaited.isEmpty && monotonicSeconds() < deadline {
-      let more = jobs.takeAll(before: deadline)
-      batch += more
-      let arrived = GroupCommitPacer.sortedOnce(Self.writers(of: more))
-      awaited.removeAll { GroupCommitPacer.contains(arrived, $0) }
+      let start = batch.count
+      jobs.takeAll(before: deadline, into: &batch)
+      let more = batch[start...]
+      Self.writers(of: more, into: &groupBuffers.present)
+      GroupCommitPacer.sortOnce(&groupBuffers.present)
+      awaited.removeAll { GroupCommitPacer.contains(groupBuffers.present, $0) }
+      groupBuffers.present.removeAll(keepingCapacity: true)
       if more.contains(where: \.isControl) { break }
     }
   }
@@ -49,15 +52,11 @@ extension Writer {
     return ownValue && definition?.scope == .user
   }
 
-  /// The connections that sent `jobs`' writes (in job order, repeats kept).
-  static func writers(of jobs: [WriterJob]) -> [UInt64] {
-    var connections: [UInt64] = []
-    writers(of: jobs, into: &connections)
-    return connections
-  }
-
-  /// The same, appended to `connections`.
-  static func writers(of jobs: [WriterJob], into connections: inout [UInt64]) {
+  /// The connections that sent `jobs`' writes (in job order, repeats
+  /// kept), appended to `connections`.
+  static func writers<Jobs: RandomAccessCollection<WriterJob>>(
+    of jobs: Jobs, into connections: inout [UInt64]
+  ) {
     connections.reserveCapacity(connections.count + jobs.count)
     for index in jobs.indices {
       if let connection = jobs[index].writerConnection { connections.append(connection) }
