@@ -19,6 +19,7 @@ final class SQLiteConnection {
     path: String, flags: Int32, vfs: String? = nil, busyTimeoutMilliseconds: Int32 = 5000
   ) throws(SQLiteError) {
     self.path = path
+    _ = Self.configured
     var db: OpaquePointer?
     let rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, vfs)
     guard rc == SQLITE_OK, let db else {
@@ -36,6 +37,15 @@ final class SQLiteConnection {
   deinit {
     close()
   }
+
+  /// The library's configuration, made once before the first connection of
+  /// the process opens (Swift runs a static's initializer once, and every
+  /// other thread that opens waits for it). Memory statistics off: nothing
+  /// here reads them, and counting took a global mutex per allocation, ~4
+  /// lock pairs a commit (callgrind).
+  private static let configured: Void = {
+    _ = switchd_sqlite3_memstatus_off()
+  }()
 
   /// Finalizes the cached statements and closes the handle. Idempotent.
   func close() {
