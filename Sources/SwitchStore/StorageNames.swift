@@ -45,6 +45,19 @@ enum ChangeWhat {
   static let previousCheckedSQL = "((what >> 13) & 1)"
 }
 
+/// `changes.actor` (schema migration 9): the uid (bits 0–31) and gid
+/// (bits 32–63) of who made a change, in one integer; NULL when the change
+/// names no peer (`changes.what` says who then).
+enum ActorIDs {
+  static func of(uid: UInt32, gid: UInt32) -> Int64 {
+    Int64(bitPattern: UInt64(uid) | UInt64(gid) << 32)
+  }
+
+  /// The SQL of its parts, as `SQL.changeColumns` reads them (NULL stays NULL).
+  static let uidSQL = "(actor & 4294967295)"
+  static let gidSQL = "((actor >> 32) & 4294967295)"
+}
+
 extension Cause {
   /// Its number in `changes.what`. Migration 8 maps the names older files
   /// hold to these: a number, once given, means that cause for ever.

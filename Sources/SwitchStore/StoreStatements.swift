@@ -19,9 +19,10 @@ struct StoreStatements {
     static let switchValues =
       "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18"
 
-    /// `what`'s parts (migration 8) are read where their columns were.
+    /// `what`'s parts (migration 8) and `actor`'s (migration 9) are read
+    /// where their columns were.
     static let changeColumns = """
-      revision, key, \(ChangeWhat.causeSQL), time, actor_uid, actor_gid, actor_pid, \
+      revision, key, \(ChangeWhat.causeSQL), time, \(ActorIDs.uidSQL), \(ActorIDs.gidSQL), actor_pid, \
       \(ChangeWhat.checkedSQL), s_read_only, s_read_only_reason, s_held_by, s_disabled, s_disabled_reason, \
       s_disabled_by, \
       \(ChangeWhat.previousCheckedSQL), p_read_only, p_read_only_reason, p_held_by, p_disabled, p_disabled_reason, \
@@ -134,12 +135,12 @@ struct StoreStatements {
         values.append("(" + parameters.joined(separator: ", ") + ")")
       }
       let head =
-        "INSERT OR FAIL INTO changes(revision, key, time, what, actor_uid, actor_gid, actor_pid, "
-        + "user, key_previous) VALUES "
+        "INSERT OR FAIL INTO changes(revision, key, time, what, actor, actor_pid, user, "
+        + "key_previous) VALUES "
       return head + values.joined(separator: ", ")
     }
     /// The parameters of one change's row in `insertChanges`.
-    static let rowParameters = 9
+    static let rowParameters = 8
     /// The rows of the inserts, largest first (`SwitchStore.commitChanges`):
     /// a group of 13 goes in as 8, 4 and 1.
     static let insertChangesSizes = [16, 8, 4, 2, 1]
@@ -375,20 +376,18 @@ extension SQLiteStatement {
         checked: changes[index].state.checked, previousChecked: changes[index].previous.checked),
       at: at + 4)
     if case .peer(let uid, let gid, let pid) = changes[index].actor {
-      try bind(Int64(uid), at: at + 5)
-      try bind(Int64(gid), at: at + 6)
-      try bind(Int64(pid), at: at + 7)
+      try bind(ActorIDs.of(uid: uid, gid: gid), at: at + 5)
+      try bind(Int64(pid), at: at + 6)
     } else {
-      // All three NULL is how the log says "a policy file did it", or, with
+      // Both NULL is how the log says "a policy file did it", or, with
       // cause `reconcile`, switchd applying stored values, or with `external`
       // or `drift`, the system switchd reads back (`Actor.configuration`).
       // Bindings outlive a reset: the previous row's actor must not stay.
       try bindNull(at: at + 5)
       try bindNull(at: at + 6)
-      try bindNull(at: at + 7)
     }
-    try bind(changes[index].user.map { Int64($0) }, at: at + 8)
-    try bind(keyPrevious, at: at + 9)
+    try bind(changes[index].user.map { Int64($0) }, at: at + 7)
+    try bind(keyPrevious, at: at + 8)
   }
 
   /// Binds a change's details to `insertChangeDetails`'s `?1`...`?29`.

@@ -121,9 +121,10 @@ import Testing
       #expect(
         try store.connection.textRows("SELECT revision FROM change_details ORDER BY revision")
           == ["2", "3", "4"])
-      // Migration 7's 12 columns, 9 after migration 8 (`schemaSevenPacksTheLog`).
+      // Migration 7's 12 columns, 9 after migration 8 (`schemaSevenPacksTheLog`),
+      // 8 after migration 9 (`schemaEightPacksTheActorIDs`).
       #expect(
-        try store.connection.textRows("SELECT count(*) FROM pragma_table_info('changes')") == ["9"]
+        try store.connection.textRows("SELECT count(*) FROM pragma_table_info('changes')") == ["8"]
       )
       #expect(try store.history(key: "wifi", before: nil, limit: 10).map(\.revision) == [3, 1])
       try store.commit([sampleChange(5, key: "wifi", checked: true)])
@@ -185,6 +186,51 @@ import Testing
       let next = Int64(rows.count + 1)
       try store.commit([sampleChange(next, key: "k0", checked: true)])
       #expect(try store.changes(after: next - 1, upTo: next, limit: 1).first?.state.checked == true)
+    }
+  }
+
+  /// Schema 8 to 9 (uid and gid in one column): ids at both ends of 32
+  /// bits, root's zeros and rows without ids read back as they were
+  /// written, a key's chain goes on, and a new row's ids are packed.
+  @Test func schemaEightPacksTheActorIDs() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let top = Int64(UInt32.max)
+      let what = ChangeWhat.of(cause: .set, source: 0, checked: true, previousChecked: false)
+      let system = ChangeWhat.of(cause: .drift, source: 1, checked: false, previousChecked: true)
+      let old = try database(
+        at: path, version: 8,
+        extraSQL: """
+          INSERT INTO changes(revision, key, time, what, actor_uid, actor_gid, actor_pid, user,
+            key_previous)
+          VALUES (1, 'wifi', 10, \(what), 1000, \(top), 77, NULL, NULL),
+            (2, 'wifi', 20, \(what), \(top), 0, 4194304, NULL, 1),
+            (3, 'email', 30, \(what), 0, 0, 1, 1000, NULL),
+            (4, 'wifi', 40, \(system), NULL, NULL, NULL, NULL, 2);
+          UPDATE meta SET value = 4 WHERE name = 'revision';
+          """)
+      old.close()
+      let store = try SwitchStore(path: path)
+      defer { store.close() }
+      #expect(try Schema.version(of: store.connection) == Schema.currentVersion)
+      let changes = try store.changes(after: 0, upTo: 4, limit: 10)
+      #expect(
+        changes.map(\.actor) == [
+          .peer(uid: 1000, gid: UInt32.max, pid: 77),
+          .peer(uid: UInt32.max, gid: 0, pid: 4_194_304),
+          .peer(uid: 0, gid: 0, pid: 1), .system,
+        ])
+      #expect(changes[2].user == 1000)
+      #expect(changes.map(\.time) == [10, 20, 30, 40])
+      #expect(try store.history(key: "wifi", before: nil, limit: 10).map(\.revision) == [4, 2, 1])
+      let next = sampleChange(5, key: "wifi", actor: .peer(uid: 4_000_000_000, gid: 5, pid: 9))
+      try store.commit([next])
+      #expect(try store.changes(after: 4, upTo: 5, limit: 1).first?.actor == next.actor)
+      #expect(
+        try store.history(key: "wifi", before: nil, limit: 10).map(\.revision) == [5, 4, 2, 1])
+      #expect(
+        try store.connection.textRows("SELECT actor FROM changes WHERE revision = 5")
+          == ["\(ActorIDs.of(uid: 4_000_000_000, gid: 5))"])
     }
   }
 
