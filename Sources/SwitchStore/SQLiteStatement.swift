@@ -31,7 +31,6 @@ final class SQLiteStatement {
   deinit {
     sqlite3_finalize(handle)
     held.deallocate()
-    keptTexts.deallocate()
   }
 
   /// Finalizes now; later uses throw `SQLITE_MISUSE` instead of touching freed memory.
@@ -134,42 +133,6 @@ final class SQLiteStatement {
   func bind(_ value: String?, at index: Int32) throws(SQLiteError) {
     if let value { try bind(value, at: index) } else { try bindNull(at: index) }
   }
-
-  /// Binds `text` at `index` from a buffer the statement keeps, in its
-  /// `slot` of `keptSlotBytes` bytes (SQLITE_STATIC: SQLite's own copy of
-  /// a text is a malloc and a free per bind, callgrind); a longer text is
-  /// bound with a copy. The slot is this text's until the next bind to it,
-  /// so a statement that uses it binds every such parameter before each
-  /// step (the multi-row inserts of the log bind every row's key).
-  func bindKept(_ text: String, slot: Int, at index: Int32) throws(SQLiteError) {
-    let statement = try live()
-    var text = text
-    let rc = text.withUTF8 { bytes -> Int32 in
-      guard let source = bytes.baseAddress, !bytes.isEmpty, bytes.count <= Self.keptSlotBytes,
-        slot >= 0, slot < Self.keptSlots
-      else {
-        // An empty buffer may have no address, and a NULL pointer would bind SQL NULL.
-        return bytes.isEmpty
-          ? sqlite3_bind_text(statement, index, "", 0, sqliteTransient)
-          : bytes.baseAddress!.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-            sqlite3_bind_text(statement, index, $0, Int32(bytes.count), sqliteTransient)
-          }
-      }
-      let kept = keptTexts.baseAddress! + slot * Self.keptSlotBytes
-      kept.copyMemory(from: source, byteCount: bytes.count)
-      return sqlite3_bind_text(
-        statement, index, kept.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil)
-    }
-    try bound(.unknown, at: index, rc)
-  }
-
-  /// `bindKept`'s slots: a declared key is at most 128 bytes (`SwitchKey`).
-  static let keptSlots = 16
-  static let keptSlotBytes = 128
-  /// Allocated with the statement, freed after it is finalized: a text
-  /// bound from it stays valid memory for as long as SQLite may read it.
-  private let keptTexts = UnsafeMutableRawBufferPointer.allocate(
-    byteCount: keptSlots * keptSlotBytes, alignment: 1)
 
   func bindNull(at index: Int32) throws(SQLiteError) {
     if holds(.null, at: index) { return }

@@ -22,7 +22,7 @@ struct StoreStatements {
     /// `what`'s parts (migration 8) and `actor`'s (migration 9) are read
     /// where their columns were.
     static let changeColumns = """
-      revision, key, \(ChangeWhat.causeSQL), time, \(ActorIDs.uidSQL), \(ActorIDs.gidSQL), actor_pid, \
+      revision, \(keyOfRow), \(ChangeWhat.causeSQL), time, \(ActorIDs.uidSQL), \(ActorIDs.gidSQL), actor_pid, \
       \(ChangeWhat.checkedSQL), s_read_only, s_read_only_reason, s_held_by, s_disabled, s_disabled_reason, \
       s_disabled_by, \
       \(ChangeWhat.previousCheckedSQL), p_read_only, p_read_only_reason, p_held_by, p_disabled, p_disabled_reason, \
@@ -31,6 +31,11 @@ struct StoreStatements {
       s_disabled_until, s_pending_until, s_pending, p_expires_at, p_read_only_until, \
       p_disabled_until, p_pending_until, p_pending
       """
+    /// A log row's key, read back from `keys` (migration 10).
+    static let keyOfRow = "(SELECT key FROM keys WHERE id = key_id)"
+    /// A key's number in `keys`, and a new one.
+    static let keyNumber = "SELECT id FROM keys WHERE key = ?1"
+    static let insertKey = "INSERT INTO keys(key) VALUES (?1)"
     /// `changeColumns` then `key_previous`: its column index.
     static let keyPreviousColumn: Int32 = 39
     /// Where `changeColumns` are read: a change's row, and its details when it has any
@@ -71,13 +76,14 @@ struct StoreStatements {
     /// Copies each key's newest change in (?1, ?2] to its switch row: the log's tail, grouped.
     static let checkpointRows = """
       INSERT INTO switches(\(switchColumns))
-        SELECT key, \(ChangeWhat.checkedSQL), coalesce(s_read_only, 0), s_read_only_reason, s_held_by,
+        SELECT \(keyOfRow), \(ChangeWhat.checkedSQL), coalesce(s_read_only, 0), s_read_only_reason,
+          s_held_by,
           coalesce(s_disabled, 0), s_disabled_reason, s_disabled_by, revision, time,
           coalesce(s_invalid, 0), s_invalid_reason, coalesce(s_value_fixed, 0), s_expires_at,
           s_read_only_until, s_disabled_until, s_pending_until, s_pending
         FROM \(changeSource) WHERE revision IN
           (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2
-           AND user IS NULL GROUP BY key)
+           AND user IS NULL GROUP BY key_id)
       ON CONFLICT(key) DO UPDATE SET checked = excluded.checked,
         read_only = excluded.read_only, read_only_reason = excluded.read_only_reason,
         held_by = excluded.held_by, disabled = excluded.disabled,
@@ -91,10 +97,10 @@ struct StoreStatements {
     /// Copies each user's newest value change in (?1, ?2] to its `user_values` row.
     static let checkpointUserRows = """
       INSERT INTO user_values(key, user, checked, revision, changed_at, expires_at)
-        SELECT key, user, \(ChangeWhat.checkedSQL), revision, time, s_expires_at
+        SELECT \(keyOfRow), user, \(ChangeWhat.checkedSQL), revision, time, s_expires_at
         FROM \(changeSource) WHERE revision IN
           (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2
-           AND user IS NOT NULL GROUP BY key, user)
+           AND user IS NOT NULL GROUP BY key_id, user)
       ON CONFLICT(key, user) DO UPDATE SET checked = excluded.checked,
         revision = excluded.revision, changed_at = excluded.changed_at,
         expires_at = excluded.expires_at
@@ -112,7 +118,8 @@ struct StoreStatements {
     /// The newest change of a key and user (NULL: switch-level) in the log's tail (after the
     /// checkpoint): a bounded scan.
     static let newestInTail = """
-      SELECT max(revision) FROM changes WHERE revision > ?1 AND key = ?2 AND user IS ?3
+      SELECT max(revision) FROM changes
+      WHERE revision > ?1 AND key_id = (SELECT id FROM keys WHERE key = ?2) AND user IS ?3
       """
 
     /// `rows` changes' rows in one statement (migration 8's columns): row
@@ -135,7 +142,7 @@ struct StoreStatements {
         values.append("(" + parameters.joined(separator: ", ") + ")")
       }
       let head =
-        "INSERT OR FAIL INTO changes(revision, key, time, what, actor, actor_pid, user, "
+        "INSERT OR FAIL INTO changes(revision, key_id, time, what, actor, actor_pid, user, "
         + "key_previous) VALUES "
       return head + values.joined(separator: ", ")
     }
@@ -218,6 +225,8 @@ struct StoreStatements {
   let upsertUserValue: SQLiteStatement
   let userValueRevision: SQLiteStatement
   let newestInTail: SQLiteStatement
+  let keyNumber: SQLiteStatement
+  let insertKey: SQLiteStatement
   /// `SQL.insertChanges(rows:)` for each of `SQL.insertChangesSizes`, in that order.
   let insertChanges: [SQLiteStatement]
   let insertChangeDetails: SQLiteStatement
@@ -252,6 +261,8 @@ struct StoreStatements {
     upsertUserValue = try connection.prepareCached(SQL.upsertUserValue)
     userValueRevision = try connection.prepareCached(SQL.userValueRevision)
     newestInTail = try connection.prepareCached(SQL.newestInTail)
+    keyNumber = try connection.prepareCached(SQL.keyNumber)
+    insertKey = try connection.prepareCached(SQL.insertKey)
     var insertChanges: [SQLiteStatement] = []
     for rows in SQL.insertChangesSizes {
       insertChanges.append(try connection.prepareCached(SQL.insertChanges(rows: rows)))
@@ -353,14 +364,13 @@ extension SQLiteStatement {
   }
 
   /// Binds `changes[index]` as row `row` of an `insertChanges` statement,
-  /// but for its key (`?2` shifted), which is bound from the statement's
-  /// kept slots (`bindKept`). The change is read in its array, field by
+  /// its key as `keyID` (its number in `keys`). The change is read in its array, field by
   /// field (a change passed alone was copied out of it, callgrind).
   /// `revisionFollows`: the log's rowids run up to the revision before
   /// this change's, so its revision is bound NULL and SQLite gives the
   /// row the next rowid (`SwitchStore.rowidIsNextRevision`).
   func bindChange(
-    _ changes: [Change], _ index: Int, keyPrevious: Int64?, at row: Int32,
+    _ changes: [Change], _ index: Int, keyID: Int64, keyPrevious: Int64?, at row: Int32,
     revisionFollows: Bool
   ) throws(SQLiteError) {
     let at = row * Int32(StoreStatements.SQL.rowParameters)
@@ -369,6 +379,7 @@ extension SQLiteStatement {
     } else {
       try bind(changes[index].revision, at: at + 1)
     }
+    try bind(keyID, at: at + 2)
     try bind(changes[index].time, at: at + 3)
     try bind(
       ChangeWhat.of(

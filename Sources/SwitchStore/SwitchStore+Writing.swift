@@ -78,13 +78,10 @@ extension SwitchStore {
     // `changes[row]` copied it (and released the copy) twice a row (callgrind).
     for row in range {
       let offset = row - range.lowerBound
-      let keyPrevious = try chainUp(changes, row, expected: expected + Int64(offset))
+      let chain = try chainUp(changes, row, expected: expected + Int64(offset))
       try insert.bindChange(
-        changes, row, keyPrevious: keyPrevious, at: Int32(offset),
+        changes, row, keyID: chain.keyID, keyPrevious: chain.keyPrevious, at: Int32(offset),
         revisionFollows: rowidIsNextRevision)
-      try insert.bindKept(
-        changes[row].key, slot: offset,
-        at: Int32(offset * StoreStatements.SQL.rowParameters + 2))
     }
     try execute(insert)
     // The rows took consecutive rowids from the largest + 1: the last one's
@@ -100,11 +97,11 @@ extension SwitchStore {
   /// What a change's row needs besides the change, in order: checks its
   /// revision, inserts its details when it has any, moves its key's chain
   /// on (and every `markSpacing` changes writes a mark); returns its
-  /// `key_previous`. No foreign key: details and marks may go in before
-  /// the row.
+  /// key's number and its `key_previous`. No foreign key: details and
+  /// marks may go in before the row.
   private func chainUp(
     _ changes: [Change], _ row: Int, expected: Int64
-  ) throws(SQLiteError) -> Int64? {
+  ) throws(SQLiteError) -> (keyID: Int64, keyPrevious: Int64?) {
     guard changes[row].revision == expected else {
       throw .misuse(
         "change of \(changes[row].key) has revision \(changes[row].revision), expected \(expected)",
@@ -125,7 +122,9 @@ extension SwitchStore {
       try details.bindChangeDetails(changes[row])
       try execute(details)
     }
-    var next = KeyChain(newest: changes[row].revision, sinceMark: previous.sinceMark + 1)
+    let keyID = previous.keyID != 0 ? previous.keyID : try keyNumber(of: changes[row].key)
+    var next = KeyChain(
+      newest: changes[row].revision, sinceMark: previous.sinceMark + 1, keyID: keyID)
     // Marks index the switch-level chains; a user's chain is walked whole.
     if changes[row].user == nil && next.sinceMark >= markSpacing {
       let mark = statements.insertMark
@@ -139,7 +138,20 @@ extension SwitchStore {
     } else {
       chains[chain] = next
     }
-    return keyPrevious
+    return (keyID, keyPrevious)
+  }
+
+  /// `key`'s number in `keys`, given it in this transaction when it has
+  /// none (its chain keeps it; a failed commit empties the chains).
+  private func keyNumber(of key: String) throws(SQLiteError) -> Int64 {
+    let find = statements.keyNumber
+    defer { find.reset() }
+    try find.bind(key, at: 1)
+    if try find.step() { return find.int64(at: 0) }
+    let insert = statements.insertKey
+    try insert.bind(key, at: 1)
+    try execute(insert)
+    return connection.lastInsertRowid
   }
 
   /// A key's chain as the file holds it, for its first change since opening: that change is

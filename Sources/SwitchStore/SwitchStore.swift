@@ -99,6 +99,8 @@ public final class SwitchStore {
   struct KeyChain {
     var newest: Int64
     var sinceMark: Int
+    /// The key's number in `keys` (migration 10); 0 until looked up.
+    var keyID: Int64 = 0
   }
 
   /// Opens (creating when readWrite and absent), checks with PRAGMA quick_check (readWrite

@@ -33,11 +33,13 @@ enum BackupSupport {
   }
 
   /// A database's value of `key` as of its newest change (1 on, 0 off):
-  /// bit 12 of its `what` (schema migration 8).
+  /// bit 12 of its `what` (schema migration 8); rows name keys by number
+  /// (migration 10).
   static func loggedValue(_ database: String, key: String) -> String {
     let result = Durability.Python.readOnlyQuery(
       database,
-      "SELECT (what >> 12) & 1 FROM changes WHERE key = '\(key)' ORDER BY revision DESC LIMIT 1")
+      "SELECT (what >> 12) & 1 FROM changes WHERE key_id = "
+        + "(SELECT id FROM keys WHERE key = '\(key)') ORDER BY revision DESC LIMIT 1")
     return result.stdout.split(separator: "\n").first.map(String.init) ?? result.stderr
   }
 

@@ -95,7 +95,10 @@ import Testing
     let harness = try WriterHarness()
     let steps = try harness.run([
       .init(
-        before: { try harness.failInserts(where: "NEW.key = 'bluetooth'") },
+        before: {
+          try harness.failInserts(
+            where: "NEW.key_id = (SELECT id FROM keys WHERE key = 'bluetooth')")
+        },
         writes: [Self.toggleWifi, Self.toggleBluetooth, Self.toggleWifi]),
       .init(before: { try harness.stopFailing() }, writes: [Self.toggleBluetooth]),
     ])

@@ -5,10 +5,10 @@ import Testing
 
 @testable import SwitchStore
 
-/// A log row's texts are bound without a copy: the key from a slot its
-/// statement keeps (`bindKept`), the cause and holders from static strings. Keys
-/// short enough to live inside the String value and keys on the heap, one
-/// group after another through the same statement, read back as written.
+/// A log row names its key by number (`keys`, migration 10), its holders
+/// are bound from static strings. Keys short enough to live inside the
+/// String value and keys on the heap, one group after another through the
+/// same statement, read back as written, each key numbered once.
 @Suite struct BindingTests {
   @Test func keysAndCausesOfEveryLengthAndKindReadBackAsWritten() throws {
     try withTemporaryDirectory { directory in
@@ -42,14 +42,15 @@ import Testing
       #expect(read.map(\.key) == written.map(\.key))
       #expect(read.map(\.cause) == written.map(\.cause))
       #expect(read.map(\.state) == written.map(\.state))
+      #expect(try store.connection.textRows("SELECT key FROM keys ORDER BY key") == keys.sorted())
     }
   }
 
   /// A group goes in as multi-row inserts of 16, 8 and 4 rows, then single
-  /// rows (`SQL.insertChangesSizes`), each row's key bound from its
-  /// statement's kept slot or, past 128 bytes, copied by SQLite: groups of
-  /// every size from 1 to 21, each row and each key's history read back as
-  /// written (a wrong row offset, key slot or `key_previous` shows here).
+  /// rows (`SQL.insertChangesSizes`), each row's key bound as its number:
+  /// groups of every size from 1 to 21, each row and each key's history
+  /// read back as written (a wrong row offset, key number or
+  /// `key_previous` shows here).
   @Test func groupsOfEverySizeReadBackAsWritten() throws {
     try withTemporaryDirectory { directory in
       let store = try SwitchStore(path: directory + "/s.db")
@@ -114,7 +115,7 @@ import Testing
       // Out of range: SQLite refuses, and the next bind of a held value still goes through.
       #expect(throws: SQLiteError.self) { try select.bind(Int64(9), at: 3) }
       try select.bind(Int64(1), at: 1)
-      try select.bindKept("a key", slot: 0, at: 2)
+      try select.bind("a key", at: 2)
       #expect(try row() == (1, "a key"))
       try select.bind("policy" as StaticString, at: 2)
       #expect(try row() == (1, "policy"))

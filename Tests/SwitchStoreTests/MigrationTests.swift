@@ -234,6 +234,47 @@ import Testing
     }
   }
 
+  /// Schema 9 to 10 (keys by number): each key numbered once, every row,
+  /// each key's chain, the checkpoint of switches and of users' values
+  /// read as before, and a new key gets a number of its own.
+  @Test func schemaNineNumbersTheKeys() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let on = ChangeWhat.of(cause: .set, source: 0, checked: true, previousChecked: false)
+      let off = ChangeWhat.of(cause: .set, source: 0, checked: false, previousChecked: true)
+      let actor = ActorIDs.of(uid: 1000, gid: 1000)
+      let old = try database(
+        at: path, version: 9,
+        extraSQL: """
+          INSERT INTO changes(revision, key, time, what, actor, actor_pid, user, key_previous)
+          VALUES (1, 'wifi', 10, \(on), \(actor), 7, NULL, NULL),
+            (2, 'email', 20, \(off), \(actor), 7, 1000, NULL),
+            (3, 'wifi', 30, \(off), \(actor), 7, NULL, 1),
+            (4, 'bluetooth', 40, \(on), \(actor), 7, NULL, NULL);
+          UPDATE meta SET value = 4 WHERE name = 'revision';
+          """)
+      old.close()
+      let store = try SwitchStore(path: path)
+      defer { store.close() }
+      #expect(try Schema.version(of: store.connection) == Schema.currentVersion)
+      #expect(
+        try store.connection.textRows("SELECT key FROM keys ORDER BY id")
+          == ["bluetooth", "email", "wifi"])
+      let changes = try store.changes(after: 0, upTo: 4, limit: 10)
+      #expect(changes.map(\.key) == ["wifi", "email", "wifi", "bluetooth"])
+      #expect(changes.map(\.state.checked) == [true, false, false, true])
+      #expect(try store.history(key: "wifi", before: nil, limit: 10).map(\.revision) == [3, 1])
+      try store.commit([sampleChange(5, key: "wifi", checked: true), sampleChange(6, key: "nfc")])
+      #expect(try store.history(key: "wifi", before: nil, limit: 10).map(\.revision) == [5, 3, 1])
+      #expect(try store.connection.textRows("SELECT id FROM keys WHERE key = 'nfc'") == ["4"])
+      try store.checkpointFromLog()
+      let switches = try store.loadSwitches()
+      #expect(switches.map(\.key) == ["bluetooth", "nfc", "wifi"])
+      #expect(switches.map(\.revision) == [4, 6, 5])
+      #expect(try store.loadUserValues()["email"]?[1000]?.checked == false)
+    }
+  }
+
   /// A cause this build does not know is not guessed at: the migration
   /// fails, and the file stays as it was, at version 7.
   @Test func anUnknownCauseStopsTheMigration() throws {
