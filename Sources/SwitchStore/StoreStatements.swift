@@ -122,8 +122,8 @@ struct StoreStatements {
       WHERE revision > ?1 AND key_id = (SELECT id FROM keys WHERE key = ?2) AND user IS ?3
       """
 
-    /// `rows` changes' rows in one statement (migration 8's columns): row
-    /// `r`'s parameters are `?(9r + 1)`...`?(9r + 9)`, the last its
+    /// `rows` changes' rows in one statement (migration 10's columns): row
+    /// `r`'s parameters are `?(8r + 1)`...`?(8r + 8)`, the last its
     /// `key_previous`, the revision of the previous change of the same key
     /// and user (`bindChange`). A statement has a fixed cost
     /// that a row of its own does not (its cursor opened and sought from

@@ -45,6 +45,23 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
     if wake { _ = shim_futex_wake(word, 1) }
   }
 
+  /// Pushes `item` unless `limit` items are queued already (then it is
+  /// dropped here); true when it was queued. For a queue of spares that
+  /// nobody waits on, which must not grow when its taker falls behind.
+  @discardableResult
+  func push(_ item: consuming Item, ifFewerThan limit: Int) -> Bool {
+    pthread_mutex_lock(mutex)
+    guard items.count < limit else {
+      pthread_mutex_unlock(mutex)
+      return false
+    }
+    items.append(consume item)
+    let wake = bumpIfSleeping()
+    pthread_mutex_unlock(mutex)
+    if wake { _ = shim_futex_wake(word, 1) }
+    return true
+  }
+
   /// Appends several items under one lock and one wake-up, and leaves
   /// `more` empty. Into an empty queue the arrays are swapped: the items
   /// move, not copied (and released) one by one.

@@ -10,4 +10,20 @@ extension Array {
     swap(&taken, &self[index])
     return taken
   }
+
+  /// Empties an array kept for the next use (a group's, a drain's): its
+  /// buffer stays unless it grew past `keptElements`, so that a burst (a
+  /// reload's thousands of changes, a start's due expiries) is not held
+  /// for good.
+  mutating func empty() {
+    if capacity > keptElements {
+      self = []
+    } else {
+      removeAll(keepingCapacity: true)
+    }
+  }
 }
+
+/// The most elements an array kept from one group or drain to the next
+/// keeps room for (`Array.empty()`).
+let keptElements = 256

@@ -15,7 +15,7 @@ extension Server {
     swap(&drained, &drainBuffers.outputs)
     swap(&resumed, &drainBuffers.resumed)
     defer {
-      drained.removeAll(keepingCapacity: true)
+      drained.empty()
       swap(&drained, &drainBuffers.outputs)
       swap(&resumed, &drainBuffers.resumed)
     }
@@ -71,7 +71,7 @@ extension Server {
       }
       // A connection with nothing else to do needs only the send (`sendOrPump`).
       for connection in resumed { sendOrPump(connection) }
-      resumed.removeAll(keepingCapacity: true)
+      resumed.empty()
       giveBack(&output)
       if let schemaChanges, !schemaChanges.isEmpty { announce(schemaChanges) }
       if let reload = output.reload {
@@ -85,10 +85,10 @@ extension Server {
 
   /// Hands `output`'s arrays, emptied, back to the writer: a group's
   /// `changes` and `answers` made and freed per group (on two threads)
-  /// cost ~1.5k instructions, callgrind.
+  /// cost ~1.5k instructions, callgrind. Arrays past `keptElements`, and
+  /// spares the writer has not taken (`Spare.queued`), are freed here.
   private func giveBack(_ output: inout WriterOutput) {
-    let largest = WriterOutput.Spare.largest
-    guard output.changes.capacity <= largest, output.answers.capacity <= largest,
+    guard output.changes.capacity <= keptElements, output.answers.capacity <= keptElements,
       output.changes.capacity > 0 || output.answers.capacity > 0
     else { return }
     var spare = WriterOutput.Spare(changes: [], answers: [])
@@ -96,7 +96,7 @@ extension Server {
     swap(&spare.answers, &output.answers)
     spare.changes.removeAll(keepingCapacity: true)
     spare.answers.removeAll(keepingCapacity: true)
-    outputSpares.push(spare)
+    outputSpares.push(spare, ifFewerThan: WriterOutput.Spare.queued)
   }
 
   /// `drainWriterOutputs`' arrays between drains.

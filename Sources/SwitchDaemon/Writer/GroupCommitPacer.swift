@@ -32,7 +32,7 @@ struct GroupCommitPacer {
   /// left empty with the old one's buffer: no array made per group.
   mutating func committed(_ connections: inout [UInt64], seconds: Double) {
     swap(&lastGroup, &connections)
-    connections.removeAll(keepingCapacity: true)
+    connections.empty()
     Self.sortOnce(&lastGroup)
     flushSeconds =
       flushSeconds == 0 ? seconds : flushSeconds + Self.weight * (seconds - flushSeconds)

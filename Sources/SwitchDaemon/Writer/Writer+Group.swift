@@ -12,7 +12,7 @@ extension Writer {
     jobs.takeAll(into: &batch)
     Self.writers(of: batch, into: &groupBuffers.present)
     var awaited = pacer.awaited(present: groupBuffers.present)
-    groupBuffers.present.removeAll(keepingCapacity: true)
+    groupBuffers.present.empty()
     guard !awaited.isEmpty, !batch.contains(where: \.isControl) else { return }
     let deadline = monotonicSeconds() + pacer.budgetSeconds
     while !awaited.isEmpty && monotonicSeconds() < deadline {
@@ -22,7 +22,7 @@ extension Writer {
       Self.writers(of: more, into: &groupBuffers.present)
       GroupCommitPacer.sortOnce(&groupBuffers.present)
       awaited.removeAll { GroupCommitPacer.contains(groupBuffers.present, $0) }
-      groupBuffers.present.removeAll(keepingCapacity: true)
+      groupBuffers.present.empty()
       if more.contains(where: \.isControl) { break }
     }
   }
@@ -101,9 +101,9 @@ extension Writer {
 
     /// Empties the arrays `init` took from `buffers` and puts them back.
     mutating func giveBack(to buffers: inout GroupBuffers) {
-      undo.removeAll(keepingCapacity: true)
-      settled.removeAll(keepingCapacity: true)
-      writers.removeAll(keepingCapacity: true)
+      undo.empty()
+      settled.empty()
+      writers.empty()
       swap(&undo, &buffers.undo)
       swap(&settled, &buffers.settled)
       swap(&writers, &buffers.writers)

@@ -194,7 +194,7 @@ final class Writer {
     var batch: [WriterJob] = []
     var items: [GroupItem] = []
     while true {
-      batch.removeAll(keepingCapacity: true)
+      batch.empty()
       if let heldBack = applying.takeHeldBack() {
         batch = heldBack
       } else {
@@ -209,7 +209,7 @@ final class Writer {
       func flushItems() {
         if !items.isEmpty {
           deliver(commitGroup(&items))
-          items.removeAll(keepingCapacity: true)
+          items.empty()
         }
         guard !ended.isEmpty else { return }
         let follow = driftApplyEnded(ended)

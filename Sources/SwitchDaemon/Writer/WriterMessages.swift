@@ -187,8 +187,9 @@ struct WriterOutput: Sendable {
     var changes: [Change]
     var answers: [(Ticket, Answer)]
 
-    /// The largest arrays kept (in elements): a reload's group of thousands
-    /// is freed, not held for good.
-    static let largest = 256
+    /// The most spares the queue holds: each group takes one, and outputs
+    /// that take none (a reload's) or a burst of groups would otherwise
+    /// leave more behind for good.
+    static let queued = 2
   }
 }
