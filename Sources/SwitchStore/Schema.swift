@@ -2,8 +2,10 @@
 /// `PRAGMA user_version`.
 ///
 /// `migrations[n]` takes a database from version n to n + 1; a new database (version 0) runs
-/// them all. Never edit a migration that has shipped: append a new one. A database whose
-/// version is above `currentVersion` was written by a newer switchd and is refused.
+/// them all. Never edit a migration that has shipped: append a new one. Each is its SQL
+/// written out whole, a table's columns repeated from the one before it: text shared
+/// between two migrations would let an edit of one change what the other did. A database
+/// whose version is above `currentVersion` was written by a newer switchd and is refused.
 struct Migration: Sendable {
   /// What the migration brings, for a person reading the list.
   let name: String

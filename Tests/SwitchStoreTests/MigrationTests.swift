@@ -17,6 +17,15 @@ import Testing
     return old
   }
 
+  /// The store opened on `path` once `old` (the file at its old version) is
+  /// closed: migrated to the current version.
+  func migrated(_ old: SQLiteConnection, at path: String) throws -> SwitchStore {
+    old.close()
+    let store = try SwitchStore(path: path)
+    #expect(try Schema.version(of: store.connection) == Schema.currentVersion)
+    return store
+  }
+
   @Test func theMigrationsAreNamedOncePerFeature() {
     let names = Schema.migrations.map(\.name)
     #expect(names.count == Int(Schema.currentVersion))
@@ -36,10 +45,8 @@ import Testing
             p_checked, p_read_only, p_disabled, s_invalid, s_invalid_reason)
           VALUES (1, 'wifi', 'reconcile', 100, 1, 0, 0, 1, 0, 0, 1, 'no radio');
           """)
-      old.close()
-      let store = try SwitchStore(path: path)
+      let store = try migrated(old, at: path)
       defer { store.close() }
-      #expect(try Schema.version(of: store.connection) == Schema.currentVersion)
       #expect(try store.loadSwitches().first?.state.invalidReason == "no radio")
       let value = Change(
         revision: 2, time: 200, key: "email", cause: .set,
@@ -61,10 +68,8 @@ import Testing
         extraSQL: Schema.userValues.sql + "\n"
           + "INSERT INTO user_values(key, user, checked, revision, changed_at) "
           + "VALUES ('email', 1000, 0, 1, 100);")
-      old.close()
-      let store = try SwitchStore(path: path)
+      let store = try migrated(old, at: path)
       defer { store.close() }
-      #expect(try Schema.version(of: store.connection) == Schema.currentVersion)
       #expect(try store.loadUserValues()["email"]?[1000]?.checked == false)
     }
   }
@@ -99,10 +104,8 @@ import Testing
           VALUES (4, 'email', 'set', 400, 1000, 0, 0, 0, 1, 0, 0, 5000, NULL);
           UPDATE meta SET value = 4 WHERE name = 'revision';
           """)
-      old.close()
-      let store = try SwitchStore(path: path)
+      let store = try migrated(old, at: path)
       defer { store.close() }
-      #expect(try Schema.version(of: store.connection) == Schema.currentVersion)
       let changes = try store.changes(after: 0, upTo: 4, limit: 10)
       #expect(changes.map(\.revision) == [1, 2, 3, 4])
       #expect(changes[0].actor == .peer(uid: 1000, gid: 1000, pid: 7))
@@ -170,10 +173,8 @@ import Testing
           VALUES \(rows.joined(separator: ", "));
           UPDATE meta SET value = \(rows.count) WHERE name = 'revision';
           """)
-      old.close()
-      let store = try SwitchStore(path: path)
+      let store = try migrated(old, at: path)
       defer { store.close() }
-      #expect(try Schema.version(of: store.connection) == Schema.currentVersion)
       let changes = try store.changes(after: 0, upTo: Int64(rows.count), limit: 100)
       #expect(changes.count == expected.count)
       for (change, want) in zip(changes, expected) {
@@ -209,10 +210,8 @@ import Testing
             (4, 'wifi', 40, \(system), NULL, NULL, NULL, NULL, 2);
           UPDATE meta SET value = 4 WHERE name = 'revision';
           """)
-      old.close()
-      let store = try SwitchStore(path: path)
+      let store = try migrated(old, at: path)
       defer { store.close() }
-      #expect(try Schema.version(of: store.connection) == Schema.currentVersion)
       let changes = try store.changes(after: 0, upTo: 4, limit: 10)
       #expect(
         changes.map(\.actor) == [
@@ -253,10 +252,8 @@ import Testing
             (4, 'bluetooth', 40, \(on), \(actor), 7, NULL, NULL);
           UPDATE meta SET value = 4 WHERE name = 'revision';
           """)
-      old.close()
-      let store = try SwitchStore(path: path)
+      let store = try migrated(old, at: path)
       defer { store.close() }
-      #expect(try Schema.version(of: store.connection) == Schema.currentVersion)
       #expect(
         try store.connection.textRows("SELECT key FROM keys ORDER BY id")
           == ["bluetooth", "email", "wifi"])
