@@ -22,7 +22,8 @@ struct StoreStatements {
     /// `what`'s parts (migration 8) and `actor`'s (migration 9) are read
     /// where their columns were.
     static let changeColumns = """
-      revision, \(keyOfRow), \(ChangeWhat.causeSQL), time, \(ActorIDs.uidSQL), \(ActorIDs.gidSQL), actor_pid, \
+      revision, \(keyOfRow), \(ChangeWhat.causeSQL), time, \(ActorIDs.uidSQL), \
+      \(ActorIDs.gidSQL), actor_pid, \
       \(ChangeWhat.checkedSQL), s_read_only, s_read_only_reason, s_held_by, s_disabled, s_disabled_reason, \
       s_disabled_by, \
       \(ChangeWhat.previousCheckedSQL), p_read_only, p_read_only_reason, p_held_by, p_disabled, p_disabled_reason, \
@@ -76,9 +77,9 @@ struct StoreStatements {
     /// Copies each key's newest change in (?1, ?2] to its switch row: the log's tail, grouped.
     static let checkpointRows = """
       INSERT INTO switches(\(switchColumns))
-        SELECT \(keyOfRow), \(ChangeWhat.checkedSQL), coalesce(s_read_only, 0), s_read_only_reason,
-          s_held_by,
-          coalesce(s_disabled, 0), s_disabled_reason, s_disabled_by, revision, time,
+        SELECT \(keyOfRow), \(ChangeWhat.checkedSQL), coalesce(s_read_only, 0),
+          s_read_only_reason, s_held_by, coalesce(s_disabled, 0), s_disabled_reason,
+          s_disabled_by, revision, time,
           coalesce(s_invalid, 0), s_invalid_reason, coalesce(s_value_fixed, 0), s_expires_at,
           s_read_only_until, s_disabled_until, s_pending_until, s_pending
         FROM \(changeSource) WHERE revision IN
@@ -364,8 +365,9 @@ extension SQLiteStatement {
   }
 
   /// Binds `changes[index]` as row `row` of an `insertChanges` statement,
-  /// its key as `keyID` (its number in `keys`). The change is read in its array, field by
-  /// field (a change passed alone was copied out of it, callgrind).
+  /// its key as `keyID` (its number in `keys`). The change is read in its
+  /// array, field by field (a change passed alone was copied out of it,
+  /// callgrind).
   /// `revisionFollows`: the log's rowids run up to the revision before
   /// this change's, so its revision is bound NULL and SQLite gives the
   /// row the next rowid (`SwitchStore.rowidIsNextRevision`).

@@ -61,3 +61,11 @@ import Testing
     #expect(pacer.awaited(present: [5]) == [1])
   }
 }
+
+extension GroupCommitPacer {
+  /// `committed(_:seconds:)` of a group written out in the test.
+  mutating func committed(_ connections: [UInt64], seconds: Double) {
+    var connections = connections
+    committed(&connections, seconds: seconds)
+  }
+}

@@ -38,11 +38,7 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
   /// The item is moved in: none of its references is left to the pusher
   /// once the taker may have it.
   func push(_ item: consuming Item) {
-    pthread_mutex_lock(mutex)
-    items.append(consume item)
-    let wake = bumpIfSleeping()
-    pthread_mutex_unlock(mutex)
-    if wake { _ = shim_futex_wake(word, 1) }
+    push(item, ifFewerThan: .max)
   }
 
   /// Pushes `item` unless `limit` items are queued already (then it is

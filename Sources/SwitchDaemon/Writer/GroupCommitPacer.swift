@@ -38,12 +38,6 @@ struct GroupCommitPacer {
       flushSeconds == 0 ? seconds : flushSeconds + Self.weight * (seconds - flushSeconds)
   }
 
-  /// The same for a caller that keeps no array.
-  mutating func committed(_ connections: [UInt64], seconds: Double) {
-    var connections = connections
-    committed(&connections, seconds: seconds)
-  }
-
   /// Records a turn that committed nothing: nobody is owed a wait.
   mutating func committedNothing() { lastGroup = [] }
 

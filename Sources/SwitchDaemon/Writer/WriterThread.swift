@@ -16,8 +16,9 @@ extension Writer {
 
   /// Starts the writer's thread, which opens the database and then serves
   /// `jobs`, handing each output to `outputs` and waking the loop through
-  /// `wakeFD`; the loop gives the outputs' arrays back through `outputSpares`. The writer is built on that thread and never leaves it: only
-  /// Sendable values cross, so it needs no `@unchecked Sendable`.
+  /// `wakeFD`; the loop gives the outputs' arrays back through
+  /// `outputSpares`. The writer is built on that thread and never leaves
+  /// it: only Sendable values cross, so it needs no `@unchecked Sendable`.
   /// - Returns: the switches as the writer loaded them, once it has.
   /// - Throws: why the database could not be opened (the thread has ended).
   static func startThread(
