@@ -179,7 +179,7 @@ import Testing
     }
     defer {
       daemon.stop()
-      Durability.lazyUnmount(state)
+      Durability.LoopExt4.unmount(state, lazily: true)
     }
     let (watcher, client) = try startWithThreeChanges(daemon)
     #expect(Durability.LoopExt4.forceReadOnly(state))

@@ -222,11 +222,12 @@ enum Durability {
   // MARK: A loop-mounted ext4 that can be forced read-only under a running daemon
 
   enum LoopExt4 {
-    static let tools: (mkfs: String, fsck: String)? = {
+    static let tools: (mkfs: String, fsck: String, losetup: String)? = {
       for directory in ["/usr/sbin", "/sbin"]
-      where access(directory + "/mkfs.ext4", X_OK) == 0 && access(directory + "/e2fsck", X_OK) == 0
-      {
-        return (directory + "/mkfs.ext4", directory + "/e2fsck")
+      where ["mkfs.ext4", "e2fsck", "losetup"].allSatisfy({
+        access(directory + "/" + $0, X_OK) == 0
+      }) {
+        return (directory + "/mkfs.ext4", directory + "/e2fsck", directory + "/losetup")
       }
       return nil
     }()
@@ -243,7 +244,7 @@ enum Durability {
       else { return false }
       let canForce =
         access("/sys/fs/ext4/\(device(of: mountPoint) ?? "none")/trigger_fs_error", W_OK) == 0
-      _ = runProcess(["/bin/umount", mountPoint])
+      _ = unmount(mountPoint)
       return canForce
     }()
 
@@ -257,9 +258,43 @@ enum Durability {
       return sized && runProcess([tools.mkfs, "-q", "-F", image]).status == 0
     }
 
-    /// Loop-mounts `image`; an ext4 error then turns the filesystem read-only.
+    /// Mounts `image` through a loop device of its own; an ext4 error then
+    /// turns the filesystem read-only.
+    ///
+    /// A new loop device every time, never `mount -o loop`: that reuses a
+    /// loop device still attached to the same file, and with it the kernel's
+    /// superblock, still shut down by the error it was told about, whenever
+    /// another mount namespace holds the old mount (a sandboxed service or
+    /// container started meanwhile copies every mount there is). The repaired
+    /// filesystem then mounts "rw" and every write fails with EROFS (CI,
+    /// kernel 6.18, next to the systemd tests).
     static func mount(_ image: String, at directory: String) -> Bool {
-      runProcess(["/bin/mount", "-o", "loop,errors=remount-ro", image, directory]).status == 0
+      guard let tools else { return false }
+      let attached = runProcess([tools.losetup, "--find", "--show", image])
+      let loopDevice =
+        attached.stdout.split(whereSeparator: \.isWhitespace).first.map(String.init)
+        ?? ""
+      guard attached.status == 0, loopDevice.hasPrefix("/dev/loop") else { return false }
+      if runProcess(["/bin/mount", "-o", "errors=remount-ro", loopDevice, directory]).status == 0 {
+        return true
+      }
+      _ = runProcess([tools.losetup, "--detach", loopDevice])
+      return false
+    }
+
+    /// Unmounts `directory` and detaches its loop device (lazily, by the
+    /// kernel, while anything still holds it); `lazily` unmounts even while
+    /// files are open there.
+    @discardableResult
+    static func unmount(_ directory: String, lazily: Bool = false) -> Bool {
+      guard let tools else { return false }
+      let device = mountEntry(of: directory).map { String($0[0]) }
+      let unmounted =
+        runProcess(["/bin/umount"] + (lazily ? ["-l"] : []) + [directory]).status == 0
+      if unmounted, let device, device.hasPrefix("/dev/loop") {
+        _ = runProcess([tools.losetup, "--detach", device])
+      }
+      return unmounted
     }
 
     /// The block device's name (`loop3`) mounted at `directory`.
@@ -277,23 +312,18 @@ enum Durability {
     }
 
     /// Unmounts, repairs the filesystem as an operator would, and mounts it
-    /// again, read-write: a mount that comes back read-only (seen once in
-    /// CI under TSan: the kernel still held the error it had been told
-    /// about) is remounted read-write, as an operator would, once.
+    /// again (on a new loop device: see `mount`); true when a file can be
+    /// made there, which the mount's "rw" alone does not prove.
     static func repairAndRemount(_ image: String, at directory: String) -> Bool {
-      guard let tools else { return false }
-      guard runProcess(["/bin/umount", directory]).status == 0 else { return false }
+      guard let tools, unmount(directory) else { return false }
       // e2fsck: 0 clean, 1 errors corrected.
       guard runProcess([tools.fsck, "-fy", image]).status <= 1 else { return false }
       guard mount(image, at: directory) else { return false }
-      if options(of: directory)?.contains("rw") == true { return true }
-      _ = runProcess(["/bin/mount", "-o", "remount,rw", directory])
-      return options(of: directory)?.contains("rw") == true
-    }
-
-    /// The mount options of `directory`, as a list.
-    static func options(of directory: String) -> [String]? {
-      mountEntry(of: directory)?[3].split(separator: ",").map(String.init)
+      let probe = directory + "/.writable"
+      let fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+      guard fd >= 0 else { return false }
+      close(fd)
+      return unlink(probe) == 0
     }
 
     /// The fields of /proc/mounts' line for `directory` (device, directory,
