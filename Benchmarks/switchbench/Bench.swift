@@ -89,10 +89,13 @@ final class Bench {
 
   /// Runs the contenders in turn, a few short windows each (A B C A B C …),
   /// and adds up each one's windows, so load that comes and goes on a shared
-  /// machine hits all of them alike and the ratios stay fair.
-  func interleave(_ contenders: [Contender], seconds: Double? = nil) throws -> [[LoadResult]] {
+  /// machine hits all of them alike and the ratios stay fair. `slices`
+  /// windows each (default: a quarter second or more each, 2 to 8).
+  func interleave(_ contenders: [Contender], seconds: Double? = nil, slices: Int? = nil) throws
+    -> [[LoadResult]]
+  {
     let total = seconds ?? options.seconds
-    let slices = min(8, max(2, Int(total / 0.25)))
+    let slices = slices ?? min(8, max(2, Int(total / 0.25)))
     var results: [[LoadResult]?] = Array(repeating: nil, count: contenders.count)
     for slice in 0..<slices {
       let warmup = slice == 0 ? options.warmup : min(0.05, options.warmup)
