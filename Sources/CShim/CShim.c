@@ -77,6 +77,8 @@ void shim_fix_malloc_thresholds(void) {
 
 void shim_set_thread_name(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
 
+int32_t shim_thread_id(void) { return (int32_t)syscall(SYS_gettid); }
+
 int shim_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 
 int shim_futex_wait(uint32_t *word, uint32_t expected, int64_t timeout_ns) {

@@ -13,6 +13,8 @@ final class LoopHarness {
   let directory: String
   let socketPath: String
   let server: Server
+  /// The writer thread's kernel id.
+  let writerThreadID: Int32
 
   /// `switches` gives the schema, from the harness's directory (for appliers).
   init(
@@ -38,6 +40,7 @@ final class LoopHarness {
       databasePath: directory + "/switches.db", configDirectory: config, catalog: catalog,
       access: access, log: log, jobs: jobs, outputs: outputs, outputSpares: outputSpares,
       wakeFD: wakeFD)
+    writerThreadID = started.threadID
     let listener = try Listener.bind(path: socketPath, mode: 0o600)
     server = try Server(
       listener: listener, databasePath: directory + "/switches.db", configDirectory: config,

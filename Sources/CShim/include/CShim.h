@@ -56,6 +56,9 @@ void shim_fix_malloc_thresholds(void);
 /// Names the calling thread (PR_SET_NAME: at most 15 bytes are kept).
 void shim_set_thread_name(const char *name);
 
+/// The calling thread's kernel id (what /proc/self/task lists).
+int32_t shim_thread_id(void);
+
 /// A non-blocking, close-on-exec eventfd.
 int shim_eventfd(void);
 

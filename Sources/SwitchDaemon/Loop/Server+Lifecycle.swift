@@ -134,6 +134,7 @@ extension Server {
     }
     for connection in Array(connections.values) { closeConnection(connection, why: nil) }
     close(epoll)
+    if writerStopped, let writerThread { pthread_join(writerThread, nil) }
     log.notice("stopped at revision \(revision)")
   }
 }

@@ -117,6 +117,8 @@ final class Server {
   // The shutdown sequence and the timers (Server+Lifecycle.swift).
   var stopping = false
   var writerStopped = false
+  /// Joined once the writer has stopped (`Writer.Started.thread`).
+  let writerThread: pthread_t?
   var readerStopped = false
   /// Once the reader is told to stop, no new frame is taken and no replay
   /// page or history read is asked for; requests already framed still run
@@ -160,6 +162,7 @@ final class Server {
     self.records = started.snapshot.records
     self.userValues = started.userValues
     self.reconciling = started.reconciling
+    self.writerThread = started.thread
     self.revision = started.snapshot.revision
     self.oldestRetained = started.snapshot.oldest
     self.jobs = jobs
