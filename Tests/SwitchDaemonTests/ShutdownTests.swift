@@ -1,5 +1,4 @@
 import Glibc
-import SwitchTestSupport
 import Testing
 
 @testable import SwitchDaemon
@@ -12,11 +11,9 @@ import Testing
 @Suite struct ShutdownTests {
   @Test func theLoopReturnsOnlyOnceTheWriterThreadHasEnded() throws {
     let harness = try LoopHarness(daemonConf: "[Daemon]\nAdminGroup=\n")
-    defer { removeTree(harness.directory) }
     let writerTask = "/proc/self/task/\(harness.writerThreadID)"
     #expect(harness.writerThreadID > 0 && access(writerTask, F_OK) == 0, "the writer runs")
-    harness.server.beginShutdown("the test ended")
-    harness.server.run()
+    harness.stop()
     #expect(access(writerTask, F_OK) != 0, "the writer's thread is still there")
   }
 }
