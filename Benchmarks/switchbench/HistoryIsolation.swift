@@ -47,10 +47,12 @@ extension Bench {
 
   /// Paced `get`s with another client idle, then busy (`set(true)`),
   /// interleaved; adds their p99 (target 2× idle) and p50 rows, `busy`
-  /// naming what the other client does. Returns the seconds it was busy.
+  /// naming what the other client does. With a `peer`, the same on Redis
+  /// in alternate windows, as a row with no target. Returns the seconds
+  /// switchd's other client was busy.
   func getsBeside(
     _ daemon: DaemonProcess, _ busy: String, otherErrors: () -> Int,
-    set: @escaping (Bool) -> Void
+    set: @escaping (Bool) -> Void, peer: IsolationPeer? = nil
   ) throws -> Double {
     var busySeconds = 0.0
     func window(busy: Bool) -> Contender {
@@ -63,8 +65,11 @@ extension Bench {
         return [result]
       }
     }
-    let results = try interleave([window(busy: false), window(busy: true)])
+    var contenders = [window(busy: false), window(busy: true)]
+    if let peer { contenders += [false, true].map(peer.window) }
+    let results = try interleave(contenders)
     set(false)
+    peer?.set(false)
     let idle = results[0][0]
     let besides = results[1][0]
     let errors = idle.errors + besides.errors + otherErrors()
@@ -77,7 +82,37 @@ extension Bench {
       Row(
         section: "history", measure: "get p50 \(busy)", unit: .microseconds,
         value: besides.p50, reference: idle.p50, referenceName: "get p50, other client idle"))
+    if let peer {
+      let idle = results[2][0]
+      let besides = results[3][0]
+      let errors = idle.errors + besides.errors + peer.errors()
+      add(
+        Row(
+          section: "history", measure: "Redis: GET p99 \(peer.busy)", unit: .microseconds,
+          value: besides.p99, reference: idle.p99, referenceName: "GET p99, other client idle",
+          note: errors > 0 ? "\(errors) errors" : ""))
+    }
     return busySeconds
+  }
+}
+
+/// An isolation figure's peer: paced `GET`s of `wifi` on a Redis while
+/// another of its clients is idle, then busy (`set(true)`) doing `busy`.
+struct IsolationPeer {
+  var socket: String
+  var busy: String
+  var set: (Bool) -> Void
+  var errors: () -> Int
+
+  func window(busy: Bool) -> Bench.Contender {
+    return { warmup, seconds in
+      set(busy)
+      return [
+        try pacedGets(
+          path: socket, every: 0.0005, warmup: warmup, seconds: seconds,
+          request: resp(["GET", "wifi"]), lines: 2, check: .resp)
+      ]
+    }
   }
 }
 
@@ -85,9 +120,13 @@ extension Bench {
 /// previous answer came late), each timed from its send. Paced rather than
 /// closed-loop: a closed-loop client that waits out a stalled loop sends
 /// one request in the stall, so its p99 would not see stalls at all.
-func pacedGets(path: String, every interval: Double, warmup: Double, seconds: Double) throws
-  -> LoadResult
-{
+///
+/// `request` (a `get` of `wifi` unless told) is answered by `lines` lines,
+/// judged by `check`.
+func pacedGets(
+  path: String, every interval: Double, warmup: Double, seconds: Double,
+  request: [UInt8] = Bench.getRequest, lines: Int = 1, check: ReplyCheck = .jsonRPC
+) throws -> LoadResult {
   let fd = connectUnix(path)
   if fd < 0 { throw BenchError.errno("connect \(path)") }
   defer { close(fd) }
@@ -100,14 +139,14 @@ func pacedGets(path: String, every interval: Double, warmup: Double, seconds: Do
     let now = nowNanoseconds()
     if next > now { usleep(UInt32((next - now) / 1000)) }
     let sent = nowNanoseconds()
-    guard sendAll(fd, Bench.getRequest),
-      let answer = readLines(fd, lines: 1, deadline: sent + 10_000_000_000)
+    guard sendAll(fd, request),
+      let answer = readLines(fd, lines: lines, deadline: sent + 10_000_000_000)
     else {
       result.errors += 1
       break
     }
     let done = nowNanoseconds()
-    let good = String(decoding: answer.prefix(64), as: UTF8.self).contains("\"result\"")
+    let good = check.accepts(answer)
     if sent >= measureStart && done <= measureEnd {
       if good {
         result.completed += 1

@@ -13,6 +13,22 @@ enum ReplyCheck: Sendable {
 
   /// The byte that ends each answer.
   var terminator: UInt8 { self == .varlink ? 0 : 0x0A }
+
+  /// Whether an answer that starts with `head` (its first bytes read) is a
+  /// good one.
+  func accepts(_ head: UnsafeRawBufferPointer) -> Bool {
+    guard let first = head.first else { return false }
+    switch self {
+    case .resp: return first != UInt8(ascii: "-")
+    case .jsonRPC: return contains(head.prefix(64), jsonResultMarker)
+    case .varlink: return contains(head.prefix(16), varlinkResultMarker)
+    }
+  }
+
+  /// `accepts` for an answer read whole.
+  func accepts(_ answer: [UInt8]) -> Bool {
+    answer.withUnsafeBytes { accepts($0) }
+  }
 }
 
 /// What one closed-loop client sends: its requests in turn, each answered
@@ -166,11 +182,7 @@ private func clientLoop(
       let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
       if first {
         first = false
-        switch script.check {
-        case .resp: good = chunk[0] != UInt8(ascii: "-")
-        case .jsonRPC: good = contains(chunk.prefix(64), jsonResultMarker)
-        case .varlink: good = contains(chunk.prefix(16), varlinkResultMarker)
-        }
+        good = script.check.accepts(chunk)
       }
       lines += countNewlines(chunk, terminator: script.check.terminator)
     }

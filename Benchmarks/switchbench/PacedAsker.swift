@@ -4,7 +4,8 @@ import Synchronization
 
 /// The other client of an isolation figure: on one connection, while told
 /// to, sends the request `ask` makes at most once every `interval` and
-/// reads its one-line answer, which `answered` looks into. Both run on the
+/// reads its answer (`lines` lines, judged by `check`), which `answered`
+/// looks into. Both run on the
 /// asker's own thread, one answer at a time. Paced, not flat out: a client
 /// asking as fast as it can keeps a core busy by itself, and the figure
 /// would measure the scheduler.
@@ -23,13 +24,14 @@ final class PacedAsker: Sendable {
   var errors: Int { failures.load(ordering: .relaxed) }
 
   init(
-    socket: String, interval: UInt64, ask: @escaping @Sendable () -> [UInt8],
+    socket: String, interval: UInt64, lines: Int = 1, check: ReplyCheck = .jsonRPC,
+    ask: @escaping @Sendable () -> [UInt8],
     answered: @escaping @Sendable ([UInt8]) -> Void = { _ in }
   ) throws {
     let fd = connectUnix(socket)
     if fd < 0 { throw BenchError.errno("connect \(socket)") }
     let started = startJoinableThread { [self] in
-      run(fd, interval: interval, ask: ask, answered: answered)
+      run(fd, interval: interval, lines: lines, check: check, ask: ask, answered: answered)
       close(fd)
     }
     thread.withLock { $0 = started }
@@ -49,7 +51,8 @@ final class PacedAsker: Sendable {
   }
 
   private func run(
-    _ fd: Int32, interval: UInt64, ask: () -> [UInt8], answered: ([UInt8]) -> Void
+    _ fd: Int32, interval: UInt64, lines: Int, check: ReplyCheck, ask: () -> [UInt8],
+    answered: ([UInt8]) -> Void
   ) {
     var next = nowNanoseconds()
     // Kept from answer to answer: fresh ones for each ~500 KB answer would
@@ -71,9 +74,9 @@ final class PacedAsker: Sendable {
       }
       guard sendAll(fd, ask()),
         readLines(
-          fd, lines: 1, deadline: nowNanoseconds() + 60_000_000_000, into: &answer,
+          fd, lines: lines, deadline: nowNanoseconds() + 60_000_000_000, into: &answer,
           buffer: &buffer),
-        String(decoding: answer.prefix(64), as: UTF8.self).contains("\"result\"")
+        check.accepts(answer)
       else {
         failures.add(1, ordering: .relaxed)
         usleep(10_000)

@@ -14,6 +14,13 @@ import SwitchCore
 /// The other user is the first human uid of /etc/login.defs when the
 /// benchmark runs as root (administrators, root included, are exempt from
 /// the bound); otherwise every connection is the benchmark's own uid.
+///
+/// Redis with `appendfsync always`, driven by the same client threads in
+/// alternate windows (a lone `SET` idle, then beside 50 connections
+/// setting), is the peer: what a server that answers each write only after
+/// its flush lets a lone writer have on this machine. Its row has no
+/// target; it says how much of the ratio is the machine's (52 client
+/// threads on its CPUs) and how much is switchd's.
 extension Bench {
   func measureWriteFairness() throws {
     let config = "\(directory)/conf-fairness"
@@ -60,9 +67,32 @@ extension Bench {
           seconds: seconds)
       },
     ]
+    var ran = flooder == nil ? Array(contenders.prefix(3)) : contenders
+    let peer = redisDurable.map { redis in
+      let value = switchValue
+      let set = { (client: Int) in
+        ClientScript(
+          requests: [resp(["SET", "toggle.c\(client)", value])], newlines: 1, check: .resp,
+          group: client == 0 ? 1 : 0)
+      }
+      let contenders: [Contender] = [
+        { warmup, seconds in
+          try runClosedLoop(path: redis.socket, scripts: [set(0)], warmup: warmup, seconds: seconds)
+        },
+        { warmup, seconds in
+          try runClosedLoop(
+            path: redis.socket, scripts: (1...50).map(set) + [set(0)], warmup: warmup,
+            seconds: seconds)
+        },
+      ]
+      return (first: ran.count, contenders: contenders)
+    }
+    ran += peer?.contenders ?? []
     let who = flooder.map { "uid \($0)" } ?? "the same uid"
-    progress("write fairness: a lone toggler, idle and beside 50 busy connections of \(who)")
-    let results = try interleave(flooder == nil ? Array(contenders.prefix(3)) : contenders)
+    progress(
+      "write fairness: a lone toggler, idle and beside 50 busy connections of \(who)"
+        + (peer == nil ? "" : "; Redis SET fsync, the same"))
+    let results = try interleave(ran)
     let idle = results[0][results[0].count - 1]
     let runs = [
       (1, "50 connections toggling", who), (2, "50 connections pipelining 16", who),
@@ -81,5 +111,29 @@ extension Bench {
           note: "they make \(count(Int(flood.throughput))) toggles/s"
             + (errors > 0 ? ", \(errors) errors" : "")))
     }
+    addFairnessPeerRow(peer.map { Array(results[$0.first...]) })
+  }
+
+  /// Redis's lone `SET` beside 50 connections setting, against its own idle
+  /// p99: `results` holds the idle run, then the flood beside the lone client.
+  private func addFairnessPeerRow(_ results: [[LoadResult]]?) {
+    let measure = "Redis: lone SET p99 beside 50 connections setting"
+    guard let results, results.count == 2 else {
+      add(
+        Row(
+          section: "fairness", measure: measure, unit: .microseconds, value: nil,
+          note: redisMissing ?? ""))
+      return
+    }
+    let idle = results[0][results[0].count - 1]
+    let flood = results[1][0]
+    let alone = results[1][1]
+    let errors = idle.errors + flood.errors + alone.errors
+    add(
+      Row(
+        section: "fairness", measure: measure, unit: .microseconds, value: alone.p99,
+        reference: idle.p99, referenceName: "lone SET p99, idle",
+        note: "they make \(count(Int(flood.throughput))) SETs/s"
+          + (errors > 0 ? ", \(errors) errors" : "")))
   }
 }
