@@ -48,15 +48,22 @@ extension Bench {
   /// Paced `get`s with another client idle, then busy (`set(true)`),
   /// interleaved; adds their p99 (target 2× idle) and p50 rows, `busy`
   /// naming what the other client does. With a `peer`, the same on Redis
-  /// in alternate windows, as a row with no target. Returns the seconds
+  /// in windows of its own, as a row with no target; in each window only
+  /// the server measured has its other client on. Returns the seconds
   /// switchd's other client was busy.
   func getsBeside(
     _ daemon: DaemonProcess, _ busy: String, otherErrors: () -> Int,
     set: @escaping (Bool) -> Void, peer: IsolationPeer? = nil
   ) throws -> Double {
     var busySeconds = 0.0
-    func window(busy: Bool) -> Contender {
+    func window(busy: Bool, onPeer: Bool) -> Contender {
       return { warmup, seconds in
+        if onPeer, let peer {
+          set(false)
+          peer.set(busy)
+          return [try peer.gets(warmup: warmup, seconds: seconds)]
+        }
+        peer?.set(false)
         set(busy)
         let started = nowSeconds()
         let result = try pacedGets(
@@ -65,8 +72,10 @@ extension Bench {
         return [result]
       }
     }
-    var contenders = [window(busy: false), window(busy: true)]
-    if let peer { contenders += [false, true].map(peer.window) }
+    var contenders = [window(busy: false, onPeer: false), window(busy: true, onPeer: false)]
+    if peer != nil {
+      contenders += [window(busy: false, onPeer: true), window(busy: true, onPeer: true)]
+    }
     let results = try interleave(contenders)
     set(false)
     peer?.set(false)
@@ -104,15 +113,10 @@ struct IsolationPeer {
   var set: (Bool) -> Void
   var errors: () -> Int
 
-  func window(busy: Bool) -> Bench.Contender {
-    return { warmup, seconds in
-      set(busy)
-      return [
-        try pacedGets(
-          path: socket, every: 0.0005, warmup: warmup, seconds: seconds,
-          request: resp(["GET", "wifi"]), lines: 2, check: .resp)
-      ]
-    }
+  func gets(warmup: Double, seconds: Double) throws -> LoadResult {
+    try pacedGets(
+      path: socket, every: 0.0005, warmup: warmup, seconds: seconds,
+      request: resp(["GET", "wifi"]), lines: 2, check: .resp)
   }
 }
 

@@ -5,10 +5,9 @@ import Synchronization
 /// The other client of an isolation figure: on one connection, while told
 /// to, sends the request `ask` makes at most once every `interval` and
 /// reads its answer (`lines` lines, judged by `check`), which `answered`
-/// looks into. Both run on the
-/// asker's own thread, one answer at a time. Paced, not flat out: a client
-/// asking as fast as it can keeps a core busy by itself, and the figure
-/// would measure the scheduler.
+/// looks into. Both run on the asker's own thread, one answer at a time.
+/// Paced, not flat out: a client asking as fast as it can keeps a core busy
+/// by itself, and the figure would measure the scheduler.
 final class PacedAsker: Sendable {
   private let asking = Atomic<Bool>(false)
   /// Set while a request is sent and its answer not yet read: an idle
@@ -19,7 +18,7 @@ final class PacedAsker: Sendable {
   private let failures = Atomic<Int>(0)
   private let thread: Mutex<pthread_t?> = Mutex(nil)
 
-  /// Answers read that carried a result.
+  /// Answers read that `check` judged good.
   var answered: Int { answers.load(ordering: .relaxed) }
   var errors: Int { failures.load(ordering: .relaxed) }
 

@@ -19,7 +19,7 @@ import SwitchCore
 /// alternate windows (a lone `SET` idle, then beside 50 connections
 /// setting), is the peer: what a server that answers each write only after
 /// its flush lets a lone writer have on this machine. Its row has no
-/// target; it says how much of the ratio is the machine's (52 client
+/// target; it says how much of the ratio is the machine's (51 client
 /// threads on its CPUs) and how much is switchd's.
 extension Bench {
   func measureWriteFairness() throws {

@@ -1,12 +1,18 @@
 // A WAL frame in one write. SQLite writes each frame of a commit as two
 // pwrite calls at adjacent offsets: the frame's 24-byte header, then the
 // page (wal.c, walWriteOneFrame). A WAL file opened through this VFS keeps
-// a header back until the page that follows it comes, and writes both
-// from one buffer: one system call a frame instead of two (issue 26:
-// a toggle's system calls against Redis's + 1). Anything else done to the
-// file (a read, a sync, its size, a lock, closing it) writes a kept
-// header first, so the file is never seen, synced or closed without it,
-// and the order of writes and syncs is SQLite's own.
+// such a header back and writes it with its page from one buffer: one
+// system call a frame instead of two (issue 26: a toggle's system calls
+// against Redis's + 1).
+//
+// A header is kept only when it starts where the file's last write ended:
+// a new frame's, which SQLite follows with its page at once. The headers
+// SQLite rewrites in place (walRewriteChecksums, after a page written twice
+// in one transaction) start inside the log, are written as they come, and
+// so a commit never returns with a header kept, whatever the synchronous
+// setting. Anything else done to the file (a read, a sync, its size, a
+// lock, closing it) writes a kept header first: SQLite's order of writes
+// and syncs stands.
 //
 // Every other file, and every other method of the VFS, is the base VFS's.
 
@@ -23,6 +29,7 @@ typedef struct {
   sqlite3_file *real; // the base VFS's file, in the same allocation
   unsigned char header[FRAME_HEADER];
   sqlite3_int64 headerOffset; // where the kept header goes; -1: none kept
+  sqlite3_int64 end;          // where the last write ended; -1: unknown
   unsigned char *joined;      // header and page, grown to a page once
   int joinedSize;
 } WALFile;
@@ -58,13 +65,16 @@ static int joinedWrite(sqlite3_file *handle, const void *data, int amount, sqlit
       memcpy(file->joined + FRAME_HEADER, data, (size_t)amount);
       sqlite3_int64 at = file->headerOffset;
       file->headerOffset = -1;
+      file->end = offset + amount;
       return file->real->pMethods->xWrite(file->real, file->joined, size, at);
     }
     // No memory for the buffer: the two writes SQLite asked for.
   }
   int rc = writeKept(file);
   if (rc != SQLITE_OK) return rc;
-  if (amount == FRAME_HEADER) {
+  int newFrame = amount == FRAME_HEADER && offset == file->end;
+  file->end = offset + amount;
+  if (newFrame) {
     memcpy(file->header, data, FRAME_HEADER);
     file->headerOffset = offset;
     return SQLITE_OK;
@@ -96,6 +106,7 @@ static int joinedRead(sqlite3_file *handle, void *data, int amount, sqlite3_int6
 
 static int joinedTruncate(sqlite3_file *handle, sqlite3_int64 size) {
   WRITE_KEPT_FIRST(handle);
+  ((WALFile *)handle)->end = -1;
   return realOf(handle)->pMethods->xTruncate(realOf(handle), size);
 }
 
@@ -211,8 +222,11 @@ static int joinedOpen(
   memset(file, 0, sizeof *file);
   file->real = (sqlite3_file *)((char *)handle + ROUND8(sizeof(WALFile)));
   file->headerOffset = -1;
+  file->end = -1;
   int rc = baseVFS->xOpen(baseVFS, name, file->real, flags, outFlags);
   if (rc != SQLITE_OK || file->real->pMethods == NULL) {
+    // A failed open that left methods set is closed by its caller: here.
+    if (file->real->pMethods != NULL) file->real->pMethods->xClose(file->real);
     file->base.pMethods = NULL;
     return rc != SQLITE_OK ? rc : SQLITE_CANTOPEN;
   }
@@ -224,8 +238,9 @@ int switchd_register_joined_wal_vfs(const char *name, const char *base) {
   if (sqlite3_vfs_find(name) != NULL) return SQLITE_OK;
   baseVFS = sqlite3_vfs_find(base);
   if (baseVFS == NULL) return SQLITE_ERROR;
-  // The base VFS's methods and data (its xOpen reads its pAppData),
-  // another name, room for the WAL file's own fields before the base file.
+  // The base VFS's methods, another name, room for the WAL file's own
+  // fields before the base file's, and an xOpen that opens through the
+  // base VFS itself (unix makes a file exclusive by its VFS's name).
   char *kept = strdup(name); // the VFS's name lives as long as it does: for ever
   if (kept == NULL) return SQLITE_NOMEM;
   joinedVFS = *baseVFS;
@@ -233,5 +248,7 @@ int switchd_register_joined_wal_vfs(const char *name, const char *base) {
   joinedVFS.pNext = NULL;
   joinedVFS.szOsFile = (int)ROUND8(sizeof(WALFile)) + baseVFS->szOsFile;
   joinedVFS.xOpen = joinedOpen;
-  return sqlite3_vfs_register(&joinedVFS, 0);
+  int rc = sqlite3_vfs_register(&joinedVFS, 0);
+  if (rc != SQLITE_OK) free(kept);
+  return rc;
 }
