@@ -38,13 +38,11 @@ extension Bench {
     // the command (a run gave 0.60x, the next 1.00x).
     let seconds = max(options.seconds, Double(3 * Self.slowCommandSeconds))
     progress("apply: gets and toggles of other switches, without and with a slow command")
-    func load(_ scripts: [ClientScript]) -> Contender {
-      { warmup, window in
-        try runClosedLoop(path: daemon.socket, scripts: scripts, warmup: warmup, seconds: window)
-      }
-    }
     let results = try interleave(
-      [load(readers + togglers), load(readers + togglers + [slow])], seconds: seconds, slices: 3)
+      [
+        contender(daemon.socket, readers + togglers),
+        contender(daemon.socket, readers + togglers + [slow]),
+      ], seconds: seconds, slices: 3)
     let without = results[0]
     let with = results[1]
     let note = "\(with[2].answers) slow toggles of 2 s answered meanwhile"

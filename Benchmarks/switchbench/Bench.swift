@@ -87,6 +87,13 @@ final class Bench {
   /// A contender: runs for a window (warm-up, seconds) and returns one result per group.
   typealias Contender = (_ warmup: Double, _ seconds: Double) throws -> [LoadResult]
 
+  /// A contender that runs `scripts`' closed-loop clients against `path`.
+  func contender(_ path: String, _ scripts: [ClientScript]) -> Contender {
+    { warmup, seconds in
+      try runClosedLoop(path: path, scripts: scripts, warmup: warmup, seconds: seconds)
+    }
+  }
+
   /// Runs the contenders in turn, a few short windows each (A B C A B C …),
   /// and adds up each one's windows, so load that comes and goes on a shared
   /// machine hits all of them alike and the ratios stay fair. `slices`

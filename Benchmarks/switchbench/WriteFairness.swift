@@ -46,94 +46,71 @@ extension Bench {
           check: .jsonRPC, group: 0, answersPerSend: depth, uid: uid)
       }
     }
-    let contenders: [Contender] = [
-      { warmup, seconds in
-        try runClosedLoop(path: daemon.socket, scripts: [lone], warmup: warmup, seconds: seconds)
-      },
-      { warmup, seconds in
-        try runClosedLoop(
-          path: daemon.socket, scripts: flood(pipelined: 1) + [lone], warmup: warmup,
-          seconds: seconds)
-      },
-      { warmup, seconds in
-        try runClosedLoop(
-          path: daemon.socket, scripts: flood(pipelined: 16) + [lone], warmup: warmup,
-          seconds: seconds)
-      },
-      // The same flood by an administrator, whom the bound does not hold: what it spares.
-      { warmup, seconds in
-        try runClosedLoop(
-          path: daemon.socket, scripts: flood(pipelined: 16, as: nil) + [lone], warmup: warmup,
-          seconds: seconds)
-      },
+    let socket = daemon.socket
+    var contenders = [
+      contender(socket, [lone]), contender(socket, flood(pipelined: 1) + [lone]),
+      contender(socket, flood(pipelined: 16) + [lone]),
     ]
-    var ran = flooder == nil ? Array(contenders.prefix(3)) : contenders
-    let peer = redisDurable.map { redis in
+    // The same flood by an administrator, whom the bound does not hold: what it spares.
+    if flooder != nil {
+      contenders.append(contender(socket, flood(pipelined: 16, as: nil) + [lone]))
+    }
+    // The peer's windows follow switchd's: its lone SET idle, then beside 50 setting.
+    let peerFirst = contenders.count
+    if let redis = redisDurable {
       let value = switchValue
-      let set = { (client: Int) in
+      func set(_ client: Int) -> ClientScript {
         ClientScript(
           requests: [resp(["SET", "toggle.c\(client)", value])], newlines: 1, check: .resp,
           group: client == 0 ? 1 : 0)
       }
-      let contenders: [Contender] = [
-        { warmup, seconds in
-          try runClosedLoop(path: redis.socket, scripts: [set(0)], warmup: warmup, seconds: seconds)
-        },
-        { warmup, seconds in
-          try runClosedLoop(
-            path: redis.socket, scripts: (1...50).map(set) + [set(0)], warmup: warmup,
-            seconds: seconds)
-        },
+      contenders += [
+        contender(redis.socket, [set(0)]), contender(redis.socket, (1...50).map(set) + [set(0)]),
       ]
-      return (first: ran.count, contenders: contenders)
     }
-    ran += peer?.contenders ?? []
     let who = flooder.map { "uid \($0)" } ?? "the same uid"
     progress(
       "write fairness: a lone toggler, idle and beside 50 busy connections of \(who)"
-        + (peer == nil ? "" : "; Redis SET fsync, the same"))
-    let results = try interleave(ran)
-    let idle = results[0][results[0].count - 1]
+        + (redisDurable == nil ? "" : "; Redis SET fsync, the same"))
+    let results = try interleave(contenders)
     let runs = [
       (1, "50 connections toggling", who), (2, "50 connections pipelining 16", who),
       (3, "50 connections pipelining 16", flooder == nil ? who : "root, exempt"),
     ]
-    for (index, label, by) in runs where index < 3 || flooder != nil {
-      let flood = results[index][0]
-      let alone = results[index][1]
-      let errors = idle.errors + flood.errors + alone.errors
+    for (index, label, by) in runs where index < peerFirst {
+      addLoneRow(
+        "lone toggle p99 beside \(label) of \(by)", idle: results[0], beside: results[index],
+        referenceName: "lone toggle p99, idle", what: "toggles",
+        target: index == 1 ? .ratioAtMost(3) : .none)
+    }
+    let peerMeasure = "Redis: lone SET p99 beside 50 connections setting"
+    if redisDurable != nil {
+      addLoneRow(
+        peerMeasure, idle: results[peerFirst], beside: results[peerFirst + 1],
+        referenceName: "lone SET p99, idle", what: "SETs", target: .none)
+    } else {
       add(
         Row(
-          section: "fairness", measure: "lone toggle p99 beside \(label) of \(by)",
-          unit: .microseconds,
-          value: alone.p99, reference: idle.p99, referenceName: "lone toggle p99, idle",
-          target: index == 1 ? .ratioAtMost(3) : .none,
-          note: "they make \(count(Int(flood.throughput))) toggles/s"
-            + (errors > 0 ? ", \(errors) errors" : "")))
+          section: "fairness", measure: peerMeasure, unit: .microseconds, value: nil,
+          note: redisMissing ?? ""))
     }
-    addFairnessPeerRow(peer.map { Array(results[$0.first...]) })
   }
 
-  /// Redis's lone `SET` beside 50 connections setting, against its own idle
-  /// p99: `results` holds the idle run, then the flood beside the lone client.
-  private func addFairnessPeerRow(_ results: [[LoadResult]]?) {
-    let measure = "Redis: lone SET p99 beside 50 connections setting"
-    guard let results, results.count == 2 else {
-      add(
-        Row(
-          section: "fairness", measure: measure, unit: .microseconds, value: nil,
-          note: redisMissing ?? ""))
-      return
-    }
-    let idle = results[0][results[0].count - 1]
-    let flood = results[1][0]
-    let alone = results[1][1]
+  /// A lone client's p99 beside a flood (`beside`: the flood's group, then
+  /// the lone client's) against its p99 alone (`idle`'s last group).
+  private func addLoneRow(
+    _ measure: String, idle: [LoadResult], beside: [LoadResult], referenceName: String,
+    what: String, target: Target
+  ) {
+    let idle = idle[idle.count - 1]
+    let flood = beside[0]
+    let alone = beside[1]
     let errors = idle.errors + flood.errors + alone.errors
     add(
       Row(
         section: "fairness", measure: measure, unit: .microseconds, value: alone.p99,
-        reference: idle.p99, referenceName: "lone SET p99, idle",
-        note: "they make \(count(Int(flood.throughput))) SETs/s"
+        reference: idle.p99, referenceName: referenceName, target: target,
+        note: "they make \(count(Int(flood.throughput))) \(what)/s"
           + (errors > 0 ? ", \(errors) errors" : "")))
   }
 }
