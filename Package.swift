@@ -27,8 +27,16 @@ let releaseSpeed: [SwiftSetting] = [
 // default DWARF 5 only in part and gives up on a binary with two such units.
 let cDebugInfo: [CSetting] = [.unsafeFlags(["-gdwarf-4"])]
 
-// The Swift standard library and runtime linked into the executable.
-let staticStdlib: [LinkerSetting] = [.unsafeFlags(["-static-stdlib"])]
+// The Swift standard library and runtime linked into the executable, by
+// the toolchain's lld with its relative relocations packed (DT_RELR, glibc
+// 2.36+): gold wrote 21,754 of them as a 510 KiB table that the loader
+// reads at every start, and whose pages stayed resident; packed, 4 KiB
+// (switchd's peak RSS with 10,000 switches ~0.4 MiB lower, issue 26).
+let staticStdlib: [LinkerSetting] = [
+  .unsafeFlags([
+    "-static-stdlib", "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+  ])
+]
 
 let package = Package(
   name: "switchd",

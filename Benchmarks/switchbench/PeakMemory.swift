@@ -17,24 +17,40 @@ extension Bench {
       pid: daemon.pid, .switchdWatchers(path: daemon.socket, watchers: watchers))
     stopDaemon(daemon)
 
-    var redisRSS: Int?
+    // The peer twice: each key holding the switch's object (the same
+    // data), and each holding one byte (the same keys, the least a Redis
+    // with them can take: what a check that only SETs the keys would see).
+    var redisRSS: (objects: Int?, oneByte: Int?) = (nil, nil)
     if let binary {
       progress("peak RSS: Redis with \(count(total)) keys and \(count(watchers)) subscribers")
-      let redis = try RedisServer.start(
-        binary: binary, directory: "\(directory)/redis-memory", durable: true)
-      defer { redis.stop() }
-      try load(redis, keys: switchKeys(total: total), template: template)
-      redisRSS = try peakAfterFanOut(
-        pid: redis.pid, .redisSubscribers(path: redis.socket, watchers: watchers))
+      redisRSS.objects = try redisPeak(binary, "redis-memory", template: template)
+      redisRSS.oneByte = try redisPeak(binary, "redis-memory-small", template: "1")
     }
+    let row = Row(
+      section: "instructions",
+      measure: "peak RSS, \(count(total)) switches + \(count(watchers)) watchers",
+      unit: .kibibytes, value: switchdRSS.map(Double.init), target: .ratioAtMost(1.0),
+      note: "\(options.countedRounds) changes")
     add(
       peerRow(
-        Row(
-          section: "instructions",
-          measure: "peak RSS, \(count(total)) switches + \(count(watchers)) watchers",
-          unit: .kibibytes, value: switchdRSS.map(Double.init), target: .ratioAtMost(1.0),
-          note: "\(options.countedRounds) changes"),
-        redisRSS.map(Double.init), name: "Redis, same keys + subscribers, appendfsync always"))
+        row, redisRSS.objects.map(Double.init),
+        name: "Redis, same keys + subscribers, appendfsync always"))
+    var oneByte = row
+    oneByte.target = .none
+    add(
+      peerRow(
+        oneByte, redisRSS.oneByte.map(Double.init), name: "Redis, the keys holding 1 byte each"))
+  }
+
+  /// Redis's VmHWM with the switches' keys, each holding `template` made
+  /// its own (`load`), once its subscribers received the changes.
+  private func redisPeak(_ binary: String, _ folder: String, template: String) throws -> Int? {
+    let redis = try RedisServer.start(
+      binary: binary, directory: "\(directory)/\(folder)", durable: true)
+    defer { redis.stop() }
+    try load(redis, keys: switchKeys(total: options.startupSwitches), template: template)
+    return try peakAfterFanOut(
+      pid: redis.pid, .redisSubscribers(path: redis.socket, watchers: options.watchers))
   }
 
   /// Every key of a config of `total` switches (Configs.write).
