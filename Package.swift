@@ -47,9 +47,9 @@ let package = Package(
   targets: [
     .systemLibrary(
       name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-    // sd-bus, for the one D-Bus call switchd makes (polkit's CheckAuthorization).
-    .systemLibrary(
-      name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+    // sd-bus, for the one D-Bus call switchd makes (polkit's CheckAuthorization):
+    // its header at build time (libsystemd-dev), the library loaded when first needed.
+    .target(name: "CSystemd", cSettings: cDebugInfo, linkerSettings: [.linkedLibrary("dl")]),
     .target(name: "CShim", cSettings: cDebugInfo),
     // The SQLite VFS the store opens its files through: unix-excl, with
     // each WAL frame written in one system call.

@@ -45,6 +45,8 @@ public enum PolkitAnswer: Equatable, Sendable {
 /// an instance; nothing here blocks but `sd_bus_open_system` (a local socket).
 public final class PolkitAuthority {
   private var bus: OpaquePointer?
+  /// sd-bus's functions, from libsystemd.so.0, loaded by the first check.
+  private var sd: switchd_sd_bus?
   /// Checks sent and not yet answered, by id, each with the context its
   /// callback gets as userdata (retained until answered or dropped).
   private var outstanding: [UInt64: Unmanaged<CallContext>] = [:]
@@ -77,9 +79,17 @@ public final class PolkitAuthority {
   /// Sends one check; its answer comes later, through `deliver`. `id` must
   /// not be 0.
   public func send(_ check: PolkitCheck, id: UInt64) {
+    if sd == nil {
+      guard let loaded = switchd_sd_bus_load() else {
+        let why = String(cString: switchd_sd_bus_error())
+        return deliver(id, .unreachable("sd-bus could not be loaded: \(why)"))
+      }
+      sd = loaded.pointee
+    }
+    guard let sd else { return }
     if bus == nil {
       var opened: OpaquePointer?
-      let r = sd_bus_open_system(&opened)
+      let r = sd.open_system(&opened)
       guard r >= 0, let opened else {
         return deliver(id, .unreachable("the system bus is not reachable: \(errorText(r))"))
       }
@@ -87,16 +97,16 @@ public final class PolkitAuthority {
     }
     guard let bus else { return }
     var message: OpaquePointer?
-    var r = sd_bus_message_new_method_call(
+    var r = sd.message_new_method_call(
       bus, &message, "org.freedesktop.PolicyKit1", "/org/freedesktop/PolicyKit1/Authority",
       "org.freedesktop.PolicyKit1.Authority", "CheckAuthorization")
     if r >= 0, let message {
-      r = Self.append(check, to: message)
+      r = Self.append(check, to: message, sd)
       if r >= 0 {
         let timeout =
           check.allowInteraction ? Self.interactiveTimeoutMicroseconds : Self.timeoutMicroseconds
         let context = Unmanaged.passRetained(CallContext(self, id: id))
-        r = sd_bus_call_async(
+        r = sd.call_async(
           bus, nil, message,
           { reply, userdata, _ in
             guard let userdata else { return 0 }
@@ -106,11 +116,11 @@ public final class PolkitAuthority {
           }, context.toOpaque(), timeout)
         if r >= 0 { outstanding[id] = context } else { context.release() }
       }
-      sd_bus_message_unref(message)
+      _ = sd.message_unref(message)
     }
     if r < 0 {
       deliver(id, .unreachable("the question could not be sent to polkit: \(errorText(r))"))
-      if sd_bus_is_open(bus) <= 0 { disconnect("the system bus connection closed") }
+      if sd.is_open(bus) <= 0 { disconnect("the system bus connection closed") }
     }
   }
 
@@ -118,9 +128,9 @@ public final class PolkitAuthority {
   /// failed is dropped: its unanswered checks are `unreachable`, and the
   /// next check connects again (polkitd or dbus may have been restarted).
   public func process() {
-    guard let bus else { return }
+    guard let bus, let sd else { return }
     var r: Int32 = 1
-    while r > 0 { r = sd_bus_process(bus, nil) }
+    while r > 0 { r = sd.process(bus, nil) }
     for (id, answer) in answered { deliver(id, answer) }
     answered.removeAll()
     if r < 0 { disconnect("the system bus connection failed: \(errorText(r))") }
@@ -129,12 +139,12 @@ public final class PolkitAuthority {
   /// What to poll for: the bus's descriptor, events and the time (µs on
   /// CLOCK_MONOTONIC, UInt64.max for none) by which `process()` must run.
   public var pollRequest: (fd: Int32, events: Int16, deadline: UInt64)? {
-    guard let bus else { return nil }
-    let fd = sd_bus_get_fd(bus)
-    let events = sd_bus_get_events(bus)
+    guard let bus, let sd else { return nil }
+    let fd = sd.get_fd(bus)
+    let events = sd.get_events(bus)
     guard fd >= 0, events >= 0 else { return nil }
     var deadline: UInt64 = .max
-    _ = sd_bus_get_timeout(bus, &deadline)
+    _ = sd.get_timeout(bus, &deadline)
     return (fd, Int16(events), deadline)
   }
 
@@ -146,13 +156,15 @@ public final class PolkitAuthority {
     // The callback's own context: released after this returns to sd-bus,
     // which touches it no more (a floating slot calls back once).
     defer { context.release() }
-    guard let reply else { return answered.append((id, .unreachable("polkit sent no reply"))) }
-    answered.append((id, Self.read(reply)))
+    guard let reply, let sd else {
+      return answered.append((id, .unreachable("polkit sent no reply")))
+    }
+    answered.append((id, Self.read(reply, sd)))
   }
 
   private func disconnect(_ why: String) {
     // Closing frees the floating slots without calling back.
-    if let bus { sd_bus_flush_close_unref(bus) }
+    if let bus, let sd { _ = sd.flush_close_unref(bus) }
     bus = nil
     let dropped = outstanding.sorted { $0.key < $1.key }
     outstanding.removeAll()
@@ -164,55 +176,59 @@ public final class PolkitAuthority {
 
   /// CheckAuthorization's arguments: `(sa{sv})` subject, `s` action,
   /// `a{ss}` details, `u` flags, `s` cancellation id.
-  private static func append(_ check: PolkitCheck, to m: OpaquePointer) -> Int32 {
-    var r = sd_bus_message_open_container(m, CChar(UInt8(ascii: "r")), "sa{sv}")
-    if r >= 0 { r = appendString(m, "unix-process") }
-    if r >= 0 { r = sd_bus_message_open_container(m, CChar(UInt8(ascii: "a")), "{sv}") }
+  private static func append(_ check: PolkitCheck, to m: OpaquePointer, _ sd: switchd_sd_bus)
+    -> Int32
+  {
+    var r = sd.message_open_container(m, CChar(UInt8(ascii: "r")), "sa{sv}")
+    if r >= 0 { r = appendString(m, "unix-process", sd) }
+    if r >= 0 { r = sd.message_open_container(m, CChar(UInt8(ascii: "a")), "{sv}") }
     var pid = check.pid
     var startTime = check.startTime
     var uid = Int32(bitPattern: check.uid)
-    if r >= 0 { r = appendVariant(m, "pid", UInt8(ascii: "u"), &pid) }
-    if r >= 0 { r = appendVariant(m, "start-time", UInt8(ascii: "t"), &startTime) }
-    if r >= 0 { r = appendVariant(m, "uid", UInt8(ascii: "i"), &uid) }
-    if r >= 0 { r = sd_bus_message_close_container(m) }
-    if r >= 0 { r = sd_bus_message_close_container(m) }
-    if r >= 0 { r = appendString(m, check.action) }
-    if r >= 0 { r = sd_bus_message_open_container(m, CChar(UInt8(ascii: "a")), "{ss}") }
+    if r >= 0 { r = appendVariant(m, "pid", UInt8(ascii: "u"), &pid, sd) }
+    if r >= 0 { r = appendVariant(m, "start-time", UInt8(ascii: "t"), &startTime, sd) }
+    if r >= 0 { r = appendVariant(m, "uid", UInt8(ascii: "i"), &uid, sd) }
+    if r >= 0 { r = sd.message_close_container(m) }
+    if r >= 0 { r = sd.message_close_container(m) }
+    if r >= 0 { r = appendString(m, check.action, sd) }
+    if r >= 0 { r = sd.message_open_container(m, CChar(UInt8(ascii: "a")), "{ss}") }
     for (name, value) in check.details where r >= 0 {
-      r = sd_bus_message_open_container(m, CChar(UInt8(ascii: "e")), "ss")
-      if r >= 0 { r = appendString(m, name) }
-      if r >= 0 { r = appendString(m, value) }
-      if r >= 0 { r = sd_bus_message_close_container(m) }
+      r = sd.message_open_container(m, CChar(UInt8(ascii: "e")), "ss")
+      if r >= 0 { r = appendString(m, name, sd) }
+      if r >= 0 { r = appendString(m, value, sd) }
+      if r >= 0 { r = sd.message_close_container(m) }
     }
-    if r >= 0 { r = sd_bus_message_close_container(m) }
+    if r >= 0 { r = sd.message_close_container(m) }
     // 1: AllowUserInteraction.
     var flags: UInt32 = check.allowInteraction ? 1 : 0
-    if r >= 0 { r = sd_bus_message_append_basic(m, CChar(UInt8(ascii: "u")), &flags) }
-    if r >= 0 { r = appendString(m, "") }
+    if r >= 0 { r = sd.message_append_basic(m, CChar(UInt8(ascii: "u")), &flags) }
+    if r >= 0 { r = appendString(m, "", sd) }
     return r
   }
 
-  private static func appendString(_ m: OpaquePointer, _ text: String) -> Int32 {
-    text.withCString { sd_bus_message_append_basic(m, CChar(UInt8(ascii: "s")), $0) }
+  private static func appendString(_ m: OpaquePointer, _ text: String, _ sd: switchd_sd_bus)
+    -> Int32
+  {
+    text.withCString { sd.message_append_basic(m, CChar(UInt8(ascii: "s")), $0) }
   }
 
   private static func appendVariant<T: BitwiseCopyable>(
-    _ m: OpaquePointer, _ name: String, _ type: UInt8, _ value: inout T
+    _ m: OpaquePointer, _ name: String, _ type: UInt8, _ value: inout T, _ sd: switchd_sd_bus
   ) -> Int32 {
-    var r = sd_bus_message_open_container(m, CChar(UInt8(ascii: "e")), "sv")
-    if r >= 0 { r = appendString(m, name) }
+    var r = sd.message_open_container(m, CChar(UInt8(ascii: "e")), "sv")
+    if r >= 0 { r = appendString(m, name, sd) }
     let contents = String(UnicodeScalar(type))
-    if r >= 0 { r = sd_bus_message_open_container(m, CChar(UInt8(ascii: "v")), contents) }
-    if r >= 0 { r = sd_bus_message_append_basic(m, CChar(bitPattern: type), &value) }
-    if r >= 0 { r = sd_bus_message_close_container(m) }
-    if r >= 0 { r = sd_bus_message_close_container(m) }
+    if r >= 0 { r = sd.message_open_container(m, CChar(UInt8(ascii: "v")), contents) }
+    if r >= 0 { r = sd.message_append_basic(m, CChar(bitPattern: type), &value) }
+    if r >= 0 { r = sd.message_close_container(m) }
+    if r >= 0 { r = sd.message_close_container(m) }
     return r
   }
 
   /// The reply's `(bba{ss})`: is_authorized, is_challenge (the details are not needed).
-  private static func read(_ reply: OpaquePointer) -> PolkitAnswer {
-    if sd_bus_message_is_method_error(reply, nil) > 0 {
-      let error = sd_bus_message_get_error(reply)
+  private static func read(_ reply: OpaquePointer, _ sd: switchd_sd_bus) -> PolkitAnswer {
+    if sd.message_is_method_error(reply, nil) > 0 {
+      let error = sd.message_get_error(reply)
       let name = error?.pointee.name.map { String(cString: $0) } ?? "an error"
       let text = error?.pointee.message.map { String(cString: $0) } ?? ""
       if text.contains("not registered") {
@@ -224,9 +240,9 @@ public final class PolkitAuthority {
     }
     var authorized: Int32 = 0
     var challenge: Int32 = 0
-    var r = sd_bus_message_enter_container(reply, CChar(UInt8(ascii: "r")), "bba{ss}")
-    if r >= 0 { r = sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "b")), &authorized) }
-    if r >= 0 { r = sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "b")), &challenge) }
+    var r = sd.message_enter_container(reply, CChar(UInt8(ascii: "r")), "bba{ss}")
+    if r >= 0 { r = sd.message_read_basic(reply, CChar(UInt8(ascii: "b")), &authorized) }
+    if r >= 0 { r = sd.message_read_basic(reply, CChar(UInt8(ascii: "b")), &challenge) }
     if r < 0 { return .unreachable("polkit's answer could not be read: \(errorText(r))") }
     if authorized != 0 { return .authorized }
     return challenge != 0 ? .challenge : .denied

@@ -37,6 +37,26 @@ struct PolkitEndToEndTests {
     daemon.ctl(["get", key]).stdout.trimmingSpaces
   }
 
+  /// Whether the daemon's process has libsystemd mapped.
+  static func mapsLibsystemd(_ daemon: DaemonFixture) throws -> Bool {
+    try readWholeFile("/proc/\(daemon.pid)/maps").contains("libsystemd")
+  }
+
+  /// sd-bus is loaded by the first question to polkit, not at start: a
+  /// switchd that serves reads and root's writes never maps libsystemd.
+  @Test func libsystemdIsLoadedByTheFirstQuestionToPolkit() throws {
+    let world = try PolkitWorld(rules: [
+      "50-wifi.rules": Self.grant("io.switchd.write", key: "wifi")
+    ])
+    let daemon = try Self.daemon(world)
+    #expect(daemon.ctl(["toggle", "bluetooth"]).status == 0)  // root: no question
+    #expect(Self.checked(daemon, "wifi") == "on")
+    #expect(try !Self.mapsLibsystemd(daemon))
+    let toggled = daemon.ctl(["toggle", "wifi"], asUser: Self.user)
+    #expect(toggled.status == 0, "\(toggled.stderr)\n\(world.logs)")
+    #expect(try Self.mapsLibsystemd(daemon))
+  }
+
   @Test func aRuleGrantingOneSwitchToAGroupLetsAMemberChangeThatSwitchOnly() throws {
     let world = try PolkitWorld(rules: [
       "50-wifi.rules": Self.grant("io.switchd.write", key: "wifi")

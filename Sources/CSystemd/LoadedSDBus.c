@@ -1,0 +1,62 @@
+#include "CSystemd.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+
+static switchd_sd_bus functions;
+static const switchd_sd_bus *loaded;
+static char error[512];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/// The address of `name` in `library`, or NULL with `error` set.
+static void *find(void *library, const char *name) {
+  void *address = dlsym(library, name);
+  if (!address) snprintf(error, sizeof error, "libsystemd.so.0 has no %s", name);
+  return address;
+}
+
+static void load(void) {
+  // RTLD_LOCAL: its symbols resolve nothing else in switchd.
+  void *library = dlopen("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    const char *why = dlerror();
+    snprintf(error, sizeof error, "%s", why ? why : "libsystemd.so.0 could not be loaded");
+    return;
+  }
+  switchd_sd_bus f;
+  // Each assignment converts the address to the member's type; a missing
+  // one leaves `loaded` NULL (the library stays loaded: it is never unloaded).
+#define FIND(member, symbol)                                  \
+  if (!(*(void **)&f.member = find(library, #symbol))) return;
+  FIND(open_system, sd_bus_open_system)
+  FIND(is_open, sd_bus_is_open)
+  FIND(flush_close_unref, sd_bus_flush_close_unref)
+  FIND(process, sd_bus_process)
+  FIND(get_fd, sd_bus_get_fd)
+  FIND(get_events, sd_bus_get_events)
+  FIND(get_timeout, sd_bus_get_timeout)
+  FIND(call_async, sd_bus_call_async)
+  FIND(message_new_method_call, sd_bus_message_new_method_call)
+  FIND(message_unref, sd_bus_message_unref)
+  FIND(message_open_container, sd_bus_message_open_container)
+  FIND(message_close_container, sd_bus_message_close_container)
+  FIND(message_append_basic, sd_bus_message_append_basic)
+  FIND(message_enter_container, sd_bus_message_enter_container)
+  FIND(message_read_basic, sd_bus_message_read_basic)
+  FIND(message_is_method_error, sd_bus_message_is_method_error)
+  FIND(message_get_error, sd_bus_message_get_error)
+#undef FIND
+  functions = f;
+  loaded = &functions;
+}
+
+const switchd_sd_bus *switchd_sd_bus_load(void) {
+  pthread_once(&once, load);
+  return loaded;
+}
+
+const char *switchd_sd_bus_error(void) {
+  pthread_once(&once, load);
+  return loaded ? "" : error;
+}

@@ -1,1 +1,0 @@
-#include <systemd/sd-bus.h>
