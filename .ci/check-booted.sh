@@ -11,8 +11,10 @@
 # stop, journald priorities; the watchdog restarting a SIGSTOP'd daemon with
 # every acknowledged value; the sandbox (systemd-analyze security, and an
 # apply command running under it); Wi-Fi through NetworkManager with
-# /usr/libexec/switchd/nm-radio. Every wait has a deadline, every failure
-# prints the journal, and the container is halted on the way out.
+# /usr/libexec/switchd/nm-radio, and drift; Authorization=polkit (a rule
+# granting one user's write and not another's, sd-bus loaded by the first
+# question). Every wait has a deadline, every failure prints the journal,
+# and the container is halted on the way out.
 #
 # Cached under $SWITCHD_CI_CACHE (default /var/cache/switchd-ci) as
 # check-deb.sh does: the root as a tarball keyed by the ISO week, the
@@ -374,6 +376,35 @@ print(" ".join("%s/%s/%s" % (e["key"], e["cause"], e["actor"].get("source")) for
   fail "adopting nmcli radio wifi on was not one external change of wifi by the system: $newer"
 [ "$(radio)" = enabled ] || fail "the adopted value was applied back wrong: nmcli radio wifi $(radio)"
 say "drift while free: ok (nmcli radio wifi on adopted: switchctl get wifi says on, one external event)"
+
+# --- polkit under the unit: sd-bus loaded (dlopen) by the first question -----------------
+in_box useradd --no-create-home --shell /usr/sbin/nologin ci-polkit 2>/dev/null || true
+printf '%s\n' \
+  'polkit.addRule(function(action, subject) {' \
+  '  if (action.id == "io.switchd.write" && action.lookup("key") == "bluetooth" &&' \
+  '      subject.user == "ci-polkit") {' \
+  '    return polkit.Result.YES;' \
+  '  }' \
+  '});' >"$root/etc/polkit-1/rules.d/50-ci-switchd.rules"
+sed -i 's|^#Authorization=builtin$|Authorization=polkit|' "$root/etc/switchd/switchd.conf"
+grep -q '^Authorization=polkit$' "$root/etc/switchd/switchd.conf" || fail "could not set Authorization=polkit"
+in_box systemctl restart switchd.service
+until_ok 30 "switchd did not come back under Authorization=polkit" is_active switchd.service
+# root administers: its writes ask nobody.
+ctl toggle bluetooth >/dev/null || fail "root's write failed under polkit"
+ctl toggle bluetooth >/dev/null || fail "root's second write failed under polkit"
+maps_libsystemd() { in_box grep -q libsystemd "/proc/$(main_pid)/maps"; }
+! maps_libsystemd || fail "switchd mapped libsystemd before it asked polkit anything"
+was=$(ctl get bluetooth)
+as_polkit_user() { in_box setpriv --reuid=ci-polkit --regid=nogroup --clear-groups env -i PATH=/usr/bin:/bin "$@"; }
+as_polkit_user switchctl --no-ask-password toggle bluetooth >/dev/null ||
+  fail "polkit did not let ci-polkit toggle bluetooth: $(ctl why bluetooth)"
+[ "$(ctl get bluetooth)" != "$was" ] || fail "bluetooth did not change for ci-polkit"
+if as_polkit_user switchctl --no-ask-password toggle wifi >/dev/null 2>&1; then
+  fail "polkit let ci-polkit toggle wifi, which no rule grants"
+fi
+maps_libsystemd || fail "switchd asked polkit without libsystemd mapped"
+say "polkit under the unit: ok (a rule's write granted, another refused; libsystemd mapped only once asked)"
 
 halt
 say "ok in $((SECONDS - started)) s"

@@ -18,8 +18,9 @@ extension Bench {
     stopDaemon(daemon)
 
     // The peer twice: each key holding the switch's object (the same
-    // data), and each holding one byte (the same keys, the least a Redis
-    // with them can take: what a check that only SETs the keys would see).
+    // data), and each holding "1" (Redis shares one object for small
+    // integers, so the values cost nothing: the least a Redis with these
+    // keys can take, what a check that only SETs the keys would see).
     var redisRSS: (objects: Int?, oneByte: Int?) = (nil, nil)
     if let binary {
       progress("peak RSS: Redis with \(count(total)) keys and \(count(watchers)) subscribers")
@@ -39,7 +40,7 @@ extension Bench {
     oneByte.target = .none
     add(
       peerRow(
-        oneByte, redisRSS.oneByte.map(Double.init), name: "Redis, the keys holding 1 byte each"))
+        oneByte, redisRSS.oneByte.map(Double.init), name: "Redis, the keys each holding 1"))
   }
 
   /// Redis's VmHWM with the switches' keys, each holding `template` made

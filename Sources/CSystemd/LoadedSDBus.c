@@ -6,13 +6,13 @@
 
 static switchd_sd_bus functions;
 static const switchd_sd_bus *loaded;
-static char error[512];
+static char load_error[512];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /// The address of `name` in `library`, or NULL with `error` set.
 static void *find(void *library, const char *name) {
   void *address = dlsym(library, name);
-  if (!address) snprintf(error, sizeof error, "libsystemd.so.0 has no %s", name);
+  if (!address) snprintf(load_error, sizeof load_error, "libsystemd.so.0 has no %s", name);
   return address;
 }
 
@@ -21,13 +21,17 @@ static void load(void) {
   void *library = dlopen("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL);
   if (!library) {
     const char *why = dlerror();
-    snprintf(error, sizeof error, "%s", why ? why : "libsystemd.so.0 could not be loaded");
+    snprintf(load_error, sizeof load_error, "%s", why ? why : "libsystemd.so.0 could not be loaded");
     return;
   }
   switchd_sd_bus f;
-  // Each assignment converts the address to the member's type; a missing
-  // one leaves `loaded` NULL (the library stays loaded: it is never unloaded).
-#define FIND(member, symbol)                                  \
+  // Each member's type is checked against sd-bus.h's declaration of the
+  // function at compile time; the address is stored through a `void *`
+  // view of the member (POSIX's idiom for dlsym). A missing function
+  // leaves `loaded` NULL (the library stays loaded: it is never unloaded).
+#define FIND(member, symbol)                                                    \
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&symbol), __typeof__(f.member)), \
+                 #symbol " is not declared as switchd_sd_bus." #member " says");            \
   if (!(*(void **)&f.member = find(library, #symbol))) return;
   FIND(open_system, sd_bus_open_system)
   FIND(is_open, sd_bus_is_open)
@@ -58,5 +62,5 @@ const switchd_sd_bus *switchd_sd_bus_load(void) {
 
 const char *switchd_sd_bus_error(void) {
   pthread_once(&once, load);
-  return loaded ? "" : error;
+  return loaded ? "" : load_error;
 }
