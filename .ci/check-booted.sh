@@ -330,7 +330,13 @@ ctl off wifi >/dev/null || fail "switchctl off wifi failed: $(ctl why wifi)"
 [ "$(radio)" = disabled ] || fail "switchctl off wifi left nmcli radio wifi $(radio): $(ctl why wifi)"
 ctl on wifi >/dev/null || fail "switchctl on wifi failed: $(ctl why wifi)"
 [ "$(radio)" = enabled ] || fail "switchctl on wifi left nmcli radio wifi $(radio): $(ctl why wifi)"
-as_switchd() { in_box setpriv --reuid=switchd --regid=switchd --clear-groups env -i PATH=/usr/bin:/bin "$@"; }
+# as_user USER GROUP COMMAND...: COMMAND in the box as USER, with a bare environment.
+as_user() {
+  local user=$1 group=$2
+  shift 2
+  in_box setpriv --reuid="$user" --regid="$group" --clear-groups env -i PATH=/usr/bin:/bin "$@"
+}
+as_switchd() { as_user switchd switchd "$@"; }
 [ "$(as_switchd /usr/libexec/switchd/nm-radio check wifi)" = on ] || fail "nm-radio check wifi did not say on"
 in_box sh -c 'setpriv --reuid=switchd --regid=switchd --clear-groups timeout 30 /usr/libexec/switchd/nm-radio watch wifi >/var/tmp/watch.out 2>/var/tmp/watch.err &'
 watch_says() { [ "$(in_box sh -c 'tr "\n" " " </var/tmp/watch.out')" = "$1" ]; }
@@ -396,11 +402,10 @@ ctl toggle bluetooth >/dev/null || fail "root's second write failed under polkit
 maps_libsystemd() { in_box grep -q libsystemd "/proc/$(main_pid)/maps"; }
 ! maps_libsystemd || fail "switchd mapped libsystemd before it asked polkit anything"
 was=$(ctl get bluetooth)
-as_polkit_user() { in_box setpriv --reuid=ci-polkit --regid=nogroup --clear-groups env -i PATH=/usr/bin:/bin "$@"; }
-as_polkit_user switchctl --no-ask-password toggle bluetooth >/dev/null ||
+as_user ci-polkit nogroup switchctl --no-ask-password toggle bluetooth >/dev/null ||
   fail "polkit did not let ci-polkit toggle bluetooth: $(ctl why bluetooth)"
 [ "$(ctl get bluetooth)" != "$was" ] || fail "bluetooth did not change for ci-polkit"
-if as_polkit_user switchctl --no-ask-password toggle wifi >/dev/null 2>&1; then
+if as_user ci-polkit nogroup switchctl --no-ask-password toggle wifi >/dev/null 2>&1; then
   fail "polkit let ci-polkit toggle wifi, which no rule grants"
 fi
 maps_libsystemd || fail "switchd asked polkit without libsystemd mapped"

@@ -2,8 +2,9 @@ import Glibc
 
 /// Peak resident memory (VmHWM) with 10,000 switches and 1,000 watchers
 /// against Redis holding the same 10,000 keys, each a switch object of the
-/// size switchd answers with, and 1,000 subscribers; both then deliver the
-/// same changes to every watcher (issue 26).
+/// size switchd answers with (and, a row with no target, each the integer
+/// 1), and 1,000 subscribers; both then deliver the same changes to every
+/// watcher (issue 26).
 extension Bench {
   func measurePeakMemory(redis binary: String?) throws {
     let total = options.startupSwitches
@@ -21,11 +22,11 @@ extension Bench {
     // data), and each holding "1" (Redis shares one object for small
     // integers, so the values cost nothing: the least a Redis with these
     // keys can take, what a check that only SETs the keys would see).
-    var redisRSS: (objects: Int?, oneByte: Int?) = (nil, nil)
+    var redisRSS: (objects: Int?, integers: Int?) = (nil, nil)
     if let binary {
       progress("peak RSS: Redis with \(count(total)) keys and \(count(watchers)) subscribers")
       redisRSS.objects = try redisPeak(binary, "redis-memory", template: template)
-      redisRSS.oneByte = try redisPeak(binary, "redis-memory-small", template: "1")
+      redisRSS.integers = try redisPeak(binary, "redis-memory-integers", template: "1")
     }
     let row = Row(
       section: "instructions",
@@ -36,11 +37,11 @@ extension Bench {
       peerRow(
         row, redisRSS.objects.map(Double.init),
         name: "Redis, same keys + subscribers, appendfsync always"))
-    var oneByte = row
-    oneByte.target = .none
+    var keysOnly = row
+    keysOnly.target = .none
     add(
       peerRow(
-        oneByte, redisRSS.oneByte.map(Double.init), name: "Redis, the keys each holding 1"))
+        keysOnly, redisRSS.integers.map(Double.init), name: "Redis, the keys each holding 1"))
   }
 
   /// Redis's VmHWM with the switches' keys, each holding `template` made

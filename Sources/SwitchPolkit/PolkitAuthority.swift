@@ -45,8 +45,10 @@ public enum PolkitAnswer: Equatable, Sendable {
 /// an instance; nothing here blocks but `sd_bus_open_system` (a local socket).
 public final class PolkitAuthority {
   private var bus: OpaquePointer?
-  /// sd-bus's functions, from libsystemd.so.0, loaded by the first check.
-  private var sd: switchd_sd_bus?
+  /// sd-bus's functions, from libsystemd.so.0, loaded by the first check
+  /// (nil when they cannot be: `switchd_sd_bus_error()` says why). Read
+  /// only where `bus` is open, or to open it.
+  private lazy var sd: switchd_sd_bus? = switchd_sd_bus_load()?.pointee
   /// Checks sent and not yet answered, by id, each with the context its
   /// callback gets as userdata (retained until answered or dropped).
   private var outstanding: [UInt64: Unmanaged<CallContext>] = [:]
@@ -79,14 +81,10 @@ public final class PolkitAuthority {
   /// Sends one check; its answer comes later, through `deliver`. `id` must
   /// not be 0.
   public func send(_ check: PolkitCheck, id: UInt64) {
-    if sd == nil {
-      guard let loaded = switchd_sd_bus_load() else {
-        let why = String(cString: switchd_sd_bus_error())
-        return deliver(id, .unreachable("sd-bus could not be loaded: \(why)"))
-      }
-      sd = loaded.pointee
+    guard let sd else {
+      let why = String(cString: switchd_sd_bus_error())
+      return deliver(id, .unreachable("sd-bus could not be loaded: \(why)"))
     }
-    guard let sd else { return }
     if bus == nil {
       var opened: OpaquePointer?
       let r = sd.open_system(&opened)
@@ -101,7 +99,7 @@ public final class PolkitAuthority {
       bus, &message, "org.freedesktop.PolicyKit1", "/org/freedesktop/PolicyKit1/Authority",
       "org.freedesktop.PolicyKit1.Authority", "CheckAuthorization")
     if r >= 0, let message {
-      r = Self.append(check, to: message, sd)
+      r = sd.append(check, to: message)
       if r >= 0 {
         let timeout =
           check.allowInteraction ? Self.interactiveTimeoutMicroseconds : Self.timeoutMicroseconds
@@ -159,7 +157,7 @@ public final class PolkitAuthority {
     guard let reply, let sd else {
       return answered.append((id, .unreachable("polkit sent no reply")))
     }
-    answered.append((id, Self.read(reply, sd)))
+    answered.append((id, sd.read(reply)))
   }
 
   private func disconnect(_ why: String) {
@@ -173,62 +171,62 @@ public final class PolkitAuthority {
       deliver(id, .unreachable(why))
     }
   }
+}
 
+// Building CheckAuthorization's call and reading its reply, with the
+// functions of sd-bus as loaded.
+extension switchd_sd_bus {
   /// CheckAuthorization's arguments: `(sa{sv})` subject, `s` action,
   /// `a{ss}` details, `u` flags, `s` cancellation id.
-  private static func append(_ check: PolkitCheck, to m: OpaquePointer, _ sd: switchd_sd_bus)
-    -> Int32
-  {
-    var r = sd.message_open_container(m, CChar(UInt8(ascii: "r")), "sa{sv}")
-    if r >= 0 { r = appendString(m, "unix-process", sd) }
-    if r >= 0 { r = sd.message_open_container(m, CChar(UInt8(ascii: "a")), "{sv}") }
+  fileprivate func append(_ check: PolkitCheck, to m: OpaquePointer) -> Int32 {
+    var r = message_open_container(m, CChar(UInt8(ascii: "r")), "sa{sv}")
+    if r >= 0 { r = appendString(m, "unix-process") }
+    if r >= 0 { r = message_open_container(m, CChar(UInt8(ascii: "a")), "{sv}") }
     var pid = check.pid
     var startTime = check.startTime
     var uid = Int32(bitPattern: check.uid)
-    if r >= 0 { r = appendVariant(m, "pid", UInt8(ascii: "u"), &pid, sd) }
-    if r >= 0 { r = appendVariant(m, "start-time", UInt8(ascii: "t"), &startTime, sd) }
-    if r >= 0 { r = appendVariant(m, "uid", UInt8(ascii: "i"), &uid, sd) }
-    if r >= 0 { r = sd.message_close_container(m) }
-    if r >= 0 { r = sd.message_close_container(m) }
-    if r >= 0 { r = appendString(m, check.action, sd) }
-    if r >= 0 { r = sd.message_open_container(m, CChar(UInt8(ascii: "a")), "{ss}") }
+    if r >= 0 { r = appendVariant(m, "pid", UInt8(ascii: "u"), &pid) }
+    if r >= 0 { r = appendVariant(m, "start-time", UInt8(ascii: "t"), &startTime) }
+    if r >= 0 { r = appendVariant(m, "uid", UInt8(ascii: "i"), &uid) }
+    if r >= 0 { r = message_close_container(m) }
+    if r >= 0 { r = message_close_container(m) }
+    if r >= 0 { r = appendString(m, check.action) }
+    if r >= 0 { r = message_open_container(m, CChar(UInt8(ascii: "a")), "{ss}") }
     for (name, value) in check.details where r >= 0 {
-      r = sd.message_open_container(m, CChar(UInt8(ascii: "e")), "ss")
-      if r >= 0 { r = appendString(m, name, sd) }
-      if r >= 0 { r = appendString(m, value, sd) }
-      if r >= 0 { r = sd.message_close_container(m) }
+      r = message_open_container(m, CChar(UInt8(ascii: "e")), "ss")
+      if r >= 0 { r = appendString(m, name) }
+      if r >= 0 { r = appendString(m, value) }
+      if r >= 0 { r = message_close_container(m) }
     }
-    if r >= 0 { r = sd.message_close_container(m) }
+    if r >= 0 { r = message_close_container(m) }
     // 1: AllowUserInteraction.
     var flags: UInt32 = check.allowInteraction ? 1 : 0
-    if r >= 0 { r = sd.message_append_basic(m, CChar(UInt8(ascii: "u")), &flags) }
-    if r >= 0 { r = appendString(m, "", sd) }
+    if r >= 0 { r = message_append_basic(m, CChar(UInt8(ascii: "u")), &flags) }
+    if r >= 0 { r = appendString(m, "") }
     return r
   }
 
-  private static func appendString(_ m: OpaquePointer, _ text: String, _ sd: switchd_sd_bus)
-    -> Int32
-  {
-    text.withCString { sd.message_append_basic(m, CChar(UInt8(ascii: "s")), $0) }
+  private func appendString(_ m: OpaquePointer, _ text: String) -> Int32 {
+    text.withCString { message_append_basic(m, CChar(UInt8(ascii: "s")), $0) }
   }
 
-  private static func appendVariant<T: BitwiseCopyable>(
-    _ m: OpaquePointer, _ name: String, _ type: UInt8, _ value: inout T, _ sd: switchd_sd_bus
+  private func appendVariant<T: BitwiseCopyable>(
+    _ m: OpaquePointer, _ name: String, _ type: UInt8, _ value: inout T
   ) -> Int32 {
-    var r = sd.message_open_container(m, CChar(UInt8(ascii: "e")), "sv")
-    if r >= 0 { r = appendString(m, name, sd) }
+    var r = message_open_container(m, CChar(UInt8(ascii: "e")), "sv")
+    if r >= 0 { r = appendString(m, name) }
     let contents = String(UnicodeScalar(type))
-    if r >= 0 { r = sd.message_open_container(m, CChar(UInt8(ascii: "v")), contents) }
-    if r >= 0 { r = sd.message_append_basic(m, CChar(bitPattern: type), &value) }
-    if r >= 0 { r = sd.message_close_container(m) }
-    if r >= 0 { r = sd.message_close_container(m) }
+    if r >= 0 { r = message_open_container(m, CChar(UInt8(ascii: "v")), contents) }
+    if r >= 0 { r = message_append_basic(m, CChar(bitPattern: type), &value) }
+    if r >= 0 { r = message_close_container(m) }
+    if r >= 0 { r = message_close_container(m) }
     return r
   }
 
   /// The reply's `(bba{ss})`: is_authorized, is_challenge (the details are not needed).
-  private static func read(_ reply: OpaquePointer, _ sd: switchd_sd_bus) -> PolkitAnswer {
-    if sd.message_is_method_error(reply, nil) > 0 {
-      let error = sd.message_get_error(reply)
+  fileprivate func read(_ reply: OpaquePointer) -> PolkitAnswer {
+    if message_is_method_error(reply, nil) > 0 {
+      let error = message_get_error(reply)
       let name = error?.pointee.name.map { String(cString: $0) } ?? "an error"
       let text = error?.pointee.message.map { String(cString: $0) } ?? ""
       if text.contains("not registered") {
@@ -240,9 +238,9 @@ public final class PolkitAuthority {
     }
     var authorized: Int32 = 0
     var challenge: Int32 = 0
-    var r = sd.message_enter_container(reply, CChar(UInt8(ascii: "r")), "bba{ss}")
-    if r >= 0 { r = sd.message_read_basic(reply, CChar(UInt8(ascii: "b")), &authorized) }
-    if r >= 0 { r = sd.message_read_basic(reply, CChar(UInt8(ascii: "b")), &challenge) }
+    var r = message_enter_container(reply, CChar(UInt8(ascii: "r")), "bba{ss}")
+    if r >= 0 { r = message_read_basic(reply, CChar(UInt8(ascii: "b")), &authorized) }
+    if r >= 0 { r = message_read_basic(reply, CChar(UInt8(ascii: "b")), &challenge) }
     if r < 0 { return .unreachable("polkit's answer could not be read: \(errorText(r))") }
     if authorized != 0 { return .authorized }
     return challenge != 0 ? .challenge : .denied
