@@ -118,6 +118,11 @@ public struct JSONWriter: ~Copyable {
     append(contentsOf: bytes)
   }
 
+  /// Appends all of `bytes` but the last `count`.
+  public mutating func raw(_ bytes: [UInt8], droppingLast count: Int) {
+    bytes.withUnsafeBytes { append(UnsafeRawBufferPointer(rebasing: $0.dropLast(count))) }
+  }
+
   /// Appends `s` quoted and escaped.
   public mutating func string(_ s: String) {
     append(UInt8(ascii: "\""))

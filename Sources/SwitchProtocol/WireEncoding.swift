@@ -60,10 +60,10 @@ public enum WireEncoding {
       writeHoldMembersInFull(&w, s)
     }
     if let source = policySource?.policySourceText {
-      w.raw(template.icons)
+      w.raw(template.icons, droppingLast: 4)  // "null"
       w.string(source)
     } else {
-      w.raw(template.iconsNoPolicy)
+      w.raw(template.icons)
     }
   }
 
@@ -98,7 +98,12 @@ public enum WireEncoding {
     middle: (inout JSONWriter) -> Void, effective: Bool, user: UInt32?, revision: Int64,
     changedAt: Int64?, observed: Bool?, writable: Writability?
   ) {
-    w.raw(checked ? template.headChecked : template.headUnchecked)
+    if checked {
+      w.raw(template.head)
+    } else {
+      w.raw(template.head, droppingLast: 4)  // "true"
+      w.raw("false")
+    }
     middle(&w)
     if template.scope == .user {
       w.raw(effective ? Parts.effectiveUser : Parts.ineffectiveUser)
@@ -348,23 +353,28 @@ public enum WireEncoding {
 /// the loop encodes a Switch again after each change, and these are most of its bytes.
 /// A class: a copy out of the loop's cache is one reference, not four arrays retained
 /// and released per answer (callgrind).
+///
+/// One array of each part, not one per variant: a template is kept for
+/// every declared switch a client reads, and the variants (a `checked` of
+/// `false`, a `policySource` of its own) write a prefix of the array and
+/// then what differs. Two copies of each took ~2.9 MB with 10,000 switches
+/// listed (`switchbench --only instructions`'s peak-RSS configuration).
 public final class SwitchTemplate: Sendable {
-  /// `{"key":…,"label":…,"description":…,"checked":` with `true`, and
-  /// with `false`, after it: one append, not two.
-  let headChecked: [UInt8]
-  let headUnchecked: [UInt8]
+  /// `{"key":…,"label":…,"description":…,"checked":true`: `checked` true
+  /// in one append, false in two (`"false"` after all but its last 4 bytes).
+  let head: [UInt8]
   public let defaultChecked: Bool
   public let scope: Scope
-  /// `,"checkedIcon":…,"uncheckedIcon":…,"group":…,"order":…,"policySource":`
+  /// `,"checkedIcon":…,"uncheckedIcon":…,"group":…,"order":…,"policySource":null`:
+  /// most switches have no policy; one that has writes its source after
+  /// all but the last 4 bytes.
   let icons: [UInt8]
-  /// The same with `null` after it: most switches have no policy.
-  let iconsNoPolicy: [UInt8]
 
   /// A writer's capacity for one Switch object of this template, its
   /// holds and reasons short: room enough that it is not grown and copied
   /// while written (twice per object at 512 and 256 bytes: ~3k
   /// instructions of a toggle's answer, callgrind).
-  public var objectCapacity: Int { headUnchecked.count + middleCapacity + 192 }
+  public var objectCapacity: Int { head.count + 1 + middleCapacity + 192 }
 
   /// The same for its middle members (`WireEncoding.switchMiddle`).
   var middleCapacity: Int { icons.count + 384 }
@@ -378,8 +388,8 @@ public final class SwitchTemplate: Sendable {
     w.member(WireField.description)
     w.string(definition.description)
     w.member(WireField.checked)
-    headChecked = w.bytes + Array("true".utf8)
-    headUnchecked = w.bytes + Array("false".utf8)
+    w.raw("true")
+    head = w.bytes
     defaultChecked = definition.defaultChecked
     scope = definition.scope
     w = JSONWriter(capacity: 64)
@@ -392,7 +402,7 @@ public final class SwitchTemplate: Sendable {
     w.member(WireField.order)
     w.int(Int64(definition.order))
     w.member(WireField.policySource)
+    w.raw("null")
     icons = w.bytes
-    iconsNoPolicy = icons + Array("null".utf8)
   }
 }

@@ -53,6 +53,12 @@ final class Connection {
   /// in `out` of the first byte of the line it goes with, in order. Owned
   /// until passed; closed with the connection (`Connection+Descriptors`).
   var descriptorsToSend: [(at: Int, fd: Int32)] = []
+  /// Bytes queued ahead of `out`, each sent from its own buffer
+  /// (`Connection+SharedParts`): a large answer's part that other
+  /// connections' queues share, as they are, with what was unsent before it.
+  var ahead: [(bytes: [UInt8], start: Int)] = []
+  /// The bytes of `ahead` not yet sent.
+  var aheadUnsent = 0
 
   var watchIDs: [String] = []
   /// Watches started with `since` that have not yet caught up with the
@@ -95,7 +101,7 @@ final class Connection {
     self.framer = LineFramer(maxFrameBytes: maxFrameBytes, delimiter: wire.terminator)
   }
 
-  var unsentCount: Int { out.count - outStart }
+  var unsentCount: Int { aheadUnsent + out.count - outStart }
   var hasPending: Bool { pendingHead < pending.count }
 
   // MARK: Slots
@@ -175,7 +181,7 @@ final class Connection {
     bytes.removeAll(keepingCapacity: true)
   }
 
-  private func flushCompletedSlots() {
+  func flushCompletedSlots() {
     var done = 0
     for slot in slots {
       guard slot.remaining == 0 else { break }
@@ -199,7 +205,7 @@ final class Connection {
   }
 
   /// Removes the first `count` slots; all of them (the common case) without shifting.
-  private func dropSlots(_ count: Int) {
+  func dropSlots(_ count: Int) {
     if count == 1 && slots.count == 1 {
       // The common case, one answer: removeAll goes through the generic
       // replaceSubrange (~190 instructions a call, callgrind).
@@ -243,6 +249,10 @@ final class Connection {
   /// Sends as much of the queue as the socket takes now, up to `budget` bytes.
   func sendQueued(budget: Int = .max) -> SendResult {
     var sent = 0
+    if !ahead.isEmpty {
+      let result = sendAhead(budget: budget, sent: &sent)
+      if result != .drained { return result }
+    }
     while outStart < out.count {
       if sent >= budget { return .budgetSpent }
       // A line that passes descriptors starts a send of its own, which carries them.
@@ -348,6 +358,8 @@ final class Connection {
   func discardQueued() {
     for descriptor in descriptorsToSend { close(descriptor.fd) }
     descriptorsToSend.removeAll()
+    ahead.removeAll()
+    aheadUnsent = 0
     out.removeAll(keepingCapacity: out.capacity <= 1 << 20)
     outStart = 0
     responseBytesQueued = 0

@@ -99,6 +99,9 @@ struct SwitchEncodings {
 
   func isUserScoped(at position: Int) -> Bool { userScoped[position] }
 
+  /// The schema members of the Switch at `position` if they are kept.
+  func keptTemplate(at position: Int) -> SwitchTemplate? { entries[position].template }
+
   /// The schema members of the Switch at `position`, made once per
   /// configuration from its `definition` (nil: no longer declared).
   mutating func template(
@@ -180,19 +183,44 @@ extension Server {
     if let bytes = encodings.bytes(at: position) { return bytes }
     let key = catalog.sortedKeys[position]
     guard let template = encodings.template(at: position, definition: { catalog.switches[key] }),
-      var record = record()
+      let record = record()
     else { return nil }
-    let state = record.state
-    // A user-scope switch shared by every viewer: as a user who never set it reads it.
-    if template.scope == .user, let definition = catalog.switches[key] {
-      record = Visibility.record(record, own: nil, definition: definition)
-    }
-    // Each table is asked only when it can hold something for this switch
-    // (a look-up hashes the key: this runs after every change).
+    let parts = objectParts(key, template: template, record: record)
     return encodings.encode(
-      at: position, template: template, record: record, state: state,
-      policySource: Rules.policySource(state: state, rule: policy(of: key, holding: state)),
-      observed: observations[key])
+      at: position, template: template, record: parts.record, state: record.state,
+      policySource: parts.policySource, observed: parts.observed)
+  }
+
+  /// What a Switch object shows of `record` besides its schema: a
+  /// user-scope switch shared by every viewer as a user who never set it
+  /// reads it. Each table is asked only when it can hold something for
+  /// this switch (a look-up hashes the key: this runs after every change).
+  private func objectParts(_ key: String, template: SwitchTemplate, record: SwitchRecord)
+    -> (record: SwitchRecord, policySource: SourceLocation?, observed: Bool?)
+  {
+    var shown = record
+    if template.scope == .user, let definition = catalog.switches[key] {
+      shown = Visibility.record(record, own: nil, definition: definition)
+    }
+    let state = record.state
+    return (
+      shown, Rules.policySource(state: state, rule: policy(of: key, holding: state)),
+      observations[key]
+    )
+  }
+
+  /// The object `encodedSwitch` would keep, written with `caller`'s
+  /// `writable` and nothing kept (`writeSwitchAsSeen(keeping: false)`).
+  func writeUnkeptSwitch(_ w: inout JSONWriter, at position: Int, for caller: Caller, scope: Scope)
+  {
+    let key = catalog.sortedKeys[position]
+    guard let definition = catalog.switches[key], let record = records[key] else { return }
+    let template = encodings.keptTemplate(at: position) ?? SwitchTemplate(definition)
+    let parts = objectParts(key, template: template, record: record)
+    WireEncoding.writeSwitch(
+      &w, template: template, record: parts.record, policySource: parts.policySource,
+      observed: parts.observed,
+      writable: writability(key, state: record.state, for: caller, scope: scope))
   }
 
   /// Whether `caller` may change `key`'s value now, and if not why
@@ -267,7 +295,9 @@ extension Server {
         key, stamp: stamp, from: old,
         changed: { self.encodings.changed(at: $0, since: $1) },
         stored: { self.isStored(at: $0) },
-        write: { self.writeSwitchAsSeen(&$0, at: $1, for: caller, viewpoint: viewpoint) })
+        write: {
+          self.writeSwitchAsSeen(&$0, at: $1, for: caller, viewpoint: viewpoint, keeping: false)
+        })
     }
     let bytes = list.bytes
     switchLists.keep(list)

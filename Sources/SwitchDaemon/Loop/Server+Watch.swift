@@ -44,6 +44,26 @@ extension Server {
     if replayFrom != nil { connection.replaysUnfinished += 1 }
     let current = revision
     let snapshotFor = snapshotCaller(viewpoint, caller: connection.caller)
+    if since == nil, let positions = keptRange(patterns) {
+      // A notification wants no answer: nothing to make, or to push out of the cache.
+      guard pending.answer != nil else { return }
+      let switches = keptList(positions, for: snapshotFor, viewpoint: viewpoint)
+      return answer(pending, on: connection, around: switches) { w, here in
+        if connection.wire == .varlink {
+          VarlinkEncoding.writeWatch(&w, revision: current, withSwitches: true) { w in
+            w.raw("[")
+            here(&w)
+            w.raw("]")
+          }
+        } else {
+          ResultEncoding.writeWatch(&w, watch: id, revision: current) { w in
+            w.raw("[")
+            here(&w)
+            w.raw("]")
+          }
+        }
+      }
+    }
     answer(pending, on: connection) { w in
       if connection.wire == .varlink {
         // The first reply: no watch id (the call itself is the watch).
@@ -58,6 +78,22 @@ extension Server {
         ResultEncoding.writeReplayingWatch(&w, watch: id, revision: current)
       }
     }
+  }
+
+  /// The positions a snapshot of `patterns` shows when they are a range
+  /// large enough for a kept list (every switch, or one prefix): it is
+  /// shared with the `list` and `watch` answers of the same range, caller
+  /// and viewpoint, in the cache and in the queues of every connection
+  /// still sending it (`Connection.queue(head:shared:…)`).
+  func keptRange(_ patterns: [KeyPattern]?) -> Range<Int>? {
+    let range: Range<Int>
+    if let patterns {
+      guard patterns.count == 1, case .prefix(let prefix) = patterns[0] else { return nil }
+      range = positions(withPrefix: prefix)
+    } else {
+      range = catalog.sortedKeys.indices
+    }
+    return range.count >= Self.smallestKeptList ? range : nil
   }
 
   /// Whom `writable` in a watch's snapshot is computed for: the watch's

@@ -136,9 +136,6 @@ final class Server {
   /// its connection's queue (`Connection.writeDirectly`): one buffer for
   /// every connection, kept from answer to answer.
   var scratch = JSONWriter(capacity: 4096)
-  /// The buffer the next line built around a kept list goes into (one a
-  /// connection gave back: `answer(_:on:around:_:)`).
-  var lineSpare: [UInt8] = []
   var tokens = [UInt64](repeating: 0, count: 256)
   var readBuffer = [UInt8](repeating: 0, count: Server.readChunk)
 
