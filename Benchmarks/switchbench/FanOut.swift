@@ -27,6 +27,14 @@ extension FanOutPlan {
       publishNewlines: 1, eventNewlines: 1)
   }
 
+  /// `watchers` switchd connections watching every switch, all asking at
+  /// once: each is answered with a snapshot of all of them.
+  static func switchdWatchersOfEverything(path: String, watchers: Int) -> FanOutPlan {
+    var plan = switchdWatchers(path: path, watchers: watchers)
+    plan.subscribe = rpc("watch", "{}")
+    return plan
+  }
+
   /// `watchers` Redis connections subscribed to `wifi`; each change is a
   /// `PUBLISH` of a payload as long as switchd's event.
   static func redisSubscribers(path: String, watchers: Int) -> FanOutPlan {

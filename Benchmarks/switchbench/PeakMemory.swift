@@ -17,6 +17,14 @@ extension Bench {
     let switchdRSS = try peakAfterFanOut(
       pid: daemon.pid, .switchdWatchers(path: daemon.socket, watchers: watchers))
     stopDaemon(daemon)
+    // The same watchers each asking for every switch, all at once: a
+    // snapshot of 5.3 MB each, which the queues share (one copy, not 1,000).
+    progress("peak RSS: switchd with \(count(watchers)) watchers of every switch")
+    let everything = try startDaemon("memory-everything", config: config)
+    let everythingRSS = try peakAfterFanOut(
+      pid: everything.pid,
+      .switchdWatchersOfEverything(path: everything.socket, watchers: watchers))
+    stopDaemon(everything)
 
     // The peer twice: each key holding the switch's object (the same
     // data), and each holding "1" (Redis shares one object for small
@@ -42,6 +50,14 @@ extension Bench {
     add(
       peerRow(
         keysOnly, redisRSS.integers.map(Double.init), name: "Redis, the keys each holding 1"))
+    var ofEverything = row
+    ofEverything.measure =
+      "peak RSS, \(count(total)) switches + \(count(watchers)) watchers of every switch"
+    ofEverything.value = everythingRSS.map(Double.init)
+    add(
+      peerRow(
+        ofEverything, redisRSS.objects.map(Double.init),
+        name: "Redis, same keys + subscribers, appendfsync always"))
   }
 
   /// Redis's VmHWM with the switches' keys, each holding `template` made
