@@ -11,8 +11,9 @@ import Testing
 /// watchers that ask at once hold one copy between them, not one each
 /// (a thousand watchers of 10,000 switches took 5.4 GB of VmHWM before).
 @Suite struct SharedAnswerTests {
-  /// 2,000 switches: a snapshot of ~500 KB, more than a socket buffer
-  /// takes, so the loop still holds most of it when the peer does not read.
+  /// 2,000 switches: a snapshot of ~500 KB, much more than the send
+  /// buffer the test gives each connection (`watchWithoutReading`), so the
+  /// loop still holds most of it when the peer does not read.
   static func manySwitches(_ directory: String) -> String {
     (0..<2000).map { "[bulk.s\($0)]\nLabel=Switch \($0)\nDescription=One of many.\n\n" }
       .joined()
@@ -21,22 +22,32 @@ import Testing
   static let watchEverything = #"{"jsonrpc":"2.0","id":1,"method":"watch","params":{}}"# + "\n"
 
   /// Sends a watch of everything on each connection, and turns the loop
-  /// until each connection's answer is queued (none of them reads).
+  /// until each connection's answer is queued (none of them reads). The
+  /// loop's side of each connection gets the smallest send buffer first,
+  /// whatever the host's default (`net.core.wmem_default`).
   static func watchWithoutReading(
     _ harness: LoopHarness, count: Int
   ) throws -> [Int32] {
     let watching = { harness.server.connections.values.filter { $0.watchIDs.count == 1 }.count }
     let total = watching() + count
+    let known = Set(harness.server.connections.values.map(\.id))
     var fds: [Int32] = []
-    for _ in 0..<count {
-      let fd = try harness.connect()
+    for _ in 0..<count { fds.append(try harness.connect()) }
+    let deadline = monotonicSeconds() + 30
+    while harness.server.connections.count < known.count + count && monotonicSeconds() < deadline {
+      harness.server.turn(timeoutMilliseconds: 5)
+    }
+    for connection in harness.server.connections.values where !known.contains(connection.id) {
+      var size: Int32 = 4096
+      setsockopt(
+        connection.fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+    for fd in fds {
       let sent = watchEverything.utf8CString.withUnsafeBytes {
         send(fd, $0.baseAddress, $0.count - 1, Int32(MSG_NOSIGNAL))
       }
       #expect(sent == watchEverything.utf8.count)
-      fds.append(fd)
     }
-    let deadline = monotonicSeconds() + 30
     while watching() < total && monotonicSeconds() < deadline {
       harness.server.turn(timeoutMilliseconds: 5)
     }
@@ -101,6 +112,12 @@ import Testing
     #expect(Set(secondBuffers).count == 1, "one copy for the three")
     #expect(Set(secondBuffers).isDisjoint(with: Set(firstBuffers)))
 
+    // Read at the usual pace: the small buffers made a send per 4 KB.
+    for connection in harness.server.connections.values {
+      var size: Int32 = 1 << 18
+      setsockopt(
+        connection.fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
     let lines = Self.readLines(harness, before + after)
     var checked: [[Bool]] = []
     for line in lines {
@@ -112,6 +129,51 @@ import Testing
     }
     #expect(checked.prefix(4).allSatisfy { $0 == [false, true] }, "as of the first revision")
     #expect(checked.suffix(3).allSatisfy { $0 == [true, true] }, "as of the toggle")
+  }
+}
+
+extension SharedAnswerTests {
+  /// The `switches` array of an answer line, as its bytes.
+  static func switchesBytes(_ line: String) -> Substring? {
+    guard let start = line.firstRange(of: #""switches":["#)?.upperBound,
+      let end = line.lastIndex(of: "]")
+    else { return nil }
+    return line[start..<end]
+  }
+
+  /// A snapshot made from the kept list, written first so that no
+  /// object is kept yet (`writeUnkeptSwitch`), has the bytes of one
+  /// written switch by switch from the kept objects (two patterns: the
+  /// general path), and of `list`'s.
+  @Test func aSnapshotFromTheKeptListHasTheBytesOfOneWrittenSwitchBySwitch() throws {
+    let harness = try LoopHarness(
+      daemonConf: "[Daemon]\nAdminGroup=\nLogLevel=warning\n",
+      switches: { directory in
+        Self.manySwitches(directory)
+          + "[bulk.s1x]\nLabel=On\nDefault=on\n\n"
+      })
+    defer { harness.stop() }
+    let client = try TestClient(harness)
+    defer { close(client.fd) }
+    let requests = [
+      #"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":["bulk.s1*"]}}"#,
+      #"{"jsonrpc":"2.0","id":2,"method":"watch","params":{"keys":["bulk.s1*","bulk.s1"]}}"#,
+      #"{"jsonrpc":"2.0","id":3,"method":"list","params":{"prefix":"bulk.s1"}}"#,
+    ]
+    client.drive(input: Array((requests.joined(separator: "\n") + "\n").utf8)) {
+      $0.lines.count >= 3
+    }
+    let arrays = client.lines.prefix(3).map(Self.switchesBytes)
+    #expect(arrays.count == 3)
+    #expect(
+      arrays.allSatisfy { ($0?.count ?? 0) > 100_000 },
+      "three snapshots of the 1,112 switches under bulk.s1")
+    // Compared here: a failure would print a megabyte.
+    let sameAsGeneralPath = arrays[0] == arrays[1]
+    let sameAsList = arrays[0] == arrays[2]
+    #expect(sameAsGeneralPath, "the kept list's snapshot and the general path's")
+    #expect(sameAsList, "the snapshot and the list")
+    #expect(arrays[0]?.contains(#""key":"bulk.s1x""#) == true)
   }
 }
 

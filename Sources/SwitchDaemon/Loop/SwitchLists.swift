@@ -91,8 +91,9 @@ struct SwitchLists {
     }
     // Written in place, never copied whole: a writer's buffer copied into
     // the array at the end held the list twice for a moment (10.6 MB of
-    // VmHWM with 10,000 switches). Reserved generously: pages never
-    // written are not resident.
+    // VmHWM with 10,000 switches). Reserved generously: what is never
+    // written adds nothing to the resident set (fresh pages stay unmapped;
+    // memory malloc reuses was resident already).
     var bytes: [UInt8] = []
     bytes.reserveCapacity(max(old?.bytes.count ?? 0, key.positions.count * Self.roomPerObject))
     var ends: [Int] = []
