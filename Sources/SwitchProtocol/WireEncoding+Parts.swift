@@ -131,5 +131,22 @@ extension WireEncoding {
     }
     static let state = fixedBytes { $0.member(WireField.state) }
     static let previous = fixedBytes { $0.member(WireField.previous) }
+
+    // A template's names (`SwitchTemplate`), made for each switch first read.
+    static let templateKey = fixedBytes { $0.firstMember(WireField.key) }
+    static let templateLabel = fixedBytes { $0.member(WireField.label) }
+    static let templateDescription = fixedBytes { $0.member(WireField.description) }
+    static let templateChecked = fixedBytes {
+      $0.member(WireField.checked)
+      $0.raw("true")
+    }
+    static let templateCheckedIcon = fixedBytes { $0.member(WireField.checkedIcon) }
+    static let templateUncheckedIcon = fixedBytes { $0.member(WireField.uncheckedIcon) }
+    static let templateGroup = fixedBytes { $0.member(WireField.group) }
+    static let templateOrder = fixedBytes { $0.member(WireField.order) }
+    static let templatePolicySource = fixedBytes {
+      $0.member(WireField.policySource)
+      $0.raw("null")
+    }
   }
 }

@@ -124,9 +124,11 @@ struct SwitchEncodings {
     var w = JSONWriter(capacity: template.objectCapacity)
     WireEncoding.writeSwitch(
       &w, template: template, record: record, policySource: policySource, observed: observed)
+    // One array for the cache and the caller (each `w.bytes` is a copy).
+    let bytes = w.bytes
     entries[position] = Entry(
-      template: template, bytes: w.bytes, state: state, revision: record.revision)
-    return w.bytes
+      template: template, bytes: bytes, state: state, revision: record.revision)
+    return bytes
   }
 
   /// The members every user reads alike of the user-scope Switch at
