@@ -140,13 +140,14 @@ extension WireEncoding {
       $0.member(WireField.checked)
       $0.raw("true")
     }
+    static let templateUnchecked = fixedBytes {
+      $0.member(WireField.checked)
+      $0.raw("false")
+    }
     static let templateCheckedIcon = fixedBytes { $0.member(WireField.checkedIcon) }
     static let templateUncheckedIcon = fixedBytes { $0.member(WireField.uncheckedIcon) }
     static let templateGroup = fixedBytes { $0.member(WireField.group) }
     static let templateOrder = fixedBytes { $0.member(WireField.order) }
-    static let templatePolicySource = fixedBytes {
-      $0.member(WireField.policySource)
-      $0.raw("null")
-    }
+    static let templatePolicySource = fixedBytes { $0.member(WireField.policySource) }
   }
 }

@@ -9,13 +9,23 @@ public enum WireEncoding {
   /// system switch, and for a user-scope one seen by every user's watch).
   /// `observed`: what the switch's `ExecCheck=`/`ExecWatch=` last read
   /// (nil while unknown, and always for a switch that reads nothing back).
+  ///
+  /// Written straight from `definition`, no template made: for a switch
+  /// read once (a first `get`, a list), where making a template and
+  /// freeing it cost ~1.5k instructions more (callgrind).
   public static func writeSwitch(
     _ w: inout JSONWriter, definition: SwitchDefinition, record: SwitchRecord,
-    policySource: SourceLocation?, user: UInt32? = nil, observed: Bool? = nil
+    policySource: SourceLocation?, user: UInt32? = nil, observed: Bool? = nil,
+    writable: Writability? = nil
   ) {
-    writeSwitch(
-      &w, template: SwitchTemplate(definition), record: record, policySource: policySource,
-      user: user, observed: observed)
+    let s = record.state
+    SwitchTemplate.writeHead(&w, definition, checked: s.checked)
+    writeHolds(&w, defaultChecked: definition.defaultChecked, state: s)
+    SwitchTemplate.writeIcons(&w, definition, policySource: policySource?.policySourceText)
+    writeTail(
+      &w, scope: definition.scope, effective: s.isOnAndInEffect, user: user,
+      revision: record.revision, changedAt: record.changedAt, observed: observed,
+      writable: writable)
   }
 
   /// A Switch object, its schema members copied from `template`; with
@@ -51,19 +61,25 @@ public enum WireEncoding {
     _ w: inout JSONWriter, template: SwitchTemplate, state s: SwitchState,
     policySource: SourceLocation?
   ) {
-    // The common case in two appends, the fixed parts joined: each append
-    // costs ~90 instructions besides its bytes (callgrind).
-    if s.isFree {
-      w.raw(template.defaultChecked ? Parts.defaultTrueFreeHold : Parts.defaultFalseFreeHold)
-    } else {
-      w.raw(template.defaultChecked ? Parts.defaultCheckedTrue : Parts.defaultCheckedFalse)
-      writeHoldMembersInFull(&w, s)
-    }
+    writeHolds(&w, defaultChecked: template.defaultChecked, state: s)
     if let source = policySource?.policySourceText {
       w.raw(template.icons, droppingLast: 4)  // "null"
       w.string(source)
     } else {
       w.raw(template.icons)
+    }
+  }
+
+  /// `defaultChecked` and the hold members, before the icons.
+  private static func writeHolds(_ w: inout JSONWriter, defaultChecked: Bool, state s: SwitchState)
+  {
+    // The common case in one append, the fixed parts joined: each append
+    // costs ~90 instructions besides its bytes (callgrind).
+    if s.isFree {
+      w.raw(defaultChecked ? Parts.defaultTrueFreeHold : Parts.defaultFalseFreeHold)
+    } else {
+      w.raw(defaultChecked ? Parts.defaultCheckedTrue : Parts.defaultCheckedFalse)
+      writeHoldMembersInFull(&w, s)
     }
   }
 
@@ -105,7 +121,18 @@ public enum WireEncoding {
       w.raw("false")
     }
     middle(&w)
-    if template.scope == .user {
+    writeTail(
+      &w, scope: template.scope, effective: effective, user: user, revision: revision,
+      changedAt: changedAt, observed: observed, writable: writable)
+  }
+
+  /// The members after the icons: scope, value in effect, revision, time,
+  /// what was read back, and the caller's `writable` when given.
+  private static func writeTail(
+    _ w: inout JSONWriter, scope: Scope, effective: Bool, user: UInt32?, revision: Int64,
+    changedAt: Int64?, observed: Bool?, writable: Writability?
+  ) {
+    if scope == .user {
       w.raw(effective ? Parts.effectiveUser : Parts.ineffectiveUser)
       if let user { w.int(Int64(user)) } else { w.null() }
       w.raw(Parts.revision)
@@ -384,25 +411,39 @@ public final class SwitchTemplate: Sendable {
   /// read before cost ~6k instructions more than one of a kept object,
   /// half of it here; callgrind).
   public init(_ definition: SwitchDefinition) {
-    typealias Parts = WireEncoding.Parts
-    let label = definition.label ?? ""
     // Room for the names and quotes, and the strings unescaped; `string`
     // grows the writer for anything escaped.
     var w = JSONWriter(
-      capacity: 96 + definition.key.utf8.count + label.utf8.count
+      capacity: 96 + definition.key.utf8.count + (definition.label?.utf8.count ?? 0)
         + definition.description.utf8.count + definition.checkedIcon.utf8.count
         + definition.uncheckedIcon.utf8.count + definition.group.utf8.count)
-    w.raw(Parts.templateKey)
-    w.string(definition.key)
-    w.raw(Parts.templateLabel)
-    w.string(label)
-    w.raw(Parts.templateDescription)
-    w.string(definition.description)
-    w.raw(Parts.templateChecked)
+    Self.writeHead(&w, definition, checked: true)
     head = w.bytes
     defaultChecked = definition.defaultChecked
     scope = definition.scope
     w.removeAll()
+    Self.writeIcons(&w, definition, policySource: nil)
+    icons = w.bytes
+  }
+
+  /// `{"key":…,"label":…,"description":…,"checked":` and `checked`.
+  static func writeHead(_ w: inout JSONWriter, _ definition: SwitchDefinition, checked: Bool) {
+    typealias Parts = WireEncoding.Parts
+    w.raw(Parts.templateKey)
+    w.string(definition.key)
+    w.raw(Parts.templateLabel)
+    w.string(definition.label ?? "")
+    w.raw(Parts.templateDescription)
+    w.string(definition.description)
+    w.raw(checked ? Parts.templateChecked : Parts.templateUnchecked)
+  }
+
+  /// `,"checkedIcon":…,"uncheckedIcon":…,"group":…,"order":…,"policySource":`
+  /// and the source, or null.
+  static func writeIcons(
+    _ w: inout JSONWriter, _ definition: SwitchDefinition, policySource: String?
+  ) {
+    typealias Parts = WireEncoding.Parts
     w.raw(Parts.templateCheckedIcon)
     w.string(definition.checkedIcon)
     w.raw(Parts.templateUncheckedIcon)
@@ -412,6 +453,6 @@ public final class SwitchTemplate: Sendable {
     w.raw(Parts.templateOrder)
     w.int(Int64(definition.order))
     w.raw(Parts.templatePolicySource)
-    icons = w.bytes
+    if let policySource { w.string(policySource) } else { w.null() }
   }
 }

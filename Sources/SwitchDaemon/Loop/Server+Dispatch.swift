@@ -56,12 +56,17 @@ extension Server {
     _ pending: PendingRequest, on connection: Connection, key: String, user: Viewpoint?,
     caller: Caller
   ) {
-    guard let position = encodings.positions[key], let bytes = encodedSwitch(at: position) else {
+    guard let position = encodings.positions[key] else {
+      fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
+      return
+    }
+    let kept = encodings.bytes(at: position)
+    guard kept != nil || isStored(at: position) else {
       fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
       return
     }
     // The common case, a system switch read as oneself: the cached object.
-    if user == nil && !encodings.isUserScoped(at: position),
+    if let bytes = kept, user == nil && !encodings.isUserScoped(at: position),
       let state = encodings.state(at: position)
     {
       let writable = writability(key, state: state, for: caller)
@@ -76,8 +81,12 @@ extension Server {
     } catch {
       return fail(pending, on: connection, error)
     }
+    // A switch's first read is written and not kept; its second keeps it.
+    // Each of 10,000 switches read once kept 7 MB of objects and templates
+    // (VmHWM 35.5 MiB against 28.7 for Redis with the same keys).
+    let keeping = kept != nil || encodings.noteRead(at: position)
     answer(pending, on: connection) { w in
-      writeSwitchAsSeen(&w, at: position, for: caller, viewpoint: viewpoint)
+      writeSwitchAsSeen(&w, at: position, for: caller, viewpoint: viewpoint, keeping: keeping)
     }
   }
 

@@ -25,6 +25,8 @@ struct SwitchEncodings {
   /// (`SwitchLists`) knows which of its objects changed since it was made.
   private(set) var stamp: UInt64 = 0
   private var stamps: [UInt64]
+  /// Whether a `get` read the switch at each position before (`noteRead`).
+  private var readBefore: [Bool]
 
   private struct Entry {
     var template: SwitchTemplate?
@@ -49,6 +51,13 @@ struct SwitchEncodings {
     fences = stride(from: 0, to: sortedKeys.count, by: Self.fenceSpacing).map { sortedKeys[$0] }
     entries = Array(repeating: Entry(), count: sortedKeys.count)
     stamps = Array(repeating: 0, count: sortedKeys.count)
+    readBefore = Array(repeating: false, count: sortedKeys.count)
+  }
+
+  /// Notes a `get` of the switch at `position`; true when one read it before.
+  mutating func noteRead(at position: Int) -> Bool {
+    defer { readBefore[position] = true }
+    return readBefore[position]
   }
 
   /// Whether what a reader sees of the switch at `position` changed after `stamp`.
@@ -187,7 +196,7 @@ extension Server {
     guard let template = encodings.template(at: position, definition: { catalog.switches[key] }),
       let record = record()
     else { return nil }
-    let parts = objectParts(key, template: template, record: record)
+    let parts = objectParts(key, scope: template.scope, record: record)
     return encodings.encode(
       at: position, template: template, record: parts.record, state: record.state,
       policySource: parts.policySource, observed: parts.observed)
@@ -197,11 +206,11 @@ extension Server {
   /// user-scope switch shared by every viewer as a user who never set it
   /// reads it. Each table is asked only when it can hold something for
   /// this switch (a look-up hashes the key: this runs after every change).
-  private func objectParts(_ key: String, template: SwitchTemplate, record: SwitchRecord)
+  private func objectParts(_ key: String, scope: Scope, record: SwitchRecord)
     -> (record: SwitchRecord, policySource: SourceLocation?, observed: Bool?)
   {
     var shown = record
-    if template.scope == .user, let definition = catalog.switches[key] {
+    if scope == .user, let definition = catalog.switches[key] {
       shown = Visibility.record(record, own: nil, definition: definition)
     }
     let state = record.state
@@ -217,12 +226,18 @@ extension Server {
   {
     let key = catalog.sortedKeys[position]
     guard let definition = catalog.switches[key], let record = records[key] else { return }
-    let template = encodings.keptTemplate(at: position) ?? SwitchTemplate(definition)
-    let parts = objectParts(key, template: template, record: record)
+    let parts = objectParts(key, scope: definition.scope, record: record)
+    let writable = writability(key, state: record.state, for: caller, scope: scope)
+    // Straight from the definition when no template is kept: one made
+    // for a single object cost more than the object.
+    guard let template = encodings.keptTemplate(at: position) else {
+      return WireEncoding.writeSwitch(
+        &w, definition: definition, record: parts.record, policySource: parts.policySource,
+        observed: parts.observed, writable: writable)
+    }
     WireEncoding.writeSwitch(
       &w, template: template, record: parts.record, policySource: parts.policySource,
-      observed: parts.observed,
-      writable: writability(key, state: record.state, for: caller, scope: scope))
+      observed: parts.observed, writable: writable)
   }
 
   /// Whether `caller` may change `key`'s value now, and if not why

@@ -1,0 +1,70 @@
+import Glibc
+import SwitchCore
+import SwitchProtocol
+import Testing
+
+@testable import SwitchDaemon
+
+/// A switch's first `get` writes its object without keeping it; the
+/// second keeps it, and the third answers from it. The three answers are
+/// the same bytes.
+@Suite struct FirstReadTests {
+  static let schema = """
+    [wifi]
+    Label=Wi-Fi
+    Description=Connect to "wireless" networks.
+    Default=on
+    CheckedIcon=wifi
+    UncheckedIcon=wifi_off
+    Group=Network
+
+    [bluetooth]
+    Label=Bluetooth
+    Default=off
+
+    """
+
+  static func get(_ key: String, id: Int) -> String {
+    #"{"jsonrpc":"2.0","id":\#(id),"method":"get","params":{"key":"\#(key)"}}"# + "\n"
+  }
+
+  @Test(arguments: ["wifi", "bluetooth"])
+  func theFirstReadIsWrittenAndTheSecondKept(key: String) throws {
+    let harness = try LoopHarness(
+      daemonConf: "[Daemon]\nAdminGroup=\nLogLevel=warning\n", switches: { _ in Self.schema })
+    defer { harness.stop() }
+    let client = try TestClient(harness)
+    defer { close(client.fd) }
+    let server = harness.server
+    let position = try #require(server.encodings.positions[key])
+    var kept: [Bool] = []
+    for id in 1...3 {
+      client.drive(input: Array(Self.get(key, id: id).utf8)) { $0.lines.count >= id }
+      kept.append(server.encodings.bytes(at: position) != nil)
+    }
+    #expect(kept == [false, true, true], "kept after each read")
+    let answers = client.lines.map { $0.replacing(#/"id":\d+/#, with: "") }
+    #expect(answers.count == 3)
+    #expect(Set(answers).count == 1, "\(answers)")
+    #expect(answers.first?.contains(#""key":"\#(key)""#) == true)
+  }
+
+  /// A switch read before, then changed, is kept again at its next read:
+  /// a change forgets the object, not that the switch is read.
+  @Test func aSwitchReadBeforeIsKeptAgainAfterAChange() throws {
+    let harness = try LoopHarness(
+      daemonConf: "[Daemon]\nAdminGroup=\nLogLevel=warning\n", switches: { _ in Self.schema })
+    defer { harness.stop() }
+    let client = try TestClient(harness)
+    defer { close(client.fd) }
+    let encodings = { harness.server.encodings }
+    let position = try #require(encodings().positions["bluetooth"])
+    client.drive(input: Array(Self.get("bluetooth", id: 1).utf8)) { $0.lines.count >= 1 }
+    #expect(encodings().bytes(at: position) == nil, "not kept at its first read")
+    let toggle = #"{"jsonrpc":"2.0","id":2,"method":"toggle","params":{"key":"bluetooth"}}"# + "\n"
+    client.drive(input: Array(toggle.utf8)) { $0.lines.count >= 2 }
+    client.drive(input: Array(Self.get("bluetooth", id: 3).utf8)) { $0.lines.count >= 3 }
+    #expect(encodings().bytes(at: position) != nil, "kept at its second read")
+    #expect(client.lines.last?.contains(#""checked":true"#) == true)
+  }
+}
