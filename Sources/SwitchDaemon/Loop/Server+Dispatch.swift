@@ -81,9 +81,12 @@ extension Server {
     } catch {
       return fail(pending, on: connection, error)
     }
-    // A switch's first read is written and not kept; its second keeps it.
-    // Each of 10,000 switches read once kept 7 MB of objects and templates
-    // (VmHWM 35.5 MiB against 28.7 for Redis with the same keys).
+    // A system switch's first read (and a user-scope one's read for
+    // everyone) is written and not kept; its second keeps it. Each of
+    // 10,000 switches read once kept 7 MB of objects and templates (VmHWM
+    // 35.5 MiB against 28.7 for Redis with the same keys). A user-scope
+    // switch read as one user keeps its template and shared members, as
+    // before (`writeSwitchAsSeen`).
     let keeping = kept != nil || encodings.noteRead(at: position)
     answer(pending, on: connection) { w in
       writeSwitchAsSeen(&w, at: position, for: caller, viewpoint: viewpoint, keeping: keeping)
