@@ -56,15 +56,11 @@ extension Server {
     _ pending: PendingRequest, on connection: Connection, key: String, user: Viewpoint?,
     caller: Caller
   ) {
-    guard let position = encodings.positions[key] else {
+    guard let position = encodings.positions[key], isStored(at: position) else {
       fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
       return
     }
     let kept = encodings.bytes(at: position)
-    guard kept != nil || isStored(at: position) else {
-      fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
-      return
-    }
     // The common case, a system switch read as oneself: the cached object.
     if let bytes = kept, user == nil && !encodings.isUserScoped(at: position),
       let state = encodings.state(at: position)
@@ -107,23 +103,11 @@ extension Server {
       } catch {
         return fail(pending, on: connection, error)
       }
-      let positions = positions(withPrefix: prefix)
-      guard positions.count >= Self.smallestKeptList else {
-        return answer(pending, on: connection) { w in
-          ResultEncoding.writeList(&w, revision: revision) {
-            writeSwitches(&$0, positions, for: caller, viewpoint: viewpoint)
-          }
-        }
-      }
-      // A notification wants no answer: nothing to make, or to push out of the cache.
-      guard pending.answer != nil else { return }
-      let switches = keptList(positions, for: caller, viewpoint: viewpoint)
-      answer(pending, on: connection, around: switches) { w, switches in
-        ResultEncoding.writeList(&w, revision: revision) { w in
-          w.raw("[")
-          switches(&w)
-          w.raw("]")
-        }
+      answer(
+        pending, on: connection, switchesAt: positions(withPrefix: prefix), for: caller,
+        viewpoint: viewpoint
+      ) { w, switches in
+        ResultEncoding.writeList(&w, revision: revision, switches: switches)
       }
     case .write(let key, let operation, let user, let lasting):
       var write = ticket(pending, connection)

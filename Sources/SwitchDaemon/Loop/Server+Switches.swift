@@ -108,9 +108,6 @@ struct SwitchEncodings {
 
   func isUserScoped(at position: Int) -> Bool { userScoped[position] }
 
-  /// The schema members of the Switch at `position` if they are kept.
-  func keptTemplate(at position: Int) -> SwitchTemplate? { entries[position].template }
-
   /// The schema members of the Switch at `position`, made once per
   /// configuration from its `definition` (nil: no longer declared).
   mutating func template(
@@ -227,17 +224,12 @@ extension Server {
     let key = catalog.sortedKeys[position]
     guard let definition = catalog.switches[key], let record = records[key] else { return }
     let parts = objectParts(key, scope: definition.scope, record: record)
-    let writable = writability(key, state: record.state, for: caller, scope: scope)
-    // Straight from the definition when no template is kept: one made
-    // for a single object cost more than the object.
-    guard let template = encodings.keptTemplate(at: position) else {
-      return WireEncoding.writeSwitch(
-        &w, definition: definition, record: parts.record, policySource: parts.policySource,
-        observed: parts.observed, writable: writable)
-    }
+    // Straight from the definition: a template made for one object cost
+    // more than the object.
     WireEncoding.writeSwitch(
-      &w, template: template, record: parts.record, policySource: parts.policySource,
-      observed: parts.observed, writable: writable)
+      &w, definition: definition, record: parts.record, policySource: parts.policySource,
+      observed: parts.observed,
+      writable: writability(key, state: record.state, for: caller, scope: scope))
   }
 
   /// Whether `caller` may change `key`'s value now, and if not why
@@ -284,17 +276,25 @@ extension Server {
     }
   }
 
-  /// The same for a range of positions (a `list`, a snapshot of every
-  /// switch): a large one through the kept arrays (`SwitchLists`).
-  func writeSwitches(
-    _ w: inout JSONWriter, _ positions: Range<Int>, for caller: Caller, viewpoint: Viewpoint
+  /// Answers `pending` with the result `body` writes, the array of the
+  /// Switch objects at `positions` where it calls `switches` (a `list`, a
+  /// `watch` snapshot of every switch or of a prefix). A large range comes
+  /// from its kept array (`keptList`), queued as it is and shared
+  /// (`answer(_:on:around:_:)`); a small one is written as asked.
+  func answer(
+    _ pending: PendingRequest, on connection: Connection, switchesAt positions: Range<Int>,
+    for caller: Caller, viewpoint: Viewpoint,
+    _ body: (inout JSONWriter, _ switches: (inout JSONWriter) -> Void) -> Void
   ) {
     guard positions.count >= Self.smallestKeptList else {
-      return writeSwitches(&w, positions.lazy, for: caller, viewpoint: viewpoint)
+      return answer(pending, on: connection) { w in
+        body(&w) { writeSwitches(&$0, positions, for: caller, viewpoint: viewpoint) }
+      }
     }
-    w.raw("[")
-    w.append(contentsOf: keptList(positions, for: caller, viewpoint: viewpoint))
-    w.raw("]")
+    // A notification wants no answer: nothing to make, or to push out of the cache.
+    guard pending.answer != nil else { return }
+    answer(
+      pending, on: connection, around: keptList(positions, for: caller, viewpoint: viewpoint), body)
   }
 
   /// The Switch objects at `positions` as `viewpoint` reads them, comma-
@@ -330,9 +330,6 @@ extension Server {
     _ w: inout JSONWriter, matching patterns: [KeyPattern]?, for caller: Caller,
     viewpoint: Viewpoint
   ) {
-    guard let patterns else {
-      return writeSwitches(&w, catalog.sortedKeys.indices, for: caller, viewpoint: viewpoint)
-    }
     writeSwitches(&w, positions(matching: patterns), for: caller, viewpoint: viewpoint)
   }
 

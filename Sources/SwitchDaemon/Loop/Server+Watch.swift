@@ -44,23 +44,14 @@ extension Server {
     if replayFrom != nil { connection.replaysUnfinished += 1 }
     let current = revision
     let snapshotFor = snapshotCaller(viewpoint, caller: connection.caller)
-    if since == nil, let positions = keptRange(patterns) {
-      // A notification wants no answer: nothing to make, or to push out of the cache.
-      guard pending.answer != nil else { return }
-      let switches = keptList(positions, for: snapshotFor, viewpoint: viewpoint)
-      return answer(pending, on: connection, around: switches) { w, here in
+    if since == nil, let positions = snapshotRange(patterns) {
+      return answer(
+        pending, on: connection, switchesAt: positions, for: snapshotFor, viewpoint: viewpoint
+      ) { w, switches in
         if connection.wire == .varlink {
-          VarlinkEncoding.writeWatch(&w, revision: current, withSwitches: true) { w in
-            w.raw("[")
-            here(&w)
-            w.raw("]")
-          }
+          VarlinkEncoding.writeWatch(&w, revision: current, withSwitches: true, switches: switches)
         } else {
-          ResultEncoding.writeWatch(&w, watch: id, revision: current) { w in
-            w.raw("[")
-            here(&w)
-            w.raw("]")
-          }
+          ResultEncoding.writeWatch(&w, watch: id, revision: current, switches: switches)
         }
       }
     }
@@ -81,19 +72,12 @@ extension Server {
   }
 
   /// The positions a snapshot of `patterns` shows when they are a range
-  /// large enough for a kept list (every switch, or one prefix): it is
-  /// shared with the `list` and `watch` answers of the same range, caller
-  /// and viewpoint, in the cache and in the queues of every connection
-  /// still sending it (`Connection.queue(head:shared:…)`).
-  func keptRange(_ patterns: [KeyPattern]?) -> Range<Int>? {
-    let range: Range<Int>
-    if let patterns {
-      guard patterns.count == 1, case .prefix(let prefix) = patterns[0] else { return nil }
-      range = positions(withPrefix: prefix)
-    } else {
-      range = catalog.sortedKeys.indices
-    }
-    return range.count >= Self.smallestKeptList ? range : nil
+  /// (every switch, or one prefix), as a `list`'s are: a large one is then
+  /// the same kept array as the `list` of the range (`answer(_:on:switchesAt:…)`).
+  func snapshotRange(_ patterns: [KeyPattern]?) -> Range<Int>? {
+    guard let patterns else { return catalog.sortedKeys.indices }
+    guard patterns.count == 1, case .prefix(let prefix) = patterns[0] else { return nil }
+    return positions(withPrefix: prefix)
   }
 
   /// Whom `writable` in a watch's snapshot is computed for: the watch's
