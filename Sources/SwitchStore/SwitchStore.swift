@@ -133,9 +133,9 @@ public final class SwitchStore {
   /// (it waits, then gets "database is locked"). switchd's lock file already
   /// keeps a second daemon out, and reads and backups go through the daemon.
   ///
-  /// Wrapped (`CSQLiteVFS`) so that each WAL frame is one write, not its
-  /// header's and its page's: a commit of one page makes one `pwrite`
-  /// instead of two (strace, issue 26). Registered on first use; should
+  /// Wrapped (`CSQLiteVFS`) so that a commit's WAL frames are one write,
+  /// not each frame's header and page: a commit of n pages makes one
+  /// `pwrite` instead of 2n (strace, issue 26). Registered on first use; should
   /// that fail, the plain "unix-excl" is used.
   static let vfs: String = {
     let name = "switchd-unix-excl"
@@ -210,17 +210,14 @@ public final class SwitchStore {
     // a file in rollback-journal mode, and a damaged file is left as it was.
     try quickCheck(connection, path: path)
     try run(path) { () throws(SQLiteError) in
-      // The page size of a new database (a no-op for an existing one). 4 KiB,
-      // SQLite's default: a commit of a few log rows mostly fills one page, and
-      // a new page (which also rewrites page 1, whose header counts pages, and
-      // the parent page) comes a quarter as often as with 1 KiB pages. With
-      // 8 writers that is 3 WAL writes per commit instead of 6, and half the
-      // pages for a checkpoint to copy (strace, issue 26). 2 KiB pages were
-      // tried: SQLite checksums each page it writes to the WAL (~5.7k
-      // instructions a 4 KiB page), so a toggle cost ~250 instructions less
-      // (callgrind), but 1.45 frames a commit instead of 1.22 made it 0.2
-      // system calls more (strace: 3.40 against Redis's 2.39 + 1).
-      try connection.execute("PRAGMA page_size=4096")
+      // The page size of a new database (a no-op for an existing one): 1 KiB.
+      // SQLite checksums each page it writes to the WAL, ~1.2k instructions a
+      // KiB, and copies it twice: a lone toggle's commit, one page, cost ~4.3k
+      // instructions less than with 4 KiB pages (37.1k → 32.8k, callgrind,
+      // issue 26). Smaller pages mean more frames a commit (~2 for 8 toggles
+      // instead of ~1.2), which cost no system calls: the VFS writes a
+      // commit's frames with one `pwrite` (`CSQLiteVFS`).
+      try connection.execute("PRAGMA page_size=1024")
       // WAL: readers never block the writer nor it them; the setting is stored in the file.
       try connection.execute("PRAGMA journal_mode=WAL")
       try setDurability(connection)

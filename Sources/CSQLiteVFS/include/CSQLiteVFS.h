@@ -1,9 +1,16 @@
 #ifndef SWITCHD_CSQLITEVFS_H
 #define SWITCHD_CSQLITEVFS_H
 
+/// The most a WAL file keeps back before writing it: a transaction's frames
+/// up to this many bytes reach the file in one write. Below 128 KiB: the unix
+/// VFS writes at most 128 KiB - 1 a call (seekAndWrite masks the length with
+/// 0x1ffff, and a longer write fails as SQLITE_FULL).
+enum { switchd_wal_run_limit = 64 * 1024 };
+
 /// Registers a SQLite VFS named `name` that is the registered VFS `base`
-/// except for WAL files: a WAL frame's 24-byte header and its page reach
-/// the file in one write instead of two.
+/// except for WAL files: the frames of a transaction (each a 24-byte header
+/// and a page) reach the file in one write, at its commit frame, instead of
+/// two writes a frame.
 /// Call it once, before any connection uses `name` (not thread-safe).
 /// Returns SQLITE_OK (also when `name` is registered already),
 /// SQLITE_ERROR when `base` is not registered, or what
