@@ -27,10 +27,11 @@ extension SwitchStore {
         // The writer's chains start where the file ends (see `chains`).
         let chain = ChainKey(hashedKey: record.hashedKey, user: nil)
         if chains[chain] == nil {
-          chains[chain] = KeyChain(newest: record.revision, sinceMark: markSpacing - 1)
+          chains[chain] = openedChain(newest: record.revision)
         }
         loaded.append(record)
       }
+      tailChainsLoaded.switches = true
       return loaded.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
     }
   }
@@ -66,12 +67,20 @@ extension SwitchStore {
         users[user] = value
       }
       if let key { values[key] = users }
+      // The chains of the tail's users (each newest last); any other user's chain is looked
+      // up on its first commit (`startChain`), from its row: there may be millions.
+      var tailChains: [ChainKey: Int64] = [:]
       try forEachChangeAfterCheckpoint { change in
         if let user = change.user {
-          values[keys.shared(change.hashedKey), default: [:]][user] = change.userValue
+          let key = keys.shared(change.hashedKey)
+          values[key, default: [:]][user] = change.userValue
+          tailChains[ChainKey(hashedKey: key, user: user)] = change.revision
         }
       }
-      // A user's chain is looked up on its first commit (`startChain`): there may be millions.
+      for (chain, newest) in tailChains where chains[chain] == nil {
+        chains[chain] = openedChain(newest: newest)
+      }
+      tailChainsLoaded.users = true
       return values
     }
   }

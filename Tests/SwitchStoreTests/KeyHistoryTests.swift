@@ -115,6 +115,66 @@ import Testing
     }
   }
 
+  /// After a start loads the switches and the users' values (as the daemon's writer does), a
+  /// chain's first change finds the change before it without looking for its key in the
+  /// log's tail (`newestInTail`, a scan: ~650k instructions with 1,000 changes there), and
+  /// each row's `key_previous` is still the revision of the change before it of the same key
+  /// and user: in the tail, in a row as of the checkpoint, or none.
+  @Test func aLoadedStoreStartsEachChainWithoutScanningTheTail() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      var store = try SwitchStore(path: path)
+      try store.insertNew(
+        ["a", "b", "c"].map { SwitchRecord(key: $0, state: SwitchState(checked: true)) })
+      // Checkpointed: a's switch-level change and user 1000's value of c.
+      try store.commit([
+        sampleChange(1, key: "a"),
+        UserValueTests.userChange(2, key: "c", user: 1000, checked: false),
+      ])
+      try store.checkpointFromLog()
+      // The tail: b's switch-level change and two of user 1001's value of c.
+      try store.commit([
+        sampleChange(3, key: "b"),
+        UserValueTests.userChange(4, key: "c", user: 1001, checked: true),
+        UserValueTests.userChange(5, key: "c", user: 1001, checked: false),
+      ])
+      store.close()
+
+      store = try SwitchStore(path: path)
+      defer { store.close() }
+      _ = try store.loadSwitches()
+      _ = try store.loadUserValues()
+      try store.insertNew([SwitchRecord(key: "new", state: SwitchState(checked: false))])
+      try store.commit([
+        sampleChange(6, key: "a"),
+        sampleChange(7, key: "b"),
+        sampleChange(8, key: "new"),
+        UserValueTests.userChange(9, key: "c", user: 1000, checked: true),
+        UserValueTests.userChange(10, key: "c", user: 1001, checked: true),
+        UserValueTests.userChange(11, key: "c", user: 1002, checked: true),
+      ])
+      func runs(_ statement: SQLiteStatement) -> Int32 {
+        sqlite3_stmt_status(statement.handle, Int32(SQLITE_STMTSTATUS_RUN), 0)
+      }
+      #expect(runs(store.statements.newestInTail) == 0)
+      // The new switch's chain came with its row, its key numbered then (the one insert):
+      // rows are read for the two users' values outside the tail only.
+      #expect(runs(store.statements.switchRevision) == 0)
+      #expect(runs(store.statements.userValueRevision) == 2)
+      #expect(runs(store.statements.insertKey) == 1)
+      let previous = try store.connection.textRows(
+        """
+        SELECT revision || ':' || ifnull(key_previous, '-') FROM changes
+        WHERE revision > 5 ORDER BY revision
+        """)
+      #expect(previous == ["6:1", "7:3", "8:-", "9:2", "10:5", "11:-"])
+      // The first change since opening is marked, unless nothing comes before it.
+      let marks = try store.connection.textRows(
+        "SELECT key || ':' || revision FROM key_marks WHERE revision > 5 ORDER BY revision")
+      #expect(marks == ["a:6", "b:7"])
+    }
+  }
+
   /// A database written by schema 1 (an index on the log's keys, no chain) is migrated: its
   /// rows get their chain and marks, and the index is gone.
   @Test func schemaOneIsMigrated() throws {
