@@ -10,25 +10,29 @@ extension SwitchStore {
   public func insertNew(_ records: [SwitchRecord]) throws(StoreError) {
     guard !records.isEmpty else { return }
     try checkFilesInPlace()
-    var started: [(ChainKey, KeyChain)] = []
-    try transaction { () throws(SQLiteError) in
-      let statement = statements.insertSwitchIfAbsent
-      for record in records {
-        try statement.bindSwitch(
-          key: record.key, state: record.state, revision: record.revision,
-          changedAt: record.changedAt)
-        try execute(statement)
-        // A row new to the file, once the tail is loaded: its chain starts here, as
-        // `startChain` would start it from the row, with its key numbered now, so that its
-        // first change reads nothing (two queries and an insert, ~15k instructions).
-        let chain = ChainKey(hashedKey: record.hashedKey, user: nil)
-        if tailChainsLoaded.switches && connection.changes == 1 && chains[chain] == nil {
-          let keyID = try keyNumber(of: record.key)
-          started.append((chain, openedChain(newest: record.revision, keyID: keyID)))
+    if tailChainsLoaded.switches { chains.reserveCapacity(chains.count + records.count) }
+    do throws(StoreError) {
+      try transaction { () throws(SQLiteError) in
+        let statement = statements.insertSwitchIfAbsent
+        for record in records {
+          try statement.bindSwitch(
+            key: record.key, state: record.state, revision: record.revision,
+            changedAt: record.changedAt)
+          try execute(statement)
+          // A row new to the file, once the tail is loaded: its chain starts here, as
+          // `startChain` would start it from the row, with its key numbered now, so that its
+          // first change reads nothing (two queries and an insert, ~15k instructions).
+          let chain = ChainKey(hashedKey: record.hashedKey, user: nil)
+          if tailChainsLoaded.switches && connection.changes == 1 && chains[chain] == nil {
+            let keyID = try keyNumber(of: record.key)
+            chains[chain] = openedChain(newest: record.revision, keyID: keyID)
+          }
         }
       }
+    } catch {
+      forgetChains()
+      throw error
     }
-    for (chain, keyChain) in started { chains[chain] = keyChain }
   }
 
   /// Commits changes in ONE transaction (BEGIN IMMEDIATE … COMMIT): for each change, a log row
@@ -43,9 +47,7 @@ extension SwitchStore {
     do throws(StoreError) {
       try commitChanges(changes)
     } catch {
-      // The chains ran ahead of the rolled-back file: read them again when next needed.
-      chains.removeAll()
-      tailChainsLoaded = TailChainsLoaded()
+      forgetChains()
       committedRevision = nil
       throw error
     }
@@ -152,6 +154,13 @@ extension SwitchStore {
     return (keyID, keyPrevious)
   }
 
+  /// After a failed transaction: the chains ran ahead of the rolled-back file, and are read
+  /// again from it as each is next needed.
+  func forgetChains() {
+    chains.removeAll()
+    tailChainsLoaded = TailChainsLoaded()
+  }
+
   /// `key`'s number in `keys`, given it in this transaction when it has
   /// none (its chain keeps it; a failed commit empties the chains).
   private func keyNumber(of key: String) throws(SQLiteError) -> Int64 {
@@ -168,10 +177,12 @@ extension SwitchStore {
   /// A key's chain as the file holds it, for its first change since opening. A chain with a
   /// change in the log's tail is in `chains` once the tail is loaded; one that is not has none
   /// there, and its row tells its newest.
+  /// A user's chain takes its key's number from the switch's chain when that has it.
   func startChain(_ chain: ChainKey) throws(SQLiteError) -> KeyChain {
     let newest =
       tailChainsLoaded.covers(chain) ? try rowRevision(of: chain) : try newestRevision(of: chain)
-    return openedChain(newest: newest)
+    let keyID = chain.user == nil ? 0 : chains[ChainKey(hashedKey: chain.hashedKey)]?.keyID ?? 0
+    return openedChain(newest: newest, keyID: keyID)
   }
 
   /// A chain as it stands before its first change since opening. That change is marked

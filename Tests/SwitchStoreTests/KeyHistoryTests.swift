@@ -152,6 +152,7 @@ import Testing
         UserValueTests.userChange(9, key: "c", user: 1000, checked: true),
         UserValueTests.userChange(10, key: "c", user: 1001, checked: true),
         UserValueTests.userChange(11, key: "c", user: 1002, checked: true),
+        UserValueTests.userChange(12, key: "new", user: 1003, checked: true),
       ])
       func runs(_ statement: SQLiteStatement) -> Int32 {
         sqlite3_stmt_status(statement.handle, Int32(SQLITE_STMTSTATUS_RUN), 0)
@@ -160,14 +161,17 @@ import Testing
       // The new switch's chain came with its row, its key numbered then (the one insert):
       // rows are read for the two users' values outside the tail only.
       #expect(runs(store.statements.switchRevision) == 0)
-      #expect(runs(store.statements.userValueRevision) == 2)
+      #expect(runs(store.statements.userValueRevision) == 3)
       #expect(runs(store.statements.insertKey) == 1)
+      // Keys are looked up by name for the chains loaded without their number (a, b, c's
+      // three users) and once by `insertNew`; new's user takes the number new's chain has.
+      #expect(runs(store.statements.keyNumber) == 6)
       let previous = try store.connection.textRows(
         """
         SELECT revision || ':' || ifnull(key_previous, '-') FROM changes
         WHERE revision > 5 ORDER BY revision
         """)
-      #expect(previous == ["6:1", "7:3", "8:-", "9:2", "10:5", "11:-"])
+      #expect(previous == ["6:1", "7:3", "8:-", "9:2", "10:5", "11:-", "12:-"])
       // The first change since opening is marked, unless nothing comes before it.
       let marks = try store.connection.textRows(
         "SELECT key || ':' || revision FROM key_marks WHERE revision > 5 ORDER BY revision")
