@@ -47,8 +47,12 @@ extension Bench {
     let kinds = "\(directory)/conf-kinds"
     try Configs.write(
       kinds, total: 1000, userScoped: Self.kindWriters, conflicting: Self.kindWriters)
+    // As many switches as the longer run toggles, each once.
+    let fresh = "\(directory)/conf-fresh"
+    let freshCalls = Self.countedCalls(options.countedCalls, Self.kindWriters)
+    try Configs.write(fresh, total: 3 * freshCalls + 100)
     let redis = redisMissing == nil ? findOnPath("redis-server") : nil
-    let pairs = countedPairs(kindsConfig: kinds)
+    let pairs = countedPairs(kindsConfig: kinds, freshConfig: fresh)
     for tool in [CountingTool.callgrind, .strace] {
       if let why = tool.missing {
         add(
@@ -85,8 +89,9 @@ extension Bench {
   static let kindWriters = 8
 
   /// toggle/SET and get/GET at 8 and 50 connections, the toggles of two
-  /// other kinds of switch at 8 (`kindsConfig`), then the fan-out.
-  private func countedPairs(kindsConfig: String) -> [Pair] {
+  /// other kinds of switch at 8 (`kindsConfig`), the toggle of a switch
+  /// not changed since the start at 8 (`freshConfig`), then the fan-out.
+  private func countedPairs(kindsConfig: String, freshConfig: String) -> [Pair] {
     let value = switchValue
     var pairs: [Pair] = []
     for connections in [8, 50] {
@@ -142,6 +147,21 @@ extension Bench {
           redisDurable: true, calls: calls, instructionsTarget: .ratioAtMost(2.0),
           syscallsTarget: .atMostReferencePlus(1), config: kindsConfig))
     }
+    // Each call a switch no call changed before (and, for Redis, a key no
+    // call set before): the first change of each switch after a start reads
+    // and writes more than a switch's next ones (its chain, README, stop 50).
+    pairs.append(
+      Pair(
+        name: "durable toggle of a switch not changed since the start, \(connections) connections",
+        peerName: "Redis SET of a new key, appendfsync always",
+        switchd: closedLoopOverKeys(connections, calls: calls, check: .jsonRPC) {
+          rpc("toggle", "{\"key\":\"\($0)\"}")
+        },
+        redis: closedLoopOverKeys(connections, calls: calls, check: .resp) {
+          resp(["SET", $0, value])
+        },
+        redisDurable: true, calls: calls, instructionsTarget: .ratioAtMost(2.0),
+        syscallsTarget: .atMostReferencePlus(1), config: freshConfig))
     let watchers = options.watchers
     pairs.append(
       Pair(
@@ -170,6 +190,23 @@ extension Bench {
   ) -> Work {
     let scripts = (0..<connections).map {
       ClientScript(requests: [request($0)], newlines: newlines, check: check)
+    }
+    return { socket, calls in
+      try runCounted(
+        path: socket, scripts: scripts, requestsPerClient: calls / connections, timeout: 1800)
+    }
+  }
+
+  /// `connections` closed-loop clients whose calls, in the longer run of a
+  /// figure of `calls`, each name a filler switch no other call names.
+  private func closedLoopOverKeys(
+    _ connections: Int, calls: Int, check: ReplyCheck, request: @escaping (String) -> [UInt8]
+  ) -> Work {
+    let perClient = 3 * calls / connections
+    let scripts = (0..<connections).map { client in
+      ClientScript(
+        requests: (0..<perClient).map { request(Configs.fillerKey($0 * connections + client)) },
+        newlines: 1, check: check)
     }
     return { socket, calls in
       try runCounted(

@@ -59,17 +59,15 @@ struct StoreStatements {
     static let writeRevision = "UPDATE meta SET value = ?1 WHERE name = 'revision'"
     /// The log's newest row (0: the log is empty): one descent of the primary key.
     static let newestLogRevision = "SELECT coalesce(max(revision), 0) FROM changes"
+    /// A switch's row as given, whether it had one or not. REPLACE deletes
+    /// the row it conflicts with and inserts this one, which costs ~21% less
+    /// than INSERT … ON CONFLICT DO UPDATE (that tries the insert first; a
+    /// checkpoint writes a row for every switch changed since the last one:
+    /// 14.7k against 18.6k instructions a row, callgrind, 1 KiB pages). The
+    /// same row only because `switchColumns` is every column of the table
+    /// (a test holds them equal): a column left out would be reset.
     static let upsertSwitch = """
-      INSERT INTO switches(\(switchColumns)) VALUES (\(switchValues))
-      ON CONFLICT(key) DO UPDATE SET checked = excluded.checked,
-        read_only = excluded.read_only, read_only_reason = excluded.read_only_reason,
-        held_by = excluded.held_by, disabled = excluded.disabled,
-        disabled_reason = excluded.disabled_reason, disabled_by = excluded.disabled_by,
-        revision = excluded.revision, changed_at = excluded.changed_at,
-        invalid = excluded.invalid, invalid_reason = excluded.invalid_reason,
-        value_fixed = excluded.value_fixed, expires_at = excluded.expires_at,
-        read_only_until = excluded.read_only_until, disabled_until = excluded.disabled_until,
-        pending_until = excluded.pending_until, pending = excluded.pending
+      INSERT OR REPLACE INTO switches(\(switchColumns)) VALUES (\(switchValues))
       """
     /// The revision the switch rows hold: changes after it are only in the log.
     static let readCheckpoint = "SELECT value FROM meta WHERE name = 'checkpoint'"

@@ -49,6 +49,41 @@ import Testing
     #expect(answers.first?.contains(#""key":"\#(key)""#) == true)
   }
 
+  /// A write's answer is a read too: the first is written from the
+  /// switch's definition and keeps no template, the next one keeps it, and
+  /// each shows the switch as a `get` right after it does.
+  @Test(arguments: ["wifi", "bluetooth"])
+  func theFirstWriteAnswerKeepsNoTemplate(key: String) throws {
+    let harness = try LoopHarness(
+      daemonConf: "[Daemon]\nAdminGroup=\nLogLevel=warning\n", switches: { _ in Self.schema })
+    defer { harness.stop() }
+    let client = try TestClient(harness)
+    defer { close(client.fd) }
+    let encodings = { harness.server.encodings }
+    let position = try #require(encodings().positions[key])
+    var templateKept: [Bool] = []
+    for round in 0..<2 {
+      let toggle =
+        #"{"jsonrpc":"2.0","id":\#(2 * round + 1),"method":"toggle","params":{"key":"\#(key)"}}"#
+      client.drive(input: Array((toggle + "\n").utf8)) { $0.lines.count >= 2 * round + 1 }
+      templateKept.append(encodings().hasTemplate(at: position))
+      client.drive(input: Array(Self.get(key, id: 2 * round + 2).utf8)) {
+        $0.lines.count >= 2 * round + 2
+      }
+    }
+    #expect(templateKept == [false, true])
+    // The Switch objects: a write's (`"switch":{…}}}`) and a get's (`"result":{…}}`).
+    func object(_ line: String, after member: String, dropping tail: Int) -> Substring? {
+      line.firstRange(of: member).map { line[$0.upperBound...].dropLast(tail) }
+    }
+    let lines = client.lines
+    #expect(lines.count == 4)
+    let written = [0, 2].map { object(lines[$0], after: #""switch":"#, dropping: 2) }
+    let read = [1, 3].map { object(lines[$0], after: #""result":"#, dropping: 1) }
+    #expect(written[0] != nil && written == read, "\(lines)")
+    #expect(written[0] != written[1])
+  }
+
   /// A switch read before, then changed, is kept again at its next read:
   /// a change forgets the object, not that the switch is read.
   @Test func aSwitchReadBeforeIsKeptAgainAfterAChange() throws {

@@ -80,6 +80,21 @@ import Testing
     }
   }
 
+  /// A checkpoint writes a row whole (`upsertSwitch` replaces it), so the
+  /// columns it names must be every column of the table: one left out, as a
+  /// migration could add, would be reset at each checkpoint.
+  @Test func aCheckpointWritesEveryColumnOfTheRow() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db")
+      defer { store.close() }
+      let table = try store.connection.textRows("SELECT name FROM pragma_table_info('switches')")
+      let written = StoreStatements.SQL.switchColumns.split(separator: ",").map {
+        String($0.filter { $0 != " " && $0 != "\n" })
+      }
+      #expect(written == table)
+    }
+  }
+
   /// Pruning checkpoints first, so the rows hold every change it deletes.
   @Test func pruningNeverLosesTheState() throws {
     try withTemporaryDirectory { directory in

@@ -25,7 +25,8 @@ struct SwitchEncodings {
   /// (`SwitchLists`) knows which of its objects changed since it was made.
   private(set) var stamp: UInt64 = 0
   private var stamps: [UInt64]
-  /// Whether a `get` read the switch at each position before (`noteRead`).
+  /// Whether a `get` or a write's answer showed the switch at each position
+  /// before (`noteRead`).
   private var readBefore: [Bool]
 
   private struct Entry {
@@ -54,7 +55,8 @@ struct SwitchEncodings {
     readBefore = Array(repeating: false, count: sortedKeys.count)
   }
 
-  /// Notes a `get` of the switch at `position`; true when one read it before.
+  /// Notes a `get` of the switch at `position`, or a write's answer; true
+  /// when one showed it before.
   mutating func noteRead(at position: Int) -> Bool {
     defer { readBefore[position] = true }
     return readBefore[position]
@@ -97,6 +99,9 @@ struct SwitchEncodings {
   }
 
   func bytes(at position: Int) -> [UInt8]? { entries[position].bytes }
+
+  /// Whether the schema members of the switch at `position` are kept.
+  func hasTemplate(at position: Int) -> Bool { entries[position].template != nil }
 
   /// The kept object at `position` if it shows `revision`.
   func bytes(at position: Int, revision: Int64) -> [UInt8]? {

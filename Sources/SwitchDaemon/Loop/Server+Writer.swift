@@ -191,6 +191,15 @@ extension Server {
       WireEncoding.writeSwitch(&w, encoded: bytes, writable: writable)
       return
     }
+    guard let position, encodings.noteRead(at: position) else {
+      // The switch's first object since the start, as a first `get`'s:
+      // straight from its definition (a template made for one object cost
+      // more than the object, and was kept for a switch perhaps never read).
+      WireEncoding.writeSwitch(
+        &w, definition: outcome.definition, record: outcome.record,
+        policySource: outcome.policySource, observed: observations[key], writable: writable)
+      return
+    }
     WireEncoding.writeSwitch(
       &w, template: template(of: outcome.definition, at: position), record: outcome.record,
       policySource: outcome.policySource, observed: observations[key], writable: writable)
