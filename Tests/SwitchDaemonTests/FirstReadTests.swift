@@ -28,13 +28,29 @@ import Testing
     #"{"jsonrpc":"2.0","id":\#(id),"method":"get","params":{"key":"\#(key)"}}"# + "\n"
   }
 
-  @Test(arguments: ["wifi", "bluetooth"])
-  func theFirstReadIsWrittenAndTheSecondKept(key: String) throws {
+  static func toggle(_ key: String, id: Int) -> String {
+    #"{"jsonrpc":"2.0","id":\#(id),"method":"toggle","params":{"key":"\#(key)"}}"# + "\n"
+  }
+
+  /// A loop over `schema`, and a client of it.
+  static func start() throws -> (LoopHarness, TestClient) {
     let harness = try LoopHarness(
       daemonConf: "[Daemon]\nAdminGroup=\nLogLevel=warning\n", switches: { _ in Self.schema })
-    defer { harness.stop() }
-    let client = try TestClient(harness)
-    defer { close(client.fd) }
+    do {
+      return (harness, try TestClient(harness))
+    } catch {
+      harness.stop()
+      throw error
+    }
+  }
+
+  @Test(arguments: ["wifi", "bluetooth"])
+  func theFirstReadIsWrittenAndTheSecondKept(key: String) throws {
+    let (harness, client) = try Self.start()
+    defer {
+      close(client.fd)
+      harness.stop()
+    }
     let server = harness.server
     let position = try #require(server.encodings.positions[key])
     var kept: [Bool] = []
@@ -54,18 +70,18 @@ import Testing
   /// each shows the switch as a `get` right after it does.
   @Test(arguments: ["wifi", "bluetooth"])
   func theFirstWriteAnswerKeepsNoTemplate(key: String) throws {
-    let harness = try LoopHarness(
-      daemonConf: "[Daemon]\nAdminGroup=\nLogLevel=warning\n", switches: { _ in Self.schema })
-    defer { harness.stop() }
-    let client = try TestClient(harness)
-    defer { close(client.fd) }
+    let (harness, client) = try Self.start()
+    defer {
+      close(client.fd)
+      harness.stop()
+    }
     let encodings = { harness.server.encodings }
     let position = try #require(encodings().positions[key])
     var templateKept: [Bool] = []
     for round in 0..<2 {
-      let toggle =
-        #"{"jsonrpc":"2.0","id":\#(2 * round + 1),"method":"toggle","params":{"key":"\#(key)"}}"#
-      client.drive(input: Array((toggle + "\n").utf8)) { $0.lines.count >= 2 * round + 1 }
+      client.drive(input: Array(Self.toggle(key, id: 2 * round + 1).utf8)) {
+        $0.lines.count >= 2 * round + 1
+      }
       templateKept.append(encodings().hasTemplate(at: position))
       client.drive(input: Array(Self.get(key, id: 2 * round + 2).utf8)) {
         $0.lines.count >= 2 * round + 2
@@ -87,17 +103,16 @@ import Testing
   /// A switch read before, then changed, is kept again at its next read:
   /// a change forgets the object, not that the switch is read.
   @Test func aSwitchReadBeforeIsKeptAgainAfterAChange() throws {
-    let harness = try LoopHarness(
-      daemonConf: "[Daemon]\nAdminGroup=\nLogLevel=warning\n", switches: { _ in Self.schema })
-    defer { harness.stop() }
-    let client = try TestClient(harness)
-    defer { close(client.fd) }
+    let (harness, client) = try Self.start()
+    defer {
+      close(client.fd)
+      harness.stop()
+    }
     let encodings = { harness.server.encodings }
     let position = try #require(encodings().positions["bluetooth"])
     client.drive(input: Array(Self.get("bluetooth", id: 1).utf8)) { $0.lines.count >= 1 }
     #expect(encodings().bytes(at: position) == nil, "not kept at its first read")
-    let toggle = #"{"jsonrpc":"2.0","id":2,"method":"toggle","params":{"key":"bluetooth"}}"# + "\n"
-    client.drive(input: Array(toggle.utf8)) { $0.lines.count >= 2 }
+    client.drive(input: Array(Self.toggle("bluetooth", id: 2).utf8)) { $0.lines.count >= 2 }
     client.drive(input: Array(Self.get("bluetooth", id: 3).utf8)) { $0.lines.count >= 3 }
     #expect(encodings().bytes(at: position) != nil, "kept at its second read")
     #expect(client.lines.last?.contains(#""checked":true"#) == true)

@@ -58,21 +58,13 @@ struct WALWritesTests {
   @Test func aCommitLargerThanTheLimitIsWrittenALimitAtATime() throws {
     try withTemporaryDirectory { directory in
       let path = directory + "/raw.db"
-      let connection = try SQLiteConnection(
-        path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, vfs: SwitchStore.vfs)
+      let connection = try Self.openTable(path, ["PRAGMA page_size=1024"])
       defer { connection.close() }
-      try connection.execute("PRAGMA page_size=1024")
-      try connection.execute("PRAGMA journal_mode=WAL")
-      try connection.execute("CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB)")
       let frameSize = 1024 + 24
       let walBefore = try fileSize(path + "-wal")
       let callsBefore = try writeCalls()
       // ~500 KB of rows: several limits' worth of frames.
-      try connection.execute(
-        """
-        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
-        INSERT INTO t SELECT i, randomblob(200) FROM n
-        """)
+      try connection.execute(Self.insertRows)
       let calls = try writeCalls() - callsBefore
       let frames = (try fileSize(path + "-wal") - walBefore) / frameSize
       let framesPerWrite = Int(switchd_wal_run_limit) / frameSize
@@ -91,20 +83,12 @@ struct WALWritesTests {
   @Test func aCommitLeavesNoHeaderBehindWhenSQLiteRewritesChecksums() throws {
     try withTemporaryDirectory { directory in
       let path = directory + "/raw.db"
-      let connection = try SQLiteConnection(
-        path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, vfs: SwitchStore.vfs)
+      let connection = try Self.openTable(
+        path, ["PRAGMA synchronous=NORMAL", "PRAGMA cache_size=10"])
       defer { connection.close() }
-      try connection.execute("PRAGMA journal_mode=WAL")
-      try connection.execute("PRAGMA synchronous=NORMAL")
-      try connection.execute("PRAGMA cache_size=10")
-      try connection.execute("CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB)")
       try connection.execute("BEGIN")
       // ~100 pages through a cache of 10: spilled to the WAL as they fill.
-      try connection.execute(
-        """
-        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
-        INSERT INTO t SELECT i, randomblob(200) FROM n
-        """)
+      try connection.execute(Self.insertRows)
       // The first pages again: spilled frames written over in place.
       try connection.execute("UPDATE t SET v = randomblob(200) WHERE k <= 100")
       try connection.execute("COMMIT")
@@ -118,6 +102,22 @@ struct WALWritesTests {
       #expect(try copy.textRows("PRAGMA integrity_check") == ["ok"])
     }
   }
+
+  /// A new database at `path` through the store's VFS, in WAL mode after
+  /// `pragmas`, with an empty table `t` of keys and blobs.
+  static func openTable(_ path: String, _ pragmas: [String]) throws -> SQLiteConnection {
+    let connection = try SQLiteConnection(
+      path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, vfs: SwitchStore.vfs)
+    for pragma in pragmas + ["PRAGMA journal_mode=WAL"] { try connection.execute(pragma) }
+    try connection.execute("CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB)")
+    return connection
+  }
+
+  /// 2,000 rows of 200 random bytes into `t`: ~500 KB.
+  static let insertRows = """
+    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+    INSERT INTO t SELECT i, randomblob(200) FROM n
+    """
 
   /// The write system calls this thread has made.
   private func writeCalls() throws -> Int {
