@@ -20,6 +20,15 @@
 // syncs stands. A transaction larger than the buffer's limit (the cache
 // spilling pages to the WAL before the commit) is written a limit at a time.
 //
+// A transaction that rolls back leaves the frames it spilled kept, and
+// SQLite does nothing more to the WAL file: written later, they could land
+// on frames another connection has committed since. So the database file
+// is wrapped too, and when its connection gives up the WAL's write lock
+// (the end of every write transaction; a commit's kept frames are written
+// by then) what its WAL still keeps is dropped. On a device without
+// power-safe overwrite SQLite pads a commit to a sector boundary and may
+// split a frame's write around a sync; such a WAL is written as asked.
+//
 // Every other file, and every other method of the VFS, is the base VFS's.
 
 #include "CSQLiteVFS.h"
@@ -33,9 +42,24 @@ enum {
   RUN_LIMIT = switchd_wal_run_limit, // 62 frames of 1 KiB, 15 of 4 KiB
 };
 
+/// The start of every file this VFS wraps.
 typedef struct {
-  sqlite3_file base;  // its pMethods: joinedMethods
+  sqlite3_file base;  // its pMethods: this VFS's
   sqlite3_file *real; // the base VFS's file, in the same allocation
+} Wrapped;
+
+typedef struct WALFile WALFile;
+
+/// A database file: the base file's methods, and its WAL's while open.
+typedef struct {
+  Wrapped wrapped; // pMethods: databaseMethods
+  WALFile *wal;
+} DatabaseFile;
+
+struct WALFile {
+  Wrapped wrapped; // pMethods: joinedMethods
+  DatabaseFile *database; // the database whose WAL this is, when opened through this VFS
+  int passThrough;        // no power-safe overwrite: nothing is kept
   unsigned char header[FRAME_HEADER];
   sqlite3_int64 headerOffset; // where the kept header goes; -1: none kept
   sqlite3_int64 end;          // where the last write ended (kept or not); -1: unknown
@@ -43,14 +67,14 @@ typedef struct {
   int runLength;
   int runCapacity; // grown to the largest run, kept until the file closes
   sqlite3_int64 runOffset;
-} WALFile;
+};
 
 static sqlite3_vfs joinedVFS;
 static sqlite3_vfs *baseVFS;
 
 #define ROUND8(n) (((n) + 7) & ~7)
 
-static sqlite3_file *realOf(sqlite3_file *file) { return ((WALFile *)file)->real; }
+static sqlite3_file *realOf(sqlite3_file *file) { return ((Wrapped *)file)->real; }
 
 /// Whether a frame header is a commit's: bytes 4-7 hold the database's size
 /// in pages after the commit, zero for every other frame (the WAL format).
@@ -63,7 +87,7 @@ static int writeRun(WALFile *file) {
   if (file->runLength == 0) return SQLITE_OK;
   int length = file->runLength;
   file->runLength = 0;
-  return file->real->pMethods->xWrite(file->real, file->run, length, file->runOffset);
+  return file->wrapped.real->pMethods->xWrite(file->wrapped.real, file->run, length, file->runOffset);
 }
 
 /// Writes everything kept: the frames, then a header kept after them.
@@ -72,18 +96,32 @@ static int writeKept(WALFile *file) {
   if (rc != SQLITE_OK || file->headerOffset < 0) return rc;
   sqlite3_int64 offset = file->headerOffset;
   file->headerOffset = -1;
-  return file->real->pMethods->xWrite(file->real, file->header, FRAME_HEADER, offset);
+  return file->wrapped.real->pMethods->xWrite(file->wrapped.real, file->header, FRAME_HEADER, offset);
 }
 
 /// Whether the run has room for `size` bytes, growing its buffer if need be.
 static int runHasRoom(WALFile *file, int size) {
   if (size > RUN_LIMIT) return 0;
   if (file->runCapacity >= size) return 1;
-  unsigned char *grown = sqlite3_realloc(file->run, size);
+  int capacity = file->runCapacity * 2 > size ? file->runCapacity * 2 : size;
+  if (capacity > RUN_LIMIT) capacity = RUN_LIMIT;
+  unsigned char *grown = sqlite3_realloc(file->run, capacity);
   if (grown == NULL) return 0;
   file->run = grown;
-  file->runCapacity = size;
+  file->runCapacity = capacity;
   return 1;
+}
+
+/// Drops what is kept (the frames of a transaction that did not commit):
+/// the file then ends where the first of them would have gone.
+static void dropKept(WALFile *file) {
+  if (file->runLength > 0) {
+    file->end = file->runOffset;
+  } else if (file->headerOffset >= 0) {
+    file->end = file->headerOffset;
+  }
+  file->runLength = 0;
+  file->headerOffset = -1;
 }
 
 /// The kept header's page: the frame joins the run, which is written when
@@ -93,7 +131,12 @@ static int joinFrame(WALFile *file, const void *page, int amount, int *rc) {
   if (file->runLength > 0 && !runHasRoom(file, file->runLength + frame)) {
     // Full: what is kept goes now, and this frame starts a new run.
     *rc = writeRun(file);
-    if (*rc != SQLITE_OK) return 1;
+    if (*rc != SQLITE_OK) {
+      // The header too (its page is not written); where the file ends is unknown.
+      file->headerOffset = -1;
+      file->end = -1;
+      return 1;
+    }
   }
   if (!runHasRoom(file, file->runLength + frame)) return 0;
   if (file->runLength == 0) file->runOffset = file->headerOffset;
@@ -107,6 +150,7 @@ static int joinFrame(WALFile *file, const void *page, int amount, int *rc) {
 
 static int joinedWrite(sqlite3_file *handle, const void *data, int amount, sqlite3_int64 offset) {
   WALFile *file = (WALFile *)handle;
+  if (file->passThrough) return realOf(handle)->pMethods->xWrite(realOf(handle), data, amount, offset);
   if (file->headerOffset >= 0 && offset == file->headerOffset + FRAME_HEADER) {
     int rc = SQLITE_OK;
     if (joinFrame(file, data, amount, &rc)) {
@@ -125,13 +169,15 @@ static int joinedWrite(sqlite3_file *handle, const void *data, int amount, sqlit
   int rc = writeKept(file);
   if (rc != SQLITE_OK) return rc;
   file->end = offset + amount;
-  return file->real->pMethods->xWrite(file->real, data, amount, offset);
+  return file->wrapped.real->pMethods->xWrite(file->wrapped.real, data, amount, offset);
 }
 
 static int joinedClose(sqlite3_file *handle) {
   WALFile *file = (WALFile *)handle;
   int kept = writeKept(file);
-  int rc = file->real->pMethods->xClose(file->real);
+  if (file->database != NULL) file->database->wal = NULL;
+  file->database = NULL;
+  int rc = realOf(handle)->pMethods->xClose(realOf(handle));
   sqlite3_free(file->run);
   file->run = NULL;
   file->runCapacity = 0;
@@ -256,27 +302,139 @@ static const sqlite3_io_methods joinedMethods = {
   .xUnfetch = joinedUnfetch,
 };
 
+// A database file: every method the base file's, except that giving up
+// the WAL's write lock drops what its WAL keeps (see the top of the file).
+// WAL_WRITE_LOCK is the first of the WAL-index locks (wal.c).
+static int databaseShmLock(sqlite3_file *handle, int offset, int n, int flags) {
+  DatabaseFile *file = (DatabaseFile *)handle;
+  if (offset == 0 && flags == (SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE) && file->wal != NULL) {
+    dropKept(file->wal);
+  }
+  if (realVersion(handle) < 2) return SQLITE_IOERR_SHMLOCK;
+  return realOf(handle)->pMethods->xShmLock(realOf(handle), offset, n, flags);
+}
+
+static int databaseClose(sqlite3_file *handle) {
+  DatabaseFile *file = (DatabaseFile *)handle;
+  if (file->wal != NULL) file->wal->database = NULL;
+  file->wal = NULL;
+  return realOf(handle)->pMethods->xClose(realOf(handle));
+}
+
+// The base file's methods, as they are.
+static int forwardRead(sqlite3_file *h, void *data, int amount, sqlite3_int64 offset) {
+  return realOf(h)->pMethods->xRead(realOf(h), data, amount, offset);
+}
+static int forwardWrite(sqlite3_file *h, const void *data, int amount, sqlite3_int64 offset) {
+  return realOf(h)->pMethods->xWrite(realOf(h), data, amount, offset);
+}
+static int forwardTruncate(sqlite3_file *h, sqlite3_int64 size) {
+  return realOf(h)->pMethods->xTruncate(realOf(h), size);
+}
+static int forwardSync(sqlite3_file *h, int flags) {
+  return realOf(h)->pMethods->xSync(realOf(h), flags);
+}
+static int forwardFileSize(sqlite3_file *h, sqlite3_int64 *size) {
+  return realOf(h)->pMethods->xFileSize(realOf(h), size);
+}
+static int forwardLock(sqlite3_file *h, int lock) {
+  return realOf(h)->pMethods->xLock(realOf(h), lock);
+}
+static int forwardUnlock(sqlite3_file *h, int lock) {
+  return realOf(h)->pMethods->xUnlock(realOf(h), lock);
+}
+static int forwardCheckReservedLock(sqlite3_file *h, int *out) {
+  return realOf(h)->pMethods->xCheckReservedLock(realOf(h), out);
+}
+static int forwardFileControl(sqlite3_file *h, int op, void *argument) {
+  return realOf(h)->pMethods->xFileControl(realOf(h), op, argument);
+}
+static int forwardShmMap(sqlite3_file *h, int region, int size, int extend, void volatile **out) {
+  if (realVersion(h) < 2) return SQLITE_IOERR_SHMMAP;
+  return realOf(h)->pMethods->xShmMap(realOf(h), region, size, extend, out);
+}
+static int forwardShmUnmap(sqlite3_file *h, int deleteFlag) {
+  if (realVersion(h) < 2) return SQLITE_OK;
+  return realOf(h)->pMethods->xShmUnmap(realOf(h), deleteFlag);
+}
+static int forwardFetch(sqlite3_file *h, sqlite3_int64 offset, int amount, void **out) {
+  if (realVersion(h) < 3) {
+    *out = NULL;
+    return SQLITE_OK;
+  }
+  return realOf(h)->pMethods->xFetch(realOf(h), offset, amount, out);
+}
+
+static const sqlite3_io_methods databaseMethods = {
+  .iVersion = 3,
+  .xClose = databaseClose,
+  .xRead = forwardRead,
+  .xWrite = forwardWrite,
+  .xTruncate = forwardTruncate,
+  .xSync = forwardSync,
+  .xFileSize = forwardFileSize,
+  .xLock = forwardLock,
+  .xUnlock = forwardUnlock,
+  .xCheckReservedLock = forwardCheckReservedLock,
+  .xFileControl = forwardFileControl,
+  .xSectorSize = joinedSectorSize,
+  .xDeviceCharacteristics = joinedDeviceCharacteristics,
+  .xShmMap = forwardShmMap,
+  .xShmLock = databaseShmLock,
+  .xShmBarrier = joinedShmBarrier,
+  .xShmUnmap = forwardShmUnmap,
+  .xFetch = forwardFetch,
+  .xUnfetch = joinedUnfetch,
+};
+
+/// Opens `name` through the base VFS into the base file after `size` bytes
+/// of this VFS's own fields; false (and the file closed) when it failed.
+static int openReal(
+  const char *name, sqlite3_file *handle, size_t size, int flags, int *outFlags, int *rc
+) {
+  Wrapped *wrapped = (Wrapped *)handle;
+  wrapped->real = (sqlite3_file *)((char *)handle + ROUND8(size));
+  *rc = baseVFS->xOpen(baseVFS, name, wrapped->real, flags, outFlags);
+  if (*rc == SQLITE_OK && wrapped->real->pMethods != NULL) return 1;
+  // A failed open that left methods set is closed by its caller: here.
+  if (wrapped->real->pMethods != NULL) wrapped->real->pMethods->xClose(wrapped->real);
+  wrapped->base.pMethods = NULL;
+  if (*rc == SQLITE_OK) *rc = SQLITE_CANTOPEN;
+  return 0;
+}
+
 static int joinedOpen(
   sqlite3_vfs *vfs, const char *name, sqlite3_file *handle, int flags, int *outFlags
 ) {
   (void)vfs;
+  int rc = SQLITE_OK;
+  if (flags & SQLITE_OPEN_MAIN_DB) {
+    DatabaseFile *file = (DatabaseFile *)handle;
+    memset(file, 0, sizeof *file);
+    if (!openReal(name, handle, sizeof(DatabaseFile), flags, outFlags, &rc)) return rc;
+    file->wrapped.base.pMethods = &databaseMethods;
+    return SQLITE_OK;
+  }
   if (!(flags & SQLITE_OPEN_WAL)) {
-    // Not a WAL: the base file itself, at the start of the allocation.
+    // Neither: the base file itself, at the start of the allocation.
     return baseVFS->xOpen(baseVFS, name, handle, flags, outFlags);
   }
   WALFile *file = (WALFile *)handle;
   memset(file, 0, sizeof *file);
-  file->real = (sqlite3_file *)((char *)handle + ROUND8(sizeof(WALFile)));
   file->headerOffset = -1;
   file->end = -1;
-  int rc = baseVFS->xOpen(baseVFS, name, file->real, flags, outFlags);
-  if (rc != SQLITE_OK || file->real->pMethods == NULL) {
-    // A failed open that left methods set is closed by its caller: here.
-    if (file->real->pMethods != NULL) file->real->pMethods->xClose(file->real);
-    file->base.pMethods = NULL;
-    return rc != SQLITE_OK ? rc : SQLITE_CANTOPEN;
+  if (!openReal(name, handle, sizeof(WALFile), flags, outFlags, &rc)) return rc;
+  // SQLite names a WAL after its database, whose file it can find from the name.
+  sqlite3_file *database = sqlite3_database_file_object(name);
+  if (database != NULL && database->pMethods == &databaseMethods) {
+    file->database = (DatabaseFile *)database;
+    file->database->wal = file;
   }
-  file->base.pMethods = &joinedMethods;
+  // SQLite pads to the sector by what the database's file can do (walOpen).
+  sqlite3_file *asked = file->database != NULL ? file->database->wrapped.real : file->wrapped.real;
+  file->passThrough =
+    !(asked->pMethods->xDeviceCharacteristics(asked) & SQLITE_IOCAP_POWERSAFE_OVERWRITE);
+  file->wrapped.base.pMethods = &joinedMethods;
   return SQLITE_OK;
 }
 
@@ -284,7 +442,7 @@ int switchd_register_joined_wal_vfs(const char *name, const char *base) {
   if (sqlite3_vfs_find(name) != NULL) return SQLITE_OK;
   baseVFS = sqlite3_vfs_find(base);
   if (baseVFS == NULL) return SQLITE_ERROR;
-  // The base VFS's methods, another name, room for the WAL file's own
+  // The base VFS's methods, another name, room for a wrapped file's own
   // fields before the base file's, and an xOpen that opens through the
   // base VFS itself (unix makes a file exclusive by its VFS's name).
   char *kept = strdup(name); // the VFS's name lives as long as it does: for ever
@@ -292,7 +450,8 @@ int switchd_register_joined_wal_vfs(const char *name, const char *base) {
   joinedVFS = *baseVFS;
   joinedVFS.zName = kept;
   joinedVFS.pNext = NULL;
-  joinedVFS.szOsFile = (int)ROUND8(sizeof(WALFile)) + baseVFS->szOsFile;
+  size_t own = sizeof(WALFile) > sizeof(DatabaseFile) ? sizeof(WALFile) : sizeof(DatabaseFile);
+  joinedVFS.szOsFile = (int)ROUND8(own) + baseVFS->szOsFile;
   joinedVFS.xOpen = joinedOpen;
   int rc = sqlite3_vfs_register(&joinedVFS, 0);
   if (rc != SQLITE_OK) free(kept);

@@ -103,6 +103,76 @@ struct WALWritesTests {
     }
   }
 
+  /// A transaction that spilled frames and rolled back leaves them kept,
+  /// and SQLite does no more to that WAL file. Written at the connection's
+  /// next read, they landed on frames another connection of the process
+  /// had committed since, and the database read as "not a database"; they
+  /// are dropped when the write lock goes.
+  @Test func aRolledBackTransactionsFramesAreNotWrittenOverAnothersCommit() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/two.db"
+      let first = try Self.openTable(
+        path, ["PRAGMA page_size=1024", "PRAGMA wal_autocheckpoint=0"])
+      defer { first.close() }
+      try first.execute("INSERT INTO t VALUES (0, randomblob(200))")
+      let second = try SQLiteConnection(
+        path: path, flags: SQLITE_OPEN_READWRITE, vfs: SwitchStore.vfs)
+      defer { second.close() }
+      try second.execute("PRAGMA wal_autocheckpoint=0")
+      try first.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+      try first.execute("BEGIN")
+      try first.execute(
+        """
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100)
+        INSERT INTO t SELECT i, randomblob(200) FROM n
+        """)
+      // The pages go to the WAL as a spill would write them.
+      #expect(sqlite3_db_cacheflush(first.handle) == SQLITE_OK)
+      try first.execute("ROLLBACK")
+      try second.execute(
+        """
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+        INSERT INTO t SELECT 10000 + i, zeroblob(200) FROM n
+        """)
+      #expect(try first.textRows("SELECT count(*) FROM t") == ["3001"])
+      let third = try SQLiteConnection(
+        path: path, flags: SQLITE_OPEN_READWRITE, vfs: SwitchStore.vfs)
+      defer { third.close() }
+      #expect(try third.textRows("PRAGMA integrity_check") == ["ok"])
+      #expect(try third.textRows("SELECT count(*) FROM t") == ["3001"])
+    }
+  }
+
+  /// Without power-safe overwrite SQLite pads a commit to the sector and
+  /// splits the frame across the sector's end around a sync: a 24-byte rest
+  /// looked like a new frame's header and was kept, so the commit returned
+  /// with the WAL short of what the WAL index named. Such a WAL is written
+  /// as asked: every commit leaves it whole frames long.
+  @Test func aWALWithoutPowerSafeOverwriteIsWrittenAsAsked() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/p.db"
+      let uri = "file:\(path)?psow=0"
+      let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI
+      let writer = try SQLiteConnection(path: uri, flags: flags, vfs: SwitchStore.vfs)
+      defer { writer.close() }
+      for pragma in [
+        "PRAGMA page_size=1024", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
+        "PRAGMA wal_autocheckpoint=0", "CREATE TABLE t(k INTEGER PRIMARY KEY, v)",
+      ] {
+        try writer.execute(pragma)
+      }
+      let reader = try SQLiteConnection(path: uri, flags: flags, vfs: SwitchStore.vfs)
+      defer { reader.close() }
+      var misaligned: [Int] = []
+      for row in 0..<200 {
+        try writer.execute("INSERT INTO t VALUES (\(row), \(row))")
+        if (try fileSize(path + "-wal") - 32) % (1024 + 24) != 0 { misaligned.append(row) }
+      }
+      #expect(misaligned.isEmpty, "commits that left part of a frame kept: \(misaligned)")
+      #expect(try reader.textRows("SELECT count(*) FROM t") == ["200"])
+    }
+  }
+
   /// A new database at `path` through the store's VFS, in WAL mode after
   /// `pragmas`, with an empty table `t` of keys and blobs.
   static func openTable(_ path: String, _ pragmas: [String]) throws -> SQLiteConnection {

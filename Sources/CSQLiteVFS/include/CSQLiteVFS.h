@@ -10,7 +10,9 @@ enum { switchd_wal_run_limit = 64 * 1024 };
 /// Registers a SQLite VFS named `name` that is the registered VFS `base`
 /// except for WAL files: the frames of a transaction (each a 24-byte header
 /// and a page) reach the file in one write, at its commit frame, instead of
-/// two writes a frame.
+/// two writes a frame, and a rolled-back transaction's are dropped when its
+/// connection gives up the write lock (its database file is wrapped for
+/// that; every other method is the base file's).
 /// Call it once, before any connection uses `name` (not thread-safe).
 /// Returns SQLITE_OK (also when `name` is registered already),
 /// SQLITE_ERROR when `base` is not registered, or what
