@@ -135,7 +135,7 @@ extension SwitchStore {
       try details.bindChangeDetails(changes[row])
       try execute(details)
     }
-    let keyID = previous.keyID != 0 ? previous.keyID : try keyNumber(of: changes[row].key)
+    let keyID = previous.keyID != 0 ? previous.keyID : try keyNumber(for: chain)
     var next = KeyChain(
       newest: changes[row].revision, sinceMark: previous.sinceMark + 1, keyID: keyID)
     // Marks index the switch-level chains; a user's chain is walked whole.
@@ -177,12 +177,23 @@ extension SwitchStore {
   /// A key's chain as the file holds it, for its first change since opening. A chain with a
   /// change in the log's tail is in `chains` once the tail is loaded; one that is not has none
   /// there, and its row tells its newest.
-  /// A user's chain takes its key's number from the switch's chain when that has it.
   func startChain(_ chain: ChainKey) throws(SQLiteError) -> KeyChain {
     let newest =
       tailChainsLoaded.covers(chain) ? try rowRevision(of: chain) : try newestRevision(of: chain)
-    let keyID = chain.user == nil ? 0 : chains[ChainKey(hashedKey: chain.hashedKey)]?.keyID ?? 0
-    return openedChain(newest: newest, keyID: keyID)
+    return openedChain(newest: newest)
+  }
+
+  /// The key number of a chain that has none yet: its switch's chain's when
+  /// that has it (each user's chain of a key would look it up again), else
+  /// looked up and given to the switch's chain too.
+  private func keyNumber(for chain: ChainKey) throws(SQLiteError) -> Int64 {
+    let switchChain = chains.index(forKey: ChainKey(hashedKey: chain.hashedKey))
+    if let switchChain, chains.values[switchChain].keyID != 0 {
+      return chains.values[switchChain].keyID
+    }
+    let keyID = try keyNumber(of: chain.key)
+    if let switchChain { chains.values[switchChain].keyID = keyID }
+    return keyID
   }
 
   /// A chain as it stands before its first change since opening. That change is marked
