@@ -184,144 +184,11 @@ static int joinedClose(sqlite3_file *handle) {
   return kept != SQLITE_OK ? kept : rc;
 }
 
-// The methods below write a kept header, then do what the base file does.
-#define WRITE_KEPT_FIRST(handle)                      \
-  do {                                                \
-    int kept = writeKept((WALFile *)(handle));        \
-    if (kept != SQLITE_OK) return kept;               \
-  } while (0)
+// The base file's methods, as they are (a database file's, and a WAL's
+// once what it keeps is written). The version 2 and 3 methods also for a
+// base file of an older version.
+static int realVersion(sqlite3_file *h) { return realOf(h)->pMethods->iVersion; }
 
-static int joinedRead(sqlite3_file *handle, void *data, int amount, sqlite3_int64 offset) {
-  WRITE_KEPT_FIRST(handle);
-  return realOf(handle)->pMethods->xRead(realOf(handle), data, amount, offset);
-}
-
-static int joinedTruncate(sqlite3_file *handle, sqlite3_int64 size) {
-  WRITE_KEPT_FIRST(handle);
-  ((WALFile *)handle)->end = -1;
-  return realOf(handle)->pMethods->xTruncate(realOf(handle), size);
-}
-
-static int joinedSync(sqlite3_file *handle, int flags) {
-  WRITE_KEPT_FIRST(handle);
-  return realOf(handle)->pMethods->xSync(realOf(handle), flags);
-}
-
-static int joinedFileSize(sqlite3_file *handle, sqlite3_int64 *size) {
-  WRITE_KEPT_FIRST(handle);
-  return realOf(handle)->pMethods->xFileSize(realOf(handle), size);
-}
-
-static int joinedLock(sqlite3_file *handle, int lock) {
-  WRITE_KEPT_FIRST(handle);
-  return realOf(handle)->pMethods->xLock(realOf(handle), lock);
-}
-
-static int joinedUnlock(sqlite3_file *handle, int lock) {
-  WRITE_KEPT_FIRST(handle);
-  return realOf(handle)->pMethods->xUnlock(realOf(handle), lock);
-}
-
-static int joinedCheckReservedLock(sqlite3_file *handle, int *out) {
-  WRITE_KEPT_FIRST(handle);
-  return realOf(handle)->pMethods->xCheckReservedLock(realOf(handle), out);
-}
-
-static int joinedFileControl(sqlite3_file *handle, int op, void *argument) {
-  WRITE_KEPT_FIRST(handle);
-  return realOf(handle)->pMethods->xFileControl(realOf(handle), op, argument);
-}
-
-static int joinedSectorSize(sqlite3_file *handle) {
-  return realOf(handle)->pMethods->xSectorSize(realOf(handle));
-}
-
-static int joinedDeviceCharacteristics(sqlite3_file *handle) {
-  return realOf(handle)->pMethods->xDeviceCharacteristics(realOf(handle));
-}
-
-// The version 2 and 3 methods, for a base file of an older version too.
-static int realVersion(sqlite3_file *handle) { return realOf(handle)->pMethods->iVersion; }
-
-static int joinedShmMap(sqlite3_file *handle, int region, int size, int extend, void volatile **out) {
-  WRITE_KEPT_FIRST(handle);
-  if (realVersion(handle) < 2) return SQLITE_IOERR_SHMMAP;
-  return realOf(handle)->pMethods->xShmMap(realOf(handle), region, size, extend, out);
-}
-
-static int joinedShmLock(sqlite3_file *handle, int offset, int n, int flags) {
-  WRITE_KEPT_FIRST(handle);
-  if (realVersion(handle) < 2) return SQLITE_IOERR_SHMLOCK;
-  return realOf(handle)->pMethods->xShmLock(realOf(handle), offset, n, flags);
-}
-
-static void joinedShmBarrier(sqlite3_file *handle) {
-  if (realVersion(handle) < 2) return;
-  realOf(handle)->pMethods->xShmBarrier(realOf(handle));
-}
-
-static int joinedShmUnmap(sqlite3_file *handle, int deleteFlag) {
-  WRITE_KEPT_FIRST(handle);
-  if (realVersion(handle) < 2) return SQLITE_OK;
-  return realOf(handle)->pMethods->xShmUnmap(realOf(handle), deleteFlag);
-}
-
-static int joinedFetch(sqlite3_file *handle, sqlite3_int64 offset, int amount, void **out) {
-  WRITE_KEPT_FIRST(handle);
-  if (realVersion(handle) < 3) {
-    *out = NULL; // no memory map: SQLite reads instead
-    return SQLITE_OK;
-  }
-  return realOf(handle)->pMethods->xFetch(realOf(handle), offset, amount, out);
-}
-
-static int joinedUnfetch(sqlite3_file *handle, sqlite3_int64 offset, void *page) {
-  if (realVersion(handle) < 3) return SQLITE_OK;
-  return realOf(handle)->pMethods->xUnfetch(realOf(handle), offset, page);
-}
-
-static const sqlite3_io_methods joinedMethods = {
-  .iVersion = 3,
-  .xClose = joinedClose,
-  .xRead = joinedRead,
-  .xWrite = joinedWrite,
-  .xTruncate = joinedTruncate,
-  .xSync = joinedSync,
-  .xFileSize = joinedFileSize,
-  .xLock = joinedLock,
-  .xUnlock = joinedUnlock,
-  .xCheckReservedLock = joinedCheckReservedLock,
-  .xFileControl = joinedFileControl,
-  .xSectorSize = joinedSectorSize,
-  .xDeviceCharacteristics = joinedDeviceCharacteristics,
-  .xShmMap = joinedShmMap,
-  .xShmLock = joinedShmLock,
-  .xShmBarrier = joinedShmBarrier,
-  .xShmUnmap = joinedShmUnmap,
-  .xFetch = joinedFetch,
-  .xUnfetch = joinedUnfetch,
-};
-
-// A database file: every method the base file's, except that giving up
-// the WAL's write lock drops what its WAL keeps (see the top of the file).
-// WAL_WRITE_LOCK is the first of the WAL-index locks (wal.c).
-static int databaseShmLock(sqlite3_file *handle, int offset, int n, int flags) {
-  DatabaseFile *file = (DatabaseFile *)handle;
-  if (offset == 0 && flags == (SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE) && file->wal != NULL) {
-    dropKept(file->wal);
-  }
-  if (realVersion(handle) < 2) return SQLITE_IOERR_SHMLOCK;
-  return realOf(handle)->pMethods->xShmLock(realOf(handle), offset, n, flags);
-}
-
-static int databaseClose(sqlite3_file *handle) {
-  DatabaseFile *file = (DatabaseFile *)handle;
-  if (file->wal != NULL) file->wal->database = NULL;
-  file->wal = NULL;
-  return realOf(handle)->pMethods->xClose(realOf(handle));
-}
-
-// The base file's methods, as they are.
 static int forwardRead(sqlite3_file *h, void *data, int amount, sqlite3_int64 offset) {
   return realOf(h)->pMethods->xRead(realOf(h), data, amount, offset);
 }
@@ -349,9 +216,22 @@ static int forwardCheckReservedLock(sqlite3_file *h, int *out) {
 static int forwardFileControl(sqlite3_file *h, int op, void *argument) {
   return realOf(h)->pMethods->xFileControl(realOf(h), op, argument);
 }
+static int forwardSectorSize(sqlite3_file *h) {
+  return realOf(h)->pMethods->xSectorSize(realOf(h));
+}
+static int forwardDeviceCharacteristics(sqlite3_file *h) {
+  return realOf(h)->pMethods->xDeviceCharacteristics(realOf(h));
+}
 static int forwardShmMap(sqlite3_file *h, int region, int size, int extend, void volatile **out) {
   if (realVersion(h) < 2) return SQLITE_IOERR_SHMMAP;
   return realOf(h)->pMethods->xShmMap(realOf(h), region, size, extend, out);
+}
+static int forwardShmLock(sqlite3_file *h, int offset, int n, int flags) {
+  if (realVersion(h) < 2) return SQLITE_IOERR_SHMLOCK;
+  return realOf(h)->pMethods->xShmLock(realOf(h), offset, n, flags);
+}
+static void forwardShmBarrier(sqlite3_file *h) {
+  if (realVersion(h) >= 2) realOf(h)->pMethods->xShmBarrier(realOf(h));
 }
 static int forwardShmUnmap(sqlite3_file *h, int deleteFlag) {
   if (realVersion(h) < 2) return SQLITE_OK;
@@ -359,10 +239,111 @@ static int forwardShmUnmap(sqlite3_file *h, int deleteFlag) {
 }
 static int forwardFetch(sqlite3_file *h, sqlite3_int64 offset, int amount, void **out) {
   if (realVersion(h) < 3) {
-    *out = NULL;
+    *out = NULL; // no memory map: SQLite reads instead
     return SQLITE_OK;
   }
   return realOf(h)->pMethods->xFetch(realOf(h), offset, amount, out);
+}
+static int forwardUnfetch(sqlite3_file *h, sqlite3_int64 offset, void *page) {
+  if (realVersion(h) < 3) return SQLITE_OK;
+  return realOf(h)->pMethods->xUnfetch(realOf(h), offset, page);
+}
+
+// A WAL's other methods write what it keeps, then do what the base file does.
+#define WRITE_KEPT_FIRST(handle)                      \
+  do {                                                \
+    int kept = writeKept((WALFile *)(handle));        \
+    if (kept != SQLITE_OK) return kept;               \
+  } while (0)
+
+static int joinedRead(sqlite3_file *h, void *data, int amount, sqlite3_int64 offset) {
+  WRITE_KEPT_FIRST(h);
+  return forwardRead(h, data, amount, offset);
+}
+static int joinedTruncate(sqlite3_file *h, sqlite3_int64 size) {
+  WRITE_KEPT_FIRST(h);
+  ((WALFile *)h)->end = -1;
+  return forwardTruncate(h, size);
+}
+static int joinedSync(sqlite3_file *h, int flags) {
+  WRITE_KEPT_FIRST(h);
+  return forwardSync(h, flags);
+}
+static int joinedFileSize(sqlite3_file *h, sqlite3_int64 *size) {
+  WRITE_KEPT_FIRST(h);
+  return forwardFileSize(h, size);
+}
+static int joinedLock(sqlite3_file *h, int lock) {
+  WRITE_KEPT_FIRST(h);
+  return forwardLock(h, lock);
+}
+static int joinedUnlock(sqlite3_file *h, int lock) {
+  WRITE_KEPT_FIRST(h);
+  return forwardUnlock(h, lock);
+}
+static int joinedCheckReservedLock(sqlite3_file *h, int *out) {
+  WRITE_KEPT_FIRST(h);
+  return forwardCheckReservedLock(h, out);
+}
+static int joinedFileControl(sqlite3_file *h, int op, void *argument) {
+  WRITE_KEPT_FIRST(h);
+  return forwardFileControl(h, op, argument);
+}
+static int joinedShmMap(sqlite3_file *h, int region, int size, int extend, void volatile **out) {
+  WRITE_KEPT_FIRST(h);
+  return forwardShmMap(h, region, size, extend, out);
+}
+static int joinedShmLock(sqlite3_file *h, int offset, int n, int flags) {
+  WRITE_KEPT_FIRST(h);
+  return forwardShmLock(h, offset, n, flags);
+}
+static int joinedShmUnmap(sqlite3_file *h, int deleteFlag) {
+  WRITE_KEPT_FIRST(h);
+  return forwardShmUnmap(h, deleteFlag);
+}
+static int joinedFetch(sqlite3_file *h, sqlite3_int64 offset, int amount, void **out) {
+  WRITE_KEPT_FIRST(h);
+  return forwardFetch(h, offset, amount, out);
+}
+
+static const sqlite3_io_methods joinedMethods = {
+  .iVersion = 3,
+  .xClose = joinedClose,
+  .xRead = joinedRead,
+  .xWrite = joinedWrite,
+  .xTruncate = joinedTruncate,
+  .xSync = joinedSync,
+  .xFileSize = joinedFileSize,
+  .xLock = joinedLock,
+  .xUnlock = joinedUnlock,
+  .xCheckReservedLock = joinedCheckReservedLock,
+  .xFileControl = joinedFileControl,
+  .xSectorSize = forwardSectorSize,
+  .xDeviceCharacteristics = forwardDeviceCharacteristics,
+  .xShmMap = joinedShmMap,
+  .xShmLock = joinedShmLock,
+  .xShmBarrier = forwardShmBarrier,
+  .xShmUnmap = joinedShmUnmap,
+  .xFetch = joinedFetch,
+  .xUnfetch = forwardUnfetch,
+};
+
+// A database file: every method the base file's, except that giving up
+// the WAL's write lock drops what its WAL keeps (see the top of the file).
+// WAL_WRITE_LOCK is the first of the WAL-index locks (wal.c).
+static int databaseShmLock(sqlite3_file *handle, int offset, int n, int flags) {
+  DatabaseFile *file = (DatabaseFile *)handle;
+  if (offset == 0 && flags == (SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE) && file->wal != NULL) {
+    dropKept(file->wal);
+  }
+  return forwardShmLock(handle, offset, n, flags);
+}
+
+static int databaseClose(sqlite3_file *handle) {
+  DatabaseFile *file = (DatabaseFile *)handle;
+  if (file->wal != NULL) file->wal->database = NULL;
+  file->wal = NULL;
+  return realOf(handle)->pMethods->xClose(realOf(handle));
 }
 
 static const sqlite3_io_methods databaseMethods = {
@@ -377,14 +358,14 @@ static const sqlite3_io_methods databaseMethods = {
   .xUnlock = forwardUnlock,
   .xCheckReservedLock = forwardCheckReservedLock,
   .xFileControl = forwardFileControl,
-  .xSectorSize = joinedSectorSize,
-  .xDeviceCharacteristics = joinedDeviceCharacteristics,
+  .xSectorSize = forwardSectorSize,
+  .xDeviceCharacteristics = forwardDeviceCharacteristics,
   .xShmMap = forwardShmMap,
   .xShmLock = databaseShmLock,
-  .xShmBarrier = joinedShmBarrier,
+  .xShmBarrier = forwardShmBarrier,
   .xShmUnmap = forwardShmUnmap,
   .xFetch = forwardFetch,
-  .xUnfetch = joinedUnfetch,
+  .xUnfetch = forwardUnfetch,
 };
 
 /// Opens `name` through the base VFS into the base file after `size` bytes
