@@ -188,13 +188,10 @@ extension Bench {
     _ connections: Int, newlines: Int, check: ReplyCheck,
     request: @escaping (Int) -> [UInt8]
   ) -> Work {
-    let scripts = (0..<connections).map {
-      ClientScript(requests: [request($0)], newlines: newlines, check: check)
-    }
-    return { socket, calls in
-      try runCounted(
-        path: socket, scripts: scripts, requestsPerClient: calls / connections, timeout: 1800)
-    }
+    counted(
+      (0..<connections).map {
+        ClientScript(requests: [request($0)], newlines: newlines, check: check)
+      })
   }
 
   /// `connections` closed-loop clients whose calls, in the longer run of a
@@ -203,14 +200,20 @@ extension Bench {
     _ connections: Int, calls: Int, check: ReplyCheck, request: @escaping (String) -> [UInt8]
   ) -> Work {
     let perClient = 3 * calls / connections
-    let scripts = (0..<connections).map { client in
-      ClientScript(
-        requests: (0..<perClient).map { request(Configs.fillerKey($0 * connections + client)) },
-        newlines: 1, check: check)
-    }
-    return { socket, calls in
+    return counted(
+      (0..<connections).map { client in
+        ClientScript(
+          requests: (0..<perClient).map { request(Configs.fillerKey($0 * connections + client)) },
+          newlines: 1, check: check)
+      })
+  }
+
+  /// A client per script, each sending its requests in turn until the
+  /// calls are made (shared equally).
+  private func counted(_ scripts: [ClientScript]) -> Work {
+    { socket, calls in
       try runCounted(
-        path: socket, scripts: scripts, requestsPerClient: calls / connections, timeout: 1800)
+        path: socket, scripts: scripts, requestsPerClient: calls / scripts.count, timeout: 1800)
     }
   }
 

@@ -126,6 +126,7 @@ static void dropKept(WALFile *file) {
 
 /// The kept header's page: the frame joins the run, which is written when
 /// the frame commits. 0 when it cannot join (no memory): nothing changed.
+/// After a failed write where the file ends is unknown.
 static int joinFrame(WALFile *file, const void *page, int amount, int *rc) {
   int frame = FRAME_HEADER + amount;
   if (file->runLength > 0 && !runHasRoom(file, file->runLength + frame)) {
@@ -143,8 +144,10 @@ static int joinFrame(WALFile *file, const void *page, int amount, int *rc) {
   memcpy(file->run + file->runLength, file->header, FRAME_HEADER);
   memcpy(file->run + file->runLength + FRAME_HEADER, page, (size_t)amount);
   file->runLength += frame;
+  file->end = file->headerOffset + frame;
   file->headerOffset = -1;
   *rc = isCommitFrame(file->header) ? writeRun(file) : SQLITE_OK;
+  if (*rc != SQLITE_OK) file->end = -1;
   return 1;
 }
 
@@ -153,10 +156,7 @@ static int joinedWrite(sqlite3_file *handle, const void *data, int amount, sqlit
   if (file->passThrough) return realOf(handle)->pMethods->xWrite(realOf(handle), data, amount, offset);
   if (file->headerOffset >= 0 && offset == file->headerOffset + FRAME_HEADER) {
     int rc = SQLITE_OK;
-    if (joinFrame(file, data, amount, &rc)) {
-      file->end = offset + amount;
-      return rc;
-    }
+    if (joinFrame(file, data, amount, &rc)) return rc;
     // No memory for the run: the writes SQLite asked for.
   }
   if (amount == FRAME_HEADER && offset == file->end && file->headerOffset < 0) {
@@ -169,7 +169,7 @@ static int joinedWrite(sqlite3_file *handle, const void *data, int amount, sqlit
   int rc = writeKept(file);
   if (rc != SQLITE_OK) return rc;
   file->end = offset + amount;
-  return file->wrapped.real->pMethods->xWrite(file->wrapped.real, data, amount, offset);
+  return realOf(handle)->pMethods->xWrite(realOf(handle), data, amount, offset);
 }
 
 static int joinedClose(sqlite3_file *handle) {

@@ -60,9 +60,10 @@ public final class SwitchStore {
   let statements: StoreStatements
   /// How many changes of a key at most lie between two of its marks (see the top of the file).
   let markSpacing: Int
-  /// Per key, the newest change committed through this store and how many changes since its
-  /// last mark: a cache of what the file holds, filled by `loadSwitches()` or on a key's first
-  /// commit after opening (from the log's tail or the key's row), emptied when a commit fails.
+  /// Per key (and per key and user), the newest change committed through this store, how many
+  /// changes since its last mark and its key's number: a cache of what the file holds, filled
+  /// by `loadSwitches()`, `loadUserValues()` (the log's tail) and `insertNew` (a new row), or on
+  /// a chain's first commit after opening (`startChain`), emptied when a transaction fails.
   var chains: [ChainKey: KeyChain] = [:]
   /// Whether `chains` holds every chain with a change after the checkpoint
   /// (the log's tail), switches' by `loadSwitches()` and users' by
@@ -73,13 +74,6 @@ public final class SwitchStore {
   /// there, for the first toggle of each switch a start added and of each
   /// user's own value (callgrind, issue 26).
   var tailChainsLoaded = TailChainsLoaded()
-
-  struct TailChainsLoaded {
-    var switches = false
-    var users = false
-
-    func covers(_ chain: ChainKey) -> Bool { chain.user == nil ? switches : users }
-  }
   /// The revision of the newest change committed through this store, the
   /// same kind of cache: a commit checks its first revision against it
   /// instead of reading the file each time (a query per commit, ~1.5k
@@ -118,6 +112,14 @@ public final class SwitchStore {
     var sinceMark: Int
     /// The key's number in `keys` (migration 10); 0 until looked up.
     var keyID: Int64 = 0
+  }
+
+  /// Which kinds of chain the log's tail was loaded for (`tailChainsLoaded`).
+  struct TailChainsLoaded {
+    var switches = false
+    var users = false
+
+    func covers(_ chain: ChainKey) -> Bool { chain.user == nil ? switches : users }
   }
 
   /// Opens (creating when readWrite and absent), checks with PRAGMA quick_check (readWrite
