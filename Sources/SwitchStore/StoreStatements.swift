@@ -11,13 +11,33 @@ struct StoreStatements {
     static let commit = "COMMIT"
     static let rollback = "ROLLBACK"
 
+    /// A switch's State as `readSwitch` reads it, from `switchSource`: its
+    /// row (migration 11) and its details when it has them (NULL, which
+    /// reads as the defaults, when it has none).
     static let switchColumns = """
-      key, checked, read_only, read_only_reason, held_by, disabled, disabled_reason, \
-      disabled_by, revision, changed_at, invalid, invalid_reason, value_fixed, expires_at, \
-      read_only_until, disabled_until, pending_until, pending
+      keys.key, row.checked, details.read_only, details.read_only_reason, details.held_by, \
+      details.disabled, details.disabled_reason, details.disabled_by, row.revision, \
+      row.changed_at, details.invalid, details.invalid_reason, details.value_fixed, \
+      details.expires_at, details.read_only_until, details.disabled_until, \
+      details.pending_until, details.pending
       """
-    static let switchValues =
-      "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18"
+    /// A switch row, its key by number, and its details row: one of an older
+    /// revision is what an older State held, and does not count.
+    static let switchSource = """
+      switches AS row JOIN keys ON keys.id = row.key_id \
+      LEFT JOIN switch_details AS details \
+      ON details.key_id = row.key_id AND details.revision = row.revision
+      """
+    /// Every column of `switches` and of `switch_details`, in the order
+    /// `bindSwitch` and `bindSwitchDetails` bind them.
+    static let switchRowColumns = "key_id, checked, revision, changed_at"
+    static let switchDetailColumns = """
+      key_id, revision, read_only, read_only_reason, held_by, disabled, disabled_reason, \
+      disabled_by, invalid, invalid_reason, value_fixed, expires_at, read_only_until, \
+      disabled_until, pending_until, pending
+      """
+    /// A key's number in `keys`, from its text `?1`.
+    static let keyNumberOfParameter = "(SELECT id FROM keys WHERE key = ?1)"
 
     /// `what`'s parts (migration 8) and `actor`'s (migration 9) are read
     /// where their columns were.
@@ -44,10 +64,11 @@ struct StoreStatements {
     /// for the defaults (0, no reason, no deadline) those columns held.
     static let changeSource = "changes LEFT JOIN change_details USING (revision)"
 
-    static let loadSwitches = "SELECT \(switchColumns) FROM switches ORDER BY key"
-    static let hasSwitch = "SELECT 1 FROM switches WHERE key = ?1"
+    static let loadSwitches = "SELECT \(switchColumns) FROM \(switchSource) ORDER BY keys.key"
+    static let hasSwitch = "SELECT 1 FROM switches WHERE key_id = \(keyNumberOfParameter)"
     static let insertSwitchIfAbsent = """
-      INSERT INTO switches(\(switchColumns)) VALUES (\(switchValues)) ON CONFLICT(key) DO NOTHING
+      INSERT INTO switches(\(switchRowColumns)) VALUES (?1, ?2, ?3, ?4) \
+      ON CONFLICT(key_id) DO NOTHING
       """
 
     /// The newest log row is the revision; `meta` keeps it when pruning
@@ -60,38 +81,46 @@ struct StoreStatements {
     /// The log's newest row (0: the log is empty): one descent of the primary key.
     static let newestLogRevision = "SELECT coalesce(max(revision), 0) FROM changes"
     /// A switch's row as given, whether it had one or not. REPLACE deletes
-    /// the row it conflicts with and inserts this one, which costs ~21% less
-    /// than INSERT … ON CONFLICT DO UPDATE (that tries the insert first; a
-    /// checkpoint writes a row for every switch changed since the last one:
-    /// 14.7k against 18.6k instructions a row, callgrind, 1 KiB pages). The
-    /// same row only because `switchColumns` is every column of the table
-    /// (a test holds them equal): a column left out would be reset.
+    /// the row it conflicts with and inserts this one: a checkpoint writes a
+    /// row for every switch changed since the last one, ~5.0k instructions
+    /// a row (7.0k when the row grows, as a switch's first change does),
+    /// where INSERT … ON CONFLICT DO UPDATE costs ~5.4k and an UPDATE ~5.2k
+    /// (7.2k); in the table keyed by the key's text, 18 columns, REPLACE
+    /// cost ~15k (SQLite alone, callgrind, 1,000 rows of 10,000 a
+    /// transaction). The same row only because the columns named are every
+    /// column of the table (a test holds them equal): a column left out
+    /// would be reset.
     static let upsertSwitch = """
-      INSERT OR REPLACE INTO switches(\(switchColumns)) VALUES (\(switchValues))
+      INSERT OR REPLACE INTO switches(\(switchRowColumns)) VALUES (?1, ?2, ?3, ?4)
+      """
+    /// A switch's details, for a State that holds more than `checked`.
+    static let upsertSwitchDetails = """
+      INSERT OR REPLACE INTO switch_details(\(switchDetailColumns)) \
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
       """
     /// The revision the switch rows hold: changes after it are only in the log.
     static let readCheckpoint = "SELECT value FROM meta WHERE name = 'checkpoint'"
     static let writeCheckpoint = "UPDATE meta SET value = ?1 WHERE name = 'checkpoint'"
     /// Copies each key's newest change in (?1, ?2] to its switch row: the log's tail, grouped.
     static let checkpointRows = """
-      INSERT INTO switches(\(switchColumns))
-        SELECT \(keyOfRow), \(ChangeWhat.checkedSQL), coalesce(s_read_only, 0),
-          s_read_only_reason, s_held_by, coalesce(s_disabled, 0), s_disabled_reason,
-          s_disabled_by, revision, time,
-          coalesce(s_invalid, 0), s_invalid_reason, coalesce(s_value_fixed, 0), s_expires_at,
-          s_read_only_until, s_disabled_until, s_pending_until, s_pending
-        FROM \(changeSource) WHERE revision IN
-          (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2
-           AND user IS NULL GROUP BY key_id)
-      ON CONFLICT(key) DO UPDATE SET checked = excluded.checked,
-        read_only = excluded.read_only, read_only_reason = excluded.read_only_reason,
-        held_by = excluded.held_by, disabled = excluded.disabled,
-        disabled_reason = excluded.disabled_reason, disabled_by = excluded.disabled_by,
-        revision = excluded.revision, changed_at = excluded.changed_at,
-        invalid = excluded.invalid, invalid_reason = excluded.invalid_reason,
-        value_fixed = excluded.value_fixed, expires_at = excluded.expires_at,
-        read_only_until = excluded.read_only_until, disabled_until = excluded.disabled_until,
-        pending_until = excluded.pending_until, pending = excluded.pending
+      INSERT OR REPLACE INTO switches(\(switchRowColumns))
+        SELECT key_id, \(ChangeWhat.checkedSQL), revision, time FROM changes
+        WHERE revision IN \(newestSwitchChanges)
+      """
+    /// And their details, for those that have them (with the defaults when
+    /// only the State before held more: the same as none).
+    static let checkpointDetailRows = """
+      INSERT OR REPLACE INTO switch_details(\(switchDetailColumns))
+        SELECT key_id, revision, s_read_only, s_read_only_reason, s_held_by, s_disabled,
+          s_disabled_reason, s_disabled_by, s_invalid, s_invalid_reason, s_value_fixed,
+          s_expires_at, s_read_only_until, s_disabled_until, s_pending_until, s_pending
+        FROM changes JOIN change_details USING (revision)
+        WHERE revision IN \(newestSwitchChanges)
+      """
+    /// Each key's newest switch-level change in (?1, ?2].
+    static let newestSwitchChanges = """
+      (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2
+       AND user IS NULL GROUP BY key_id)
       """
     /// Copies each user's newest value change in (?1, ?2] to its `user_values` row.
     static let checkpointUserRows = """
@@ -164,7 +193,8 @@ struct StoreStatements {
       ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)
       """
     /// The revision of a key's newest change as of the checkpoint (0: none).
-    static let switchRevision = "SELECT revision FROM switches WHERE key = ?1"
+    static let switchRevision =
+      "SELECT revision FROM switches WHERE key_id = \(keyNumberOfParameter)"
     static let insertMark = "INSERT INTO key_marks(key, revision) VALUES (?1, ?2)"
     /// min() over the INTEGER PRIMARY KEY is one b-tree descent, not a scan.
     static let oldestChange = "SELECT min(revision) FROM changes"
@@ -216,9 +246,11 @@ struct StoreStatements {
   let newestLogRevision: SQLiteStatement
   let writeRevision: SQLiteStatement
   let upsertSwitch: SQLiteStatement
+  let upsertSwitchDetails: SQLiteStatement
   let readCheckpoint: SQLiteStatement
   let writeCheckpoint: SQLiteStatement
   let checkpointRows: SQLiteStatement
+  let checkpointDetailRows: SQLiteStatement
   let checkpointUserRows: SQLiteStatement
   let loadUserValues: SQLiteStatement
   let upsertUserValue: SQLiteStatement
@@ -252,9 +284,11 @@ struct StoreStatements {
     newestLogRevision = try connection.prepareCached(SQL.newestLogRevision)
     writeRevision = try connection.prepareCached(SQL.writeRevision)
     upsertSwitch = try connection.prepareCached(SQL.upsertSwitch)
+    upsertSwitchDetails = try connection.prepareCached(SQL.upsertSwitchDetails)
     readCheckpoint = try connection.prepareCached(SQL.readCheckpoint)
     writeCheckpoint = try connection.prepareCached(SQL.writeCheckpoint)
     checkpointRows = try connection.prepareCached(SQL.checkpointRows)
+    checkpointDetailRows = try connection.prepareCached(SQL.checkpointDetailRows)
     checkpointUserRows = try connection.prepareCached(SQL.checkpointUserRows)
     loadUserValues = try connection.prepareCached(SQL.loadUserValues)
     upsertUserValue = try connection.prepareCached(SQL.upsertUserValue)
@@ -294,21 +328,33 @@ extension Change {
   /// change's own property copied it out of the array, callgrind).
   static func hasDetails(_ state: borrowing SwitchState, _ previous: borrowing SwitchState) -> Bool
   {
-    !state.isFree || !previous.isFree || state.valueFixed || previous.valueFixed
+    state.holdsDetails || previous.holdsDetails
   }
 }
 
+extension SwitchState {
+  /// Whether it holds more than `checked` (a hold, a reason, a deadline,
+  /// `invalid`, a fixed value): what a `change_details` or `switch_details`
+  /// row keeps.
+  var holdsDetails: Bool { !isFree || valueFixed }
+}
+
 extension SQLiteStatement {
-  /// Binds a switch row to `?1`...`?18` (`SQL.switchValues`).
+  /// Binds a switch row to `?1`...`?4` (`SQL.switchRowColumns`).
   func bindSwitch(
-    key: String, state: SwitchState, revision: Int64, changedAt: Int64?
+    keyID: Int64, checked: Bool, revision: Int64, changedAt: Int64?
   ) throws(SQLiteError) {
-    try bind(key, at: 1)
-    try bindState(state, from: 2, invalidFrom: 11)
-    try bind(revision, at: 9)
-    try bind(changedAt, at: 10)
-    try bind(state.valueFixed, at: 13)
-    try bindDeadlines(state, from: 14)
+    try bind(keyID, at: 1)
+    try bind(checked, at: 2)
+    try bind(revision, at: 3)
+    try bind(changedAt, at: 4)
+  }
+
+  /// Binds a switch's details row to `?1`...`?16` (`SQL.switchDetailColumns`).
+  func bindSwitchDetails(keyID: Int64, state: SwitchState, revision: Int64) throws(SQLiteError) {
+    try bind(keyID, at: 1)
+    try bind(revision, at: 2)
+    try bindDetails(state, from: 3)
   }
 
   /// Binds `expiresAt`, `readOnlyUntil`, `disabledUntil`, `pendingUntil` and `pending`
@@ -420,22 +466,6 @@ extension SQLiteStatement {
     try bind(state.invalidReason, at: first + 7)
     try bind(state.valueFixed, at: first + 8)
     try bindDeadlines(state, from: first + 9)
-  }
-
-  /// Binds the seven State columns to `?first`...`?(first + 6)`, and
-  /// `invalid`, `invalidReason` (added later, so elsewhere) to `?invalidFrom`, `?(invalidFrom + 1)`.
-  private func bindState(
-    _ state: SwitchState, from first: Int32, invalidFrom: Int32
-  ) throws(SQLiteError) {
-    try bind(state.invalid, at: invalidFrom)
-    try bind(state.invalidReason, at: invalidFrom + 1)
-    try bind(state.checked, at: first)
-    try bind(state.readOnly, at: first + 1)
-    try bind(state.readOnlyReason, at: first + 2)
-    try bind(state.heldBy?.storageName, at: first + 3)
-    try bind(state.disabled, at: first + 4)
-    try bind(state.disabledReason, at: first + 5)
-    try bind(state.disabledBy?.storageName, at: first + 6)
   }
 
   /// Reads a row selected with `SQL.switchColumns`.

@@ -15,16 +15,20 @@ extension SwitchStore {
       try transaction { () throws(SQLiteError) in
         let statement = statements.insertSwitchIfAbsent
         for record in records {
+          let keyID = try keyNumber(of: record.key)
           try statement.bindSwitch(
-            key: record.key, state: record.state, revision: record.revision,
+            keyID: keyID, checked: record.state.checked, revision: record.revision,
             changedAt: record.changedAt)
           try execute(statement)
+          guard connection.changes == 1 else { continue }
+          if record.state.holdsDetails {
+            try writeDetails(keyID: keyID, record.state, revision: record.revision)
+          }
           // A row new to the file, once the tail is loaded: its chain starts here, as
-          // `startChain` would start it from the row, with its key numbered now, so that its
+          // `startChain` would start it from the row, with its key's number, so that its
           // first change reads nothing (two queries and an insert, ~15k instructions).
           let chain = ChainKey(hashedKey: record.hashedKey, user: nil)
-          if tailChainsLoaded.switches && connection.changes == 1 && chains[chain] == nil {
-            let keyID = try keyNumber(of: record.key)
+          if tailChainsLoaded.switches && chains[chain] == nil {
             chains[chain] = openedChain(newest: record.revision, keyID: keyID)
           }
         }
@@ -174,6 +178,16 @@ extension SwitchStore {
     return connection.lastInsertRowid
   }
 
+  /// Writes a State's details beside its switch row (a row of an older
+  /// revision, left when a State no longer holds them, does not count).
+  private func writeDetails(
+    keyID: Int64, _ state: SwitchState, revision: Int64
+  ) throws(SQLiteError) {
+    let details = statements.upsertSwitchDetails
+    try details.bindSwitchDetails(keyID: keyID, state: state, revision: revision)
+    try execute(details)
+  }
+
   /// A key's chain as the file holds it, for its first change since opening. A chain with a
   /// change in the log's tail is in `chains` once the tail is loaded; one that is not has none
   /// there, and its row tells its newest.
@@ -183,9 +197,10 @@ extension SwitchStore {
     return openedChain(newest: newest)
   }
 
-  /// The key number of a chain that has none yet: its switch's chain's when
-  /// that has it (each user's chain of a key would look it up again), else
-  /// looked up and given to the switch's chain too.
+  /// The key number of a chain that has none yet, or of a switch row a
+  /// checkpoint writes: its switch's chain's when that has it (each user's
+  /// chain of a key would look it up again), else looked up and given to
+  /// the switch's chain too.
   private func keyNumber(for chain: ChainKey) throws(SQLiteError) -> Int64 {
     let switchChain = chains.index(forKey: ChainKey(hashedKey: chain.hashedKey))
     if let switchChain, chains.values[switchChain].keyID != 0 {
@@ -225,9 +240,14 @@ extension SwitchStore {
       }
       let upsert = statements.upsertSwitch
       for row in rows {
+        let keyID = try keyNumber(for: ChainKey(hashedKey: row.hashedKey))
         try upsert.bindSwitch(
-          key: row.key, state: row.state, revision: row.revision, changedAt: row.changedAt)
+          keyID: keyID, checked: row.state.checked, revision: row.revision,
+          changedAt: row.changedAt)
         try execute(upsert)
+        if row.state.holdsDetails {
+          try writeDetails(keyID: keyID, row.state, revision: row.revision)
+        }
       }
       let upsertUser = statements.upsertUserValue
       for row in userRows {
@@ -247,10 +267,11 @@ extension SwitchStore {
       let from = try readCheckpoint()
       let to = try readRevision()
       guard to > from else { return }
-      let rows = statements.checkpointRows
-      try rows.bind(from, at: 1)
-      try rows.bind(to, at: 2)
-      try execute(rows)
+      for rows in [statements.checkpointRows, statements.checkpointDetailRows] {
+        try rows.bind(from, at: 1)
+        try rows.bind(to, at: 2)
+        try execute(rows)
+      }
       let userRows = statements.checkpointUserRows
       try userRows.bind(from, at: 1)
       try userRows.bind(to, at: 2)

@@ -109,7 +109,7 @@ import Testing
     let rewrite = Durability.Python.execute(
       daemon.databasePath,
       """
-      UPDATE switches SET pending = rtrim(pending, '0123456789abcdef-') || 'another-boot'
+      UPDATE switch_details SET pending = rtrim(pending, '0123456789abcdef-') || 'another-boot'
         WHERE pending IS NOT NULL;
       """)
     #expect(rewrite.status == 0, "\(rewrite.stderr)")

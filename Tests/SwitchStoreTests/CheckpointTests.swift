@@ -10,7 +10,10 @@ import Testing
   /// The raw switch rows, bypassing the replay: key, checked, revision.
   static func rows(_ store: SwitchStore) throws -> [String] {
     try store.connection.textRows(
-      "SELECT key || ' ' || checked || ' ' || revision FROM switches ORDER BY key")
+      """
+      SELECT keys.key || ' ' || checked || ' ' || revision
+      FROM switches JOIN keys ON keys.id = key_id ORDER BY keys.key
+      """)
   }
 
   @Test func commitsAppendRowsFollowAtTheCheckpoint() throws {
@@ -80,18 +83,71 @@ import Testing
     }
   }
 
-  /// A checkpoint writes a row whole (`upsertSwitch` replaces it), so the
-  /// columns it names must be every column of the table: one left out, as a
-  /// migration could add, would be reset at each checkpoint.
+  /// A State that holds more than `checked` keeps it in `switch_details`,
+  /// beside its row; once it holds no more, its row alone says so (the
+  /// details row of the older revision is left and does not count), through
+  /// both kinds of checkpoint and a reopening. A free switch writes none.
+  @Test func aSwitchRowsDetailsCountOnlyAtItsRevision() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      var store = try SwitchStore(path: path)
+      let held = SwitchState(
+        checked: true, readOnly: true, readOnlyReason: "exam", heldBy: .admin, valueFixed: true,
+        readOnlyUntil: 900)
+      try store.insertNew([
+        SwitchRecord(key: "email", state: held),
+        SwitchRecord(key: "wifi", state: .init(checked: true)),
+      ])
+      let details =
+        "SELECT keys.key || ' ' || revision FROM switch_details JOIN keys ON id = key_id"
+      #expect(try store.connection.textRows(details) == ["email 0"])
+      #expect(try store.loadSwitches().map(\.state) == [held, SwitchState(checked: true)])
+
+      // Unlocked, checkpointed from the caller's rows: the row alone is the State.
+      var unlock = sampleChange(1, key: "email", checked: true, cause: .unlock)
+      unlock.previous = held
+      try store.commit([unlock, sampleChange(2, key: "wifi", checked: false)])
+      try store.checkpoint(try store.loadSwitches(), at: 2)
+      #expect(try store.connection.textRows(details) == ["email 0"])
+      store.close()
+      store = try SwitchStore(path: path)
+      #expect(
+        try store.loadSwitches().map(\.state) == [
+          SwitchState(checked: true), SwitchState(checked: false),
+        ])
+
+      // Held again, checkpointed from the log: its details at the new revision.
+      var lock = sampleChange(3, key: "email", checked: true, cause: .lock)
+      lock.state = held
+      try store.commit([lock])
+      try store.checkpointFromLog()
+      #expect(try store.connection.textRows(details) == ["email 3"])
+      store.close()
+      store = try SwitchStore(path: path)
+      defer { store.close() }
+      #expect(try store.loadSwitches().map(\.state) == [held, SwitchState(checked: false)])
+    }
+  }
+
+  /// A checkpoint writes a row and its details whole (`upsertSwitch` and
+  /// `upsertSwitchDetails` replace them), so the columns they name must be
+  /// every column of each table: one left out, as a migration could add,
+  /// would be reset at each checkpoint.
   @Test func aCheckpointWritesEveryColumnOfTheRow() throws {
     try withTemporaryDirectory { directory in
       let store = try SwitchStore(path: directory + "/s.db")
       defer { store.close() }
-      let table = try store.connection.textRows("SELECT name FROM pragma_table_info('switches')")
-      let written = StoreStatements.SQL.switchColumns.split(separator: ",").map {
-        String($0.filter { $0 != " " && $0 != "\n" })
+      for (table, columns) in [
+        ("switches", StoreStatements.SQL.switchRowColumns),
+        ("switch_details", StoreStatements.SQL.switchDetailColumns),
+      ] {
+        let stored = try store.connection.textRows(
+          "SELECT name FROM pragma_table_info('\(table)')")
+        let written = columns.split(separator: ",").map {
+          String($0.filter { $0 != " " && $0 != "\n" })
+        }
+        #expect(written == stored, "\(table)")
       }
-      #expect(written == table)
     }
   }
 

@@ -272,6 +272,54 @@ import Testing
     }
   }
 
+  /// Schema 10 to 11 (switch rows by key number): every switch reads back
+  /// as it was, its key numbered (a key the log named keeps its number), and
+  /// only the switches that hold more than `checked` have a details row.
+  @Test func schemaTenNumbersTheSwitchRows() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let old = try database(
+        at: path, version: 10,
+        extraSQL: """
+          INSERT INTO keys(key) VALUES ('wifi');
+          INSERT INTO switches(key, checked, read_only, read_only_reason, held_by, disabled,
+            disabled_reason, disabled_by, revision, changed_at, invalid, invalid_reason,
+            value_fixed, expires_at, read_only_until, disabled_until)
+          VALUES ('wifi', 1, 0, NULL, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, NULL),
+            ('email', 0, 1, 'exam', 'admin', 0, NULL, NULL, 0, NULL, 0, NULL, 1, NULL, 900, NULL),
+            ('nfc', 0, 0, NULL, NULL, 1, 'Airplane mode is on', 'dependency', 0, NULL, 1,
+              'no radio', 0, 5000, NULL, 7000);
+          """)
+      let store = try migrated(old, at: path)
+      defer { store.close() }
+      #expect(
+        try store.connection.textRows("SELECT key FROM keys ORDER BY id")
+          == ["wifi", "email", "nfc"])
+      #expect(
+        try store.loadSwitches()
+          == [
+            SwitchRecord(
+              key: "email",
+              state: SwitchState(
+                checked: false, readOnly: true, readOnlyReason: "exam", heldBy: .admin,
+                valueFixed: true, readOnlyUntil: 900)),
+            SwitchRecord(
+              key: "nfc",
+              state: SwitchState(
+                checked: false, disabled: true, disabledReason: "Airplane mode is on",
+                disabledBy: .dependency, invalid: true, invalidReason: "no radio",
+                expiresAt: 5000, disabledUntil: 7000)),
+            SwitchRecord(key: "wifi", state: SwitchState(checked: true)),
+          ])
+      #expect(
+        try store.connection.textRows("SELECT key_id FROM switch_details ORDER BY key_id")
+          == ["2", "3"])
+      #expect(
+        try store.connection.textRows("SELECT name FROM pragma_table_info('switches')")
+          == ["key_id", "checked", "revision", "changed_at"])
+    }
+  }
+
   /// A cause this build does not know is not guessed at: the migration
   /// fails, and the file stays as it was, at version 7.
   @Test func anUnknownCauseStopsTheMigration() throws {

@@ -9,7 +9,7 @@ extension Writer {
   /// failure only means a longer replay at the next start: it is retried later.
   ///
   /// The rows changed since are found by their revision, a scan of the
-  /// records every ~1,024 changes, not a set of keys kept at every commit
+  /// records every 4,096 changes, not a set of keys kept at every commit
   /// (a look-up that hashes the key per change, callgrind).
   func checkpoint() {
     // (An empty set answers `contains` without hashing the key.)
