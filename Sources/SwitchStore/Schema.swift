@@ -375,7 +375,8 @@ enum Schema {
   /// (SQLite alone, callgrind, 1,000 rows of 10,000 a transaction). A details row counts only with its switch row's
   /// `revision` (`StoreStatements.SQL.switchSource`): one left from an older
   /// State is passed over, so a State that no longer holds more writes
-  /// nothing there, and each key keeps at most one.
+  /// nothing there (a row written again at its own revision deletes it),
+  /// and each key keeps at most one.
   static let numberedSwitches = Migration(
     name: "switch rows by key number, their rare columns in switch_details",
     sql: """

@@ -93,6 +93,10 @@ struct StoreStatements {
     static let upsertSwitch = """
       INSERT OR REPLACE INTO switches(\(switchRowColumns)) VALUES (?1, ?2, ?3, ?4)
       """
+    /// A switch's details at `?2`, when its row is written again at the
+    /// revision it held with a State that holds no more.
+    static let deleteSwitchDetails =
+      "DELETE FROM switch_details WHERE key_id = ?1 AND revision = ?2"
     /// A switch's details, for a State that holds more than `checked`.
     static let upsertSwitchDetails = """
       INSERT OR REPLACE INTO switch_details(\(switchDetailColumns)) \
@@ -247,6 +251,7 @@ struct StoreStatements {
   let writeRevision: SQLiteStatement
   let upsertSwitch: SQLiteStatement
   let upsertSwitchDetails: SQLiteStatement
+  let deleteSwitchDetails: SQLiteStatement
   let readCheckpoint: SQLiteStatement
   let writeCheckpoint: SQLiteStatement
   let checkpointRows: SQLiteStatement
@@ -285,6 +290,7 @@ struct StoreStatements {
     writeRevision = try connection.prepareCached(SQL.writeRevision)
     upsertSwitch = try connection.prepareCached(SQL.upsertSwitch)
     upsertSwitchDetails = try connection.prepareCached(SQL.upsertSwitchDetails)
+    deleteSwitchDetails = try connection.prepareCached(SQL.deleteSwitchDetails)
     readCheckpoint = try connection.prepareCached(SQL.readCheckpoint)
     writeCheckpoint = try connection.prepareCached(SQL.writeCheckpoint)
     checkpointRows = try connection.prepareCached(SQL.checkpointRows)

@@ -238,6 +238,7 @@ extension SwitchStore {
           "a checkpoint at revision \(revision), but the log is at \(current)",
           context: "checkpoint on \(path)")
       }
+      let previous = try readCheckpoint()
       let upsert = statements.upsertSwitch
       for row in rows {
         let keyID = try keyNumber(for: ChainKey(hashedKey: row.hashedKey))
@@ -247,6 +248,14 @@ extension SwitchStore {
         try execute(upsert)
         if row.state.holdsDetails {
           try writeDetails(keyID: keyID, row.state, revision: row.revision)
+        } else if row.revision <= previous {
+          // Written again at the revision it held (a default that changed,
+          // `Writer.rowsWithoutRevision`): details of that revision are no
+          // longer its State's. A newer revision has none yet.
+          let details = statements.deleteSwitchDetails
+          try details.bind(keyID, at: 1)
+          try details.bind(row.revision, at: 2)
+          try execute(details)
         }
       }
       let upsertUser = statements.upsertUserValue

@@ -126,6 +126,13 @@ import Testing
       store = try SwitchStore(path: path)
       defer { store.close() }
       #expect(try store.loadSwitches().map(\.state) == [held, SwitchState(checked: false)])
+
+      // Written again at the revision it holds, holding no more: its details go.
+      var free = try store.loadSwitches()
+      free[0].state = SwitchState(checked: false)
+      try store.checkpoint(free, at: 3)
+      #expect(try store.connection.textRows(details) == [])
+      #expect(try store.loadSwitches() == free)
     }
   }
 
