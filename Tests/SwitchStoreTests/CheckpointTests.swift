@@ -133,6 +133,21 @@ import Testing
       try store.checkpoint(free, at: 3)
       #expect(try store.connection.textRows(details) == [])
       #expect(try store.loadSwitches() == free)
+
+      // Held and freed again, checkpointed from the log: the freeing change's
+      // details (of the State before it) hold the defaults at its revision.
+      lock.revision = 4
+      unlock.revision = 5
+      try store.commit([lock])
+      try store.commit([unlock])
+      try store.checkpointFromLog()
+      #expect(try store.connection.textRows(details) == ["email 5"])
+      store.close()
+      store = try SwitchStore(path: path)
+      #expect(
+        try store.loadSwitches().map(\.state) == [
+          SwitchState(checked: true), SwitchState(checked: false),
+        ])
     }
   }
 
@@ -155,6 +170,18 @@ import Testing
         }
         #expect(written == stored, "\(table)")
       }
+      // And a load reads each of them but the keys (`readSwitch`).
+      let read = StoreStatements.SQL.switchColumns.split(separator: ",").map {
+        String($0.filter { $0 != " " && $0 != "\n" })
+      }
+      let rowColumns = try store.connection.textRows(
+        "SELECT 'row.' || name FROM pragma_table_info('switches') WHERE name != 'key_id'")
+      let detailColumns = try store.connection.textRows(
+        """
+        SELECT 'details.' || name FROM pragma_table_info('switch_details')
+        WHERE name NOT IN ('key_id', 'revision')
+        """)
+      #expect(Set(read) == Set(["keys.key"] + rowColumns + detailColumns))
     }
   }
 

@@ -285,10 +285,13 @@ import Testing
           INSERT INTO switches(key, checked, read_only, read_only_reason, held_by, disabled,
             disabled_reason, disabled_by, revision, changed_at, invalid, invalid_reason,
             value_fixed, expires_at, read_only_until, disabled_until)
-          VALUES ('wifi', 1, 0, NULL, NULL, 0, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, NULL, NULL),
-            ('email', 0, 1, 'exam', 'admin', 0, NULL, NULL, 0, NULL, 0, NULL, 1, NULL, 900, NULL),
+          VALUES ('wifi', 1, 0, NULL, NULL, 0, NULL, NULL, 4, 400, 0, NULL, 0, NULL, NULL, NULL),
+            ('email', 0, 1, 'exam', 'admin', 0, NULL, NULL, 2, 200, 0, NULL, 1, NULL, 900, NULL),
             ('nfc', 0, 0, NULL, NULL, 1, 'Airplane mode is on', 'dependency', 0, NULL, 1,
               'no radio', 0, 5000, NULL, 7000);
+          UPDATE switches SET pending_until = 9000, pending = '1000 1000 7 9000 1 boot-a'
+            WHERE key = 'email';
+          UPDATE meta SET value = 4 WHERE name IN ('revision', 'checkpoint');
           """)
       let store = try migrated(old, at: path)
       defer { store.close() }
@@ -302,18 +305,24 @@ import Testing
               key: "email",
               state: SwitchState(
                 checked: false, readOnly: true, readOnlyReason: "exam", heldBy: .admin,
-                valueFixed: true, readOnlyUntil: 900)),
+                valueFixed: true, readOnlyUntil: 900, pendingUntil: 9000,
+                pending: TriedChange(
+                  maker: .peer(uid: 1000, gid: 1000, pid: 7), bootDeadline: 9000,
+                  bootID: "boot-a", revertOnDisconnect: true)),
+              revision: 2, changedAt: 200),
             SwitchRecord(
               key: "nfc",
               state: SwitchState(
                 checked: false, disabled: true, disabledReason: "Airplane mode is on",
                 disabledBy: .dependency, invalid: true, invalidReason: "no radio",
                 expiresAt: 5000, disabledUntil: 7000)),
-            SwitchRecord(key: "wifi", state: SwitchState(checked: true)),
+            SwitchRecord(
+              key: "wifi", state: SwitchState(checked: true), revision: 4, changedAt: 400),
           ])
       #expect(
-        try store.connection.textRows("SELECT key_id FROM switch_details ORDER BY key_id")
-          == ["2", "3"])
+        try store.connection.textRows(
+          "SELECT key_id || ' ' || revision FROM switch_details ORDER BY key_id")
+          == ["2 2", "3 0"])
       #expect(
         try store.connection.textRows("SELECT name FROM pragma_table_info('switches')")
           == ["key_id", "checked", "revision", "changed_at"])
