@@ -90,7 +90,8 @@ extension Bench {
 
   /// toggle/SET and get/GET at 8 and 50 connections, the toggles of two
   /// other kinds of switch at 8 (`kindsConfig`), the toggle of a switch
-  /// not changed since the start at 8 (`freshConfig`), then the fan-out.
+  /// not changed since the start at 8 (`freshConfig`), a toggle with one
+  /// connection, then the fan-out.
   private func countedPairs(kindsConfig: String, freshConfig: String) -> [Pair] {
     let value = switchValue
     var pairs: [Pair] = []
@@ -162,6 +163,15 @@ extension Bench {
         },
         redisDurable: true, calls: calls, instructionsTarget: .ratioAtMost(2.0),
         syscallsTarget: .atMostReferencePlus(1), config: freshConfig))
+    // One connection: no other writer shares a commit (README, stop 51).
+    // No target: SQLite's transaction alone costs more than the gap to 2×.
+    pairs.append(
+      Pair(
+        name: "durable toggle, 1 connection", peerName: "Redis SET, appendfsync always",
+        switchd: closedLoop(1, newlines: 1, check: .jsonRPC) { Bench.toggleRequest($0) },
+        redis: closedLoop(1, newlines: 1, check: .resp) { resp(["SET", "toggle.c\($0)", value]) },
+        redisDurable: true, calls: Self.countedCalls(options.countedCalls, 1),
+        instructionsTarget: .none, syscallsTarget: .none))
     let watchers = options.watchers
     pairs.append(
       Pair(
