@@ -154,8 +154,11 @@ public final class SwitchStore {
   /// Wrapped (`CSQLiteVFS`) so that a commit's WAL frames are one write,
   /// not each frame's header and page: a commit of n pages makes one
   /// `pwrite` instead of 2n (strace, issue 26). Registered on first use; should
-  /// that fail, the plain "unix-excl" is used.
+  /// that fail, the plain "unix-excl" is used. SQLite's process-wide settings
+  /// are made first (`switchd_configure_sqlite`): in the daemon this is its
+  /// first use of SQLite.
   static let vfs: String = {
+    _ = switchd_configure_sqlite()
     let name = "switchd-unix-excl"
     return switchd_register_joined_wal_vfs(name, "unix-excl") == SQLITE_OK
       ? name : "unix-excl"
