@@ -91,17 +91,25 @@ import Testing
     try withTemporaryDirectory { directory in
       let path = directory + "/s.db"
       var store = try SwitchStore(path: path)
+      defer { store.close() }
+      /// The States the store loads once closed and opened again.
+      func reopened() throws -> [SwitchState] {
+        store.close()
+        store = try SwitchStore(path: path)
+        return try store.loadSwitches().map(\.state)
+      }
+      let details =
+        "SELECT keys.key || ' ' || revision FROM switch_details JOIN keys ON id = key_id"
       let held = SwitchState(
         checked: true, readOnly: true, readOnlyReason: "exam", heldBy: .admin, valueFixed: true,
         readOnlyUntil: 900)
+      let on = SwitchState(checked: true)
+      let off = SwitchState(checked: false)
       try store.insertNew([
-        SwitchRecord(key: "email", state: held),
-        SwitchRecord(key: "wifi", state: .init(checked: true)),
+        SwitchRecord(key: "email", state: held), SwitchRecord(key: "wifi", state: on),
       ])
-      let details =
-        "SELECT keys.key || ' ' || revision FROM switch_details JOIN keys ON id = key_id"
       #expect(try store.connection.textRows(details) == ["email 0"])
-      #expect(try store.loadSwitches().map(\.state) == [held, SwitchState(checked: true)])
+      #expect(try store.loadSwitches().map(\.state) == [held, on])
 
       // Unlocked, checkpointed from the caller's rows: the row alone is the State.
       var unlock = sampleChange(1, key: "email", checked: true, cause: .unlock)
@@ -109,12 +117,7 @@ import Testing
       try store.commit([unlock, sampleChange(2, key: "wifi", checked: false)])
       try store.checkpoint(try store.loadSwitches(), at: 2)
       #expect(try store.connection.textRows(details) == ["email 0"])
-      store.close()
-      store = try SwitchStore(path: path)
-      #expect(
-        try store.loadSwitches().map(\.state) == [
-          SwitchState(checked: true), SwitchState(checked: false),
-        ])
+      #expect(try reopened() == [on, off])
 
       // Held again, checkpointed from the log: its details at the new revision.
       var lock = sampleChange(3, key: "email", checked: true, cause: .lock)
@@ -122,14 +125,11 @@ import Testing
       try store.commit([lock])
       try store.checkpointFromLog()
       #expect(try store.connection.textRows(details) == ["email 3"])
-      store.close()
-      store = try SwitchStore(path: path)
-      defer { store.close() }
-      #expect(try store.loadSwitches().map(\.state) == [held, SwitchState(checked: false)])
+      #expect(try reopened() == [held, off])
 
       // Written again at the revision it holds, holding no more: its details go.
       var free = try store.loadSwitches()
-      free[0].state = SwitchState(checked: false)
+      free[0].state = off
       try store.checkpoint(free, at: 3)
       #expect(try store.connection.textRows(details) == [])
       #expect(try store.loadSwitches() == free)
@@ -142,12 +142,7 @@ import Testing
       try store.commit([unlock])
       try store.checkpointFromLog()
       #expect(try store.connection.textRows(details) == ["email 5"])
-      store.close()
-      store = try SwitchStore(path: path)
-      #expect(
-        try store.loadSwitches().map(\.state) == [
-          SwitchState(checked: true), SwitchState(checked: false),
-        ])
+      #expect(try reopened() == [on, off])
     }
   }
 
