@@ -372,11 +372,13 @@ enum Schema {
   /// checkpoint writes a row of every switch changed since the last one: in
   /// the table keyed by the key's text, 18 columns, ~15.1k instructions a
   /// row; here ~5.0k, ~7.0k when the row grows (a switch's first change)
-  /// (SQLite alone, callgrind, 1,000 rows of 10,000 a transaction). A details row counts only with its switch row's
-  /// `revision` (`StoreStatements.SQL.switchSource`): one left from an older
-  /// State is passed over, so a State that no longer holds more writes
-  /// nothing there (a row written again at its own revision deletes it),
-  /// and each key keeps at most one.
+  /// (SQLite alone, callgrind, 1,000 rows of 10,000 a transaction).
+  ///
+  /// A details row counts only with its switch row's `revision`
+  /// (`StoreStatements.SQL.switchSource`): one left from an older State is
+  /// passed over, so a State that no longer holds more writes nothing there
+  /// (a row written again at its own revision deletes it), and each key
+  /// keeps at most one.
   static let numberedSwitches = Migration(
     name: "switch rows by key number, their rare columns in switch_details",
     sql: """
