@@ -15,18 +15,18 @@ struct StoreStatements {
     /// row (migration 11) and its details when it has them (NULL, which
     /// reads as the defaults, when it has none).
     static let switchColumns = """
-      keys.key, row.checked, details.read_only, details.read_only_reason, details.held_by, \
-      details.disabled, details.disabled_reason, details.disabled_by, row.revision, \
-      row.changed_at, details.invalid, details.invalid_reason, details.value_fixed, \
+      keys.key, switch.checked, details.read_only, details.read_only_reason, details.held_by, \
+      details.disabled, details.disabled_reason, details.disabled_by, switch.revision, \
+      switch.changed_at, details.invalid, details.invalid_reason, details.value_fixed, \
       details.expires_at, details.read_only_until, details.disabled_until, \
       details.pending_until, details.pending
       """
     /// A switch row, its key by number, and its details row: one of an older
     /// revision is what an older State held, and does not count.
     static let switchSource = """
-      switches AS row JOIN keys ON keys.id = row.key_id \
+      switches AS switch JOIN keys ON keys.id = switch.key_id \
       LEFT JOIN switch_details AS details \
-      ON details.key_id = row.key_id AND details.revision = row.revision
+      ON details.key_id = switch.key_id AND details.revision = switch.revision
       """
     /// Every column of `switches` and of `switch_details`, in the order
     /// `bindSwitch` and `bindSwitchDetails` bind them.

@@ -170,7 +170,7 @@ import Testing
         String($0.filter { $0 != " " && $0 != "\n" })
       }
       let rowColumns = try store.connection.textRows(
-        "SELECT 'row.' || name FROM pragma_table_info('switches') WHERE name != 'key_id'")
+        "SELECT 'switch.' || name FROM pragma_table_info('switches') WHERE name != 'key_id'")
       let detailColumns = try store.connection.textRows(
         """
         SELECT 'details.' || name FROM pragma_table_info('switch_details')
