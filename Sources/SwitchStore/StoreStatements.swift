@@ -80,19 +80,28 @@ struct StoreStatements {
     static let writeRevision = "UPDATE meta SET value = ?1 WHERE name = 'revision'"
     /// The log's newest row (0: the log is empty): one descent of the primary key.
     static let newestLogRevision = "SELECT coalesce(max(revision), 0) FROM changes"
-    /// A switch's row as given, whether it had one or not. REPLACE deletes
-    /// the row it conflicts with and inserts this one: a checkpoint writes a
-    /// row for every switch changed since the last one, ~5.0k instructions
-    /// a row (7.0k when the row grows, as a switch's first change does),
-    /// where INSERT … ON CONFLICT DO UPDATE costs ~5.4k and an UPDATE ~5.2k
-    /// (7.2k); in the table keyed by the key's text, 18 columns, REPLACE
-    /// cost ~15k (SQLite alone, callgrind, 1,000 rows of 10,000 a
-    /// transaction). The same row only because the columns named are every
-    /// column of the table (a test holds them equal): a column left out
-    /// would be reset.
-    static let upsertSwitch = """
-      INSERT OR REPLACE INTO switches(\(switchRowColumns)) VALUES (?1, ?2, ?3, ?4)
-      """
+    /// Switch rows as given, `rows` of them in one statement, whether each
+    /// had one or not: row `r`'s columns are `?(4r+1)`...`?(4r+4)`. REPLACE
+    /// deletes the row it conflicts with and inserts this one: a checkpoint
+    /// writes a row for every switch changed since the last one, ~5.2k
+    /// instructions a row one statement each (7.2k when the row grows, as a
+    /// switch's first change does), ~3.7k (5.8k) forty a statement: each
+    /// statement's start and halt cost ~1.5k (SQLite alone, callgrind,
+    /// 1,000 rows of 10,000 a transaction). INSERT … ON CONFLICT DO UPDATE
+    /// cost ~5.4k a row and an UPDATE ~5.2k (7.2k); the table keyed by the
+    /// key's text, 18 columns, ~15k. The same row only because the columns
+    /// named are every column of the table (a test holds them equal): a
+    /// column left out would be reset.
+    static func upsertSwitches(rows: Int) -> String {
+      let values = (0..<rows).map { row in
+        "(?\(4 * row + 1), ?\(4 * row + 2), ?\(4 * row + 3), ?\(4 * row + 4))"
+      }
+      return "INSERT OR REPLACE INTO switches(\(switchRowColumns)) VALUES "
+        + values.joined(separator: ", ")
+    }
+    /// The rows of the upserts, largest first (`SwitchStore.checkpoint`): 90
+    /// rows go in as 64, 16, 4, 4, 1 and 1.
+    static let upsertSwitchesSizes = [64, 16, 4, 1]
     /// A switch's details at `?2`, when its row is written again at the
     /// revision it held with a State that holds no more.
     static let deleteSwitchDetails =
@@ -249,7 +258,8 @@ struct StoreStatements {
   let readRevision: SQLiteStatement
   let newestLogRevision: SQLiteStatement
   let writeRevision: SQLiteStatement
-  let upsertSwitch: SQLiteStatement
+  /// `SQL.upsertSwitches(rows:)` for each of `SQL.upsertSwitchesSizes`, in that order.
+  let upsertSwitches: [SQLiteStatement]
   let upsertSwitchDetails: SQLiteStatement
   let deleteSwitchDetails: SQLiteStatement
   let readCheckpoint: SQLiteStatement
@@ -288,7 +298,11 @@ struct StoreStatements {
     readRevision = try connection.prepareCached(SQL.readRevision)
     newestLogRevision = try connection.prepareCached(SQL.newestLogRevision)
     writeRevision = try connection.prepareCached(SQL.writeRevision)
-    upsertSwitch = try connection.prepareCached(SQL.upsertSwitch)
+    var upsertSwitches: [SQLiteStatement] = []
+    for rows in SQL.upsertSwitchesSizes {
+      upsertSwitches.append(try connection.prepareCached(SQL.upsertSwitches(rows: rows)))
+    }
+    self.upsertSwitches = upsertSwitches
     upsertSwitchDetails = try connection.prepareCached(SQL.upsertSwitchDetails)
     deleteSwitchDetails = try connection.prepareCached(SQL.deleteSwitchDetails)
     readCheckpoint = try connection.prepareCached(SQL.readCheckpoint)
@@ -348,12 +362,13 @@ extension SwitchState {
 extension SQLiteStatement {
   /// Binds a switch row to `?1`...`?4` (`SQL.switchRowColumns`).
   func bindSwitch(
-    keyID: Int64, checked: Bool, revision: Int64, changedAt: Int64?
+    keyID: Int64, checked: Bool, revision: Int64, changedAt: Int64?, at row: Int32 = 0
   ) throws(SQLiteError) {
-    try bind(keyID, at: 1)
-    try bind(checked, at: 2)
-    try bind(revision, at: 3)
-    try bind(changedAt, at: 4)
+    let at = 4 * row
+    try bind(keyID, at: at + 1)
+    try bind(checked, at: at + 2)
+    try bind(revision, at: at + 3)
+    try bind(changedAt, at: at + 4)
   }
 
   /// Binds a switch's details row to `?1`...`?16` (`SQL.switchDetailColumns`).

@@ -239,24 +239,18 @@ extension SwitchStore {
           context: "checkpoint on \(path)")
       }
       let previous = try readCheckpoint()
-      let upsert = statements.upsertSwitch
-      for row in rows {
-        let keyID = try keyNumber(for: ChainKey(hashedKey: row.hashedKey))
-        try upsert.bindSwitch(
-          keyID: keyID, checked: row.state.checked, revision: row.revision,
-          changedAt: row.changedAt)
-        try execute(upsert)
-        if row.state.holdsDetails {
-          try writeDetails(keyID: keyID, row.state, revision: row.revision)
-        } else if row.revision <= previous {
-          // Written again at the revision it held (a default that changed,
-          // `Writer.rowsWithoutRevision`): details of that revision are no
-          // longer its State's. A newer revision has none yet.
-          let details = statements.deleteSwitchDetails
-          try details.bind(keyID, at: 1)
-          try details.bind(row.revision, at: 2)
-          try execute(details)
+      // Rows in as few statements as the sizes allow (90: 64, 16, 4, 4, 1
+      // and 1); the sizes end with 1, so one always fits.
+      let sizes = StoreStatements.SQL.upsertSwitchesSizes
+      var start = rows.startIndex
+      while start < rows.endIndex {
+        let size = sizes.firstIndex { $0 <= rows.endIndex - start } ?? sizes.count - 1
+        let end = start + sizes[size]
+        try upsertSwitches(rows, start..<end, statement: statements.upsertSwitches[size])
+        for index in start..<end {
+          try writeOrDropDetails(of: rows, index, previousCheckpoint: previous)
         }
+        start = end
       }
       let upsertUser = statements.upsertUserValue
       for row in userRows {
@@ -266,6 +260,41 @@ extension SwitchStore {
       let write = statements.writeCheckpoint
       try write.bind(revision, at: 1)
       try execute(write)
+    }
+  }
+
+  /// Writes the switch rows `rows[range]` with `statement`, whose size is the range's.
+  private func upsertSwitches(
+    _ rows: [SwitchRecord], _ range: Range<Int>, statement: SQLiteStatement
+  ) throws(SQLiteError) {
+    for index in range {
+      let keyID = try keyNumber(for: ChainKey(hashedKey: rows[index].hashedKey))
+      try statement.bindSwitch(
+        keyID: keyID, checked: rows[index].state.checked, revision: rows[index].revision,
+        changedAt: rows[index].changedAt, at: Int32(index - range.lowerBound))
+    }
+    try execute(statement)
+  }
+
+  /// Writes the details of `rows[index]`'s State beside its switch row,
+  /// or, when it holds none and the row was written again at the revision
+  /// it held (a default that changed, `Writer.rowsWithoutRevision`),
+  /// deletes the details of that revision: they are no longer its State's.
+  /// A newer revision has none yet. (Read in the array: a row passed alone
+  /// is copied.)
+  private func writeOrDropDetails(
+    of rows: [SwitchRecord], _ index: Int, previousCheckpoint: Int64
+  ) throws(SQLiteError) {
+    let revision = rows[index].revision
+    if rows[index].state.holdsDetails {
+      let keyID = try keyNumber(for: ChainKey(hashedKey: rows[index].hashedKey))
+      try writeDetails(keyID: keyID, rows[index].state, revision: revision)
+    } else if revision <= previousCheckpoint {
+      let keyID = try keyNumber(for: ChainKey(hashedKey: rows[index].hashedKey))
+      let details = statements.deleteSwitchDetails
+      try details.bind(keyID, at: 1)
+      try details.bind(revision, at: 2)
+      try execute(details)
     }
   }
 
