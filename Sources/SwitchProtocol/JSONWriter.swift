@@ -126,9 +126,16 @@ public struct JSONWriter: ~Copyable {
   /// Appends `s` quoted and escaped.
   public mutating func string(_ s: String) {
     append(UInt8(ascii: "\""))
+    escaped(s)
+    append(UInt8(ascii: "\""))
+  }
+
+  /// Appends `s` escaped, without its quotes (a caller's fixed bytes hold them).
+  public mutating func escaped(_ s: String) {
+    // Most of a schema's icons, groups and descriptions are empty.
+    guard !s.isEmpty else { return }
     var copy = s
     copy.withUTF8 { appendEscaped($0) }
-    append(UInt8(ascii: "\""))
   }
 
   /// Appends a JSON array of strings.

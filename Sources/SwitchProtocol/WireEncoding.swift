@@ -430,11 +430,11 @@ public final class SwitchTemplate: Sendable {
   static func writeHead(_ w: inout JSONWriter, _ definition: SwitchDefinition, checked: Bool) {
     typealias Parts = WireEncoding.Parts
     w.raw(Parts.templateKey)
-    w.string(definition.key)
+    w.escaped(definition.key)
     w.raw(Parts.templateLabel)
-    w.string(definition.label ?? "")
+    w.escaped(definition.label ?? "")
     w.raw(Parts.templateDescription)
-    w.string(definition.description)
+    w.escaped(definition.description)
     w.raw(checked ? Parts.templateChecked : Parts.templateUnchecked)
   }
 
@@ -445,11 +445,11 @@ public final class SwitchTemplate: Sendable {
   ) {
     typealias Parts = WireEncoding.Parts
     w.raw(Parts.templateCheckedIcon)
-    w.string(definition.checkedIcon)
+    w.escaped(definition.checkedIcon)
     w.raw(Parts.templateUncheckedIcon)
-    w.string(definition.uncheckedIcon)
+    w.escaped(definition.uncheckedIcon)
     w.raw(Parts.templateGroup)
-    w.string(definition.group)
+    w.escaped(definition.group)
     w.raw(Parts.templateOrder)
     w.int(Int64(definition.order))
     w.raw(Parts.templatePolicySource)

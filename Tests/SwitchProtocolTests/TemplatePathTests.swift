@@ -60,4 +60,24 @@ import Testing
     }
     #expect(compared == 4 * 4 * 2 * 3 * 3 * 2)
   }
+
+  /// The schema's strings read back as the definition has them: quoted,
+  /// escaped, empty, and a label left out (both paths share the parts
+  /// that hold each string's quotes).
+  @Test func theSchemasStringsReadBackAsDeclared() throws {
+    for definition in Self.definitions {
+      let record = SwitchRecord(key: definition.key, state: SwitchState(checked: true))
+      var w = JSONWriter()
+      WireEncoding.writeSwitch(
+        &w, definition: definition, record: record, policySource: nil, writable: .writable)
+      let object = try SwitchObject(wire: try JSONParser.parse(w.bytes, maxDepth: 8))
+      #expect(object.key == definition.key)
+      #expect(object.label == (definition.label ?? ""))
+      #expect(object.description == definition.description)
+      #expect(object.checkedIcon == definition.checkedIcon)
+      #expect(object.uncheckedIcon == definition.uncheckedIcon)
+      #expect(object.group == definition.group)
+      #expect(object.order == definition.order)
+    }
+  }
 }
