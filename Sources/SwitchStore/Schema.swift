@@ -373,6 +373,9 @@ enum Schema {
   /// the table keyed by the key's text, 18 columns, ~15.1k instructions a
   /// row; here ~5.0k, ~7.0k when the row grows (a switch's first change)
   /// (SQLite alone, callgrind, 1,000 rows of 10,000 a transaction).
+  /// A row at revision 0 (a switch that never changed) has no time to
+  /// show; since stop 52 a new one keeps the time its switch was declared
+  /// there, so that its first change does not grow it (`insertNew`).
   ///
   /// A details row counts only with its switch row's `revision`
   /// (`StoreStatements.SQL.switchSource`): one left from an older State is

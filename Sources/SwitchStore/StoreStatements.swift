@@ -495,8 +495,12 @@ extension SQLiteStatement {
     var state = try readState(from: 1, invalidFrom: 10, row: "switch \(key)")
     state.valueFixed = bool(at: 12)
     try readDeadlines(into: &state, from: 13)
+    let revision = int64(at: 8)
+    // A row at revision 0 may hold the time its switch was declared
+    // (`SwitchStore.insertNew`): a switch that never changed has no time.
     return SwitchRecord(
-      key: key, state: state, revision: int64(at: 8), changedAt: optionalInt64(at: 9))
+      key: key, state: state, revision: revision,
+      changedAt: revision == 0 ? nil : optionalInt64(at: 9))
   }
 
   /// Reads a row selected with `SQL.changeColumns`.

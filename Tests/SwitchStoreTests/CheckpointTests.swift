@@ -83,6 +83,43 @@ import Testing
     }
   }
 
+  /// A new switch's row keeps the time it was declared, which no read
+  /// shows (it never changed); its first change's checkpoint writes the
+  /// change's time over it.
+  @Test func aNewRowKeepsItsDeclarationTimeUnshown() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      var store = try SwitchStore(path: path)
+      defer { store.close() }
+      let declared: Int64 = 1_780_000_000_000
+      try store.insertNew(
+        [
+          SwitchRecord(key: "a", state: SwitchState(checked: false)),
+          SwitchRecord(key: "b", state: SwitchState(checked: true)),
+        ], declaredAt: declared)
+      let times = "SELECT keys.key || ' ' || changed_at FROM switches JOIN keys ON id = key_id"
+      #expect(try store.connection.textRows(times) == ["a \(declared)", "b \(declared)"])
+      let fresh = [
+        SwitchRecord(key: "a", state: SwitchState(checked: false)),
+        SwitchRecord(key: "b", state: SwitchState(checked: true)),
+      ]
+      #expect(try store.loadSwitches() == fresh)
+
+      try store.commit([sampleChange(1, key: "a", checked: true)])
+      try store.checkpoint([try store.loadSwitches()[0]], at: 1)
+      let changed = sampleChange(1).time
+      #expect(try store.connection.textRows(times) == ["a \(changed)", "b \(declared)"])
+      store.close()
+      store = try SwitchStore(path: path)
+      #expect(
+        try store.loadSwitches() == [
+          SwitchRecord(
+            key: "a", state: SwitchState(checked: true), revision: 1, changedAt: changed),
+          fresh[1],
+        ])
+    }
+  }
+
   /// A checkpoint writes its rows as multi-row upserts of 64, 16 and 4
   /// rows, then single rows (`SQL.upsertSwitchesSizes`): checkpoints of
   /// every size from 1 to 90, some rows holding details, each row read

@@ -14,8 +14,10 @@ import Testing
       var records = sampleStates.enumerated().map { index, state in
         SwitchRecord(key: "k\(sampleStates.count - index)", state: state)
       }
+      // A changed switch's revision and time as given (at revision 0 a
+      // switch never changed, and has no time: `aNewRowKeepsItsDeclarationTimeUnshown`).
       records.append(
-        SwitchRecord(key: "a.changed", state: sampleStates[3], revision: 0, changedAt: -1))
+        SwitchRecord(key: "a.changed", state: sampleStates[3], revision: 5, changedAt: -1))
       try store.insertNew(records)
       let loaded = try store.loadSwitches()
       #expect(loaded == records.sorted { $0.key < $1.key })

@@ -170,7 +170,7 @@ extension Writer {
         working[key] = change.record
       }
     }
-    if !newRecords.isEmpty { try store.insertNew(newRecords) }
+    if !newRecords.isEmpty { try store.insertNew(newRecords, declaredAt: time) }
     if !changes.isEmpty {
       try store.commit(changes)
     }
