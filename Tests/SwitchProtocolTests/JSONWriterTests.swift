@@ -40,6 +40,30 @@ func stringsAreEscaped(input: String, expected: String) throws {
   #expect(try JSONParser.parse(text, maxDepth: 1) == .string(input))
 }
 
+/// (a character the writer looks at, how it is written).
+private let looks: [(String, String)] = [
+  ("\"", "\\\""), ("\\", "\\\\"), ("\n", "\\n"), ("\t", "\\t"), ("\u{0}", "\\u0000"),
+  ("\u{1f}", "\\u001f"), ("\u{2028}", "\\u2028"), ("\u{2029}", "\\u2029"),
+  ("\u{2020}", "\u{2020}"), ("\u{7f}", "\u{7f}"), (" ", " "),
+]
+
+/// Each character the writer looks at, at every place in strings of 1 to
+/// 24 bytes (it looks at eight at a time): written as it must be where it
+/// is, the rest verbatim.
+@Test(arguments: looks)
+func anEscapeIsFoundWhereverItIs(special: String, written inner: String) throws {
+  for length in 1...24 {
+    for place in 0..<length {
+      let before = String(repeating: "a", count: place)
+      let after =
+        String(repeating: "\u{e9}", count: (length - place - 1) / 2)
+        + String(repeating: "b", count: (length - place - 1) % 2)
+      let text = written { $0.string(before + special + after) }
+      #expect(text == "\"" + before + inner + after + "\"", "length \(length), place \(place)")
+    }
+  }
+}
+
 @Test func everyControlCharacterIsEscaped() throws {
   let all = String(decoding: (0..<0x20).map { UInt8($0) }, as: UTF8.self)
   let text = written { $0.string(all) }
