@@ -245,16 +245,27 @@ extension SwitchStore {
           context: "checkpoint on \(path)")
       }
       let previous = try readCheckpoint()
-      // Rows in as few statements as the sizes allow (90: 64, 16, 4, 4, 1
+      // Rows in key-number order: where the next row's number follows,
+      // SQLite's cursor steps to it without a descent from the root, as
+      // for the rows of switches declared together and changed together
+      // (~1.9k instructions a row less; in another order, no more; SQLite
+      // alone, 1,000 rows of 10,000 a transaction, callgrind).
+      var order: [(keyID: Int64, row: Int)] = []
+      order.reserveCapacity(rows.count)
+      for row in rows.indices {
+        order.append((try keyNumber(for: ChainKey(hashedKey: rows[row].hashedKey)), row))
+      }
+      order.sort { $0.keyID < $1.keyID }
+      // In as few statements as the sizes allow (90 rows: 64, 16, 4, 4, 1
       // and 1); the sizes end with 1, so one always fits.
       let sizes = StoreStatements.SQL.upsertSwitchesSizes
-      var start = rows.startIndex
-      while start < rows.endIndex {
-        let size = sizes.firstIndex { $0 <= rows.endIndex - start } ?? sizes.count - 1
+      var start = order.startIndex
+      while start < order.endIndex {
+        let size = sizes.firstIndex { $0 <= order.endIndex - start } ?? sizes.count - 1
         let end = start + sizes[size]
-        try upsertSwitches(rows, start..<end, statement: statements.upsertSwitches[size])
-        for index in start..<end {
-          try writeOrDropDetails(of: rows, index, previousCheckpoint: previous)
+        try upsertSwitches(rows, order[start..<end], statement: statements.upsertSwitches[size])
+        for (keyID, row) in order[start..<end] {
+          try writeOrDropDetails(of: rows, row, keyID: keyID, previousCheckpoint: previous)
         }
         start = end
       }
@@ -269,34 +280,33 @@ extension SwitchStore {
     }
   }
 
-  /// Writes the switch rows `rows[range]` with `statement`, whose size is the range's.
+  /// Writes the switch rows `order` names (each its key's number and its
+  /// index in `rows`) with `statement`, whose size is `order`'s.
   private func upsertSwitches(
-    _ rows: [SwitchRecord], _ range: Range<Int>, statement: SQLiteStatement
+    _ rows: [SwitchRecord], _ order: ArraySlice<(keyID: Int64, row: Int)>,
+    statement: SQLiteStatement
   ) throws(SQLiteError) {
-    for index in range {
-      let keyID = try keyNumber(for: ChainKey(hashedKey: rows[index].hashedKey))
+    for (offset, (keyID, row)) in order.enumerated() {
       try statement.bindSwitch(
-        keyID: keyID, checked: rows[index].state.checked, revision: rows[index].revision,
-        changedAt: rows[index].changedAt, at: Int32(index - range.lowerBound))
+        keyID: keyID, checked: rows[row].state.checked, revision: rows[row].revision,
+        changedAt: rows[row].changedAt, at: Int32(offset))
     }
     try execute(statement)
   }
 
-  /// Writes the details of `rows[index]`'s State beside its switch row,
-  /// or, when it holds none and the row was written again at the revision
-  /// it held (a default that changed, `Writer.rowsWithoutRevision`),
-  /// deletes the details of that revision: they are no longer its State's.
-  /// A newer revision has none yet. (Read in the array: a row passed alone
-  /// is copied.)
+  /// Writes the details of `rows[index]`'s State beside its switch row
+  /// (its key's number `keyID`), or, when it holds none and the row was
+  /// written again at the revision it held (a default that changed,
+  /// `Writer.rowsWithoutRevision`), deletes the details of that revision:
+  /// they are no longer its State's. A newer revision has none yet. (Read
+  /// in the array: a row passed alone is copied.)
   private func writeOrDropDetails(
-    of rows: [SwitchRecord], _ index: Int, previousCheckpoint: Int64
+    of rows: [SwitchRecord], _ index: Int, keyID: Int64, previousCheckpoint: Int64
   ) throws(SQLiteError) {
     let revision = rows[index].revision
     if rows[index].state.holdsDetails {
-      let keyID = try keyNumber(for: ChainKey(hashedKey: rows[index].hashedKey))
       try writeDetails(keyID: keyID, rows[index].state, revision: revision)
     } else if revision <= previousCheckpoint {
-      let keyID = try keyNumber(for: ChainKey(hashedKey: rows[index].hashedKey))
       let details = statements.deleteSwitchDetails
       try details.bind(keyID, at: 1)
       try details.bind(revision, at: 2)
