@@ -131,9 +131,15 @@ public struct JSONWriter: ~Copyable {
   }
 
   /// Appends `s` escaped, without its quotes (a caller's fixed bytes hold them).
+  @inline(__always)
   public mutating func escaped(_ s: String) {
-    // Most of a schema's icons, groups and descriptions are empty.
-    guard !s.isEmpty else { return }
+    // Most of a schema's icons, groups and descriptions are empty: no call.
+    if !s.isEmpty { appendEscaped(s) }
+  }
+
+  /// `escaped` of a string that is not empty.
+  @inline(never)
+  private mutating func appendEscaped(_ s: String) {
     // Read in place: `withUTF8` wants a copy it may change (a retain and a
     // release of a string on the heap); a native string's bytes are there.
     let done: Void? = s.utf8.withContiguousStorageIfAvailable { appendEscaped($0) }

@@ -43,6 +43,9 @@ func fixedBytes(_ body: (inout JSONWriter) -> Void) -> FixedBytes {
 }
 
 extension JSONWriter {
+  /// Inlined: a call cost ~20 instructions besides the copy, and a Switch
+  /// object written from its definition appends ~14 parts (callgrind).
+  @inline(__always)
   mutating func raw(_ part: FixedBytes) {
     append(UnsafeRawBufferPointer(part.buffer))
   }
