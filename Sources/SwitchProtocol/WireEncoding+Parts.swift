@@ -143,40 +143,30 @@ extension WireEncoding {
       $0.raw("\"")
     }
     /// `","label":"`
-    static let templateLabel = closingThenOpening(WireField.label)
+    static let templateLabel = closing(WireField.label, then: "\"")
     /// `","description":"`
-    static let templateDescription = closingThenOpening(WireField.description)
+    static let templateDescription = closing(WireField.description, then: "\"")
     /// `","checked":true`
-    static let templateChecked = fixedBytes {
-      $0.raw("\"")
-      $0.member(WireField.checked)
-      $0.raw("true")
-    }
-    static let templateUnchecked = fixedBytes {
-      $0.raw("\"")
-      $0.member(WireField.checked)
-      $0.raw("false")
-    }
+    static let templateChecked = closing(WireField.checked, then: "true")
+    static let templateUnchecked = closing(WireField.checked, then: "false")
     /// `,"checkedIcon":"`
     static let templateCheckedIcon = fixedBytes {
       $0.member(WireField.checkedIcon)
       $0.raw("\"")
     }
     /// `","uncheckedIcon":"`
-    static let templateUncheckedIcon = closingThenOpening(WireField.uncheckedIcon)
+    static let templateUncheckedIcon = closing(WireField.uncheckedIcon, then: "\"")
     /// `","group":"`
-    static let templateGroup = closingThenOpening(WireField.group)
+    static let templateGroup = closing(WireField.group, then: "\"")
     /// `","order":`
-    static let templateOrder = fixedBytes {
-      $0.raw("\"")
-      $0.member(WireField.order)
-    }
-    /// A string's closing quote, the member `name` and its string's opening quote.
-    static func closingThenOpening(_ name: String) -> FixedBytes {
+    static let templateOrder = closing(WireField.order, then: "")
+    /// A string's closing quote, the member `name`, then `next`: a value,
+    /// or the opening quote of its string.
+    static func closing(_ name: String, then next: StaticString) -> FixedBytes {
       fixedBytes {
         $0.raw("\"")
         $0.member(name)
-        $0.raw("\"")
+        $0.raw(next)
       }
     }
     static let templatePolicySource = fixedBytes { $0.member(WireField.policySource) }
