@@ -411,7 +411,7 @@ public final class SwitchTemplate: Sendable {
   /// read before cost ~6k instructions more than one of a kept object,
   /// half of it here; callgrind).
   public init(_ definition: SwitchDefinition) {
-    // Room for the names and quotes, and the strings unescaped; `string`
+    // Room for the names and quotes, and the strings unescaped; `escaped`
     // grows the writer for anything escaped.
     var w = JSONWriter(
       capacity: 96 + definition.key.utf8.count + (definition.label?.utf8.count ?? 0)

@@ -85,8 +85,8 @@ struct StoreStatements {
     /// deletes the row it conflicts with and inserts this one: a checkpoint
     /// writes a row for every switch changed since the last one, ~5.2k
     /// instructions a row one statement each (7.2k when the row grows, as a
-    /// switch's first change does), ~3.7k (5.8k) forty a statement: each
-    /// statement's start and halt cost ~1.5k (SQLite alone, callgrind,
+    /// switch's first change does), ~3.7k (5.7k) forty or more a statement:
+    /// each statement's start and halt cost ~1.5k (SQLite alone, callgrind,
     /// 1,000 rows of 10,000 a transaction). INSERT … ON CONFLICT DO UPDATE
     /// cost ~5.4k a row and an UPDATE ~5.2k (7.2k); the table keyed by the
     /// key's text, 18 columns, ~15k. The same row only because the columns
@@ -360,7 +360,8 @@ extension SwitchState {
 }
 
 extension SQLiteStatement {
-  /// Binds a switch row to `?1`...`?4` (`SQL.switchRowColumns`).
+  /// Binds a switch row to `?(4·row+1)`...`?(4·row+4)` (`SQL.switchRowColumns`;
+  /// row 0 of a statement: `?1`...`?4`).
   func bindSwitch(
     keyID: Int64, checked: Bool, revision: Int64, changedAt: Int64?, at row: Int32 = 0
   ) throws(SQLiteError) {

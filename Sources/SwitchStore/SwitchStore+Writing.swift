@@ -3,7 +3,7 @@ import SwitchCore
 
 // Writing: commits, checkpoints of the switch rows, pruning the log.
 extension SwitchStore {
-  /// Inserts rows for newly declared switches (revision 0, changedAt nil) in one transaction;
+  /// Inserts rows for newly declared switches (revision 0, no time shown) in one transaction;
   /// existing keys are left alone.
   ///
   /// Each record is stored as given (its `revision` and `changedAt` too), but a record at
@@ -12,7 +12,10 @@ extension SwitchStore {
   /// then holds a time's bytes already, and the switch's first change rewrites it nearly at
   /// its size. A row that grew by a time in a page its neighbours filled rebalanced the page
   /// with its siblings: ~1.0k instructions more a switch's first change (SQLite alone and in
-  /// the daemon, callgrind; a table of 10,000 rows, 1,000 written a transaction).
+  /// the daemon, callgrind; a table of 10,000 rows, 1,000 written a transaction). A row
+  /// written again at revision 0 (a default that changed, `Writer.rowsWithoutRevision`)
+  /// holds no time again: rare, and only a cost. (A switchd before stop 52, opening this
+  /// file, would show the declaration time of a switch that never changed.)
   public func insertNew(_ records: [SwitchRecord], declaredAt: Int64? = nil) throws(StoreError) {
     guard !records.isEmpty else { return }
     try checkFilesInPlace()
@@ -235,6 +238,19 @@ extension SwitchStore {
   /// each one that changed since the last checkpoint.
   public func checkpoint(
     _ rows: [SwitchRecord], userRows: [(key: String, user: UInt32, value: UserValue)] = [],
+    at revision: Int64
+  ) throws(StoreError) {
+    do throws(StoreError) {
+      try writeRowsAndCheckpoint(rows, userRows: userRows, at: revision)
+    } catch {
+      // A key numbered in the rolled-back transaction may be in the chains.
+      forgetChains()
+      throw error
+    }
+  }
+
+  private func writeRowsAndCheckpoint(
+    _ rows: [SwitchRecord], userRows: [(key: String, user: UInt32, value: UserValue)],
     at revision: Int64
   ) throws(StoreError) {
     try transaction { () throws(SQLiteError) in

@@ -40,14 +40,16 @@ func stringsAreEscaped(input: String, expected: String) throws {
   #expect(try JSONParser.parse(text, maxDepth: 1) == .string(input))
 }
 
-/// (a character the writer looks at, how it is written).
+/// (characters the writer looks at, how they are written).
 private let looks: [(String, String)] = [
   ("\"", "\\\""), ("\\", "\\\\"), ("\n", "\\n"), ("\t", "\\t"), ("\u{0}", "\\u0000"),
   ("\u{1f}", "\\u001f"), ("\u{2028}", "\\u2028"), ("\u{2029}", "\\u2029"),
   ("\u{2020}", "\u{2020}"), ("\u{7f}", "\u{7f}"), (" ", " "),
+  // Two in one word, and one right after the three bytes of U+2028.
+  ("\"\\", "\\\"\\\\"), ("\u{2028}\"", "\\u2028\\\""), ("\u{2029}\u{1}", "\\u2029\\u0001"),
 ]
 
-/// Each character the writer looks at, at every place in strings of 1 to
+/// What the writer looks at, at every place in strings of 1 to
 /// 24 bytes (it looks at eight at a time): written as it must be where it
 /// is, the rest verbatim.
 @Test(arguments: looks)

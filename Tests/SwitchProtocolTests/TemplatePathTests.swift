@@ -65,7 +65,10 @@ import Testing
   /// escaped, empty, and a label left out (both paths share the parts
   /// that hold each string's quotes).
   @Test func theSchemasStringsReadBackAsDeclared() throws {
-    for definition in Self.definitions {
+    let odd = SwitchDefinition(
+      key: "odd", label: "", description: "Tab\there, a \\ and \u{2028}.", defaultChecked: false,
+      checkedIcon: "", uncheckedIcon: #"x"y"#, group: "G\n", order: -4)
+    for definition in Self.definitions + [odd] {
       let record = SwitchRecord(key: definition.key, state: SwitchState(checked: true))
       var w = JSONWriter()
       WireEncoding.writeSwitch(

@@ -97,7 +97,10 @@ import Testing
           SwitchRecord(key: "a", state: SwitchState(checked: false)),
           SwitchRecord(key: "b", state: SwitchState(checked: true)),
         ], declaredAt: declared)
-      let times = "SELECT keys.key || ' ' || changed_at FROM switches JOIN keys ON id = key_id"
+      let times = """
+        SELECT keys.key || ' ' || changed_at FROM switches JOIN keys ON id = key_id
+        ORDER BY keys.key
+        """
       #expect(try store.connection.textRows(times) == ["a \(declared)", "b \(declared)"])
       let fresh = [
         SwitchRecord(key: "a", state: SwitchState(checked: false)),
@@ -158,6 +161,21 @@ import Testing
         #expect(try store.loadSwitches() == expected, "size \(size)")
       }
       #expect(expected.contains { $0.state == held })
+      // The held rows written again at the revisions they hold, holding no
+      // more (a default that changed), five in one checkpoint (a statement
+      // of 4 and one of 1): each one's details go.
+      // Details at their switch row's revision: the ones that count.
+      let details = """
+        SELECT count(*) FROM switch_details JOIN switches USING (key_id)
+        WHERE switch_details.revision = switches.revision
+        """
+      let heldRows = expected.indices.filter { expected[$0].state == held }
+      #expect(heldRows.count >= 5)
+      #expect(try store.connection.textRows(details) == ["\(heldRows.count)"])
+      for index in heldRows.prefix(5) { expected[index].state = SwitchState(checked: true) }
+      try store.checkpoint(heldRows.prefix(5).map { expected[$0] }, at: revision)
+      #expect(try store.connection.textRows(details) == ["\(heldRows.count - 5)"])
+      #expect(try store.loadSwitches() == expected)
       store.close()
       store = try SwitchStore(path: path)
       #expect(try store.loadSwitches() == expected)
