@@ -93,12 +93,11 @@ struct StoreStatements {
     /// named are every column of the table (a test holds them equal): a
     /// column left out would be reset.
     static func upsertSwitches(rows: Int) -> String {
-      let values = (0..<rows).map { row in
-        "(?\(4 * row + 1), ?\(4 * row + 2), ?\(4 * row + 3), ?\(4 * row + 4))"
-      }
-      return "INSERT OR REPLACE INTO switches(\(switchRowColumns)) VALUES "
-        + values.joined(separator: ", ")
+      "INSERT OR REPLACE INTO switches(\(switchRowColumns)) VALUES "
+        + parameterRows(rows, columns: switchRowParameters)
     }
+    /// The parameters of one switch row in `upsertSwitches`.
+    static let switchRowParameters = 4
     /// The rows of the upserts, largest first (`SwitchStore.checkpoint`): 90
     /// rows go in as 64, 16, 4, 4, 1 and 1.
     static let upsertSwitchesSizes = [64, 16, 4, 1]
@@ -176,22 +175,21 @@ struct StoreStatements {
     /// steps only), a row costs this much less than alone: with 2 rows a
     /// statement ~0.9k, 3 ~1.3k, 4 ~1.5k, 8 ~1.8k, 16 ~1.9k.
     static func insertChanges(rows: Int) -> String {
-      var values: [String] = []
-      for row in 0..<rows {
-        let first = row * rowParameters
-        let parameters: [String] = (1...rowParameters).map { "?\(first + $0)" }
-        values.append("(" + parameters.joined(separator: ", ") + ")")
-      }
-      let head =
-        "INSERT OR FAIL INTO changes(revision, key_id, time, what, actor, actor_pid, user, "
-        + "key_previous) VALUES "
-      return head + values.joined(separator: ", ")
+      "INSERT OR FAIL INTO changes(revision, key_id, time, what, actor, actor_pid, user, "
+        + "key_previous) VALUES " + parameterRows(rows, columns: rowParameters)
     }
     /// The parameters of one change's row in `insertChanges`.
     static let rowParameters = 8
     /// The rows of the inserts, largest first (`SwitchStore.commitChanges`):
     /// a group of 13 goes in as 8, 4 and 1.
     static let insertChangesSizes = [16, 8, 4, 2, 1]
+    /// The VALUES of a statement of `rows` rows of `columns` parameters:
+    /// row `r`'s are `?(columns·r + 1)`...`?(columns·r + columns)`.
+    static func parameterRows(_ rows: Int, columns: Int) -> String {
+      (0..<rows).map { row in
+        "(" + (1...columns).map { "?\(columns * row + $0)" }.joined(separator: ", ") + ")"
+      }.joined(separator: ", ")
+    }
     /// The rest of a change whose States are not both free and unfixed
     /// (`Change.hasDetails`): `?2`...`?15` its State's, `?16`...`?29` the previous one's.
     static let insertChangeDetails = """
@@ -298,11 +296,7 @@ struct StoreStatements {
     readRevision = try connection.prepareCached(SQL.readRevision)
     newestLogRevision = try connection.prepareCached(SQL.newestLogRevision)
     writeRevision = try connection.prepareCached(SQL.writeRevision)
-    var upsertSwitches: [SQLiteStatement] = []
-    for rows in SQL.upsertSwitchesSizes {
-      upsertSwitches.append(try connection.prepareCached(SQL.upsertSwitches(rows: rows)))
-    }
-    self.upsertSwitches = upsertSwitches
+    upsertSwitches = try Self.prepare(SQL.upsertSwitchesSizes, SQL.upsertSwitches, on: connection)
     upsertSwitchDetails = try connection.prepareCached(SQL.upsertSwitchDetails)
     deleteSwitchDetails = try connection.prepareCached(SQL.deleteSwitchDetails)
     readCheckpoint = try connection.prepareCached(SQL.readCheckpoint)
@@ -316,11 +310,7 @@ struct StoreStatements {
     newestInTail = try connection.prepareCached(SQL.newestInTail)
     keyNumber = try connection.prepareCached(SQL.keyNumber)
     insertKey = try connection.prepareCached(SQL.insertKey)
-    var insertChanges: [SQLiteStatement] = []
-    for rows in SQL.insertChangesSizes {
-      insertChanges.append(try connection.prepareCached(SQL.insertChanges(rows: rows)))
-    }
-    self.insertChanges = insertChanges
+    insertChanges = try Self.prepare(SQL.insertChangesSizes, SQL.insertChanges, on: connection)
     insertChangeDetails = try connection.prepareCached(SQL.insertChangeDetails)
     switchRevision = try connection.prepareCached(SQL.switchRevision)
     insertMark = try connection.prepareCached(SQL.insertMark)
@@ -352,6 +342,17 @@ extension Change {
   }
 }
 
+extension StoreStatements {
+  /// A multi-row statement of each of `sizes` rows, in that order.
+  fileprivate static func prepare(
+    _ sizes: [Int], _ sql: (_ rows: Int) -> String, on connection: SQLiteConnection
+  ) throws(SQLiteError) -> [SQLiteStatement] {
+    var statements: [SQLiteStatement] = []
+    for rows in sizes { statements.append(try connection.prepareCached(sql(rows))) }
+    return statements
+  }
+}
+
 extension SwitchState {
   /// Whether it holds more than `checked` (a hold, a reason, a deadline,
   /// `invalid`, a fixed value): what a `change_details` or `switch_details`
@@ -365,7 +366,7 @@ extension SQLiteStatement {
   func bindSwitch(
     keyID: Int64, checked: Bool, revision: Int64, changedAt: Int64?, at row: Int32 = 0
   ) throws(SQLiteError) {
-    let at = 4 * row
+    let at = row * Int32(StoreStatements.SQL.switchRowParameters)
     try bind(keyID, at: at + 1)
     try bind(checked, at: at + 2)
     try bind(revision, at: at + 3)

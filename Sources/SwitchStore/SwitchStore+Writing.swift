@@ -78,16 +78,10 @@ extension SwitchStore {
         rowidIsNextRevision = try readMeta(statements.newestLogRevision, row: "log") == revision
         expected = revision + 1
       }
-      // Rows in as few statements as the sizes allow (a group of 13: 8, 4
-      // and 1); the sizes end with 1, so one always fits.
-      let sizes = StoreStatements.SQL.insertChangesSizes
-      var start = changes.startIndex
-      while start < changes.endIndex {
-        let size = sizes.firstIndex { $0 <= changes.endIndex - start } ?? sizes.count - 1
-        let rows = sizes[size]
-        try append(changes, start..<start + rows, expected: expected, statement: size)
-        start += rows
-        expected += Int64(rows)
+      try inStatements(of: StoreStatements.SQL.insertChangesSizes, rows: changes.count) {
+        (run, size) throws(SQLiteError) in
+        try append(changes, run, expected: expected, statement: size)
+        expected += Int64(run.count)
       }
     }
   }
@@ -272,18 +266,12 @@ extension SwitchStore {
         order.append((try keyNumber(for: ChainKey(hashedKey: rows[row].hashedKey)), row))
       }
       order.sort { $0.keyID < $1.keyID }
-      // In as few statements as the sizes allow (90 rows: 64, 16, 4, 4, 1
-      // and 1); the sizes end with 1, so one always fits.
-      let sizes = StoreStatements.SQL.upsertSwitchesSizes
-      var start = order.startIndex
-      while start < order.endIndex {
-        let size = sizes.firstIndex { $0 <= order.endIndex - start } ?? sizes.count - 1
-        let end = start + sizes[size]
-        try upsertSwitches(rows, order[start..<end], statement: statements.upsertSwitches[size])
-        for (keyID, row) in order[start..<end] {
+      try inStatements(of: StoreStatements.SQL.upsertSwitchesSizes, rows: order.count) {
+        (run, size) throws(SQLiteError) in
+        try upsertSwitches(rows, order[run], statement: statements.upsertSwitches[size])
+        for (keyID, row) in order[run] {
           try writeOrDropDetails(of: rows, row, keyID: keyID, previousCheckpoint: previous)
         }
-        start = end
       }
       let upsertUser = statements.upsertUserValue
       for row in userRows {
@@ -293,6 +281,21 @@ extension SwitchStore {
       let write = statements.writeCheckpoint
       try write.bind(revision, at: 1)
       try execute(write)
+    }
+  }
+
+  /// Runs `body` over `count` rows in as few statements as `sizes` (largest
+  /// first) allow: each run of rows, and the index of its statement's size.
+  /// The sizes end with 1, so one always fits (13 rows of [8, 4, 1]: 8, 4
+  /// and 1).
+  private func inStatements(
+    of sizes: [Int], rows count: Int, _ body: (Range<Int>, Int) throws(SQLiteError) -> Void
+  ) throws(SQLiteError) {
+    var start = 0
+    while start < count {
+      let size = sizes.firstIndex { $0 <= count - start } ?? sizes.count - 1
+      try body(start..<start + sizes[size], size)
+      start += sizes[size]
     }
   }
 
