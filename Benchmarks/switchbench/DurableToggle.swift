@@ -177,7 +177,10 @@ extension Bench {
             value: writes),
           peer?.writesPerFlush, name: "Redis SET fsync"))
     }
-    if count >= 8, let cpu = switchd.cpuMicrosecondsPerRequest {
+    // At one client too (stop 53): what a lone writer's round trip costs,
+    // its two hand-offs between the loop and the writer included, and what
+    // a way to shorten them (a spinning writer, left out) would add.
+    if let cpu = switchd.cpuMicrosecondsPerRequest {
       add(
         peerRow(
           Row(

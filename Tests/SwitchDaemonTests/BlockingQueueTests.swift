@@ -1,4 +1,3 @@
-import Glibc
 import SwitchSystem
 import SwitchTestSupport
 import Testing
@@ -82,37 +81,6 @@ import Testing
     for _ in takers { queue.push(-1) }
     let all = takers.flatMap { $0.join() }.sorted()
     #expect(all == Array(0..<300))
-  }
-
-  /// A taker that spins before it sleeps gets every item pushed, each
-  /// once and in order, whether a push finds it spinning, asleep after its
-  /// spin ran out, or busy between takes.
-  @Test func aSpinningTakerGetsEveryItemOnceInOrder() {
-    let queue = BlockingQueue<Int>()
-    let taker = TestThread { () -> [Int] in
-      var taken: [Int] = []
-      while taken.last != -1 { queue.takeAll(into: &taken, spinningUpTo: 0.0001) }
-      return taken
-    }
-    for item in 0..<2000 {
-      if item % 100 == 0 { while !queue.hasSleepingTaker { sched_yield() } }
-      queue.push(item)
-    }
-    queue.push(-1)
-    #expect(taker.join() == Array(0..<2000) + [-1])
-  }
-
-  /// A taker whose spin found nothing sleeps like any other until a push.
-  @Test func aTakerWhoseSpinRanOutSleepsUntilAPush() {
-    let queue = BlockingQueue<Int>()
-    let taker = TestThread { () -> [Int] in
-      var taken: [Int] = []
-      queue.takeAll(into: &taken, spinningUpTo: 0.0001)
-      return taken
-    }
-    while !queue.hasSleepingTaker { sched_yield() }
-    queue.push(7)
-    #expect(taker.join() == [7])
   }
 
   @Test func aTimedTakeOnAnEmptyQueueEndsAtItsDeadline() {

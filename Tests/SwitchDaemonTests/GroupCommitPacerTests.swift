@@ -34,32 +34,6 @@ import Testing
     #expect(pacer.budgetSeconds == pacer.ceilingSeconds)
   }
 
-  /// The writer spins for the next group's first job only after a group
-  /// with writers, and only while such jobs have come back within the
-  /// ceiling on average: an idle hour stops it, and counts as a short
-  /// stretch, so six quick returns bring it back.
-  @Test func theWriterSpinsOnlyWhileJobsComeBackQuickly() {
-    let ceiling = GroupCommitPacer.spinCeiling
-    var pacer = GroupCommitPacer()
-    #expect(pacer.spinSeconds == 0)
-    pacer.committed([1], seconds: 0.002)
-    #expect(pacer.spinSeconds == 0)  // no return measured yet
-    pacer.firstJobCame(after: ceiling / 2)
-    #expect(pacer.spinSeconds == ceiling)
-    pacer.committedNothing()
-    #expect(pacer.spinSeconds == 0)  // nobody's write is on its way
-    pacer.committed([1], seconds: 0.002)
-    #expect(pacer.spinSeconds == ceiling)
-    pacer.firstJobCame(after: 3600)
-    #expect(pacer.spinSeconds == 0)
-    var quickReturns = 0
-    while pacer.spinSeconds == 0 {
-      pacer.firstJobCame(after: ceiling / 2)
-      quickReturns += 1
-    }
-    #expect(quickReturns == 6)
-  }
-
   /// A group's writers come in job order with repeats (a connection's
   /// pipelined writes): each is waited for once, whatever the order.
   @Test func repeatsAndOrderDoNotMatter() {

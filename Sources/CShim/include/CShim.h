@@ -68,8 +68,6 @@ int shim_eventfd(void);
 int shim_futex_wait(uint32_t *word, uint32_t expected, int64_t timeout_ns);
 /// Wakes at most `count` threads sleeping on `word`.
 int shim_futex_wake(uint32_t *word, int count);
-/// Tells the CPU this thread is spinning (x86 `pause`, Arm `yield`): no system call.
-void shim_cpu_relax(void);
 
 /// A non-blocking, close-on-exec timerfd on CLOCK_REALTIME (deadlines given
 /// as times follow the wall clock).

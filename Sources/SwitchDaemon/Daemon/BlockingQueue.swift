@@ -88,26 +88,7 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
   /// a copy and emptying the queue's array made a new buffer on every take,
   /// and the taker freed the old one: ~0.4k instructions a group, callgrind.)
   func takeAll(into taken: inout [Item]) {
-    takeAll(into: &taken, spinningUpTo: 0)
-  }
-
-  /// The same, but a taker that expects an item soon first looks for one
-  /// for up to `spin` seconds without sleeping (no system call; the CPU
-  /// told it spins). A sleeper's wake-up costs the pusher a system call and
-  /// the taker a trip through the scheduler, tens of microseconds when its
-  /// CPU had gone idle: for a shorter gap, spinning takes the item sooner
-  /// (`GroupCommitPacer.spinSeconds`). A spinning taker is not a sleeper,
-  /// so a push made meanwhile wakes nobody.
-  func takeAll(into taken: inout [Item], spinningUpTo spin: Double) {
     pthread_mutex_lock(mutex)
-    if items.isEmpty && spin > 0 {
-      let end = monotonicSeconds() + spin
-      repeat {
-        pthread_mutex_unlock(mutex)
-        for _ in 0..<64 { shim_cpu_relax() }
-        pthread_mutex_lock(mutex)
-      } while items.isEmpty && monotonicSeconds() < end
-    }
     while items.isEmpty { sleep(seconds: nil) }
     move(into: &taken)
     pthread_mutex_unlock(mutex)
@@ -177,14 +158,6 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
     pthread_mutex_lock(mutex)
     sleepers -= 1
     return !timedOut
-  }
-
-  /// Whether a taker sleeps on the futex now (tests wait for it rather
-  /// than for a span of time).
-  var hasSleepingTaker: Bool {
-    pthread_mutex_lock(mutex)
-    defer { pthread_mutex_unlock(mutex) }
-    return sleepers > 0
   }
 
   /// Takes the newest item without waiting, nil when there is none.

@@ -38,37 +38,6 @@ struct GroupCommitPacer {
       flushSeconds == 0 ? seconds : flushSeconds + Self.weight * (seconds - flushSeconds)
   }
 
-  /// How long, on average, the first job took to come after a group with
-  /// writers was handed to the loop (nil: none measured yet).
-  private(set) var returnSeconds: Double?
-  /// The longest the writer spins for that first job rather than sleep.
-  static let spinCeiling = 0.0001
-  /// A return counts as at most this: after an idle hour the average falls
-  /// back under the ceiling within ~8 quick returns, not hundreds.
-  static let longestReturnCounted = 10 * spinCeiling
-
-  /// Records how long the first job took to come after a group with writers.
-  mutating func firstJobCame(after seconds: Double) {
-    let counted = min(seconds, Self.longestReturnCounted)
-    returnSeconds = returnSeconds.map { $0 + Self.weight * (counted - $0) } ?? counted
-  }
-
-  /// How long the writer looks for the next group's first job before it
-  /// sleeps (`BlockingQueue.takeAll(into:spinningUpTo:)`): `spinCeiling`
-  /// while, after a group with writers, the next job has come within it on
-  /// average; else 0. The idea is KVM's halt polling: a CPU about to idle
-  /// polls a little first when wake-ups have followed soon. One client
-  /// toggling on a fast disk comes back after a round trip through the
-  /// loop and itself (~50 us); a sleeping writer's wake-up added half as
-  /// much again to every toggle: 0.82x Redis asleep, 0.95x-1.03x spinning
-  /// (`switchbench --only toggle --flush-delays 0`). Where the next job
-  /// comes later (an idle client, a slow disk's many writers) the average
-  /// passes the ceiling and the writer sleeps at once, burning nothing.
-  var spinSeconds: Double {
-    guard !lastGroup.isEmpty, let returnSeconds, returnSeconds <= Self.spinCeiling else { return 0 }
-    return Self.spinCeiling
-  }
-
   /// Records a turn that committed nothing: nobody is owed a wait.
   mutating func committedNothing() { lastGroup = [] }
 

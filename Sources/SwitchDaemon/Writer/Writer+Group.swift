@@ -9,11 +9,7 @@ extension Writer {
   /// what is queued, plus the writes of the last group's writers that are
   /// on their way (`GroupCommitPacer`).
   func takeGroup(from jobs: BlockingQueue<WriterJob>, into batch: inout [WriterJob]) {
-    // After a group with writers their next writes are on their way: how
-    // soon the first comes decides whether the next wait spins.
-    let idleFrom = pacer.lastGroup.isEmpty ? nil : monotonicSeconds()
-    jobs.takeAll(into: &batch, spinningUpTo: pacer.spinSeconds)
-    if let idleFrom { pacer.firstJobCame(after: monotonicSeconds() - idleFrom) }
+    jobs.takeAll(into: &batch)
     Self.writers(of: batch, into: &groupBuffers.present)
     var awaited = pacer.awaited(present: groupBuffers.present)
     groupBuffers.present.empty()
