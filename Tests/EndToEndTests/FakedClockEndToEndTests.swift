@@ -92,14 +92,18 @@ struct FakedClockEndToEndTests {
         "50-night.conf":
           "[bluetooth]\nReadOnly=yes\nChecked=off\nReason=Night\nSchedule=Sun 03:00-04:00\n"
       ], start: false)
+    let switchToSummerTime: Int = 1_806_195_600  // 2027-03-28T01:00:00Z
     let clock = try FakedClock(daemon)
+    // Started at 00:00 local that Sunday, outside the window whenever the
+    // test runs: started on the real clock, it failed when run on a Sunday
+    // between 03:00 and 04:00 in Berlin (the hold was already on).
+    try clock.set(to: switchToSummerTime - 2 * 3600)
     try clock.launch(zone: "Europe/Berlin")
     let client = try daemon.client()
     let watch = try client.result("watch", #"{"keys":["bluetooth"]}"#)
     let before = try #require(watch["switches"]?.arrayValue?.first)
     #expect(before["readOnly"]?.boolValue == false)
 
-    let switchToSummerTime: Int = 1_806_195_600  // 2027-03-28T01:00:00Z
     try clock.set(to: switchToSummerTime - 3)
     let held = try client.nextEvent()
     #expect(held["cause"]?.stringValue == "policy")
