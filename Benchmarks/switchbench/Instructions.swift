@@ -127,7 +127,7 @@ extension Bench {
     // switchbench's own toggle writes switches that list no other and are
     // listed by none, the cheapest kind: a switch that conflicts with
     // another (as Wi-Fi with airplane mode) and a user's own value of a
-    // user-scope switch take paths of their own (README, stop 42).
+    // user-scope switch take paths of their own (Benchmarks/README.md, stop 42).
     let connections = Self.kindWriters
     let calls = Self.countedCalls(options.countedCalls, connections)
     let kinds: [(name: String, key: (Int) -> String)] = [
@@ -150,7 +150,7 @@ extension Bench {
     }
     // Each call a switch no call changed before (and, for Redis, a key no
     // call set before): the first change of each switch after a start reads
-    // and writes more than a switch's next ones (its chain, README, stop 50).
+    // and writes more than a switch's next ones (its chain, Benchmarks/README.md, stop 50).
     pairs.append(
       Pair(
         name: "durable toggle of a switch not changed since the start, \(connections) connections",
@@ -163,7 +163,7 @@ extension Bench {
         },
         redisDurable: true, calls: calls, instructionsTarget: .ratioAtMost(2.0),
         syscallsTarget: .atMostReferencePlus(1), config: freshConfig))
-    // One connection: no other writer shares a commit (README, stop 51).
+    // One connection: no other writer shares a commit (Benchmarks/README.md, stop 51).
     // No target: SQLite's transaction alone costs more than the gap to 2×.
     pairs.append(
       Pair(
