@@ -59,6 +59,8 @@ final class Connection {
   var ahead: [(bytes: [UInt8], start: Int)] = []
   /// The bytes of `ahead` not yet sent.
   var aheadUnsent = 0
+  /// Its unsent bytes as last counted against its uid (`BacklogPerUser`).
+  var backlog = 0
 
   var watchIDs: [String] = []
   /// Watches started with `since` that have not yet caught up with the

@@ -113,7 +113,8 @@ extension Server {
     else { return pump(connection) }
     switch sendQueued(connection) {
     case .failed: return
-    case .drained where connection.interest == Self.readingInterest: return
+    case .drained where connection.interest == Self.readingInterest && connection.backlog == 0:
+      return
     default: settle(connection)
     }
   }
@@ -135,6 +136,11 @@ extension Server {
       }
       // Once the threads are told to stop, no new frame is taken.
       if connection.unsentCount > limits.highWater || stopSentToReader { break }
+      if !backlogPerUser.over.isEmpty && !connection.caller.isAdmin
+        && !backlogPerUser.mayTake(uid: connection.peer.uid, connection: connection.id)
+      {
+        break
+      }
       guard let frame = connection.framer.next() else { break }
       accept(frame, on: connection)
       progressed = true
@@ -208,6 +214,7 @@ extension Server {
   /// After a pump: closes a half-closed connection that has nothing left to
   /// answer or replay, otherwise updates the epoll interest.
   func settle(_ connection: Connection) {
+    countBacklog(connection)
     // A peer that is gone leaves the slots of the calls not started open.
     let idle =
       !connection.hasPending && connection.writesInFlight == 0 && connection.readsInFlight == 0
@@ -233,9 +240,42 @@ extension Server {
     }
   }
 
+  /// Counts `connection`'s unsent bytes against its uid when they are past
+  /// the high-water mark, and none when they are not or it closed
+  /// (`BacklogPerUser`); what that hands back is resumed at the end of the turn.
+  @inline(__always)
+  func countBacklog(_ connection: Connection) {
+    // Nearly always: nothing counted and nothing past the mark (inlined:
+    // every pump ends here).
+    if connection.backlog == 0 && connection.unsentCount <= limits.highWater { return }
+    recountBacklog(connection)
+  }
+
+  private func recountBacklog(_ connection: Connection) {
+    let unsent = connection.unsentCount
+    let now = !connection.isClosed && unsent > limits.highWater ? unsent : 0
+    guard now != connection.backlog else { return }
+    let delta = now - connection.backlog
+    connection.backlog = now
+    backlogResumes.append(contentsOf: backlogPerUser.changed(uid: connection.peer.uid, by: delta))
+  }
+
+  /// Pumps the connections held for their uid's backlog that may go on;
+  /// until none is handed back, since a pump here may send and hand back more.
+  func resumeHeldForBacklog() {
+    while !backlogResumes.isEmpty {
+      let ids = backlogResumes
+      backlogResumes.removeAll()
+      for id in ids {
+        if let connection = connections[id], !connection.isClosed { pump(connection) }
+      }
+    }
+  }
+
   func closeConnection(_ connection: Connection, why: String?) {
     guard connections.removeValue(forKey: connection.id) != nil else { return }
     connection.isClosed = true
+    countBacklog(connection)
     let uid = connection.peer.uid
     if let held = connectionsPerUID[uid], held > 1 {
       connectionsPerUID[uid] = held - 1

@@ -42,6 +42,7 @@ extension Server {
       default: connectionEvent(tokens[i], events[i])
       }
     }
+    resumeHeldForBacklog()
     handOverWrites()
     tick()
   }

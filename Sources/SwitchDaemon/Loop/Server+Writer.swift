@@ -110,6 +110,7 @@ extension Server {
     access = update.access
     for connection in connections.values { connection.caller = connection.peer.caller(access) }
     limits = Limits(update.catalog.settings)
+    backlogPerUser.limit = limits.backlogPerUser
     log.setLevel(update.catalog.settings.logLevel)
     for record in update.newRecords { records[record.key] = record }
     encodings = SwitchEncodings(

@@ -16,7 +16,7 @@ final class Server {
     var maxFrameBytes: Int
     var maxConnections: Int
     var maxConnectionsPerUser: Int
-    var maxQueuedBytes: Int
+    let maxQueuedBytes: Int
     var maxWatchesPerConnection: Int
     var maxNestingDepth: Int
     var params: ParamLimits
@@ -29,10 +29,15 @@ final class Server {
       maxWatchesPerConnection = settings.maxWatchesPerConnection
       maxNestingDepth = settings.maxNestingDepth
       params = ParamLimits(maxHistoryPage: settings.maxHistoryPage)
+      highWater = min(256 << 10, max(4096, maxQueuedBytes / 2))
     }
 
     /// Above this many unsent bytes a connection's input is paused.
-    var highWater: Int { min(256 << 10, max(4096, maxQueuedBytes / 2)) }
+    let highWater: Int
+    /// Above this many unsent bytes held by the connections of one uid
+    /// that are past `highWater`, that uid's connections take no new
+    /// request (`BacklogPerUser`): 64 MiB by default.
+    var backlogPerUser: Int { 64 * maxQueuedBytes }
   }
 
   // epoll data words below this are the loop's own descriptors.
@@ -73,6 +78,10 @@ final class Server {
   var connectionsPerUID: [UInt32: Int] = [:]
   /// Writes at the writer by peer uid: one user cannot fill every group.
   var writesPerUser = WritesPerUser(limit: Server.maxWritesInFlightPerUser)
+  /// Unsent answers by peer uid: one user cannot make the daemon hold them without bound.
+  var backlogPerUser: BacklogPerUser
+  /// Connections `backlogPerUser` handed back, resumed at the end of the turn.
+  var backlogResumes: [UInt64] = []
   /// Writes submitted during this turn of the loop, not yet handed over.
   var writesThisTurn: [WriterJob] = []
   /// Counts the writer's outputs taken (`drainWriterOutputs`).
@@ -170,6 +179,7 @@ final class Server {
     self.notifier = notifier
     self.log = log
     self.limits = Limits(catalog.settings)
+    backlogPerUser = BacklogPerUser(limit: limits.backlogPerUser)
     self.encodings = SwitchEncodings(
       sortedKeys: catalog.sortedKeys, isUserScoped: { catalog.switches[$0]?.scope == .user })
     epoll = shim_epoll_create()
