@@ -19,6 +19,7 @@ import Testing
     #expect(!may, "over the limit")
     may = backlog.mayTake(uid: 1001, connection: 4)
     #expect(may, "another uid is not held")
+    #expect(backlog.held(uid: 1000) == 2)
     resumed = backlog.changed(uid: 1000, by: -40)
     #expect(resumed.isEmpty, "110: still over")
     resumed = backlog.changed(uid: 1000, by: -10)
@@ -58,9 +59,9 @@ import Testing
     turn(harness) { $0.connections.count == clients.count }
     for connection in harness.server.connections.values { connection.caller.isAdmin = false }
     for client in clients { client.sendAll(Self.list) }
-    // Until every connection has its answer queued or its request held.
-    turn(harness) { server in
-      server.connections.values.allSatisfy { $0.unsentCount > 0 || $0.framer.bufferedCount > 0 }
+    // Until every connection has its answer queued or is held.
+    turn(harness) {
+      Self.holdingPastTheMark($0) + $0.backlogPerUser.held(uid: getuid()) == clients.count
     }
     #expect(Self.holdingPastTheMark(harness) == 1, "one answer queued; three requests held")
     // Then all read: the unsent bytes past the mark never pass the

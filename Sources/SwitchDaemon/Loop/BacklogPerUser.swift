@@ -48,4 +48,7 @@ struct BacklogPerUser {
 
   /// The bytes counted against `uid` (for tests).
   func count(uid: UInt32) -> Int { counted[uid, default: 0] }
+
+  /// The connections of `uid` held until it falls back (for tests).
+  func held(uid: UInt32) -> Int { waiting[uid]?.count ?? 0 }
 }

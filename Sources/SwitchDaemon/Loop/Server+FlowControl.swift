@@ -17,7 +17,10 @@ extension Server {
       connection.interest = 0
       _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_DEL), connection.fd, 0, 0)
     }
-    if events & UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP) != 0 || connection.hungUp {
+    // Held for its uid's backlog, what it sends stays in the socket.
+    if events & UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP) != 0 || connection.hungUp,
+      mayTakeRequests(connection)
+    {
       readInput(connection)
     }
     if !connection.isClosed { pump(connection) }
@@ -136,11 +139,7 @@ extension Server {
       }
       // Once the threads are told to stop, no new frame is taken.
       if connection.unsentCount > limits.highWater || stopSentToReader { break }
-      if !backlogPerUser.over.isEmpty && !connection.caller.isAdmin
-        && !backlogPerUser.mayTake(uid: connection.peer.uid, connection: connection.id)
-      {
-        break
-      }
+      if !mayTakeRequests(connection) { break }
       guard let frame = connection.framer.next() else { break }
       accept(frame, on: connection)
       progressed = true
@@ -232,6 +231,7 @@ extension Server {
     let mayRead =
       !stopping && !connection.inputClosed && connection.unsentCount <= limits.highWater
       && connection.framer.bufferedCount <= limits.maxFrameBytes + Self.readChunk
+      && mayTakeRequests(connection)
     if mayRead { want |= Self.readingInterest }
     if connection.unsentCount > 0 { want |= UInt32(SHIM_EPOLLOUT) }
     if want != connection.interest {
@@ -258,6 +258,15 @@ extension Server {
     let delta = now - connection.backlog
     connection.backlog = now
     backlogResumes.append(contentsOf: backlogPerUser.changed(uid: connection.peer.uid, by: delta))
+  }
+
+  /// False while `connection`'s uid is over its backlog (`BacklogPerUser`):
+  /// it then frames no request and reads nothing more (what its peer sends
+  /// waits in the socket), until `backlogPerUser` hands it back.
+  @inline(__always)
+  func mayTakeRequests(_ connection: Connection) -> Bool {
+    backlogPerUser.over.isEmpty || connection.caller.isAdmin
+      || backlogPerUser.mayTake(uid: connection.peer.uid, connection: connection.id)
   }
 
   /// Pumps the connections held for their uid's backlog that may go on;
