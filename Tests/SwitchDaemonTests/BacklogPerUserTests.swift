@@ -82,6 +82,56 @@ import Testing
     }
   }
 
+  /// A connection that sent its requests and closed its side, held for its
+  /// uid's backlog with one of them not yet taken, stays open: once
+  /// handed back it answers the rest, and then closes.
+  @Test func aHalfClosedConnectionHeldAnswersItsRequestsBeforeClosing() throws {
+    let harness = try LoopHarness(daemonConf: Self.daemonConf, switches: Self.switches)
+    defer { harness.stop() }
+    let lister = try TestClient(harness)
+    defer { close(lister.fd) }
+    let halfClosed = try TestClient(harness)
+    defer { close(halfClosed.fd) }
+    turn(harness) { $0.connections.count == 2 }
+    for connection in harness.server.connections.values { connection.caller.isAdmin = false }
+    // Its socket takes a few KiB: a list of 111 switches (~65 KB) leaves
+    // it past the mark and under the uid's limit, its `get` not taken.
+    guard let second = harness.server.connections.values.max(by: { $0.id < $1.id }) else {
+      Issue.record("no connection")
+      return
+    }
+    var size: Int32 = 4096
+    setsockopt(second.fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    // Exactly one read's worth (`Server.readChunk`): the same read then
+    // finds the end of its input, with the `get` still to take.
+    let list = #"{"jsonrpc":"2.0","id":1,"method":"list","params":{"prefix":"s10"}}"# + "\n"
+    let get = #"{"jsonrpc":"2.0","id":2,"method":"get","params":{"key":"s0"}"#
+    let padding = String(
+      repeating: " ", count: Server.readChunk - list.utf8.count - get.utf8.count - 2)
+    let requests = list + get + padding + "}\n"
+    #expect(requests.utf8.count == Server.readChunk)
+    halfClosed.sendAll(Array(requests.utf8))
+    shutdown(halfClosed.fd, Int32(SHUT_WR))
+    turn(harness) { _ in second.inputClosed }
+    #expect(second.unsentCount > harness.server.limits.highWater, "its get is not taken yet")
+    // The other connection takes the uid over its limit; then this one
+    // reads all there is: it is held with its `get`, and stays open.
+    lister.sendAll(Self.list)
+    turn(harness) { !$0.backlogPerUser.over.isEmpty }
+    halfClosed.drive(input: []) { _ in second.unsentCount == 0 && second.heldForBacklog }
+    #expect(!second.isClosed, "held, not closed")
+    #expect(halfClosed.lines.count == 1)
+    // The other reads: the uid falls back and the held `get` is answered.
+    let deadline = monotonicSeconds() + 30
+    while !halfClosed.ended && monotonicSeconds() < deadline {
+      harness.server.turn(timeoutMilliseconds: 5)
+      lister.readAll()
+      halfClosed.readAll()
+    }
+    #expect(halfClosed.ended)
+    #expect(halfClosed.answered(inOrder: 1...2))
+  }
+
   /// Administrators are exempt, as from MaxConnectionsPerUser.
   @Test func anAdministratorsConnectionsAreNotHeld() throws {
     let harness = try LoopHarness(daemonConf: Self.daemonConf, switches: Self.switches)

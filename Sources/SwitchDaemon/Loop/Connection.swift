@@ -61,6 +61,8 @@ final class Connection {
   var aheadUnsent = 0
   /// Its unsent bytes as last counted against its uid (`BacklogPerUser`).
   var backlog = 0
+  /// Its last pump left requests unframed for its uid's backlog.
+  var heldForBacklog = false
 
   var watchIDs: [String] = []
   /// Watches started with `since` that have not yet caught up with the

@@ -128,6 +128,7 @@ extension Server {
   /// has room; true when it ran or framed anything.
   func runRequests(_ connection: Connection) -> Bool {
     var progressed = false
+    connection.heldForBacklog = false
     while !connection.isClosed {
       if let next = connection.nextPending {
         let turn = turn(of: next, on: connection)
@@ -139,7 +140,10 @@ extension Server {
       }
       // Once the threads are told to stop, no new frame is taken.
       if connection.unsentCount > limits.highWater || stopSentToReader { break }
-      if !mayTakeRequests(connection) { break }
+      if !mayTakeRequests(connection) {
+        connection.heldForBacklog = true
+        break
+      }
       guard let frame = connection.framer.next() else { break }
       accept(frame, on: connection)
       progressed = true
@@ -220,8 +224,9 @@ extension Server {
       && (connection.slots.isEmpty || connection.hungUp) && connection.unsentCount == 0
       && !isReplaying(connection)
     // A pump ends with an empty framer unless something else holds it back,
-    // which `idle` rules out (or the daemon is stopping, and drops it).
-    if connection.inputClosed && idle {
+    // which `idle` rules out (or the daemon is stopping, and drops it), or
+    // its uid's backlog (it is handed back, and closes after its requests).
+    if connection.inputClosed && idle && !connection.heldForBacklog {
       closeConnection(connection, why: nil)
       return
     }
@@ -262,10 +267,12 @@ extension Server {
 
   /// False while `connection`'s uid is over its backlog (`BacklogPerUser`):
   /// it then frames no request and reads nothing more (what its peer sends
-  /// waits in the socket), until `backlogPerUser` hands it back.
+  /// waits in the socket), until `backlogPerUser` hands it back. A peer
+  /// that is gone is not held: it is answered nothing, and what it sent
+  /// that wants no answer is carried out.
   @inline(__always)
   func mayTakeRequests(_ connection: Connection) -> Bool {
-    backlogPerUser.over.isEmpty || connection.caller.isAdmin
+    backlogPerUser.over.isEmpty || connection.caller.isAdmin || connection.hungUp
       || backlogPerUser.mayTake(uid: connection.peer.uid, connection: connection.id)
   }
 
