@@ -54,9 +54,8 @@ import Testing
   @Test func aUsersConnectionsHoldTheLimitAndOneAnswerAtMost() throws {
     let harness = try LoopHarness(daemonConf: Self.daemonConf, switches: Self.switches)
     defer { harness.stop() }
-    let clients = try (0..<4).map { _ in try TestClient(harness) }
+    let clients = try accepted(4, by: harness)
     defer { for client in clients { close(client.fd) } }
-    turn(harness) { $0.connections.count == clients.count }
     for connection in harness.server.connections.values { connection.caller.isAdmin = false }
     for client in clients { client.sendAll(Self.list) }
     // Until every connection has its answer queued or is held.
@@ -136,9 +135,8 @@ import Testing
   @Test func anAdministratorsConnectionsAreNotHeld() throws {
     let harness = try LoopHarness(daemonConf: Self.daemonConf, switches: Self.switches)
     defer { harness.stop() }
-    let clients = try (0..<4).map { _ in try TestClient(harness) }
+    let clients = try accepted(4, by: harness)
     defer { for client in clients { close(client.fd) } }
-    turn(harness) { $0.connections.count == clients.count }
     #expect(harness.server.connections.values.allSatisfy { $0.caller.isAdmin }, "root")
     for client in clients { client.sendAll(Self.list) }
     turn(harness) { Self.holdingPastTheMark($0) == clients.count }
@@ -160,6 +158,13 @@ import Testing
 
   static func objects(in line: String) -> Int {
     line.split(separator: #""key":"s"#, omittingEmptySubsequences: false).count - 1
+  }
+
+  /// `count` clients, once the loop has accepted them.
+  private func accepted(_ count: Int, by harness: LoopHarness) throws -> [TestClient] {
+    let clients = try (0..<count).map { _ in try TestClient(harness) }
+    turn(harness) { $0.connections.count == count }
+    return clients
   }
 
   /// Turns the loop until `done` (or 30 s: a stall fails the test, it does not hang it).

@@ -11,7 +11,7 @@
 /// uid's count passes `limit`, its connections take no new request until
 /// they read; a connection held so is handed back by `changed` when the
 /// count falls to the limit again. Administrators are exempt, as from
-/// MaxConnectionsPerUser (`Server.runRequests`). Owned by the event loop.
+/// MaxConnectionsPerUser (`Server.mayTakeRequests`). Owned by the event loop.
 struct BacklogPerUser {
   /// `Limits.backlogPerUser`; a reload may change it.
   var limit: Int
