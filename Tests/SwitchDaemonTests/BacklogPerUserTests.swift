@@ -32,6 +32,25 @@ import Testing
     #expect(may)
   }
 
+  @Test func aClosedConnectionIsForgottenAndALimitChangedHandsEveryoneBack() {
+    var backlog = BacklogPerUser(limit: 100)
+    _ = backlog.changed(uid: 1000, by: 150)
+    _ = backlog.changed(uid: 1001, by: 150)
+    var may = backlog.mayTake(uid: 1000, connection: 1) || backlog.mayTake(uid: 1000, connection: 2)
+    may = may || backlog.mayTake(uid: 1001, connection: 3)
+    #expect(!may)
+    backlog.forget(uid: 1000, connection: 2)
+    #expect(backlog.held(uid: 1000) == 1)
+    // The limit raised past one uid's count: it is no longer over, and
+    // every connection held is handed back (the other is held again when pumped).
+    backlog.limit = 200
+    _ = backlog.changed(uid: 1001, by: 100)
+    let handedBack = backlog.reconsider()
+    #expect(Set(handedBack) == [1, 3])
+    #expect(backlog.over == [1001])
+    #expect(backlog.held(uid: 1000) == 0 && backlog.held(uid: 1001) == 0)
+  }
+
   /// MaxQueuedBytes=4096: the high-water mark is 4 KiB and one uid's
   /// backlog 256 KiB. A list of 2,000 switches (~0.8 MB) is more than the
   /// socket takes and more than the backlog: once one connection holds one
@@ -87,20 +106,14 @@ import Testing
   @Test func aHalfClosedConnectionHeldAnswersItsRequestsBeforeClosing() throws {
     let harness = try LoopHarness(daemonConf: Self.daemonConf, switches: Self.switches)
     defer { harness.stop() }
-    let lister = try TestClient(harness)
-    defer { close(lister.fd) }
-    let halfClosed = try TestClient(harness)
-    defer { close(halfClosed.fd) }
-    turn(harness) { $0.connections.count == 2 }
+    let clients = try accepted(2, by: harness)
+    defer { for client in clients { close(client.fd) } }
+    let (lister, halfClosed) = (clients[0], clients[1])
     for connection in harness.server.connections.values { connection.caller.isAdmin = false }
     // Its socket takes a few KiB: a list of 111 switches (~65 KB) leaves
     // it past the mark and under the uid's limit, its `get` not taken.
-    guard let second = harness.server.connections.values.max(by: { $0.id < $1.id }) else {
-      Issue.record("no connection")
-      return
-    }
-    var size: Int32 = 4096
-    setsockopt(second.fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    let second = Self.connections(harness)[1]
+    Self.setSendBuffer(second, 4096)
     // Exactly one read's worth (`Server.readChunk`): the same read then
     // finds the end of its input, with the `get` still to take.
     let list = #"{"jsonrpc":"2.0","id":1,"method":"list","params":{"prefix":"s10"}}"# + "\n"
@@ -131,6 +144,49 @@ import Testing
     #expect(halfClosed.answered(inOrder: 1...2))
   }
 
+  /// A client that has its answer, and then closes its side and reads to
+  /// the end, gets its end while another connection of its uid holds the
+  /// uid over: a held connection still reads when nothing it sent waits.
+  @Test func aClientWithItsAnswersGetsItsEndWhileItsUidIsHeld() throws {
+    let harness = try LoopHarness(daemonConf: Self.daemonConf, switches: Self.switches)
+    defer { harness.stop() }
+    let clients = try accepted(2, by: harness)
+    defer { for client in clients { close(client.fd) } }
+    let (other, done) = (clients[0], clients[1])
+    for connection in harness.server.connections.values { connection.caller.isAdmin = false }
+    let get = #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"s0"}}"# + "\n"
+    done.drive(input: Array(get.utf8)) { $0.lines.count >= 1 }
+    other.sendAll(Self.list)
+    turn(harness) { !$0.backlogPerUser.over.isEmpty }
+    shutdown(done.fd, Int32(SHUT_WR))
+    done.drive(input: []) { $0.ended }
+    #expect(done.ended, "its end, with the other's list still unread")
+    #expect(done.answered(inOrder: 1...1))
+    #expect(!harness.server.backlogPerUser.over.isEmpty)
+  }
+
+  /// A reload decides again who is held: here it makes the connections'
+  /// uid an administrator again (root), and the one held goes on.
+  @Test func aReloadHandsBackTheConnectionsItExempts() throws {
+    let harness = try LoopHarness(daemonConf: Self.daemonConf, switches: Self.switches)
+    defer { harness.stop() }
+    let clients = try accepted(3, by: harness)
+    defer { for client in clients { close(client.fd) } }
+    let connections = Self.connections(harness)
+    for connection in connections.prefix(2) { connection.caller.isAdmin = false }
+    clients[0].sendAll(Self.list)
+    clients[1].sendAll(Self.list)
+    turn(harness) {
+      Self.holdingPastTheMark($0) == 1 && $0.backlogPerUser.held(uid: getuid()) == 1
+    }
+    let reload = #"{"jsonrpc":"2.0","id":7,"method":"reload","params":{}}"# + "\n"
+    clients[2].drive(input: Array(reload.utf8)) { $0.lines.count >= 1 }
+    #expect(clients[2].answered(inOrder: 7...7))
+    turn(harness) { Self.holdingPastTheMark($0) == 2 }
+    #expect(Self.holdingPastTheMark(harness) == 2, "handed back by the reload")
+    #expect(harness.server.backlogPerUser.over.isEmpty)
+  }
+
   /// Administrators are exempt, as from MaxConnectionsPerUser.
   @Test func anAdministratorsConnectionsAreNotHeld() throws {
     let harness = try LoopHarness(daemonConf: Self.daemonConf, switches: Self.switches)
@@ -141,6 +197,8 @@ import Testing
     for client in clients { client.sendAll(Self.list) }
     turn(harness) { Self.holdingPastTheMark($0) == clients.count }
     #expect(Self.holdingPastTheMark(harness) == clients.count)
+    #expect(
+      harness.server.backlogPerUser.count(uid: getuid()) == 0, "an administrator's is not counted")
   }
 
   static func holdingPastTheMark(_ harness: LoopHarness) -> Int {
@@ -160,11 +218,27 @@ import Testing
     line.split(separator: #""key":"s"#, omittingEmptySubsequences: false).count - 1
   }
 
-  /// `count` clients, once the loop has accepted them.
+  /// `count` clients, once the loop has accepted them, each in the order
+  /// of its connection's id. Their connections' send buffers are 64 KiB
+  /// (128 KiB as Linux counts): a list of every switch is then far more
+  /// than a socket takes, whatever the machine's default.
   private func accepted(_ count: Int, by harness: LoopHarness) throws -> [TestClient] {
     let clients = try (0..<count).map { _ in try TestClient(harness) }
     turn(harness) { $0.connections.count == count }
+    for connection in harness.server.connections.values {
+      Self.setSendBuffer(connection, 65_536)
+    }
     return clients
+  }
+
+  static func setSendBuffer(_ connection: Connection, _ bytes: Int32) {
+    var size = bytes
+    setsockopt(connection.fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+  }
+
+  /// The loop's connections, oldest first (the order `accepted` returns their clients in).
+  static func connections(_ harness: LoopHarness) -> [Connection] {
+    harness.server.connections.values.sorted { $0.id < $1.id }
   }
 
   /// Turns the loop until `done` (or 30 s: a stall fails the test, it does not hang it).

@@ -7,7 +7,8 @@
 /// connections of one uid each holding a 4 MiB batch answer were 1 GiB.
 ///
 /// Counted: the whole unsent bytes of each connection above the mark (a
-/// connection under it is counted as none: its bound is the mark). Once a
+/// connection under it is counted as none: its bound is the mark; an
+/// administrator's as none: it is not held). Once a
 /// uid's count passes `limit`, its connections take no new request until
 /// they read; a connection held so is handed back by `changed` when the
 /// count falls to the limit again. Administrators are exempt, as from
@@ -44,6 +45,22 @@ struct BacklogPerUser {
     }
     guard over.remove(uid) != nil else { return [] }
     return waiting.removeValue(forKey: uid) ?? []
+  }
+
+  /// `connection` of `uid` closed: it is not handed back.
+  mutating func forget(uid: UInt32, connection: UInt64) {
+    guard waiting[uid]?.remove(connection) != nil, waiting[uid]?.isEmpty == true else { return }
+    waiting[uid] = nil
+  }
+
+  /// After the limit changed (a reload) and the counts with it: which uids
+  /// are over is decided again, and every connection held is handed back
+  /// (one still over is held again when it is pumped).
+  mutating func reconsider() -> [UInt64] {
+    over = Set(counted.filter { $0.value > limit }.keys)
+    let held = waiting.values.flatMap { $0 }
+    waiting.removeAll()
+    return held
   }
 
   /// The bytes counted against `uid` (for tests).

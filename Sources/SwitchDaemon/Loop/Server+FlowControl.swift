@@ -17,11 +17,8 @@ extension Server {
       connection.interest = 0
       _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_DEL), connection.fd, 0, 0)
     }
-    // Held for its uid's backlog, what it sends stays in the socket.
-    if events & UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP) != 0 || connection.hungUp,
-      mayTakeRequests(connection)
-    {
-      readInput(connection)
+    if events & UInt32(SHIM_EPOLLIN | SHIM_EPOLLRDHUP) != 0 || connection.hungUp {
+      if backlogPerUser.over.isEmpty { readInput(connection) } else { readMaybeHeld(connection) }
     }
     if !connection.isClosed { pump(connection) }
   }
@@ -36,14 +33,26 @@ extension Server {
   /// rest of its requests are answered `Overloaded`.
   static let maxBatchAnswerBytes = 4 << 20
 
+  /// `readInput` while some uid is over its backlog: a connection held
+  /// reads as `mayReadWhileHeld` lets it. Apart, so that the common path
+  /// stays as small as it was (inlined into the loop's turn).
+  @inline(never)
+  private func readMaybeHeld(_ connection: Connection) {
+    if mayTakeRequests(connection) {
+      readInput(connection)
+    } else if connection.framer.bufferedCount == 0 {
+      readInput(connection, chunks: 1)
+    }
+  }
+
   /// Reads what the socket holds, a few chunks at most; true when it read
   /// something or the end.
   @discardableResult
-  func readInput(_ connection: Connection) -> Bool {
+  func readInput(_ connection: Connection, chunks: Int = 4) -> Bool {
     guard !stopping, !connection.inputClosed else { return false }
     var progressed = false
     // A few reads per wake-up, so one busy client cannot starve the rest.
-    for _ in 0..<4 {
+    for _ in 0..<chunks {
       if connection.framer.bufferedCount > limits.maxFrameBytes + Self.readChunk {
         return progressed
       }
@@ -140,7 +149,9 @@ extension Server {
       }
       // Once the threads are told to stop, no new frame is taken.
       if connection.unsentCount > limits.highWater || stopSentToReader { break }
-      if !mayTakeRequests(connection) {
+      if !backlogPerUser.over.isEmpty && connection.framer.bufferedCount > 0
+        && !mayTakeRequests(connection)
+      {
         connection.heldForBacklog = true
         break
       }
@@ -236,7 +247,7 @@ extension Server {
     let mayRead =
       !stopping && !connection.inputClosed && connection.unsentCount <= limits.highWater
       && connection.framer.bufferedCount <= limits.maxFrameBytes + Self.readChunk
-      && mayTakeRequests(connection)
+      && (backlogPerUser.over.isEmpty || mayReadWhileHeld(connection))
     if mayRead { want |= Self.readingInterest }
     if connection.unsentCount > 0 { want |= UInt32(SHIM_EPOLLOUT) }
     if want != connection.interest {
@@ -258,7 +269,8 @@ extension Server {
 
   private func recountBacklog(_ connection: Connection) {
     let unsent = connection.unsentCount
-    let now = !connection.isClosed && unsent > limits.highWater ? unsent : 0
+    let counts = !connection.isClosed && !connection.caller.isAdmin
+    let now = counts && unsent > limits.highWater ? unsent : 0
     guard now != connection.backlog else { return }
     let delta = now - connection.backlog
     connection.backlog = now
@@ -266,14 +278,24 @@ extension Server {
   }
 
   /// False while `connection`'s uid is over its backlog (`BacklogPerUser`):
-  /// it then frames no request and reads nothing more (what its peer sends
-  /// waits in the socket), until `backlogPerUser` hands it back. A peer
+  /// it then frames no request, and reads only as `mayReadWhileHeld` lets
+  /// it, until `backlogPerUser` hands it back. A peer
   /// that is gone is not held: it is answered nothing, and what it sent
   /// that wants no answer is carried out.
+  /// Once the daemon is stopping, what was read is taken as before.
   @inline(__always)
   func mayTakeRequests(_ connection: Connection) -> Bool {
-    backlogPerUser.over.isEmpty || connection.caller.isAdmin || connection.hungUp
+    backlogPerUser.over.isEmpty || connection.caller.isAdmin || connection.hungUp || stopping
       || backlogPerUser.mayTake(uid: connection.peer.uid, connection: connection.id)
+  }
+
+  /// Whether `connection` may read: a held one (`mayTakeRequests`) reads
+  /// only while it holds no input, one chunk (`readChunk`) at a time, so
+  /// that it sees its peer's end (a one-shot client waits for it) and
+  /// holds at most one chunk unframed.
+  @inline(__always)
+  func mayReadWhileHeld(_ connection: Connection) -> Bool {
+    connection.framer.bufferedCount == 0 || mayTakeRequests(connection)
   }
 
   /// Pumps the connections held for their uid's backlog that may go on;
@@ -292,6 +314,9 @@ extension Server {
     guard connections.removeValue(forKey: connection.id) != nil else { return }
     connection.isClosed = true
     countBacklog(connection)
+    if !backlogPerUser.over.isEmpty {
+      backlogPerUser.forget(uid: connection.peer.uid, connection: connection.id)
+    }
     let uid = connection.peer.uid
     if let held = connectionsPerUID[uid], held > 1 {
       connectionsPerUID[uid] = held - 1

@@ -110,7 +110,10 @@ extension Server {
     access = update.access
     for connection in connections.values { connection.caller = connection.peer.caller(access) }
     limits = Limits(update.catalog.settings)
+    // The mark, the limit and who is exempt may have changed: counted again.
     backlogPerUser.limit = limits.backlogPerUser
+    for connection in connections.values { countBacklog(connection) }
+    backlogResumes.append(contentsOf: backlogPerUser.reconsider())
     log.setLevel(update.catalog.settings.logLevel)
     for record in update.newRecords { records[record.key] = record }
     encodings = SwitchEncodings(
