@@ -73,9 +73,8 @@ import Testing
   @Test func aUsersConnectionsHoldTheLimitAndOneAnswerAtMost() throws {
     let harness = try LoopHarness(daemonConf: Self.daemonConf, switches: Self.switches)
     defer { harness.stop() }
-    let clients = try accepted(4, by: harness)
+    let clients = try accepted(4, by: harness, administrators: false)
     defer { for client in clients { close(client.fd) } }
-    for connection in harness.server.connections.values { connection.caller.isAdmin = false }
     for client in clients { client.sendAll(Self.list) }
     // Until every connection has its answer queued or is held.
     turn(harness) {
@@ -106,10 +105,9 @@ import Testing
   @Test func aHalfClosedConnectionHeldAnswersItsRequestsBeforeClosing() throws {
     let harness = try LoopHarness(daemonConf: Self.daemonConf, switches: Self.switches)
     defer { harness.stop() }
-    let clients = try accepted(2, by: harness)
+    let clients = try accepted(2, by: harness, administrators: false)
     defer { for client in clients { close(client.fd) } }
     let (lister, halfClosed) = (clients[0], clients[1])
-    for connection in harness.server.connections.values { connection.caller.isAdmin = false }
     // Its socket takes a few KiB: a list of 111 switches (~65 KB) leaves
     // it past the mark and under the uid's limit, its `get` not taken.
     let second = Self.connections(harness)[1]
@@ -150,10 +148,9 @@ import Testing
   @Test func aClientWithItsAnswersGetsItsEndWhileItsUidIsHeld() throws {
     let harness = try LoopHarness(daemonConf: Self.daemonConf, switches: Self.switches)
     defer { harness.stop() }
-    let clients = try accepted(2, by: harness)
+    let clients = try accepted(2, by: harness, administrators: false)
     defer { for client in clients { close(client.fd) } }
     let (other, done) = (clients[0], clients[1])
-    for connection in harness.server.connections.values { connection.caller.isAdmin = false }
     let get = #"{"jsonrpc":"2.0","id":1,"method":"get","params":{"key":"s0"}}"# + "\n"
     done.drive(input: Array(get.utf8)) { $0.lines.count >= 1 }
     other.sendAll(Self.list)
@@ -218,15 +215,20 @@ import Testing
     line.split(separator: #""key":"s"#, omittingEmptySubsequences: false).count - 1
   }
 
-  /// `count` clients, once the loop has accepted them, each in the order
+  /// `count` clients, once the loop has accepted them (as administrators
+  /// or not), each in the order
   /// of its connection's id. Their connections' send buffers are 64 KiB
   /// (128 KiB as Linux counts): a list of every switch is then far more
   /// than a socket takes, whatever the machine's default.
-  private func accepted(_ count: Int, by harness: LoopHarness) throws -> [TestClient] {
+  private func accepted(
+    _ count: Int, by harness: LoopHarness, administrators: Bool = true
+  ) throws -> [TestClient] {
     let clients = try (0..<count).map { _ in try TestClient(harness) }
     turn(harness) { $0.connections.count == count }
     for connection in harness.server.connections.values {
       Self.setSendBuffer(connection, 65_536)
+      // Root is an administrator; the bound holds the others.
+      if !administrators { connection.caller.isAdmin = false }
     }
     return clients
   }
