@@ -279,10 +279,10 @@ extension Server {
 
   /// False while `connection`'s uid is over its backlog (`BacklogPerUser`):
   /// it then frames no request, and reads only as `mayReadWhileHeld` lets
-  /// it, until `backlogPerUser` hands it back. A peer
-  /// that is gone is not held: it is answered nothing, and what it sent
-  /// that wants no answer is carried out.
-  /// Once the daemon is stopping, what was read is taken as before.
+  /// it, until `backlogPerUser` hands it back. A peer that is gone is not
+  /// held: it is answered nothing, and what it sent that wants no answer
+  /// is carried out. Once the daemon is stopping, what was read is taken
+  /// as before.
   @inline(__always)
   func mayTakeRequests(_ connection: Connection) -> Bool {
     backlogPerUser.over.isEmpty || connection.caller.isAdmin || connection.hungUp || stopping
