@@ -48,7 +48,8 @@ let package = Package(
     .systemLibrary(
       name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
     // sd-bus, for the one D-Bus call switchd makes (polkit's CheckAuthorization):
-    // its header at build time (libsystemd-dev), the library loaded when first needed.
+    // the library loaded when first needed; its header (libsystemd-dev), when installed,
+    // checks the function types at build time.
     .target(name: "CSystemd", cSettings: cDebugInfo, linkerSettings: [.linkedLibrary("dl")]),
     .target(name: "CShim", cSettings: cDebugInfo),
     // The SQLite VFS the store opens its files through: unix-excl, with

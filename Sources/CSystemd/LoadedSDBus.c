@@ -26,12 +26,19 @@ static void load(void) {
   }
   switchd_sd_bus f;
   // Each member's type is checked against sd-bus.h's declaration of the
-  // function at compile time; the address is stored through a `void *`
-  // view of the member (POSIX's idiom for dlsym). A missing function
-  // leaves `loaded` NULL (the library stays loaded: it is never unloaded).
-#define FIND(member, symbol)                                                    \
+  // function at compile time, where that header is; the address is stored
+  // through a `void *` view of the member (POSIX's idiom for dlsym). A
+  // missing function leaves `loaded` NULL (the library stays loaded: it is
+  // never unloaded).
+#ifdef SWITCHD_HAS_SD_BUS_H
+#define CHECK_TYPE(member, symbol)                                                          \
   _Static_assert(__builtin_types_compatible_p(__typeof__(&symbol), __typeof__(f.member)), \
-                 #symbol " is not declared as switchd_sd_bus." #member " says");            \
+                 #symbol " is not declared as switchd_sd_bus." #member " says");
+#else
+#define CHECK_TYPE(member, symbol)
+#endif
+#define FIND(member, symbol)                                                    \
+  CHECK_TYPE(member, symbol)                                                    \
   if (!(*(void **)&f.member = find(library, #symbol))) return;
   FIND(open_system, sd_bus_open_system)
   FIND(is_open, sd_bus_is_open)
@@ -51,6 +58,7 @@ static void load(void) {
   FIND(message_is_method_error, sd_bus_message_is_method_error)
   FIND(message_get_error, sd_bus_message_get_error)
 #undef FIND
+#undef CHECK_TYPE
   functions = f;
   loaded = &functions;
 }
