@@ -34,9 +34,11 @@ final class Connection {
   var pendingHead = 0
   /// Writes handed to the writer and not yet answered.
   var writesInFlight = 0
-  /// `history` reads handed to the log reader, and backups to their
-  /// thread, not yet answered.
-  var readsInFlight = 0
+  /// Calls not yet answered that every later call of this connection
+  /// waits for: `history` reads handed to the log reader, backups to
+  /// their thread, calls waiting for polkit, and reloads (a call after a
+  /// `reload` is judged by the configuration it loaded).
+  var barriersInFlight = 0
   /// Response slots, oldest first.
   var slots: [Slot] = []
   var nextSlot: UInt64 = 1

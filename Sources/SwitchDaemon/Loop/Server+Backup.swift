@@ -20,7 +20,7 @@ extension Server {
     }
     // Counted as a read in flight: the connection's later requests wait for
     // its answer (answers keep their order), and a stop waits for it.
-    connection.readsInFlight += 1
+    connection.barriersInFlight += 1
     backups.start(ticket(pending, connection), databasePath: databasePath, wakeFD: wakeFD)
   }
 
@@ -36,7 +36,7 @@ extension Server {
         }
         continue
       }
-      connection.readsInFlight -= 1
+      connection.barriersInFlight -= 1
       switch outcome.result {
       case .success(let file):
         log.info(

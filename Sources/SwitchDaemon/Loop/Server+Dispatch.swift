@@ -124,6 +124,10 @@ extension Server {
     case .reload:
       notifier.send("RELOADING=1")
       guard admitWrite(for: connection, pending) else { return }
+      // Later calls of this connection wait for its answer: a write sent
+      // right after it went to the writer before the configuration it
+      // loads (a switch it adds was unknown to it).
+      connection.barriersInFlight += 1
       configReader.reload(ticket(pending, connection))
     case .watch(let patterns, let since, let user):
       watch(pending, on: connection, patterns: patterns, since: since, user: user)

@@ -177,10 +177,12 @@ extension Server {
     // Reads wait for the writes before them (read your writes); writes
     // wait once a connection has many in flight, so a client that
     // never reads cannot queue answers without bound. Everything waits
-    // for a log read in flight, for the same reason.
+    // for a barrier in flight (`Connection.barriersInFlight`): a log read,
+    // for the same reason; a reload, so that what follows it sees what it
+    // loaded; a call polkit is asked about, to keep the order.
     let isWrite = request.method?.isWrite == true
     if connection.writesInFlight > 0 && !isWrite { return .wait }
-    if connection.readsInFlight > 0 { return .wait }
+    if connection.barriersInFlight > 0 { return .wait }
     if connection.writesInFlight >= Self.maxWritesInFlight { return .wait }
     // Administrators are exempt, as from MaxConnectionsPerUser.
     if isWrite && !connection.caller.isAdmin
@@ -231,7 +233,7 @@ extension Server {
     countBacklog(connection)
     // A peer that is gone leaves the slots of the calls not started open.
     let idle =
-      !connection.hasPending && connection.writesInFlight == 0 && connection.readsInFlight == 0
+      !connection.hasPending && connection.writesInFlight == 0 && connection.barriersInFlight == 0
       && (connection.slots.isEmpty || connection.hungUp) && connection.unsentCount == 0
       && !isReplaying(connection)
     // A pump ends with an empty framer unless something else holds it back,

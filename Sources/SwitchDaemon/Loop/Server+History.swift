@@ -34,7 +34,7 @@ extension Server {
     // The key's newest change is its record's revision: no lookup in the log.
     var view = readerView(viewpoint)
     view.keyIsUserScope = key.flatMap { catalog.switches[$0]?.scope } == .user
-    connection.readsInFlight += 1
+    connection.barriersInFlight += 1
     readerJobs.push(
       .history(
         ticket(pending, connection), key: key, before: min(before ?? .max, revision &+ 1),
@@ -61,7 +61,7 @@ extension Server {
     switch consume output {
     case .history(let ticket, let result):
       guard let connection = connections[ticket.connection] else { return }
-      connection.readsInFlight -= 1
+      connection.barriersInFlight -= 1
       switch consume result {
       case .success(var response):
         respond(ticket, on: connection, builtLine: &response)

@@ -75,7 +75,7 @@ extension Server {
     }
     if stopping && !stopSentToReader {
       let busy = connections.values.contains {
-        $0.writesInFlight > 0 || $0.readsInFlight > 0 || $0.hasPending
+        $0.writesInFlight > 0 || $0.barriersInFlight > 0 || $0.hasPending
       }
       if !busy || now >= stopDeadline {
         readerJobs.push(.stop)

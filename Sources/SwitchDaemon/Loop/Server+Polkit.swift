@@ -79,7 +79,7 @@ extension Server {
     waitingForPolkit[id] = WaitingForPolkit(
       connection: connection.id, pending: pending, question: question, step: step, caller: caller,
       challenged: challenged)
-    connection.readsInFlight += 1
+    connection.barriersInFlight += 1
     if authorizer == nil { authorizer = Authorizer(loopWakeFD: wakeFD) }
     authorizer?.ask(
       Authorizer.Question(
@@ -99,7 +99,7 @@ extension Server {
       guard let waiting = waitingForPolkit.removeValue(forKey: answer.id),
         let connection = connections[waiting.connection]
       else { continue }
-      connection.readsInFlight -= 1
+      connection.barriersInFlight -= 1
       let action = waiting.question.actions[waiting.step]
       let hasNext = waiting.step + 1 < waiting.question.actions.count
       switch answer.answer {
@@ -162,7 +162,7 @@ extension Server {
   func refuseParkedPolkitCalls() {
     for (_, waiting) in waitingForPolkit.sorted(by: { $0.key < $1.key }) {
       guard let connection = connections[waiting.connection] else { continue }
-      connection.readsInFlight -= 1
+      connection.barriersInFlight -= 1
       fail(
         waiting.pending, on: connection,
         .overloaded("switchd is stopping; try again once it is back"))

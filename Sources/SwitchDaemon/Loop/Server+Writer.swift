@@ -65,6 +65,7 @@ extension Server {
         }
         guard let connection = connections[ticket.connection] else { continue }
         connection.writesInFlight -= 1
+        if case .reload = answer { connection.barriersInFlight -= 1 }
         resume(connection)
         let caller = connection.caller.acting(as: ticket.viewer)
         respond(ticket, on: connection) { write(&$0, answer, to: ticket, for: caller) }
