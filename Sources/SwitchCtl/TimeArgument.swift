@@ -59,12 +59,9 @@ enum TimeArgument {
 
   /// Milliseconds since the epoch of a time, after `now` (milliseconds).
   static func time(_ text: String, now: Int64) -> Result<Int64, Problem> {
-    if let exact = Timestamp.milliseconds(text) { return .success(exact) }
     let trimmed = text.trimmingCharacters(in: " ")
-    // A timestamp without milliseconds: 2026-12-02T16:00:00Z.
-    if trimmed.hasSuffix("Z"), let exact = Timestamp.milliseconds(trimmed.dropLast() + ".000Z") {
-      return .success(exact)
-    }
+    // A full timestamp, as the daemon reads one: 2026-12-02T16:00:00Z, +01:00, ….
+    if let exact = Timestamp.milliseconds(rfc3339: trimmed) { return .success(exact) }
     var date: (Int32, Int32, Int32)?
     var clock = trimmed
     if trimmed.count == 16, trimmed.dropFirst(10).first == " " || trimmed.dropFirst(10).first == "T"

@@ -342,9 +342,10 @@ private struct Params {
     if seconds != nil {
       throw error("\"for\" and \"until\" exclude each other: give one", param: WireField.until)
     }
-    guard let text = value.stringValue, let time = Timestamp.milliseconds(text) else {
+    guard let text = value.stringValue, let time = Timestamp.milliseconds(rfc3339: text) else {
       throw error(
-        "\"until\" must be a time like \"2026-12-02T16:00:00.000Z\"", param: WireField.until)
+        "\"until\" must be an RFC 3339 time like \"2026-12-02T16:00:00.000Z\" or"
+          + " \"2026-12-02T17:00:00+01:00\"", param: WireField.until)
     }
     let now = wallClockNow()
     guard time > now else { throw error("\"until\" is not in the future", param: WireField.until) }

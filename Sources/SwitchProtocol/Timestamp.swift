@@ -110,6 +110,61 @@ public enum Timestamp {
     return iso8601(milliseconds: ms) == text ? ms : nil
   }
 
+  /// The milliseconds since the Unix epoch of any RFC 3339 time a client
+  /// may send: seconds with or without a fraction (of any length; what is
+  /// finer than a millisecond is dropped), `Z` or an offset (`+01:00`),
+  /// `T` or `t` (Python's `isoformat() + "Z"`, `date -Iseconds`). nil for
+  /// anything else, a date that does not exist included. What switchd
+  /// writes (`iso8601`) is one such time.
+  public static func milliseconds(rfc3339 text: String) -> Int64? {
+    let b = Array(text.utf8)
+    guard b.count >= 20 else { return nil }
+    func number(_ start: Int, _ width: Int) -> Int64? {
+      guard start + width <= b.count else { return nil }
+      var value: Int64 = 0
+      for byte in b[start..<start + width] {
+        guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { return nil }
+        value = value * 10 + Int64(byte - UInt8(ascii: "0"))
+      }
+      return value
+    }
+    func separator(_ at: Int, _ allowed: String) -> Bool { allowed.utf8.contains(b[at]) }
+    guard let year = number(0, 4), separator(4, "-"), let month = number(5, 2), separator(7, "-"),
+      let day = number(8, 2), separator(10, "Tt"), let hour = number(11, 2), separator(13, ":"),
+      let minute = number(14, 2), separator(16, ":"), let second = number(17, 2),
+      (1...12).contains(month), (1...31).contains(day), hour <= 23, minute <= 59, second <= 59
+    else { return nil }
+    // The day exists in its month: it is the same day written back.
+    let days = Self.days(fromCivil: year, month, day)
+    guard civil(fromDays: days) == (year, Int(month), Int(day)) else { return nil }
+    var at = 19
+    var millis: Int64 = 0
+    if b[at] == UInt8(ascii: ".") {
+      at += 1
+      let start = at
+      while at < b.count, b[at] >= UInt8(ascii: "0") && b[at] <= UInt8(ascii: "9") {
+        if at - start < 3 { millis = millis * 10 + Int64(b[at] - UInt8(ascii: "0")) }
+        at += 1
+      }
+      guard at > start else { return nil }
+      for _ in min(at - start, 3)..<3 { millis *= 10 }
+    }
+    guard at < b.count else { return nil }
+    var offsetMinutes: Int64 = 0
+    if b[at] == UInt8(ascii: "Z") || b[at] == UInt8(ascii: "z") {
+      at += 1
+    } else {
+      guard separator(at, "+-"), let hours = number(at + 1, 2), at + 3 < b.count,
+        separator(at + 3, ":"), let minutes = number(at + 4, 2), hours <= 23, minutes <= 59
+      else { return nil }
+      offsetMinutes = (hours * 60 + minutes) * (b[at] == UInt8(ascii: "-") ? -1 : 1)
+      at += 6
+    }
+    guard at == b.count else { return nil }
+    let local = ((days * 24 + hour) * 60 + minute) * 60 + second
+    return (local - offsetMinutes * 60) * 1000 + millis
+  }
+
   /// Howard Hinnant's civil-to-days algorithm, the inverse of `civil(fromDays:)`.
   static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
     let y = month <= 2 ? year - 1 : year

@@ -140,6 +140,6 @@ public struct WireMembers {
   }
 
   private static func time(_ value: JSONValue) -> Int64? {
-    value.stringValue.flatMap(Timestamp.milliseconds)
+    value.stringValue.flatMap { Timestamp.milliseconds($0) }
   }
 }

@@ -21,7 +21,7 @@ import Testing
   }
 
   static func time(_ value: JSONValue?) -> Int64? {
-    value?.stringValue.flatMap(Timestamp.milliseconds)
+    value?.stringValue.flatMap { Timestamp.milliseconds($0) }
   }
 
   @Test func aTimedValueComesBackAtItsDeadlineAsOneExpiryChange() throws {
@@ -151,6 +151,24 @@ import Testing
     #expect(wifi["revision"]?.int64Value == 2)
     #expect(wifi["checked"]?.boolValue == true)
     #expect(wifi["expiresAt"]?.isNull == true)
+  }
+
+  /// `until` as clients write times: whole seconds, an offset. The
+  /// Switch object says the same instant as switchd writes times.
+  @Test func untilTakesAnyRFC3339Time() throws {
+    let daemon = try DaemonFixture()
+    let client = try daemon.client()
+    let hourAhead = (Self.wallClockMilliseconds() / 1000 + 3600) * 1000
+    let utc = Timestamp.iso8601(milliseconds: hourAhead)
+    // "…:SS.000Z" as "…:SSZ", and one hour later on the clock as "+01:00".
+    let wholeSeconds = String(utc.dropLast(5)) + "Z"
+    let offset =
+      String(Timestamp.iso8601(milliseconds: hourAhead + 3_600_000).dropLast(5)) + "+01:00"
+    let set = try client.result(
+      "set", #"{"key":"wifi","checked":false,"until":"\#(wholeSeconds)"}"#)
+    #expect(set["switch"]?["expiresAt"]?.stringValue == utc)
+    let lock = try client.result("lock", #"{"key":"wifi","until":"\#(offset)"}"#)
+    #expect(lock["switch"]?["readOnlyUntil"]?.stringValue == utc)
   }
 
   @Test func badTimeParametersAreInvalidParams() throws {

@@ -289,6 +289,29 @@ import Testing
     }
   }
 
+  /// `until` takes any RFC 3339 time a client may write: no fraction, a
+  /// longer one (cut to the millisecond), an offset, lower-case letters.
+  @Test func aClientsTimeIsReadInEveryRFC3339Form() {
+    let ms: Int64 = 1_796_010_067_002  // 2026-11-30T03:41:07.002Z
+    for text in [
+      "2026-11-30T03:41:07.002Z", "2026-11-30T03:41:07.002999Z", "2026-11-30t03:41:07.002z",
+      "2026-11-30T04:41:07.002+01:00", "2026-11-29T22:11:07.002-05:30",
+    ] {
+      #expect(Timestamp.milliseconds(rfc3339: text) == ms, "\(text)")
+    }
+    #expect(Timestamp.milliseconds(rfc3339: "2026-11-30T03:41:07Z") == ms - 2)
+    #expect(Timestamp.milliseconds(rfc3339: "2026-11-30T03:41:07.5Z") == ms + 498)
+    for text in [
+      "2026-11-30T03:41:07", "2026-11-30T03:41:07.Z", "2026-13-01T00:00:00Z",
+      "2026-02-29T00:00:00Z", "2026-11-30 03:41:07Z", "2026-11-30T24:00:00Z",
+      "2026-11-30T03:41:07+0100", "2026-11-30T03:41:07+01:00 ", "2026-11-30T03:41:07.0O2Z",
+      "T4",
+    ] {
+      #expect(Timestamp.milliseconds(rfc3339: text) == nil, "\(text)")
+    }
+    #expect(Timestamp.milliseconds(rfc3339: "2028-02-29T00:00:00Z") != nil, "a leap day")
+  }
+
   /// A writer keeps the date of its last timestamp: times of the same day,
   /// of the next, of an earlier one and before 1970 are written as alone.
   @Test func aWriterWritesEachTimeAsAlone() {
