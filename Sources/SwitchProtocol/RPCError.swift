@@ -185,9 +185,16 @@ public struct RPCError: Error, Equatable, Sendable {
 
   /// The switch's apply command failed or timed out; nothing changed.
   /// `reason` is the command's own first line of error output.
-  public static func applyFailed(key: String, reason: String) -> RPCError {
-    RPCError(
-      .applyFailed, "Applying \(key) failed, nothing changed: \(reason)",
+  /// `dependent`: the switch whose command failed, when it is not `key`'s
+  /// own but one `key`'s change changes too (Requires=/Conflicts=): the
+  /// sentence names it, `data.key` stays the switch the call named.
+  public static func applyFailed(key: String, reason: String, dependent: String? = nil)
+    -> RPCError
+  {
+    let what =
+      dependent.map { $0 == key ? key : "\($0) (which this change of \(key) changes too)" } ?? key
+    return RPCError(
+      .applyFailed, "Applying \(what) failed, nothing changed: \(reason)",
       data: [
         JSONMember(WireField.key, .string(key)), JSONMember(WireField.reason, .string(reason)),
       ])

@@ -83,6 +83,12 @@ import Testing
     let error = try client.error("set", #"{"key":"airplane-mode","checked":true}"#)
     expectErrorObject(error, -32006, "ApplyFailed")
     #expect(error["data"]?["reason"]?.stringValue == "bluetooth radio is jammed")
+    // The sentence names the switch whose command failed; `data.key` the one the call named.
+    #expect(error["data"]?["key"]?.stringValue == "airplane-mode")
+    #expect(
+      error["message"]?.stringValue
+        == "Applying bluetooth (which this change of airplane-mode changes too) failed,"
+        + " nothing changed: bluetooth radio is jammed")
     // Nothing committed: no revision, every switch as it was.
     #expect(try client.result("status")["revision"]?.int64Value == before)
     #expect(try client.result("get", keyParam("airplane-mode"))["checked"]?.boolValue == false)

@@ -54,6 +54,9 @@ struct ApplyResult: Sendable {
   /// nil: every step applied. Else the first failure's reason; the steps
   /// before it were undone.
   var failure: String?
+  /// The switch whose command failed (`failure`): the written one or a
+  /// dependent its change changes too.
+  var failedKey: String? = nil
   /// For an `eachOwn` task: each failed step's reason, by key.
   var failures: [String: String] = [:]
 }
@@ -102,14 +105,16 @@ final class ApplyPool {
         continue
       }
       var failure: String?
+      var failedKey: String?
       for (index, step) in task.steps.enumerated() {
         guard let reason = step.run() else { continue }
         failure = reason
+        failedKey = step.key
         // All or nothing: put back what the earlier steps changed.
         for undo in task.undo[..<index].reversed() { _ = undo.run() }
         break
       }
-      results.push(.applied(ApplyResult(id: task.id, failure: failure)))
+      results.push(.applied(ApplyResult(id: task.id, failure: failure, failedKey: failedKey)))
     }
   }
 }

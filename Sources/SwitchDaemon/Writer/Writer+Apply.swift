@@ -55,6 +55,8 @@ struct AppliedCommand: Sendable {
   /// The effective value each command was run for, by key.
   var effective: [String: Bool]
   var failure: String?
+  /// Whose command failed (`ApplyResult.failedKey`).
+  var failedKey: String?
 }
 
 /// A policy change or a reconcile whose command is running.
@@ -174,7 +176,8 @@ struct ApplyBook {
     guard let job = parked.removeValue(forKey: result.id) else { return nil }
     switch job {
     case .write(var write, let effective):
-      write.applied = AppliedCommand(id: result.id, effective: effective, failure: result.failure)
+      write.applied = AppliedCommand(
+        id: result.id, effective: effective, failure: result.failure, failedKey: result.failedKey)
       return .write(write)
     case .system(let system):
       return .system(system, failure: result.failure)
@@ -211,8 +214,9 @@ extension Writer {
   enum ApplyStage {
     /// Its commands are running: it is answered later.
     case parked
-    /// A command failed: `ApplyFailed`, nothing changes.
-    case failed(String)
+    /// A command failed (the reason, and whose: the write's switch or a
+    /// dependent's): `ApplyFailed`, nothing changes.
+    case failed(String, key: String?)
     /// No command runs: commit the planned changes as they are (a case of
     /// its own: returning them in `proceed` copied and released the array
     /// with the stage on every write, callgrind).
@@ -256,7 +260,7 @@ extension Writer {
     var effective: [String: Bool] = [:]
     for step in steps { effective[step.key] = step.state.isOnAndInEffect }
     if let applied = write.applied, applied.effective == effective {
-      if let reason = applied.failure { return .failed(reason) }
+      if let reason = applied.failure { return .failed(reason, key: applied.failedKey) }
       var verdicts: [PlannedChange] = []
       for var plan in plans {
         if effective[plan.key] != nil { plan.state = plan.state.applied(failure: nil) }

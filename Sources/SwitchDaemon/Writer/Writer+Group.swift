@@ -421,10 +421,10 @@ extension Writer {
     case .proceed(let verdicts):
       plans = verdicts
     // No `where` clauses: each pattern tried copied the stage's payload (callgrind).
-    case .failed(let reason):
+    case .failed(let reason, let failedKey):
       guard write.operation == .expire || write.operation == .revert else {
-        group.answers.append(
-          (write.ticket, .write(.failure(.applyFailed(key: key, reason: reason)))))
+        let error = RPCError.applyFailed(key: key, reason: reason, dependent: failedKey)
+        group.answers.append((write.ticket, .write(.failure(error))))
         return true
       }
       // An ending cannot be refused and come again for ever: it ends, the
