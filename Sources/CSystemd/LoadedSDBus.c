@@ -2,7 +2,24 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
+
+#ifdef SWITCHD_HAS_SD_BUS_H
+// The error struct a build without sd-bus.h uses is libsystemd's, field by field.
+#define SAME_FIELD(field)                                                                 \
+  _Static_assert(offsetof(struct switchd_sd_bus_error, field) == offsetof(sd_bus_error, field) && \
+                     sizeof(((struct switchd_sd_bus_error *)0)->field) ==                   \
+                         sizeof(((sd_bus_error *)0)->field),                                \
+                 "switchd_sd_bus_error." #field " is not sd_bus_error's");
+SAME_FIELD(name)
+SAME_FIELD(message)
+SAME_FIELD(_need_free)
+#undef SAME_FIELD
+_Static_assert(sizeof(struct switchd_sd_bus_error) == sizeof(sd_bus_error) &&
+                   _Alignof(struct switchd_sd_bus_error) == _Alignof(sd_bus_error),
+               "switchd_sd_bus_error is not laid out as sd_bus_error");
+#endif
 
 static switchd_sd_bus functions;
 static const switchd_sd_bus *loaded;

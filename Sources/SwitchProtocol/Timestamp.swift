@@ -114,8 +114,9 @@ public enum Timestamp {
   /// may send: seconds with or without a fraction (of any length; what is
   /// finer than a millisecond is dropped), `Z` or an offset (`+01:00`),
   /// `T` or `t` (Python's `isoformat() + "Z"`, `date -Iseconds`). nil for
-  /// anything else, a date that does not exist included. What switchd
-  /// writes (`iso8601`) is one such time.
+  /// anything else, a date that does not exist included, and a leap second
+  /// (`:60`: switchd's clock has none to name). What switchd writes
+  /// (`iso8601`) is one such time.
   public static func milliseconds(rfc3339 text: String) -> Int64? {
     let b = Array(text.utf8)
     guard b.count >= 20 else { return nil }

@@ -34,6 +34,31 @@ import Testing
     #expect(client.lines[2].contains(#""checked":true"#), "get: \(client.lines[2])")
   }
 
+  /// A write sent before `reload` is judged by the configuration before
+  /// it: here the reload brings a policy that holds the switch, and the
+  /// write before it still changes it. (The writes of the turn are handed
+  /// to the writer before the reload is read: the reader could otherwise
+  /// hand the writer the new configuration first. It seldom wins that
+  /// race, so this test passes without that line too; it holds the order.)
+  @Test func aWriteSentBeforeAReloadIsJudgedByTheConfigurationBeforeIt() throws {
+    let harness = try LoopHarness(daemonConf: Self.daemonConf)
+    defer { harness.stop() }
+    mkdir(harness.directory + "/config/policy.d", 0o755)
+    try writeWholeFile(
+      harness.directory + "/config/policy.d/50-held.conf", "[wifi]\nReadOnly=yes\nReason=Held.\n")
+    let client = try TestClient(harness)
+    defer { close(client.fd) }
+    let input =
+      Self.line(1, "set", #"{"key":"wifi","checked":false}"#) + Self.line(2, "reload", "{}")
+      + Self.line(3, "get", #"{"key":"wifi"}"#)
+    client.drive(input: Array(input.utf8)) { $0.lines.count == 3 }
+    try #require(client.lines.count == 3)
+    #expect(client.lines[0].contains(#""changed":true"#), "set: \(client.lines[0])")
+    #expect(client.lines[1].contains(#""id":2,"result""#), "reload: \(client.lines[1])")
+    #expect(client.lines[2].contains(#""readOnly":true"#), "get: \(client.lines[2])")
+    #expect(client.lines[2].contains(#""checked":false"#), "get: \(client.lines[2])")
+  }
+
   /// The wait ends with the reload's answer, refused or not: a reload the
   /// files refuse (InvalidConfig) lets the next call run, on the old ones.
   @Test func aRefusedReloadReleasesTheCallsAfterIt() throws {

@@ -9,10 +9,17 @@
 #include <stdint.h>
 
 // sd-bus.h (libsystemd-dev) when it is installed: LoadedSDBus.c then checks
-// each function type below against its declaration. Without it, the five
-// types of it switchd uses, as libsystemd.so.0's ABI fixes them, so that a
-// machine with only libsqlite3-dev builds switchd (CI builds this way too:
+// each function type below against its declaration, and the layout of
+// `switchd_sd_bus_error` against `sd_bus_error`. Without it, the five types
+// of it switchd uses, as libsystemd.so.0's ABI fixes them, so that a machine
+// with only libsqlite3-dev builds switchd (CI builds this way too:
 // SWITCHD_OWN_SD_BUS_TYPES).
+// (Unspecified nullability, as sd-bus.h declares them: Swift sees the same.)
+struct switchd_sd_bus_error {
+  const char *_Null_unspecified name;
+  const char *_Null_unspecified message;
+  int _need_free;
+};
 #if __has_include(<systemd/sd-bus.h>) && !defined(SWITCHD_OWN_SD_BUS_TYPES)
 #include <systemd/sd-bus.h>
 #define SWITCHD_HAS_SD_BUS_H 1
@@ -20,12 +27,7 @@
 typedef struct sd_bus sd_bus;
 typedef struct sd_bus_message sd_bus_message;
 typedef struct sd_bus_slot sd_bus_slot;
-// (Unspecified nullability, as sd-bus.h declares them: Swift sees the same.)
-typedef struct {
-  const char *_Null_unspecified name;
-  const char *_Null_unspecified message;
-  int _need_free;
-} sd_bus_error;
+typedef struct switchd_sd_bus_error sd_bus_error;
 typedef int (*sd_bus_message_handler_t)(
     sd_bus_message *_Null_unspecified m, void *_Null_unspecified userdata,
     sd_bus_error *_Null_unspecified ret_error);

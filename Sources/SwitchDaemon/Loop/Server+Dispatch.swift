@@ -128,6 +128,9 @@ extension Server {
       // right after it went to the writer before the configuration it
       // loads (a switch it adds was unknown to it).
       connection.barriersInFlight += 1
+      // The writes taken before it in this turn go first: the reader may
+      // hand the writer the configuration before the turn ends.
+      handOverWrites()
       configReader.reload(ticket(pending, connection))
     case .watch(let patterns, let since, let user):
       watch(pending, on: connection, patterns: patterns, since: since, user: user)
