@@ -14,6 +14,19 @@ import Testing
     #"{"jsonrpc":"2.0","id":\#(id),"method":"\#(method)","params":\#(params)}"# + "\n"
   }
 
+  /// Sends `lines` (method and params each, ids from 1) in one write on a
+  /// new connection and turns the loop until each has its answer.
+  static func answers(
+    to lines: [(method: String, params: String)], on harness: LoopHarness
+  ) throws -> [String] {
+    let client = try TestClient(harness)
+    defer { close(client.fd) }
+    let input = lines.enumerated().map { line($0.offset + 1, $0.element.method, $0.element.params) }
+    client.drive(input: Array(input.joined().utf8)) { $0.lines.count == lines.count }
+    try #require(client.lines.count == lines.count)
+    return client.lines
+  }
+
   /// A switch added to the files, then `reload`, `set` and `get` of it in
   /// one write: without the wait the `set` reached the writer before the
   /// new configuration did, and failed with UnknownSwitch.
@@ -22,16 +35,14 @@ import Testing
     defer { harness.stop() }
     try writeWholeFile(
       harness.directory + "/config/switches.d/20-added.conf", "[added]\nLabel=Added\nDefault=off\n")
-    let client = try TestClient(harness)
-    defer { close(client.fd) }
-    let input =
-      Self.line(1, "reload", "{}") + Self.line(2, "set", #"{"key":"added","checked":true}"#)
-      + Self.line(3, "get", #"{"key":"added"}"#)
-    client.drive(input: Array(input.utf8)) { $0.lines.count == 3 }
-    try #require(client.lines.count == 3)
-    #expect(client.lines[0].contains(#""id":1,"result""#), "reload: \(client.lines[0])")
-    #expect(client.lines[1].contains(#""changed":true"#), "set: \(client.lines[1])")
-    #expect(client.lines[2].contains(#""checked":true"#), "get: \(client.lines[2])")
+    let answers = try Self.answers(
+      to: [
+        ("reload", "{}"), ("set", #"{"key":"added","checked":true}"#), ("get", #"{"key":"added"}"#),
+      ],
+      on: harness)
+    #expect(answers[0].contains(#""id":1,"result""#), "reload: \(answers[0])")
+    #expect(answers[1].contains(#""changed":true"#), "set: \(answers[1])")
+    #expect(answers[2].contains(#""checked":true"#), "get: \(answers[2])")
   }
 
   /// A write sent before `reload` is judged by the configuration before
@@ -46,17 +57,15 @@ import Testing
     mkdir(harness.directory + "/config/policy.d", 0o755)
     try writeWholeFile(
       harness.directory + "/config/policy.d/50-held.conf", "[wifi]\nReadOnly=yes\nReason=Held.\n")
-    let client = try TestClient(harness)
-    defer { close(client.fd) }
-    let input =
-      Self.line(1, "set", #"{"key":"wifi","checked":false}"#) + Self.line(2, "reload", "{}")
-      + Self.line(3, "get", #"{"key":"wifi"}"#)
-    client.drive(input: Array(input.utf8)) { $0.lines.count == 3 }
-    try #require(client.lines.count == 3)
-    #expect(client.lines[0].contains(#""changed":true"#), "set: \(client.lines[0])")
-    #expect(client.lines[1].contains(#""id":2,"result""#), "reload: \(client.lines[1])")
-    #expect(client.lines[2].contains(#""readOnly":true"#), "get: \(client.lines[2])")
-    #expect(client.lines[2].contains(#""checked":false"#), "get: \(client.lines[2])")
+    let answers = try Self.answers(
+      to: [
+        ("set", #"{"key":"wifi","checked":false}"#), ("reload", "{}"), ("get", #"{"key":"wifi"}"#),
+      ],
+      on: harness)
+    #expect(answers[0].contains(#""changed":true"#), "set: \(answers[0])")
+    #expect(answers[1].contains(#""id":2,"result""#), "reload: \(answers[1])")
+    #expect(answers[2].contains(#""readOnly":true"#), "get: \(answers[2])")
+    #expect(answers[2].contains(#""checked":false"#), "get: \(answers[2])")
   }
 
   /// The wait ends with the reload's answer, refused or not: a reload the
@@ -65,14 +74,10 @@ import Testing
     let harness = try LoopHarness(daemonConf: Self.daemonConf)
     defer { harness.stop() }
     try writeWholeFile(harness.directory + "/config/switches.d/20-bad.conf", "[bad\n")
-    let client = try TestClient(harness)
-    defer { close(client.fd) }
-    let input =
-      Self.line(1, "reload", "{}") + Self.line(2, "set", #"{"key":"wifi","checked":false}"#)
-    client.drive(input: Array(input.utf8)) { $0.lines.count == 2 }
-    try #require(client.lines.count == 2)
-    #expect(client.lines[0].contains(#""id":1,"error""#), "reload: \(client.lines[0])")
-    #expect(client.lines[1].contains(#""changed":true"#), "set: \(client.lines[1])")
+    let answers = try Self.answers(
+      to: [("reload", "{}"), ("set", #"{"key":"wifi","checked":false}"#)], on: harness)
+    #expect(answers[0].contains(#""id":1,"error""#), "reload: \(answers[0])")
+    #expect(answers[1].contains(#""changed":true"#), "set: \(answers[1])")
     let connection = try #require(harness.server.connections.values.first)
     #expect(connection.barriersInFlight == 0)
   }
