@@ -88,26 +88,13 @@ public enum Timestamp {
   }
 
   /// The milliseconds since the Unix epoch of a timestamp exactly as
-  /// `iso8601` writes it; nil for any other text (a month 13, a missing `Z`).
+  /// `iso8601` writes it; nil for any other text (a month 13, a missing `Z`,
+  /// another RFC 3339 form of the same time).
   public static func milliseconds(_ text: String) -> Int64? {
-    let b = Array(text.utf8)
-    guard b.count == 24 else { return nil }
-    func number(_ start: Int, _ width: Int) -> Int64? {
-      var value: Int64 = 0
-      for byte in b[start..<start + width] {
-        guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { return nil }
-        value = value * 10 + Int64(byte - UInt8(ascii: "0"))
-      }
-      return value
+    guard let ms = milliseconds(rfc3339: text), iso8601(milliseconds: ms) == text else {
+      return nil
     }
-    guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
-      let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2),
-      let millis = number(20, 3)
-    else { return nil }
-    let days = Self.days(fromCivil: year, month, day)
-    let ms = (((days * 24 + hour) * 60 + minute) * 60 + second) * 1000 + millis
-    // The separators, and fields out of range, are checked by writing it back.
-    return iso8601(milliseconds: ms) == text ? ms : nil
+    return ms
   }
 
   /// The milliseconds since the Unix epoch of any RFC 3339 time a client
