@@ -202,8 +202,19 @@ public final class SwitchStore {
       }
     }
     self.connection = connection
-    self.statements = try Self.run(path) { () throws(SQLiteError) in
-      try StoreStatements(connection)
+    do throws(SQLiteError) {
+      self.statements = try StoreStatements(connection)
+    } catch {
+      // A statement of this build that does not prepare on a file of its
+      // version ("no such column"): the schema in the file is not the one
+      // the migrations made, damaged (a byte of its text changed: the
+      // health check cannot see it) or edited by hand. The health check
+      // speaks first when it is still to come.
+      if healthCheckPending { try Self.quickCheck(connection, path: path) }
+      guard error.code == SQLITE_ERROR else { throw StoreError(error, path: path) }
+      throw .damaged(
+        path: path,
+        detail: "its schema is not the one of version \(Schema.currentVersion): \(error.message)")
     }
     if mode == .readWrite { files = DatabaseFiles(path: path) }
   }

@@ -233,10 +233,15 @@ import Testing
     /// As `secondPage`, in a database in rollback-journal mode (as a
     /// restored backup or a copy made by another tool may be).
     case secondPageOfRollbackJournalDatabase
-    /// The count of fragmented bytes in the second page's header made
-    /// wrong: every query still reads the file, only SQLite's quick_check
-    /// sees it (switchd runs it alongside the load of a WAL file).
-    case fragmentCountOfSecondPage
+    /// The count of fragmented bytes in a b-tree page's header made wrong
+    /// (the first after page 1: page 2 may hold the overflow of the
+    /// schema's text): every query still reads the file, only SQLite's
+    /// quick_check sees it (switchd runs it alongside the load of a WAL file).
+    case fragmentCountOfABTreePage
+    /// A column of a table renamed in the schema's text (a byte of the text
+    /// changed, or an edit by hand): the file reads, quick_check passes,
+    /// and switchd's statements do not prepare.
+    case columnNameInTheSchema
   }
 
   /// A damaged database is never silently replaced or repaired: switchd
@@ -265,9 +270,21 @@ import Testing
       bytes = (try? readWholeFileBytes(path)) ?? []
       #expect(bytes.count > 19 && bytes[18] == 1 && bytes[19] == 1, "not in rollback mode")
       try patchFile(path, at: pageSize, Durability.randomBytes(pageSize))
-    case .fragmentCountOfSecondPage:
-      // Byte 7 of a b-tree page's header (page 1's starts at 100).
-      try patchFile(path, at: pageSize + 7, [bytes[pageSize + 7] &+ 9])
+    case .fragmentCountOfABTreePage:
+      // Byte 7 of a b-tree page's header; its byte 0 is the page's type
+      // (2, 5, 10 or 13; page 1's header starts at 100).
+      let page = try #require(
+        (1..<(bytes.count / pageSize)).first { [2, 5, 10, 13].contains(bytes[$0 * pageSize]) })
+      try patchFile(path, at: page * pageSize + 7, [bytes[page * pageSize + 7] &+ 9])
+    case .columnNameInTheSchema:
+      let edited = Durability.Python.execute(
+        path,
+        """
+        PRAGMA writable_schema = ON;
+        UPDATE sqlite_schema SET sql = replace(sql, 'p_read_only ', 'p_read_onlx ')
+          WHERE name = 'change_details';
+        """)
+      #expect(edited.status == 0, "\(edited.stderr)")
     }
     let before = try? readWholeFileBytes(path)
     let (outcome, log) = try Self.startRefused(daemon)
