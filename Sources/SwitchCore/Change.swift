@@ -94,7 +94,8 @@ extension Change {
   /// The user's value as this change of it leaves it (`user` set).
   public var userValue: UserValue {
     UserValue(
-      checked: state.checked, revision: revision, changedAt: time, expiresAt: state.expiresAt)
+      checked: state.checked, revision: revision, changedAt: time, expiresAt: state.expiresAt,
+      expiryByAdministrator: state.expiryByAdministrator)
   }
 
   /// Takes the committed change `changes[index]` into a copy of the

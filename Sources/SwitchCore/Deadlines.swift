@@ -46,10 +46,13 @@ extension Rules {
         next.expiresAt = nil
         next.pendingUntil = deadline
         next.pending = TriedChange(
-          maker: caller.actor, bootDeadline: boot.milliseconds + seconds * 1000, bootID: boot.id,
+          maker: caller.actor, makerIsAdministrator: caller.has(.administrator),
+          bootDeadline: boot.milliseconds + seconds * 1000, bootID: boot.id,
           revertOnDisconnect: onDisconnect)
       } else {
         next.expiresAt = deadline
+        // After `expiresAt`: the flag means nothing (and is not kept) without it.
+        next.expiryByAdministrator = deadline != nil && caller.has(.administrator)
       }
     case .lock:
       next.readOnlyUntil = deadline
@@ -85,10 +88,13 @@ extension Rules {
   /// a call, so each is one change, in deadline order (a disable's end
   /// first when two fall together: the value's end is then judged unheld).
   ///
-  /// A timed value's end is judged as a write by its maker would be: if
-  /// the switch is disabled or read-only by then, the hold wins and only
-  /// the timer ends (SEMANTICS.md, after rule 22).
-  public static func expired(_ state: SwitchState, at now: Int64) -> SwitchState? {
+  /// A timed value's end is judged as a write by its maker would be
+  /// (`holdWinsOverUndo`): if the switch is disabled by then, or held so
+  /// that its maker may not write it, the hold wins and only the timer
+  /// ends (SEMANTICS.md, after rule 22).
+  public static func expired(
+    _ state: SwitchState, key: String, policy: PolicyRule?, at now: Int64
+  ) -> SwitchState? {
     // A policy's hold ends with its schedule's window, not here (`nextDeadline`).
     let due = [
       (state.disabledBy == .admin ? state.disabledUntil : nil, 0),
@@ -112,10 +118,31 @@ extension Rules {
         next.readOnlyReason = nil
       }
     default:
+      let byAdministrator = next.expiryByAdministrator
       next.expiresAt = nil
-      if !next.readOnly && !next.disabled { next.checked.toggle() }
+      if !holdWinsOverUndo(
+        key: key, state: state, policy: policy, makerIsAdministrator: byAdministrator)
+      {
+        next.checked.toggle()
+      }
     }
     return next
+  }
+
+  /// Whether a hold stands against the undo of a timed value or a tried
+  /// change, judged as a write by its maker would be when it comes
+  /// (SEMANTICS.md, after rule 22): a disabled switch refuses everyone; a
+  /// read-only one refuses a maker who was not an administrator, and an
+  /// administrator when the hold fixes the value (a policy's `Checked=`, a
+  /// user-scope `lock` with `checked`). Whether the maker was an
+  /// administrator is kept with the deadline: nobody can be asked at its end.
+  static func holdWinsOverUndo(
+    key: String, state: SwitchState, policy: PolicyRule?, makerIsAdministrator: Bool
+  ) -> Bool {
+    let fixed = state.valueFixed || (state.heldBy == .policy && policy?.fixesValue == true)
+    return holdRefusal(
+      key: key, state: state, policy: policy, readOnlyRefuses: !makerIsAdministrator || fixed)
+      != nil
   }
 }
 
@@ -157,13 +184,20 @@ public struct TriedChange: Equatable, Hashable, Sendable {
   /// Who made it: who may confirm or revert it (any connection of its uid,
   /// or an administrator), and the actor of the revert nobody stopped.
   public var maker: Actor
+  /// Whether the maker was an administrator: the revert is judged as a
+  /// write by its maker would be (SEMANTICS.md, after rule 22).
+  public var makerIsAdministrator: Bool
   /// On the boot clock of `bootID`, in milliseconds.
   public var bootDeadline: Int64
   public var bootID: String
   public var revertOnDisconnect: Bool
 
-  public init(maker: Actor, bootDeadline: Int64, bootID: String, revertOnDisconnect: Bool) {
+  public init(
+    maker: Actor, makerIsAdministrator: Bool = false, bootDeadline: Int64, bootID: String,
+    revertOnDisconnect: Bool
+  ) {
     self.maker = maker
+    self.makerIsAdministrator = makerIsAdministrator
     self.bootDeadline = bootDeadline
     self.bootID = bootID
     self.revertOnDisconnect = revertOnDisconnect
@@ -180,9 +214,10 @@ extension Rules {
   /// `confirm` or `revert` of a tried change (rule 20): by its maker (any
   /// connection of the same uid) or an administrator; nothing pending is a
   /// no-op. A revert puts the value from before back, unless the switch was
-  /// held or disabled since: then the hold wins and only the trial ends.
+  /// disabled since, or held so that its maker may not write it
+  /// (`holdWinsOverUndo`): then the hold wins and only the trial ends.
   static func settleTried(
-    _ operation: Operation, key: String, state: SwitchState, caller: Caller
+    _ operation: Operation, key: String, state: SwitchState, policy: PolicyRule?, caller: Caller
   ) -> Result<SwitchState?, Refusal> {
     guard let pending = state.pending else { return .success(nil) }
     if !caller.has(.administrator) {
@@ -196,7 +231,12 @@ extension Rules {
     var next = state
     next.pending = nil
     next.pendingUntil = nil
-    if operation == .revert && !state.readOnly && !state.disabled { next.checked.toggle() }
+    if operation == .revert
+      && !holdWinsOverUndo(
+        key: key, state: state, policy: policy, makerIsAdministrator: pending.makerIsAdministrator)
+    {
+      next.checked.toggle()
+    }
     return .success(next)
   }
 }

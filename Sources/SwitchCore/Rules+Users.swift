@@ -63,13 +63,14 @@ extension Rules {
     return .success(
       UserDecision(
         definition, record, policy, user: user, own: own, next: next == current ? nil : next,
-        expiresAt: lasting?.deadline(committedAt: time)))
+        expiresAt: lasting?.deadline(committedAt: time), expiryByAdministrator: caller.isAdmin))
   }
 
   /// The end of a user's timed value whose deadline passed by `time`: their
-  /// value from before comes back, unless the switch is read-only or
-  /// disabled by then (the hold wins, as for a system switch: only the
-  /// timer ends). A no-op when the timer is gone or not yet due.
+  /// value from before comes back, unless the switch is disabled by then,
+  /// or held so that the value's maker may not write it (the hold wins, as
+  /// for a system switch: only the timer ends, `holdWinsOverUndo`). A no-op
+  /// when the timer is gone or not yet due.
   static func expireOwn(
     _ definition: SwitchDefinition, _ record: SwitchRecord, _ policy: PolicyRule?, user: UInt32,
     own: UserValue?, at time: Int64
@@ -77,7 +78,9 @@ extension Rules {
     guard let own, let deadline = own.expiresAt, deadline <= time else {
       return UserDecision(definition, record, policy, user: user, own: own, next: nil)
     }
-    let held = record.state.readOnly || record.state.disabled
+    let held = holdWinsOverUndo(
+      key: definition.key, state: record.state, policy: policy,
+      makerIsAdministrator: own.expiryByAdministrator)
     return UserDecision(
       definition, record, policy, user: user, own: own, next: held ? own.checked : !own.checked,
       expiresAt: nil)
@@ -193,10 +196,12 @@ public struct UserDecision: Equatable, Sendable {
   public var next: Bool?
   /// When the new value ends (their timed value); nil: it lasts.
   public var expiresAt: Int64?
+  /// Whether an administrator set that timed value (`UserValue.expiryByAdministrator`).
+  public var expiryByAdministrator: Bool
 
   public init(
     _ definition: SwitchDefinition, _ record: SwitchRecord, _ policy: PolicyRule?, user: UInt32,
-    own: UserValue?, next: Bool?, expiresAt: Int64? = nil
+    own: UserValue?, next: Bool?, expiresAt: Int64? = nil, expiryByAdministrator: Bool = false
   ) {
     self.definition = definition
     self.record = record
@@ -205,6 +210,7 @@ public struct UserDecision: Equatable, Sendable {
     self.own = own
     self.next = next
     self.expiresAt = expiresAt
+    self.expiryByAdministrator = expiresAt != nil && expiryByAdministrator
   }
 
   /// The change this write makes, at `revision` and `time`; nil for a no-op.
@@ -222,6 +228,7 @@ public struct UserDecision: Equatable, Sendable {
     var state = previous
     state.checked = next
     state.expiresAt = expiresAt
+    state.expiryByAdministrator = expiryByAdministrator
     // The record's key: the same key, hashed when the record was made.
     return Change(
       revision: revision, time: time, key: record.hashedKey, cause: cause, actor: actor,

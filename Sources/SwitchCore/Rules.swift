@@ -50,7 +50,7 @@ public enum Rules {
     record: borrowing SwitchRecord, policy: borrowing PolicyRule?, caller: borrowing Caller,
     lasting: Lasting? = nil, at time: Int64 = 0, boot: BootMoment? = nil
   ) throws(Refusal) -> SwitchState? {
-    if operation == .expire { return expired(record.state, at: time) }
+    if operation == .expire { return expired(record.state, key: key, policy: policy, at: time) }
     let next = try nextState(
       operation, key: key, definition: definition, record: record, policy: policy, caller: caller)
     // A write that changes nothing is a no-op with or without a time (PROTOCOL.md).
@@ -163,7 +163,9 @@ public enum Rules {
       return nil  // taken by `decide`, which knows the time
 
     case .confirm, .revert:
-      return try settleTried(operation, key: key, state: state, caller: caller).get()
+      return try settleTried(
+        operation, key: key, state: state, policy: policy, caller: caller
+      ).get()
     }
   }
 

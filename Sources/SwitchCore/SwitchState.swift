@@ -14,6 +14,7 @@ struct RareFields: Hashable, Sendable {
   var pendingUntil: Int64? = nil
   var pending: TriedChange? = nil
   var expiresAt: Int64? = nil
+  var expiryByAdministrator = false
   var readOnlyUntil: Int64? = nil
   var disabledUntil: Int64? = nil
 
@@ -85,7 +86,20 @@ public struct SwitchState: Equatable, Hashable, Sendable {
   /// (SEMANTICS.md rule 21), in milliseconds since the epoch; nil: not timed.
   public var expiresAt: Int64? {
     get { rare?.fields.expiresAt }
-    set { updateRare(clearing: newValue == nil) { $0.expiresAt = newValue } }
+    set {
+      updateRare(clearing: newValue == nil) {
+        $0.expiresAt = newValue
+        if newValue == nil { $0.expiryByAdministrator = false }
+      }
+    }
+  }
+  /// Whether an administrator set the timed value: its end is judged as a
+  /// write by its maker would be (SEMANTICS.md, after rule 22), and an
+  /// administrator writes through a hold that does not fix the value.
+  /// Meaningless (and false) without `expiresAt`; not a wire field.
+  public var expiryByAdministrator: Bool {
+    get { rare?.fields.expiryByAdministrator ?? false }
+    set { updateRare(clearing: !newValue) { $0.expiryByAdministrator = newValue } }
   }
   /// When an administrator's `lock` or `disable` lifts by itself (rule 22),
   /// or a scheduled policy's window ends.
@@ -115,13 +129,14 @@ public struct SwitchState: Equatable, Hashable, Sendable {
     checked: Bool, readOnly: Bool = false, readOnlyReason: String? = nil, heldBy: Holder? = nil,
     disabled: Bool = false, disabledReason: String? = nil, disabledBy: Holder? = nil,
     invalid: Bool = false, invalidReason: String? = nil, valueFixed: Bool = false,
-    expiresAt: Int64? = nil, readOnlyUntil: Int64? = nil, disabledUntil: Int64? = nil,
-    pendingUntil: Int64? = nil, pending: TriedChange? = nil
+    expiresAt: Int64? = nil, expiryByAdministrator: Bool = false, readOnlyUntil: Int64? = nil,
+    disabledUntil: Int64? = nil, pendingUntil: Int64? = nil, pending: TriedChange? = nil
   ) {
     let fields = RareFields(
       readOnlyReason: readOnlyReason, disabledReason: disabledReason,
       invalidReason: invalidReason, pendingUntil: pendingUntil, pending: pending,
-      expiresAt: expiresAt, readOnlyUntil: readOnlyUntil, disabledUntil: disabledUntil)
+      expiresAt: expiresAt, expiryByAdministrator: expiresAt != nil && expiryByAdministrator,
+      readOnlyUntil: readOnlyUntil, disabledUntil: disabledUntil)
     self.rare = fields.isEmpty ? nil : RareBox(fields)
     self.valueFixed = valueFixed
     self.checked = checked

@@ -31,12 +31,19 @@ public struct UserValue: Equatable, Sendable {
   /// When this user's timed value ends (rule 21: "my notifications off for
   /// an hour"), milliseconds since the epoch; nil: it lasts.
   public var expiresAt: Int64?
+  /// Whether an administrator (acting as the user) set the timed value:
+  /// its end is judged as their write would be (`Rules.holdWinsOverUndo`).
+  public var expiryByAdministrator: Bool
 
-  public init(checked: Bool, revision: Int64, changedAt: Int64, expiresAt: Int64? = nil) {
+  public init(
+    checked: Bool, revision: Int64, changedAt: Int64, expiresAt: Int64? = nil,
+    expiryByAdministrator: Bool = false
+  ) {
     self.checked = checked
     self.revision = revision
     self.changedAt = changedAt
     self.expiresAt = expiresAt
+    self.expiryByAdministrator = expiresAt != nil && expiryByAdministrator
   }
 }
 
@@ -141,6 +148,7 @@ public enum Visibility {
     var seen = state
     seen.checked = checked
     seen.expiresAt = own?.expiresAt
+    seen.expiryByAdministrator = own?.expiryByAdministrator ?? false
     return seen
   }
 

@@ -18,7 +18,7 @@ struct Migration: Sendable {
 enum Schema {
   static let migrations: [Migration] = [
     changeLog, keyChains, applyCommands, userValues, systemActors, deadlines, compactLog,
-    packedLog, packedActor, keyNumbers, numberedSwitches,
+    packedLog, packedActor, keyNumbers, numberedSwitches, undoMakers,
   ]
 
   /// 1: switches, the change log, and the global revision.
@@ -424,6 +424,22 @@ enum Schema {
             expires_at, read_only_until, disabled_until, pending_until, pending) IS NOT NULL;
       DROP TABLE switches;
       ALTER TABLE numbered_switches RENAME TO switches;
+      """)
+
+  /// 12: whether an administrator made a timed value (`expiry_by_admin`,
+  /// beside each `expires_at`): its end is judged as a write by its maker
+  /// would be, and an administrator writes through a hold that does not fix
+  /// the value (SEMANTICS.md, after rule 22). A tried change keeps it in
+  /// `pending`'s text (a seventh field; six, as older builds wrote: not an
+  /// administrator). A value timed before this migration reads as a
+  /// non-administrator's: the hold wins, as it did.
+  static let undoMakers = Migration(
+    name: "who made a timed value: an administrator or not",
+    sql: """
+      ALTER TABLE switch_details ADD COLUMN expiry_by_admin INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE change_details ADD COLUMN s_expiry_by_admin INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE change_details ADD COLUMN p_expiry_by_admin INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE user_values ADD COLUMN expiry_by_admin INTEGER NOT NULL DEFAULT 0;
       """)
 
   /// The schema version this build writes and reads.

@@ -115,20 +115,26 @@ extension Actor {
 }
 
 extension TriedChange {
-  /// `pending` as stored: "uid gid pid bootDeadline revertOnDisconnect bootID" (a boot id
-  /// has no spaces). Only a client makes a tried change, so the maker is a peer.
+  /// `pending` as stored: "uid gid pid bootDeadline revertOnDisconnect makerIsAdministrator
+  /// bootID" (flags 0 or 1; a boot id has no spaces, and comes last). Only a client makes a
+  /// tried change, so the maker is a peer. Text of six fields, without the administrator's
+  /// flag, is what builds before migration 12 wrote: not an administrator.
   var storageText: String? {
     guard case .peer(let uid, let gid, let pid) = maker else { return nil }
-    return "\(uid) \(gid) \(pid) \(bootDeadline) \(revertOnDisconnect ? 1 : 0) \(bootID)"
+    let flags = "\(revertOnDisconnect ? 1 : 0) \(makerIsAdministrator ? 1 : 0)"
+    return "\(uid) \(gid) \(pid) \(bootDeadline) \(flags) \(bootID)"
   }
 
   init?(storageText: String) {
     let parts = storageText.split(separator: " ", omittingEmptySubsequences: false)
-    guard parts.count == 6, let uid = UInt32(parts[0]), let gid = UInt32(parts[1]),
-      let pid = Int32(parts[2]), let deadline = Int64(parts[3]), parts[4] == "0" || parts[4] == "1"
+    let isFlag = { (part: Substring) in part == "0" || part == "1" }
+    guard parts.count == 6 || (parts.count == 7 && isFlag(parts[5])), let uid = UInt32(parts[0]),
+      let gid = UInt32(parts[1]), let pid = Int32(parts[2]), let deadline = Int64(parts[3]),
+      isFlag(parts[4]), let bootID = parts.last, !bootID.isEmpty
     else { return nil }
     self.init(
-      maker: .peer(uid: uid, gid: gid, pid: pid), bootDeadline: deadline, bootID: String(parts[5]),
-      revertOnDisconnect: parts[4] == "1")
+      maker: .peer(uid: uid, gid: gid, pid: pid),
+      makerIsAdministrator: parts.count == 7 && parts[5] == "1", bootDeadline: deadline,
+      bootID: String(bootID), revertOnDisconnect: parts[4] == "1")
   }
 }

@@ -19,7 +19,7 @@ struct StoreStatements {
       details.disabled, details.disabled_reason, details.disabled_by, switch.revision, \
       switch.changed_at, details.invalid, details.invalid_reason, details.value_fixed, \
       details.expires_at, details.read_only_until, details.disabled_until, \
-      details.pending_until, details.pending
+      details.pending_until, details.pending, details.expiry_by_admin
       """
     /// A switch row, its key by number, and its details row: one of an older
     /// revision is what an older State held, and does not count.
@@ -34,7 +34,7 @@ struct StoreStatements {
     static let switchDetailColumns = """
       key_id, revision, read_only, read_only_reason, held_by, disabled, disabled_reason, \
       disabled_by, invalid, invalid_reason, value_fixed, expires_at, read_only_until, \
-      disabled_until, pending_until, pending
+      disabled_until, pending_until, pending, expiry_by_admin
       """
     /// A key's number in `keys`, from its text `?1`.
     static let keyNumberOfParameter = "(SELECT id FROM keys WHERE key = ?1)"
@@ -50,7 +50,7 @@ struct StoreStatements {
       p_disabled_by, s_invalid, s_invalid_reason, p_invalid, p_invalid_reason, user, \
       s_value_fixed, p_value_fixed, \(ChangeWhat.sourceSQL), s_expires_at, s_read_only_until, \
       s_disabled_until, s_pending_until, s_pending, p_expires_at, p_read_only_until, \
-      p_disabled_until, p_pending_until, p_pending
+      p_disabled_until, p_pending_until, p_pending, s_expiry_by_admin, p_expiry_by_admin
       """
     /// A log row's key, read back from `keys` (migration 10).
     static let keyOfRow = "(SELECT key FROM keys WHERE id = key_id)"
@@ -58,7 +58,7 @@ struct StoreStatements {
     static let keyNumber = "SELECT id FROM keys WHERE key = ?1"
     static let insertKey = "INSERT INTO keys(key) VALUES (?1)"
     /// `changeColumns` then `key_previous`: its column index.
-    static let keyPreviousColumn: Int32 = 39
+    static let keyPreviousColumn: Int32 = 41
     /// Where `changeColumns` are read: a change's row, and its details when it has any
     /// (migration 7); a change without details reads NULL there, which `readChange` takes
     /// for the defaults (0, no reason, no deadline) those columns held.
@@ -108,7 +108,7 @@ struct StoreStatements {
     /// A switch's details, for a State that holds more than `checked`.
     static let upsertSwitchDetails = """
       INSERT OR REPLACE INTO switch_details(\(switchDetailColumns)) \
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
       """
     /// The revision the switch rows hold: changes after it are only in the log.
     static let readCheckpoint = "SELECT value FROM meta WHERE name = 'checkpoint'"
@@ -125,7 +125,8 @@ struct StoreStatements {
       INSERT OR REPLACE INTO switch_details(\(switchDetailColumns))
         SELECT key_id, revision, s_read_only, s_read_only_reason, s_held_by, s_disabled,
           s_disabled_reason, s_disabled_by, s_invalid, s_invalid_reason, s_value_fixed,
-          s_expires_at, s_read_only_until, s_disabled_until, s_pending_until, s_pending
+          s_expires_at, s_read_only_until, s_disabled_until, s_pending_until, s_pending,
+          s_expiry_by_admin
         FROM changes JOIN change_details USING (revision)
         WHERE revision IN \(newestSwitchChanges)
       """
@@ -136,22 +137,25 @@ struct StoreStatements {
       """
     /// Copies each user's newest value change in (?1, ?2] to its `user_values` row.
     static let checkpointUserRows = """
-      INSERT INTO user_values(key, user, checked, revision, changed_at, expires_at)
-        SELECT \(keyOfRow), user, \(ChangeWhat.checkedSQL), revision, time, s_expires_at
+      INSERT INTO user_values(key, user, checked, revision, changed_at, expires_at,
+          expiry_by_admin)
+        SELECT \(keyOfRow), user, \(ChangeWhat.checkedSQL), revision, time, s_expires_at,
+          coalesce(s_expiry_by_admin, 0)
         FROM \(changeSource) WHERE revision IN
           (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2
            AND user IS NOT NULL GROUP BY key_id, user)
       ON CONFLICT(key, user) DO UPDATE SET checked = excluded.checked,
         revision = excluded.revision, changed_at = excluded.changed_at,
-        expires_at = excluded.expires_at
+        expires_at = excluded.expires_at, expiry_by_admin = excluded.expiry_by_admin
       """
-    static let userValueColumns = "key, user, checked, revision, changed_at, expires_at"
+    static let userValueColumns =
+      "key, user, checked, revision, changed_at, expires_at, expiry_by_admin"
     static let loadUserValues = "SELECT \(userValueColumns) FROM user_values ORDER BY key, user"
     static let upsertUserValue = """
-      INSERT INTO user_values(\(userValueColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+      INSERT INTO user_values(\(userValueColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
       ON CONFLICT(key, user) DO UPDATE SET checked = excluded.checked,
         revision = excluded.revision, changed_at = excluded.changed_at,
-        expires_at = excluded.expires_at
+        expires_at = excluded.expires_at, expiry_by_admin = excluded.expiry_by_admin
       """
     /// The revision of a user's value as of the checkpoint.
     static let userValueRevision = "SELECT revision FROM user_values WHERE key = ?1 AND user = ?2"
@@ -191,17 +195,17 @@ struct StoreStatements {
       }.joined(separator: ", ")
     }
     /// The rest of a change whose States are not both free and unfixed
-    /// (`Change.hasDetails`): `?2`...`?15` its State's, `?16`...`?29` the previous one's.
+    /// (`Change.hasDetails`): `?2`...`?16` its State's, `?17`...`?31` the previous one's.
     static let insertChangeDetails = """
       INSERT INTO change_details(revision, \
       s_read_only, s_read_only_reason, s_held_by, s_disabled, s_disabled_reason, \
       s_disabled_by, s_invalid, s_invalid_reason, s_value_fixed, s_expires_at, \
-      s_read_only_until, s_disabled_until, s_pending_until, s_pending, \
+      s_read_only_until, s_disabled_until, s_pending_until, s_pending, s_expiry_by_admin, \
       p_read_only, p_read_only_reason, p_held_by, p_disabled, p_disabled_reason, \
       p_disabled_by, p_invalid, p_invalid_reason, p_value_fixed, p_expires_at, \
-      p_read_only_until, p_disabled_until, p_pending_until, p_pending) \
+      p_read_only_until, p_disabled_until, p_pending_until, p_pending, p_expiry_by_admin) \
       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
-      ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)
+      ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)
       """
     /// The revision of a key's newest change as of the checkpoint (0: none).
     static let switchRevision =
@@ -373,7 +377,7 @@ extension SQLiteStatement {
     try bind(changedAt, at: at + 4)
   }
 
-  /// Binds a switch's details row to `?1`...`?16` (`SQL.switchDetailColumns`).
+  /// Binds a switch's details row to `?1`...`?17` (`SQL.switchDetailColumns`).
   func bindSwitchDetails(keyID: Int64, state: SwitchState, revision: Int64) throws(SQLiteError) {
     try bind(keyID, at: 1)
     try bind(revision, at: 2)
@@ -381,20 +385,24 @@ extension SQLiteStatement {
   }
 
   /// Binds `expiresAt`, `readOnlyUntil`, `disabledUntil`, `pendingUntil` and `pending`
-  /// (migration 6) to `?first`...`?(first + 4)`.
+  /// (migration 6), and `expiryByAdministrator` (migration 12), to `?first`...`?(first + 5)`.
   private func bindDeadlines(_ state: SwitchState, from first: Int32) throws(SQLiteError) {
     try bind(state.expiresAt, at: first)
     try bind(state.readOnlyUntil, at: first + 1)
     try bind(state.disabledUntil, at: first + 2)
     try bind(state.pendingUntil, at: first + 3)
     try bind(state.pending?.storageText, at: first + 4)
+    try bind(state.expiryByAdministrator, at: first + 5)
   }
 
-  /// Reads what `bindDeadlines` wrote, starting at column `first`.
+  /// Reads what `bindDeadlines` wrote, starting at column `first`, its
+  /// administrator's flag at `byAdministrator` (added after the others).
   private func readDeadlines(
-    into state: inout SwitchState, from first: Int32
+    into state: inout SwitchState, from first: Int32, byAdministrator: Int32
   ) throws(SQLiteError) {
     state.expiresAt = optionalInt64(at: first)
+    // After `expiresAt`: without it the flag is not kept.
+    state.expiryByAdministrator = bool(at: byAdministrator)
     state.readOnlyUntil = optionalInt64(at: first + 1)
     state.disabledUntil = optionalInt64(at: first + 2)
     state.pendingUntil = optionalInt64(at: first + 3)
@@ -406,7 +414,7 @@ extension SQLiteStatement {
     }
   }
 
-  /// Binds a `user_values` row to `?1`...`?6` (`SQL.userValueColumns`).
+  /// Binds a `user_values` row to `?1`...`?7` (`SQL.userValueColumns`).
   func bindUserValue(key: String, user: UInt32, _ value: UserValue) throws(SQLiteError) {
     try bind(key, at: 1)
     try bind(Int64(user), at: 2)
@@ -414,6 +422,7 @@ extension SQLiteStatement {
     try bind(value.revision, at: 4)
     try bind(value.changedAt, at: 5)
     try bind(value.expiresAt, at: 6)
+    try bind(value.expiryByAdministrator, at: 7)
   }
 
   /// Reads a row selected with `SQL.userValueColumns` but for its key (the
@@ -427,7 +436,7 @@ extension SQLiteStatement {
       user,
       UserValue(
         checked: bool(at: 2), revision: int64(at: 3), changedAt: int64(at: 4),
-        expiresAt: optionalInt64(at: 5))
+        expiresAt: optionalInt64(at: 5), expiryByAdministrator: bool(at: 6))
     )
   }
 
@@ -470,14 +479,14 @@ extension SQLiteStatement {
     try bind(keyPrevious, at: at + 8)
   }
 
-  /// Binds a change's details to `insertChangeDetails`'s `?1`...`?29`.
+  /// Binds a change's details to `insertChangeDetails`'s `?1`...`?31`.
   func bindChangeDetails(_ change: Change) throws(SQLiteError) {
     try bind(change.revision, at: 1)
     try bindDetails(change.state, from: 2)
-    try bindDetails(change.previous, from: 16)
+    try bindDetails(change.previous, from: 17)
   }
 
-  /// Binds what a State holds besides `checked` to `?first`...`?(first + 13)`.
+  /// Binds what a State holds besides `checked` to `?first`...`?(first + 14)`.
   private func bindDetails(_ state: SwitchState, from first: Int32) throws(SQLiteError) {
     try bind(state.readOnly, at: first)
     try bind(state.readOnlyReason, at: first + 1)
@@ -496,7 +505,7 @@ extension SQLiteStatement {
     let key = text(at: 0)
     var state = try readState(from: 1, invalidFrom: 10, row: "switch \(key)")
     state.valueFixed = bool(at: 12)
-    try readDeadlines(into: &state, from: 13)
+    try readDeadlines(into: &state, from: 13, byAdministrator: 18)
     let revision = int64(at: 8)
     // A row at revision 0 may hold the time its switch was declared
     // (`SwitchStore.insertNew`): a switch that never changed has no time.
@@ -541,10 +550,10 @@ extension SQLiteStatement {
     }
     var state = try readState(from: 7, invalidFrom: 21, row: "change \(revision)")
     state.valueFixed = bool(at: 26)
-    try readDeadlines(into: &state, from: 29)
+    try readDeadlines(into: &state, from: 29, byAdministrator: 39)
     var previous = try readState(from: 14, invalidFrom: 23, row: "change \(revision)")
     previous.valueFixed = bool(at: 27)
-    try readDeadlines(into: &previous, from: 34)
+    try readDeadlines(into: &previous, from: 34, byAdministrator: 40)
     return Change(
       revision: revision, time: int64(at: 3), key: text(at: 1), cause: cause, actor: actor,
       state: state, previous: previous, user: user)

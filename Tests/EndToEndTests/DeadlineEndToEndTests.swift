@@ -80,6 +80,56 @@ import Testing
     #expect(wifi["checked"]?.boolValue == true)
   }
 
+  /// The paragraph after rule 22: an ending is judged as a write by the
+  /// change's maker would be. An administrator writes through an
+  /// administrator's lock, so their timed value comes back under it, and
+  /// their tried change reverts; a writer's stays (the hold wins), and
+  /// every ending is still one change. Kept across a restart in between
+  /// (who made it is in the database with the deadline).
+  @Test(.needsRoot("connects as a human account with setpriv"))
+  func anEndingUnderALockIsJudgedAsItsMakersWrite() throws {
+    let daemon = try DaemonFixture()
+    let admin = try daemon.client()
+    let writer = try daemon.client(asUser: humanUID)
+    let tried = #""confirmWithin":600,"revertOnDisconnect":false}"#
+    _ = try admin.result("set", #"{"key":"wifi","checked":false,"for":3}"#)
+    _ = try writer.result("set", #"{"key":"bluetooth","checked":true,"for":3}"#)
+    _ = try admin.result("set", #"{"key":"notifications.chat","checked":false,"# + tried)
+    _ = try writer.result("set", #"{"key":"notifications.mail","checked":false,"# + tried)
+    for key in ["wifi", "bluetooth", "notifications.chat", "notifications.mail"] {
+      let locked = try admin.result("lock", #"{"key":"\#(key)"}"#)
+      let timer = key.hasPrefix("notifications") ? "pendingUntil" : "expiresAt"
+      try #require(locked["switch"]?[timer]?.isNull == false, "\(key): locked before its end")
+    }
+    let locks = try #require(try admin.result("status")["revision"]?.int64Value)
+    #expect(daemon.stop() == 0)
+    try daemon.start()
+
+    // The two endings, live or carried out at start: replayed from the locks on.
+    let watcher = try daemon.client()
+    _ = try watcher.result("watch", #"{"keys":["wifi","bluetooth"],"since":\#(locks)}"#)
+    var ended: [String: JSONValue] = [:]
+    while ended.count < 2 {
+      let event = try watcher.nextEvent()
+      #expect(event["cause"]?.stringValue == "expiry")
+      ended[event["key"]?.stringValue ?? "?"] = event["state"]
+    }
+    #expect(ended["wifi"]?["checked"]?.boolValue == true, "the administrator's comes back")
+    #expect(ended["bluetooth"]?["checked"]?.boolValue == true, "the writer's stays")
+    for state in ended.values {
+      #expect(state["readOnly"]?.boolValue == true)
+      #expect(state["expiresAt"]?.isNull == true)
+    }
+    let after = try daemon.client()
+    let chat = try after.result("revert", #"{"key":"notifications.chat"}"#)
+    #expect(chat["changed"]?.boolValue == true)
+    #expect(chat["switch"]?["checked"]?.boolValue == true, "the administrator's comes back")
+    let mail = try after.result("revert", #"{"key":"notifications.mail"}"#)
+    #expect(mail["changed"]?.boolValue == true)
+    #expect(mail["switch"]?["checked"]?.boolValue == false, "the writer's stays")
+    #expect(mail["switch"]?["pendingUntil"]?.isNull == true)
+  }
+
   @Test func aTimedHoldLiftsAsUnlockWouldAndADisableAsEnable() throws {
     let daemon = try DaemonFixture()
     let watcher = try daemon.client()

@@ -20,6 +20,12 @@ import Testing
     ).get().next
   }
 
+  static func expired(
+    _ state: SwitchState, at time: Int64, policy: PolicyRule? = nil
+  ) -> SwitchState? {
+    Rules.expired(state, key: "wifi", policy: policy, at: time)
+  }
+
   @Test func forBecomesATimeWhenTheChangeCommits() throws {
     let next = try Self.decide(
       .set(checked: false, ifRevision: nil), SwitchState(checked: true), lasting: .seconds(3600))
@@ -49,8 +55,8 @@ import Testing
 
   @Test func theValueFromBeforeComesBackAtTheDeadlineNotBefore() {
     let timed = SwitchState(checked: false, expiresAt: Self.now)
-    #expect(Rules.expired(timed, at: Self.now - 1) == nil)
-    let back = Rules.expired(timed, at: Self.now)
+    #expect(Self.expired(timed, at: Self.now - 1) == nil)
+    let back = Self.expired(timed, at: Self.now)
     #expect(back == SwitchState(checked: true))
   }
 
@@ -58,13 +64,60 @@ import Testing
     var disabled = SwitchState(checked: false, expiresAt: Self.now)
     disabled.disabled = true
     disabled.disabledBy = .policy
-    let ended = Rules.expired(disabled, at: Self.now)
+    let ended = Self.expired(disabled, at: Self.now)
     #expect(ended?.checked == false)
     #expect(ended?.expiresAt == nil)
     #expect(ended?.disabled == true)
     var held = SwitchState(checked: false, readOnly: true, heldBy: .admin, expiresAt: Self.now)
     held.readOnlyReason = "IT"
-    #expect(Rules.expired(held, at: Self.now)?.checked == false)
+    #expect(Self.expired(held, at: Self.now)?.checked == false)
+  }
+
+  /// The paragraph after rule 22: the end is judged as a write by the
+  /// value's maker would be. An administrator writes through a hold that
+  /// does not fix the value, so their timed value comes back under it; a
+  /// writer's does not, and nobody's through a disable or a fixed value.
+  @Test func anAdministratorsTimedValueComesBackThroughAHoldTheyMayWriteThrough() throws {
+    let writer = Caller(actor: .peer(uid: 1000, gid: 1000, pid: 7), isAdmin: false, mayWrite: true)
+    let free = SwitchState(checked: true)
+    let byAdmin = try #require(
+      try Self.decide(.set(checked: false, ifRevision: nil), free, lasting: .seconds(1)))
+    #expect(byAdmin.expiryByAdministrator)
+    let byWriter = try #require(
+      try Rules.decide(
+        .set(checked: false, ifRevision: nil), key: "wifi", definition: Self.definition,
+        record: SwitchRecord(key: "wifi", state: free, revision: 1, changedAt: 0), policy: nil,
+        caller: writer, lasting: .seconds(1), at: Self.now
+      ).get().next)
+    #expect(byWriter.expiryByAdministrator == false)
+    let due = Self.now + 1000
+
+    func held(_ state: SwitchState, by holder: Holder) -> SwitchState {
+      var held = state
+      held.readOnly = true
+      held.heldBy = holder
+      return held
+    }
+    // An administrator's lock, and a policy's that names no value: the
+    // administrator's value comes back, still held; the writer's stays.
+    let readOnlyPolicy = PolicyRule(key: "wifi", readOnly: true)
+    for (holder, policy) in [(Holder.admin, nil), (.policy, readOnlyPolicy)] {
+      let back = try #require(Self.expired(held(byAdmin, by: holder), at: due, policy: policy))
+      #expect(back.checked == true, "\(holder)")
+      #expect(back.readOnly && back.expiresAt == nil && !back.expiryByAdministrator)
+      let kept = try #require(Self.expired(held(byWriter, by: holder), at: due, policy: policy))
+      #expect(kept.checked == false, "\(holder)")
+      #expect(kept.expiresAt == nil)
+    }
+    // A policy that fixes the value holds it against an administrator too.
+    let fixing = PolicyRule(key: "wifi", readOnly: true, checked: false)
+    let fixed = try #require(Self.expired(held(byAdmin, by: .policy), at: due, policy: fixing))
+    #expect(fixed.checked == false)
+    // Nobody changes a disabled switch.
+    var disabled = byAdmin
+    disabled.disabled = true
+    disabled.disabledBy = .admin
+    #expect(Self.expired(disabled, at: due)?.checked == false)
   }
 
   @Test func aTimedHoldLiftsAsUnlockOrEnableWould() throws {
@@ -72,13 +125,13 @@ import Testing
       try Self.decide(
         .lock(reason: "exam", checked: nil), SwitchState(checked: true), lasting: .seconds(10)))
     #expect(locked.readOnlyUntil == Self.now + 10_000)
-    let lifted = Rules.expired(locked, at: Self.now + 10_000)
+    let lifted = Self.expired(locked, at: Self.now + 10_000)
     #expect(lifted == SwitchState(checked: true))
 
     let disabled = try #require(
       try Self.decide(.disable(reason: nil), SwitchState(checked: true), lasting: .seconds(1)))
     #expect(disabled.disabledUntil == Self.now + 1000)
-    #expect(Rules.expired(disabled, at: Self.now + 1000) == SwitchState(checked: true))
+    #expect(Self.expired(disabled, at: Self.now + 1000) == SwitchState(checked: true))
   }
 
   @Test func aLockWithoutATimeMakesTheHoldPermanentAgain() throws {
@@ -104,17 +157,17 @@ import Testing
     policy.disabledUntil = 5
     #expect(Rules.settledDeadlines(policy, from: policy) == policy)
     #expect(policy.nextDeadline == nil)
-    #expect(Rules.expired(policy, at: 10) == nil)
+    #expect(Self.expired(policy, at: 10) == nil)
   }
 
   @Test func anEndingWhoseCommandFailedEndsTheTimerAndKeepsTheValueInvalid() throws {
     let timed = SwitchState(checked: false, expiresAt: Self.now)
-    let next = try #require(Rules.expired(timed, at: Self.now))
+    let next = try #require(Self.expired(timed, at: Self.now))
     let kept = Rules.failedEnding(timed, next: next, reason: "rfkill failed")
     #expect(kept.checked == false)
     #expect(kept.expiresAt == nil)
     #expect(kept.invalid && kept.invalidReason == "rfkill failed")
-    #expect(Rules.expired(kept, at: Self.now + 1) == nil)
+    #expect(Self.expired(kept, at: Self.now + 1) == nil)
   }
 
   @Test func aScheduledPolicyInItsWindowSetsTheHoldsEnd() {
@@ -130,13 +183,13 @@ import Testing
     state.disabled = true
     state.disabledBy = .admin
     state.disabledUntil = 100
-    let first = try #require(Rules.expired(state, at: 200))
+    let first = try #require(Self.expired(state, at: 200))
     #expect(first.disabled == false)
     #expect(first.expiresAt == 100)
     // Judged unheld now: the value comes back.
-    let second = try #require(Rules.expired(first, at: 200))
+    let second = try #require(Self.expired(first, at: 200))
     #expect(second == SwitchState(checked: true))
-    #expect(Rules.expired(second, at: 200) == nil)
+    #expect(Self.expired(second, at: 200) == nil)
     #expect(second.nextDeadline == nil)
 
     let earlier = SwitchState(
@@ -144,8 +197,8 @@ import Testing
       readOnlyUntil: 70)
     #expect(earlier.nextDeadline == 50)
     // The value's end comes first, under the hold: only its timer ends.
-    #expect(Rules.expired(earlier, at: 100)?.checked == true)
-    #expect(Rules.expired(earlier, at: 100)?.readOnlyUntil == 70)
+    #expect(Self.expired(earlier, at: 100)?.checked == true)
+    #expect(Self.expired(earlier, at: 100)?.readOnlyUntil == 70)
   }
 
   @Test func theExpiryDecisionIsTheOperationsNotTheCallers() throws {
@@ -212,6 +265,24 @@ import Testing
     #expect(undone == SwitchState(checked: true))
     // Nothing tried: a no-op for anyone.
     #expect(try Self.decide(.confirm, kept, by: Self.other).get() == nil)
+  }
+
+  @Test func anAdministratorsTriedChangeRevertsThroughALockAWritersDoesNot() throws {
+    let byAdmin = try #require(
+      try Self.decide(
+        .set(checked: false, ifRevision: nil), SwitchState(checked: true), by: Self.admin,
+        lasting: .confirmWithin(seconds: 30, revertOnDisconnect: true)
+      ).get())
+    #expect(byAdmin.pending?.makerIsAdministrator == true)
+    #expect(try Self.tried().pending?.makerIsAdministrator == false)
+    for (state, comesBack) in [(byAdmin, true), (try Self.tried(), false)] {
+      var locked = state
+      locked.readOnly = true
+      locked.heldBy = .admin
+      let undone = try #require(try Self.decide(.revert, locked, by: Self.admin).get())
+      #expect(undone.checked == comesBack)
+      #expect(undone.readOnly && undone.pending == nil && undone.pendingUntil == nil)
+    }
   }
 
   @Test func aRevertUnderAHoldThatCameSinceEndsTheTrialAndKeepsTheValue() throws {

@@ -71,6 +71,29 @@ import Testing
     #expect(try Self.decide(.expire, Self.timer, own: nil, at: Self.now + 5000).next == nil)
   }
 
+  /// An administrator's timed value of a user's (acting as them) ends as
+  /// their write would: through a lock that does not fix the value, not
+  /// through one that does.
+  @Test func anAdministratorsTimedValueOfAUsersComesBackThroughALockThatFixesNoValue() throws {
+    let admin = UserScopeTests.admin.acting(as: 1000)
+    let decided = try Self.decide(
+      .set(checked: false, ifRevision: nil), admin, lasting: .seconds(1))
+    let own = try #require(Self.change(decided)).userValue
+    #expect(own.expiryByAdministrator && own.expiresAt == Self.now + 1000)
+    var locked = Self.free.state
+    locked.readOnly = true
+    locked.heldBy = .admin
+    var fixed = locked
+    fixed.valueFixed = true
+    for (state, comesBack) in [(locked, true), (fixed, false)] {
+      let record = SwitchRecord(key: Self.definition.key, state: state, revision: 2)
+      let due = try Self.decide(.expire, Self.timer, record: record, own: own, at: Self.now + 1000)
+      let change = try #require(Self.change(due, revision: 3))
+      #expect(change.userValue.checked == comesBack, "\(state)")
+      #expect(change.userValue.expiresAt == nil && !change.userValue.expiryByAdministrator)
+    }
+  }
+
   @Test func underAHoldThatCameSinceOnlyTheTimerEnds() throws {
     let own = UserValue(
       checked: false, revision: 1, changedAt: Self.now, expiresAt: Self.now + 1000)

@@ -151,3 +151,28 @@ import Testing
     }
   }
 }
+
+/// A tried change's `pending` text (migration 6, its administrator's flag
+/// since migration 12): written and read back, the six fields older builds
+/// wrote read as a non-administrator's, and anything else refused.
+@Suite struct TriedChangeTextTests {
+  @Test func aTriedChangeReadsBackAsWrittenAndOlderTextAsANonAdministrators() throws {
+    for byAdministrator in [false, true] {
+      let tried = TriedChange(
+        maker: .peer(uid: 1000, gid: 100, pid: 42), makerIsAdministrator: byAdministrator,
+        bootDeadline: 9000, bootID: "boot-a", revertOnDisconnect: true)
+      let text = try #require(tried.storageText)
+      #expect(text == "1000 100 42 9000 1 \(byAdministrator ? 1 : 0) boot-a")
+      #expect(TriedChange(storageText: text) == tried)
+    }
+    let older = try #require(TriedChange(storageText: "1000 100 42 9000 0 boot-a"))
+    #expect(older.makerIsAdministrator == false && older.revertOnDisconnect == false)
+    #expect(older.bootID == "boot-a")
+    for bad in [
+      "1000 100 42 9000 1 2 boot-a", "1000 100 42 9000 1 1 boot-a extra", "1000 100 42 9000 1 ",
+      "1000 100 42 9000 yes boot-a", "1000 100 42 9000 1",
+    ] {
+      #expect(TriedChange(storageText: bad) == nil, "\(bad)")
+    }
+  }
+}

@@ -130,17 +130,26 @@ import Testing
       let second = Change(
         revision: 2, time: 222, key: "c", cause: .policy, actor: .policy,
         state: sampleStates[4], previous: SwitchState(checked: true))
-      try store.commit([first, second])
+      // Deadlines and who made them go from the log's details to the rows.
+      let timed = Change(
+        revision: 3, time: 333, key: "d", cause: .set, actor: .peer(uid: 0, gid: 0, pid: 9),
+        state: sampleStates[8], previous: sampleStates[9])
+      let tried = Change(
+        revision: 4, time: 444, key: "e", cause: .set, actor: .peer(uid: 0, gid: 0, pid: 9),
+        state: sampleStates[9], previous: SwitchState(checked: false))
+      try store.commit([first, second, timed, tried])
       let expected = [
         SwitchRecord(key: "a", state: sampleStates[3], revision: 1, changedAt: 111),
         SwitchRecord(key: "b", state: SwitchState(checked: false)),
         SwitchRecord(key: "c", state: sampleStates[4], revision: 2, changedAt: 222),
+        SwitchRecord(key: "d", state: sampleStates[8], revision: 3, changedAt: 333),
+        SwitchRecord(key: "e", state: sampleStates[9], revision: 4, changedAt: 444),
       ]
       #expect(try store.loadSwitches() == expected)
-      #expect(try store.currentRevision() == 2)
+      #expect(try store.currentRevision() == 4)
       #expect(try store.checkpointRevision() == 0, "the commit wrote no row")
       try store.checkpointFromLog()
-      #expect(try store.checkpointRevision() == 2)
+      #expect(try store.checkpointRevision() == 4)
       #expect(try store.loadSwitches() == expected)
     }
   }

@@ -53,6 +53,13 @@ let sampleStates: [SwitchState] = [
   SwitchState(checked: true, disabled: true, disabledReason: nil, disabledBy: .admin),
   SwitchState(checked: true, invalid: true, invalidReason: "rfkill: cannot open /dev/rfkill"),
   SwitchState(checked: false, invalid: true, invalidReason: nil),
+  // Timed by an administrator, and a tried change of one (migration 12).
+  SwitchState(checked: false, expiresAt: 1_790_000_500_000, expiryByAdministrator: true),
+  SwitchState(
+    checked: true, pendingUntil: 1_790_000_030_000,
+    pending: TriedChange(
+      maker: .peer(uid: 0, gid: 0, pid: 9), makerIsAdministrator: true, bootDeadline: 35_000,
+      bootID: "boot-a", revertOnDisconnect: false)),
 ]
 
 /// A change of `key` at `revision`, with its time derived from the revision.

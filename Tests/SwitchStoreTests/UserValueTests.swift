@@ -67,12 +67,14 @@ import Testing
       try store.insertNew([SwitchRecord(key: "email", state: SwitchState(checked: true))])
       var timed = Self.userChange(1, user: 1000, checked: false)
       timed.state.expiresAt = 1_800_000_000_000
+      // An administrator set it (acting as the user): kept with the deadline.
+      timed.state.expiryByAdministrator = true
       try store.commit([timed, Self.userChange(2, user: 1001, checked: false)])
       let expected: UserValues = [
         "email": [
           1000: UserValue(
             checked: false, revision: 1, changedAt: sampleChange(1).time,
-            expiresAt: 1_800_000_000_000),
+            expiresAt: 1_800_000_000_000, expiryByAdministrator: true),
           1001: UserValue(checked: false, revision: 2, changedAt: sampleChange(2).time),
         ]
       ]
