@@ -62,7 +62,15 @@ extension Rules {
     case .unlock, .enable, .apply, .expire, .confirm, .revert:
       break
     }
-    return settledDeadlines(consume next, from: state)
+    // A value write and a lock set or ended the value's timer above: one
+    // that gives the same deadline again keeps it (`until` the same time).
+    return settledDeadlines(
+      consume next, from: state, valueTimerDecided: operation.changesValue || isLock(operation))
+  }
+
+  private static func isLock(_ operation: Operation) -> Bool {
+    if case .lock = operation { return true }
+    return false
   }
 
   /// The time fields that no longer mean anything once `next` replaced
@@ -71,13 +79,17 @@ extension Rules {
   /// `applyPolicy`, and stays while the policy holds).
   /// `next` is consumed: the State handed back is it, not a copy (a copy
   /// and a destroy of every write's State, callgrind).
+  /// `valueTimerDecided`: the operation set or ended the value's timer
+  /// itself, so a deadline equal to the one before is a new timer's.
   public static func settledDeadlines(
-    _ next: consuming SwitchState, from state: SwitchState
+    _ next: consuming SwitchState, from state: SwitchState, valueTimerDecided: Bool = false
   ) -> SwitchState {
     // Nothing to clear (nearly every write): no copy made and set back.
     guard next.hasDeadlines else { return next }
     var next = next
-    if next.checked != state.checked && next.expiresAt == state.expiresAt { next.expiresAt = nil }
+    if !valueTimerDecided && next.checked != state.checked && next.expiresAt == state.expiresAt {
+      next.expiresAt = nil
+    }
     if next.heldBy == nil { next.readOnlyUntil = nil }
     if next.disabledBy == nil { next.disabledUntil = nil }
     return next

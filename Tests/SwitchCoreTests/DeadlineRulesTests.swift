@@ -48,6 +48,12 @@ import Testing
     #expect(changed?.checked == true)
     #expect(changed?.expiresAt == nil)
     #expect(try Self.decide(.set(checked: false, ifRevision: nil), timed) == nil)
+    // A write that changes the value with the same deadline again starts
+    // a timer of its own, which ends then.
+    let again = try Self.decide(
+      .set(checked: true, ifRevision: nil), timed, lasting: .until(Self.now + 1000))
+    #expect(again?.checked == true)
+    #expect(again?.expiresAt == Self.now + 1000)
     // A hold changes no value: the timer runs on under it.
     let locked = try Self.decide(.lock(reason: nil, checked: nil), timed)
     #expect(locked?.expiresAt == Self.now + 1000)
