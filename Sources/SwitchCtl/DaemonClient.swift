@@ -61,7 +61,8 @@ final class DaemonClient {
 
   let path: String
   private let socket: Descriptor
-  private var fd: Int32 { socket.raw }
+  /// Not private: a test waits on it for the daemon's close.
+  var fd: Int32 { socket.raw }
   private var framer = LineFramer(maxFrameBytes: DaemonClient.maxReplyBytes)
   private var notifications: [(method: String, params: JSONValue)] = []
   private var notificationIndex = 0
@@ -120,7 +121,22 @@ final class DaemonClient {
   ) throws(ClientError) -> Result<JSONValue, RemoteError> {
     let id = nextID
     nextID += 1
-    try send(RequestEncoding.line(id: id, method: method, params: params))
+    do throws(ClientError) {
+      try send(RequestEncoding.line(id: id, method: method, params: params))
+    } catch {
+      // A daemon that refuses the connection (`Overloaded` past
+      // MaxConnections) writes why and closes, and the send can fail
+      // before that line is read: it is still there to read.
+      guard case .closed = error else { throw error }
+      while let message = try? nextMessage() {
+        if case .response(let responseID, let outcome) = message, responseID == .null,
+          case .failure = outcome
+        {
+          return outcome
+        }
+      }
+      throw error
+    }
     while true {
       switch try nextMessage() {
       case .notification(let name, let params):

@@ -44,9 +44,12 @@ extension Runner {
     console.out(invocation.json ? [Output.json(answer)] : [Output.write(result)])
     guard result.changed, let until = result.switchObject.state.pendingUntil else { return }
     guard asks else {
-      console.out(
-        "\(key) reverts at \(Output.localClock(until, seconds: true)) unless confirmed: switchctl confirm \(key)"
-      )
+      // With --json the result says it (`pendingUntil`), and stdout is JSON alone.
+      if !invocation.json {
+        console.out(
+          "\(key) reverts at \(Output.localClock(until, seconds: true)) unless confirmed: switchctl confirm \(key)"
+        )
+      }
       return
     }
     let keep = KeepQuestion(until: until).ask()

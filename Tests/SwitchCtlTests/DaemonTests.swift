@@ -122,6 +122,28 @@ import Testing
     #expect(runCtl(s + ["unlock", "bluetooth"]).out == ["bluetooth: on"])
   }
 
+  /// A tried change off a terminal: with --json stdout is the result
+  /// alone (it has `pendingUntil`); without it, when it reverts and how
+  /// to keep it. A span as systemd writes it (`1.5h`) reaches the daemon
+  /// in seconds.
+  @Test func aTriedChangeOffATerminalPrintsJSONAloneWithJSON() throws {
+    let daemon = try DaemonFixture.shipped()
+    let s = ["--socket", daemon.socketPath]
+    let tried = runCtl(s + ["--json", "set", "wifi", "off", "--confirm", "30s"])
+    #expect(tried.code == .success)
+    #expect(tried.out.count == 1, "\(tried.out)")
+    #expect(json(tried.out.first ?? "{}")["switch"]?["pendingUntil"]?.isNull == false)
+    let text = runCtl(s + ["set", "bluetooth", "on", "--confirm", "30s"])
+    #expect(text.out.count == 2 && text.out.last?.hasSuffix("switchctl confirm bluetooth") == true)
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    let before = Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    let timed = runCtl(s + ["--json", "set", "notifications.chat", "off", "--for", "1.5h"])
+    let expiresAt = json(timed.out.first ?? "{}")["switch"]?["expiresAt"]?.stringValue
+    let deadline = try #require(expiresAt.flatMap { Timestamp.milliseconds($0) })
+    #expect(deadline >= before + 5_400_000 && deadline <= before + 5_460_000)
+  }
+
   @Test func watchSinceReplaysThenStops() throws {
     let daemon = try DaemonFixture.shipped()
     let s = ["--socket", daemon.socketPath]
@@ -144,6 +166,44 @@ import Testing
     // The event is the entry with the watch id first; the id is the daemon's.
     #expect(all.out.map { json($0)["watch"] != nil } == [true, true])
     #expect(all.out.map { removingWatchID($0) } == expected.map { $0.map(removingWatchID) })
+  }
+
+  /// A daemon at MaxConnections answers a new connection `Overloaded` and
+  /// closes it; switchctl says the daemon's sentence (exit 1) whether its
+  /// request went out before the close or failed on it (EPIPE), and a
+  /// `watch` that could not start exits too.
+  @Test func aDaemonAtItsConnectionLimitIsOverloadedEveryTime() throws {
+    let daemon = try DaemonFixture(daemonConf: "[Daemon]\nAdminGroup=\nMaxConnections=1\n")
+    // The fixture's own probe of the socket may still be open for a moment.
+    var held: RPCClient?
+    #expect(
+      try pollUntil {
+        let client = try daemon.client()
+        guard (try? client.result("status")) != nil else { return false }
+        held = client
+        return true
+      })
+    try #require(held != nil)
+    let s = ["--socket", daemon.socketPath]
+    for _ in 0..<20 {
+      let get = runCtl(s + ["get", "wifi"])
+      #expect(get.code == .failure)
+      #expect(get.err.first?.contains("too many connections (MaxConnections=1)") == true, "\(get)")
+    }
+    // The request sent only after the daemon closed (EPIPE): its line is read all the same.
+    let late = try DaemonClient.connect(to: daemon.socketPath, receiveTimeout: 10)
+    var closed = pollfd(fd: late.fd, events: Int16(POLLIN), revents: 0)
+    #expect(pollUntil { poll(&closed, 1, 100) == 1 && closed.revents & Int16(POLLHUP) != 0 })
+    guard case .failure(let refusal) = try late.call(.get, [JSONMember("key", .string("wifi"))])
+    else {
+      Issue.record("a daemon at its limit answered")
+      return
+    }
+    #expect(refusal.code == .overloaded)
+    let watch = runCtl(s + ["watch"])
+    #expect(watch.code == .failure)
+    #expect(watch.err.first?.contains("too many connections") == true, "\(watch)")
+    withExtendedLifetime(held) {}  // open until here
   }
 
   /// An empty page says so in text; --json is the daemon's result as it came.
