@@ -52,10 +52,10 @@ enum Commands {
     name: "--reason", valueName: "TEXT", help: "the reason users are shown")
   private static let forSpan = OptionSpec(
     name: "--for", valueName: "SPAN",
-    help: "only for SPAN (90s, 15m, 1h 30m, 2d), then it ends by itself")
+    help: "only for SPAN (90s, 15m, 1h 30m, 1.5h, 2d; M a month), then it ends by itself")
   private static let untilTime = OptionSpec(
     name: "--until", valueName: "TIME",
-    help: "only until TIME (HH:MM, or 2026-12-02 16:00, or a UTC timestamp)")
+    help: "only until TIME (HH:MM, a local 2026-12-02 16:00, or a timestamp with its zone)")
   private static let confirm = OptionSpec(
     name: "--confirm", valueName: "SPAN",
     help: "try it: it reverts after SPAN unless confirmed (asks on a terminal)")

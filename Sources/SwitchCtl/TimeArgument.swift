@@ -2,92 +2,133 @@ import Glibc
 import SwitchProtocol
 
 /// `--for SPAN`, `--until TIME` and `--confirm SPAN` (SEMANTICS.md rules
-/// 20–22) as a person writes them. Spans as systemd writes them (`90s`,
-/// `15m`, `1h 30m`, `1h30m`, `2d`, `1w`; a bare number is seconds); times as
-/// `HH:MM` (the next such local time) or a full timestamp (`2026-12-02T16:00:00Z`,
-/// or local `2026-12-02 16:00`).
+/// 20–22) as a person writes them. Spans as systemd writes them
+/// (systemd.time(7): `90s`, `15m`, `1h 30m`, `1h30m`, `1.5h`, `2d`, `1w`,
+/// `1M` a month, `500ms`; units are case-sensitive, as there: `m` is a
+/// minute and `M` a month; a bare number is seconds), rounded up to whole
+/// seconds; times as `HH:MM[:SS]` (the next such local time), a local
+/// `2026-12-02 16:00[:00]` (or with `T`), or a timestamp with its zone
+/// (`2026-12-02T16:00:00Z`, `+01:00`).
 enum TimeArgument {
   /// Why a span or time is not one: a sentence for `UsageError`.
   struct Problem: Error {
     var message: String
   }
 
-  /// Seconds of a span.
+  /// systemd's units of a span, in nanoseconds (`parse_time` in
+  /// systemd's time-util.c; a month is 30.44 days, a year 365.25).
+  /// `secs`, `mins` and `hrs` are switchctl's own, kept from before.
+  private static let units: [(names: [String], nanoseconds: Int64)] = [
+    (["s", "sec", "secs", "second", "seconds"], 1_000_000_000),
+    (["m", "min", "mins", "minute", "minutes"], 60_000_000_000),
+    (["h", "hr", "hrs", "hour", "hours"], 3_600_000_000_000),
+    (["d", "day", "days"], 86_400_000_000_000),
+    (["w", "week", "weeks"], 604_800_000_000_000),
+    (["M", "month", "months"], 2_629_800_000_000_000),
+    (["y", "year", "years"], 31_557_600_000_000_000),
+    (["ms", "msec"], 1_000_000),
+    (["us", "usec", "µs", "μs"], 1000),
+    (["ns", "nsec"], 1),
+  ]
+
+  /// Seconds of a span, rounded up (`500ms` is 1 s: at least what was asked).
   static func span(_ text: String) -> Result<Int64, Problem> {
-    let units: [(names: [String], seconds: Int64)] = [
-      (["s", "sec", "secs", "second", "seconds"], 1),
-      (["m", "min", "mins", "minute", "minutes"], 60),
-      (["h", "hr", "hrs", "hour", "hours"], 3600),
-      (["d", "day", "days"], 86_400),
-      (["w", "week", "weeks"], 604_800),
-    ]
+    let notASpan = Problem(message: "'\(text)' is not a time span (write 90s, 15m, 1h 30m or 2d)")
+    let tooLong = Problem(message: "'\(text)' is too long a time span")
     var total: Int64 = 0
-    var rest = Substring(text.lowercased())
+    var rest = Substring(text)
     var parts = 0
     while true {
       rest = rest.drop { $0 == " " }
       if rest.isEmpty { break }
-      let digits = rest.prefix { $0.isASCII && $0.isNumber }
-      guard !digits.isEmpty, let number = Int64(digits) else {
-        return .failure(
-          Problem(message: "'\(text)' is not a time span (write 90s, 15m, 1h 30m or 2d)"))
+      let whole = rest.prefix { $0.isASCII && $0.isNumber }
+      rest = rest.dropFirst(whole.count)
+      var fraction: Substring = ""
+      if rest.first == "." {
+        let digits = rest.dropFirst().prefix { $0.isASCII && $0.isNumber }
+        // A point needs digits after it; past the ninth (a nanosecond) they are dropped.
+        guard !digits.isEmpty else { return .failure(notASpan) }
+        fraction = digits.prefix(9)
+        rest = rest.dropFirst(1 + digits.count)
       }
-      rest = rest.dropFirst(digits.count).drop { $0 == " " }
+      guard !(whole.isEmpty && fraction.isEmpty), let number = whole.isEmpty ? 0 : Int64(whole)
+      else { return .failure(notASpan) }
+      rest = rest.drop { $0 == " " }
       let word = rest.prefix { $0.isLetter }
       rest = rest.dropFirst(word.count)
       let unit: Int64
       if word.isEmpty {
-        unit = 1
+        unit = 1_000_000_000
       } else if let found = units.first(where: { $0.names.contains(String(word)) }) {
-        unit = found.seconds
+        unit = found.nanoseconds
       } else {
         return .failure(
-          Problem(message: "'\(word)' in '\(text)' is not a unit of time (s, m, h, d or w)"))
+          Problem(
+            message: "'\(word)' in '\(text)' is not a unit of time (s, m, h, d, w, M, y or ms)"))
       }
       let (product, overflow) = number.multipliedReportingOverflow(by: unit)
-      guard !overflow, total <= Int64.max - product else {
-        return .failure(Problem(message: "'\(text)' is too long a time span"))
-      }
+      guard !overflow, total <= Int64.max - product else { return .failure(tooLong) }
       total += product
+      if !fraction.isEmpty {
+        // unit × 0.fraction, exactly: the digits over 10^count, the unit
+        // split so that no product overflows (a unit is at most ~3.2e16).
+        let scale = Int64(pow(10, Double(fraction.count)))
+        let digits = Int64(fraction) ?? 0
+        let part = unit / scale * digits + unit % scale * digits / scale
+        guard total <= Int64.max - part else { return .failure(tooLong) }
+        total += part
+      }
       parts += 1
     }
     guard parts > 0, total > 0 else {
       return .failure(Problem(message: "a time span must be longer than 0 s"))
     }
-    return .success(total)
+    return .success(total / 1_000_000_000 + (total % 1_000_000_000 == 0 ? 0 : 1))
   }
 
   /// Milliseconds since the epoch of a time, after `now` (milliseconds).
   static func time(_ text: String, now: Int64) -> Result<Int64, Problem> {
     let trimmed = text.trimmingCharacters(in: " ")
-    // A full timestamp, as the daemon reads one: 2026-12-02T16:00:00Z, +01:00, ….
+    // A timestamp with its zone, as the daemon reads one: 2026-12-02T16:00:00Z, +01:00, ….
     if let exact = Timestamp.milliseconds(rfc3339: trimmed) { return .success(exact) }
-    var date: (Int32, Int32, Int32)?
-    var clock = trimmed
-    if trimmed.count == 16, trimmed.dropFirst(10).first == " " || trimmed.dropFirst(10).first == "T"
+    let problem = Problem(message: notATime(text))
+    // Else local: [YYYY-MM-DD( |T)]HH:MM[:SS].
+    var date: (year: Int32, month: Int32, day: Int32)?
+    var clock = Substring(trimmed)
+    if trimmed.count > 10, let separator = trimmed.dropFirst(10).first,
+      separator == " " || separator == "T"
     {
-      let day = trimmed.prefix(10).split(separator: "-").compactMap { Int32($0) }
-      guard day.count == 3 else { return .failure(Problem(message: notATime(text))) }
-      date = (day[0], day[1], day[2])
-      clock = String(trimmed.suffix(5))
+      let day = trimmed.prefix(10).split(separator: "-", omittingEmptySubsequences: false)
+      guard day.count == 3, day[0].count == 4, day[1].count == 2, day[2].count == 2,
+        let year = Int32(day[0]), let month = Int32(day[1]), let dayOfMonth = Int32(day[2])
+      else { return .failure(problem) }
+      date = (year, month, dayOfMonth)
+      clock = trimmed.dropFirst(11)
     }
     let fields = clock.split(separator: ":", omittingEmptySubsequences: false)
-    guard clock.count == 5, fields.count == 2, let hour = Int32(fields[0]),
-      let minute = Int32(fields[1]), (0...23).contains(hour), (0...59).contains(minute)
-    else { return .failure(Problem(message: notATime(text))) }
+    guard fields.count == 2 || fields.count == 3, fields.allSatisfy({ $0.count == 2 }),
+      let hour = Int32(fields[0]), let minute = Int32(fields[1]),
+      let second = fields.count == 3 ? Int32(fields[2]) : 0,
+      (0...23).contains(hour), (0...59).contains(minute), (0...59).contains(second)
+    else { return .failure(problem) }
     var now = time_t(now / 1000)
     var parts = tm()
     localtime_r(&now, &parts)
     if let date {
-      parts.tm_year = date.0 - 1900
-      parts.tm_mon = date.1 - 1
-      parts.tm_mday = date.2
+      parts.tm_year = date.year - 1900
+      parts.tm_mon = date.month - 1
+      parts.tm_mday = date.day
     }
     parts.tm_hour = hour
     parts.tm_min = minute
-    parts.tm_sec = 0
+    parts.tm_sec = second
     parts.tm_isdst = -1
-    var seconds = Int64(mktime(&parts))
+    var asked = parts
+    var seconds = Int64(mktime(&asked))
+    // mktime moves a day that does not exist (February 30) to one that does.
+    if let date, asked.tm_mon != date.month - 1 || asked.tm_mday != date.day {
+      return .failure(problem)
+    }
     if date == nil && seconds <= Int64(now) {
       // HH:MM already passed today: tomorrow's.
       parts.tm_mday += 1
@@ -98,7 +139,7 @@ enum TimeArgument {
   }
 
   private static func notATime(_ text: String) -> String {
-    "'\(text)' is not a time (write HH:MM, 2026-12-02 16:00 or 2026-12-02T16:00:00Z)"
+    "'\(text)' is not a time (write HH:MM, 2026-12-02 16:00:00 or 2026-12-02T16:00:00Z)"
   }
 }
 
