@@ -205,7 +205,7 @@ public struct TriedChange: Equatable, Hashable, Sendable {
   public var revertOnDisconnect: Bool
 
   public init(
-    maker: Actor, makerIsAdministrator: Bool = false, bootDeadline: Int64, bootID: String,
+    maker: Actor, makerIsAdministrator: Bool, bootDeadline: Int64, bootID: String,
     revertOnDisconnect: Bool
   ) {
     self.maker = maker

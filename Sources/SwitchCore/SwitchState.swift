@@ -99,7 +99,9 @@ public struct SwitchState: Equatable, Hashable, Sendable {
   /// Meaningless (and false) without `expiresAt`; not a wire field.
   public var expiryByAdministrator: Bool {
     get { rare?.fields.expiryByAdministrator ?? false }
-    set { updateRare(clearing: !newValue) { $0.expiryByAdministrator = newValue } }
+    set {
+      updateRare(clearing: !newValue) { $0.expiryByAdministrator = newValue && $0.expiresAt != nil }
+    }
   }
   /// When an administrator's `lock` or `disable` lifts by itself (rule 22),
   /// or a scheduled policy's window ends.

@@ -205,13 +205,19 @@ public final class SwitchStore {
     do throws(SQLiteError) {
       self.statements = try StoreStatements(connection)
     } catch {
-      // A statement of this build that does not prepare on a file of its
-      // version ("no such column"): the schema in the file is not the one
-      // the migrations made, damaged (a byte of its text changed: the
-      // health check cannot see it) or edited by hand. The health check
-      // speaks first when it is still to come.
+      // A statement of this build that names a table or column the file
+      // of its version lacks: the schema in the file is not the one the
+      // migrations made, damaged (a byte of its text changed: the health
+      // check cannot see it) or edited by hand. Any other failure is
+      // reported as it came (a fault of switchd's own SQL is not damage).
+      // The health check speaks first when it is still to come. (A file
+      // of an older version is migrated first, whose own statements then
+      // fail on such text: not checked before it is written.)
       if healthCheckPending { try Self.quickCheck(connection, path: path) }
-      guard error.code == SQLITE_ERROR else { throw StoreError(error, path: path) }
+      let missing = ["no such table", "no such column", "has no column named"]
+      guard error.code == SQLITE_ERROR, missing.contains(where: error.message.contains) else {
+        throw StoreError(error, path: path)
+      }
       throw .damaged(
         path: path,
         detail: "its schema is not the one of version \(Schema.currentVersion): \(error.message)")

@@ -307,7 +307,8 @@ import Testing
                 checked: false, readOnly: true, readOnlyReason: "exam", heldBy: .admin,
                 valueFixed: true, readOnlyUntil: 900, pendingUntil: 9000,
                 pending: TriedChange(
-                  maker: .peer(uid: 1000, gid: 1000, pid: 7), bootDeadline: 9000,
+                  maker: .peer(uid: 1000, gid: 1000, pid: 7), makerIsAdministrator: false,
+                  bootDeadline: 9000,
                   bootID: "boot-a", revertOnDisconnect: true)),
               revision: 2, changedAt: 200),
             SwitchRecord(
@@ -368,6 +369,50 @@ import Testing
     case .expiry: "expiry"
     case .confirm: "confirm"
     case .revert: "revert"
+    }
+  }
+
+  /// Schema 11 to 12 (who made a timed value): a timer, a tried change and
+  /// a user's timer of before read as a non-administrator's (the hold
+  /// wins, as it did), in the rows and in the log; the columns are there.
+  @Test func schemaElevenKeepsItsTimersAsANonAdministrators() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let old = try database(
+        at: path, version: 11,
+        extraSQL: """
+          INSERT INTO keys(key) VALUES ('wifi'), ('email');
+          INSERT INTO switches(key_id, checked, revision, changed_at) VALUES (1, 0, 2, 200);
+          INSERT INTO switch_details(key_id, revision, expires_at, pending_until, pending)
+            VALUES (1, 2, 5000, 9000, '1000 1000 7 9000 1 boot-a');
+          INSERT INTO changes(revision, key_id, time, what, actor, actor_pid, user, key_previous)
+            VALUES (3, 2, 300, 1 | (1 << 13), 1000 | (1000 << 32), 7, 1000, NULL);
+          INSERT INTO change_details(revision, s_expires_at) VALUES (3, 6000);
+          INSERT INTO user_values(key, user, checked, revision, changed_at, expires_at)
+            VALUES ('email', 1001, 0, 1, 100, 7000);
+          UPDATE meta SET value = 3 WHERE name = 'revision';
+          UPDATE meta SET value = 2 WHERE name = 'checkpoint';
+          """)
+      let store = try migrated(old, at: path)
+      defer { store.close() }
+      let wifi = try #require(try store.loadSwitches().first { $0.key == "wifi" })
+      #expect(wifi.state.expiresAt == 5000 && !wifi.state.expiryByAdministrator)
+      #expect(wifi.state.pending?.makerIsAdministrator == false)
+      #expect(wifi.state.pending?.bootID == "boot-a")
+      let change = try #require(try store.changes(after: 2, upTo: 3, limit: 1).first)
+      #expect(change.state.expiresAt == 6000 && !change.state.expiryByAdministrator)
+      let values = try store.loadUserValues()["email"]
+      #expect(values?[1001]?.expiresAt == 7000 && values?[1001]?.expiryByAdministrator == false)
+      #expect(values?[1000]?.expiresAt == 6000 && values?[1000]?.expiryByAdministrator == false)
+      for (table, column) in [
+        ("switch_details", "expiry_by_admin"), ("change_details", "s_expiry_by_admin"),
+        ("change_details", "p_expiry_by_admin"), ("user_values", "expiry_by_admin"),
+      ] {
+        #expect(
+          try store.connection.textRows(
+            "SELECT count(*) FROM pragma_table_info('\(table)') WHERE name = '\(column)'")
+            == ["1"], "\(table).\(column)")
+      }
     }
   }
 }

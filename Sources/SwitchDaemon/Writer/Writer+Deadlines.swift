@@ -65,7 +65,8 @@ struct DeadlineIndex {
 
 extension Writer {
   /// Who carries out a timed value's or hold's end: switchd's timer. The
-  /// rules judge it by the State alone.
+  /// rules judge it by the State, the policy and who made the value
+  /// (`Rules.holdWinsOverUndo`), not by this caller's rights.
   static let timerCaller = Caller(actor: .timer, isAdmin: true, mayWrite: true)
 
   /// Who reverts a tried change nobody confirmed: its maker (the change's
