@@ -15,66 +15,71 @@ enum TimeArgument {
     var message: String
   }
 
-  /// systemd's units of a span, in nanoseconds (`parse_time` in
-  /// systemd's time-util.c; a month is 30.44 days, a year 365.25).
-  /// `secs`, `mins` and `hrs` are switchctl's own, kept from before.
-  private static let units: [(names: [String], nanoseconds: Int64)] = [
-    (["s", "sec", "secs", "second", "seconds"], 1_000_000_000),
-    (["m", "min", "mins", "minute", "minutes"], 60_000_000_000),
-    (["h", "hr", "hrs", "hour", "hours"], 3_600_000_000_000),
-    (["d", "day", "days"], 86_400_000_000_000),
-    (["w", "week", "weeks"], 604_800_000_000_000),
-    (["M", "month", "months"], 2_629_800_000_000_000),
-    (["y", "year", "years"], 31_557_600_000_000_000),
-    (["ms", "msec"], 1_000_000),
-    (["us", "usec", "µs", "μs"], 1000),
-    (["ns", "nsec"], 1),
+  /// systemd's units of a span, in microseconds, its precision
+  /// (`parse_time` in systemd's time-util.c; a month is 30.44 days, a year
+  /// 365.25, longer than `--for` may be). `secs`, `mins` and `hrs` are
+  /// switchctl's own, kept from before.
+  private static let units: [(names: [String], microseconds: Int64)] = [
+    (["s", "sec", "secs", "second", "seconds"], 1_000_000),
+    (["m", "min", "mins", "minute", "minutes"], 60_000_000),
+    (["h", "hr", "hrs", "hour", "hours"], 3_600_000_000),
+    (["d", "day", "days"], 86_400_000_000),
+    (["w", "week", "weeks"], 604_800_000_000),
+    (["M", "month", "months"], 2_629_800_000_000),
+    (["y", "year", "years"], 31_557_600_000_000),
+    (["ms", "msec"], 1000),
+    (["us", "usec", "µs", "μs"], 1),
   ]
 
-  /// Seconds of a span, rounded up (`500ms` is 1 s: at least what was asked).
+  /// Seconds of a span, rounded up (`500ms` is 1 s: at least what was
+  /// asked). As systemd reads it: parts in any order, each a number (a
+  /// `+`, digits, a fraction) and a unit, spaces or tabs between; digits
+  /// past a microsecond are dropped.
   static func span(_ text: String) -> Result<Int64, Problem> {
     let notASpan = Problem(message: "'\(text)' is not a time span (write 90s, 15m, 1h 30m or 2d)")
     let tooLong = Problem(message: "'\(text)' is too long a time span")
+    let isBlank = { (c: Character) in c == " " || c == "\t" }
     var total: Int64 = 0
     var rest = Substring(text)
     var parts = 0
     while true {
-      rest = rest.drop { $0 == " " }
+      rest = rest.drop(while: isBlank)
       if rest.isEmpty { break }
+      if rest.first == "+" { rest = rest.dropFirst() }
       let whole = rest.prefix { $0.isASCII && $0.isNumber }
       rest = rest.dropFirst(whole.count)
       var fraction: Substring = ""
       if rest.first == "." {
         let digits = rest.dropFirst().prefix { $0.isASCII && $0.isNumber }
-        // A point needs digits after it; past the ninth (a nanosecond) they are dropped.
+        // A point needs digits after it.
         guard !digits.isEmpty else { return .failure(notASpan) }
-        fraction = digits.prefix(9)
+        fraction = digits.prefix(6)
         rest = rest.dropFirst(1 + digits.count)
       }
       guard !(whole.isEmpty && fraction.isEmpty), let number = whole.isEmpty ? 0 : Int64(whole)
       else { return .failure(notASpan) }
-      rest = rest.drop { $0 == " " }
+      rest = rest.drop(while: isBlank)
       let word = rest.prefix { $0.isLetter }
       rest = rest.dropFirst(word.count)
       let unit: Int64
       if word.isEmpty {
-        unit = 1_000_000_000
+        unit = 1_000_000
       } else if let found = units.first(where: { $0.names.contains(String(word)) }) {
-        unit = found.nanoseconds
+        unit = found.microseconds
       } else {
         return .failure(
-          Problem(
-            message: "'\(word)' in '\(text)' is not a unit of time (s, m, h, d, w, M, y or ms)"))
+          Problem(message: "'\(word)' in '\(text)' is not a unit of time (s, m, h, d, w or M)"))
       }
       let (product, overflow) = number.multipliedReportingOverflow(by: unit)
       guard !overflow, total <= Int64.max - product else { return .failure(tooLong) }
       total += product
       if !fraction.isEmpty {
-        // unit × 0.fraction, exactly: the digits over 10^count, the unit
-        // split so that no product overflows (a unit is at most ~3.2e16).
-        let scale = Int64(pow(10, Double(fraction.count)))
-        let digits = Int64(fraction) ?? 0
-        let part = unit / scale * digits + unit % scale * digits / scale
+        // unit × 0.fraction: the digits over 10^count (at most 10^6; a unit
+        // is at most ~3.2e13, so no product overflows).
+        var scale: Int64 = 1
+        for _ in fraction { scale *= 10 }
+        let part =
+          unit / scale * (Int64(fraction) ?? 0) + unit % scale * (Int64(fraction) ?? 0) / scale
         guard total <= Int64.max - part else { return .failure(tooLong) }
         total += part
       }
@@ -83,7 +88,7 @@ enum TimeArgument {
     guard parts > 0, total > 0 else {
       return .failure(Problem(message: "a time span must be longer than 0 s"))
     }
-    return .success(total / 1_000_000_000 + (total % 1_000_000_000 == 0 ? 0 : 1))
+    return .success(total / 1_000_000 + (total % 1_000_000 == 0 ? 0 : 1))
   }
 
   /// Milliseconds since the epoch of a time, after `now` (milliseconds).
@@ -100,15 +105,15 @@ enum TimeArgument {
     {
       let day = trimmed.prefix(10).split(separator: "-", omittingEmptySubsequences: false)
       guard day.count == 3, day[0].count == 4, day[1].count == 2, day[2].count == 2,
-        let year = Int32(day[0]), let month = Int32(day[1]), let dayOfMonth = Int32(day[2])
+        let year = digits(day[0]), let month = digits(day[1]), let dayOfMonth = digits(day[2])
       else { return .failure(problem) }
       date = (year, month, dayOfMonth)
       clock = trimmed.dropFirst(11)
     }
     let fields = clock.split(separator: ":", omittingEmptySubsequences: false)
     guard fields.count == 2 || fields.count == 3, fields.allSatisfy({ $0.count == 2 }),
-      let hour = Int32(fields[0]), let minute = Int32(fields[1]),
-      let second = fields.count == 3 ? Int32(fields[2]) : 0,
+      let hour = digits(fields[0]), let minute = digits(fields[1]),
+      let second = fields.count == 3 ? digits(fields[2]) : 0,
       (0...23).contains(hour), (0...59).contains(minute), (0...59).contains(second)
     else { return .failure(problem) }
     var now = time_t(now / 1000)
@@ -136,6 +141,11 @@ enum TimeArgument {
       seconds = Int64(mktime(&parts))
     }
     return .success(seconds * 1000)
+  }
+
+  /// The number written in `text`'s ASCII digits alone (`Int32("+8")` is 8).
+  private static func digits(_ text: Substring) -> Int32? {
+    text.allSatisfy { $0.isASCII && $0.isNumber } ? Int32(text) : nil
   }
 
   private static func notATime(_ text: String) -> String {

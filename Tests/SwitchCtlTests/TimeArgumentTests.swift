@@ -9,10 +9,12 @@ import Testing
     arguments: [
       ("90s", 90), ("90", 90), ("15m", 900), ("1h 30m", 5400), ("1h30m", 5400), ("2d", 172_800),
       ("1w", 604_800), ("2 hours", 7200), ("1 min 5 sec", 65),
-      // As systemd-analyze timespan reads them: fractions, a month (`M`,
-      // not `m`), milliseconds rounded up to a whole second.
+      // As systemd-analyze timespan reads them (its microseconds rounded
+      // up to a whole second): fractions, a month (`M`, not `m`), a `+`,
+      // tabs, digits past a microsecond dropped.
       ("1.5h", 5400), (".5m", 30), ("1M", 2_629_800), ("1 month", 2_629_800), ("1y", 31_557_600),
-      ("500ms", 1), ("1500 msec", 2), ("2.000000001s", 3), ("1.5", 2), ("1.0000000001s", 1),
+      ("500ms", 1), ("1500 msec", 2), ("2.000000001s", 2), ("1.9999999s", 2), ("1.5", 2),
+      ("+5m", 300), ("5m+3s", 303), ("5\tm", 300), ("1.0000000001s", 1),
     ] as [(String, Int64)])
   func spansAreSecondsAsSystemdWritesThem(text: String, seconds: Int64) throws {
     #expect(try TimeArgument.span(text).get() == seconds)
@@ -20,7 +22,7 @@ import Testing
 
   @Test(
     arguments: [
-      "", "0", "0s", "5x", "h", "-5m", "1H", "2mo", "1.", ".", "1..5h", "1 . 5s",
+      "", "0", "0s", "5x", "h", "-5m", "1H", "2mo", "1.", ".", "1..5h", "1 . 5s", "5ns", "++5m",
       "99999999999999999999s", "400000y",
     ])
   func badSpansSayWhy(text: String) {
@@ -47,7 +49,7 @@ import Testing
     #expect(try TimeArgument.time("2026-12-07 16:00:05", now: now).get() == local + 5000)
     for bad in [
       "25:00", "8:00", "tomorrow", "2026-13-01 10:00x", "2026-02-30 10:00", "2026-12-07 16:00:60",
-      "2026-12-7 16:00", "2026-12-07 16:00:", "2026-12-07  16:00",
+      "2026-12-7 16:00", "2026-12-07 16:00:", "2026-12-07  16:00", "+8:00", "2026-+1-07 16:00",
     ] {
       guard case .failure = TimeArgument.time(bad, now: now) else {
         Issue.record("'\(bad)' was taken as a time")
