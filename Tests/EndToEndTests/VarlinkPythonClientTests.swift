@@ -12,7 +12,7 @@ import Testing
     definition = open(sys.argv[2]).read()
     parsed = varlink.Interface(definition)
     assert parsed.name == "io.switchd.Switches", parsed.name
-    for member in ("Get", "Toggle", "Watch", "Switch", "Entry", "UnknownSwitch"):
+    for member in ("Get", "Toggle", "Confirm", "Revert", "Watch", "Switch", "Entry", "UnknownSwitch"):
         assert member in parsed.members, member
     with varlink.Client("unix:" + sys.argv[1]) as client:
         # The client asks the daemon for the definition and parses it.
@@ -32,6 +32,13 @@ import Testing
             switches.Toggle("wifi")
             event = next(replies)["event"]
             assert event["revision"] == 2 and event["key"] == "wifi", event
+        # A tried change, its confirm, and a timed hold, as the definition declares them.
+        tried = switches.Set(
+            key="bluetooth", checked=True, confirmWithin=600, revertOnDisconnect=False)
+        assert tried["switch"]["pendingUntil"] is not None, tried
+        assert switches.Confirm("bluetooth")["changed"] is True
+        held = switches.Lock(key="bluetooth", **{"for": 60})
+        assert held["switch"]["readOnlyUntil"] is not None, held
     print("ok")
     """
 
