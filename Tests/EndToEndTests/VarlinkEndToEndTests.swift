@@ -202,6 +202,35 @@ import Testing
     #expect(replayed.map { $0["parameters"]?["event"]?["revision"]?.int64Value } == [1, 2])
   }
 
+  /// Replies come strictly in call order, and a Watch's never end: a call
+  /// sent after it on the same connection (here in the same write) is never
+  /// answered, so the next reply after the snapshot is the next event (a
+  /// varlink client takes a reply without `continues` for the Watch's end).
+  /// A oneway Watch sets nothing up: no reply, and no event either.
+  @Test func nothingAfterAWatchIsAnsweredAndAOnewayWatchIsNone() throws {
+    let daemon = try DaemonFixture()
+    let watcher = try daemon.varlink()
+    let watch = #"{"method":"\#(Self.prefix)Watch","parameters":{"keys":["wifi"]},"more":true}"#
+    let get = #"{"method":"\#(Self.prefix)Get","parameters":{"key":"wifi"}}"#
+    try watcher.send(raw: Array(watch.utf8) + [0] + Array(get.utf8) + [0])
+    #expect(try watcher.readReply()["parameters"]?["switches"] != nil)
+    try watcher.send(Self.prefix + "Status")
+    let oneway = try daemon.varlink()
+    try oneway.send(Self.prefix + "Watch", #"{"keys":["wifi"]}"#, more: true, oneway: true)
+    // Answered after the oneway Watch on its connection: it was taken, and is no watch.
+    #expect(try oneway.result("Status")["watches"]?.int64Value == 1)
+    let writer = try daemon.varlink()
+    _ = try writer.result("Toggle", #"{"key":"wifi"}"#)
+    let event = try watcher.readReply()
+    #expect(event["continues"]?.boolValue == true)
+    #expect(event["parameters"]?["event"]?["revision"]?.int64Value == 1)
+    _ = try writer.result("Toggle", #"{"key":"wifi"}"#)
+    #expect(try watcher.readReply()["parameters"]?["event"]?["revision"]?.int64Value == 2)
+    // The watcher goes with its connection, the calls it sent after unanswered.
+    watcher.close()
+    #expect(try pollUntil { try writer.result("Status")["watches"]?.int64Value == 0 })
+  }
+
   @Test func aChangeOnOneSocketReachesWatchersOnTheOtherWithItsRevision() throws {
     let daemon = try DaemonFixture()
     let varlinkWatcher = try daemon.varlink()

@@ -93,6 +93,11 @@ final class Connection {
   /// It sent a tried change with `revertOnDisconnect` (rule 20): the writer
   /// hears when it closes.
   var madeTriedChange = false
+  /// A varlink `Watch` streams on it: its replies never end, so no later
+  /// call is taken (replies strictly in call order, PROTOCOL.md; a varlink
+  /// client makes one call at a time, and sd-varlink reads no further call
+  /// while a `more` call's replies go on). What comes after is discarded.
+  var varlinkWatchStreams = false
 
   init(
     id: UInt64, fd: Int32, peer: Peer, caller: Caller, maxFrameBytes: Int,

@@ -60,8 +60,12 @@ extension Server {
         retryingEINTR { recv(connection.fd, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT)) }
       }
       if n > 0 {
-        readBuffer.withUnsafeBytes {
-          connection.framer.append(UnsafeRawBufferPointer(rebasing: $0[0..<n]))
+        // After a varlink Watch nothing more is taken (`varlinkWatchStreams`):
+        // what comes is read only to see the end, so it cannot fill the framer.
+        if !connection.varlinkWatchStreams {
+          readBuffer.withUnsafeBytes {
+            connection.framer.append(UnsafeRawBufferPointer(rebasing: $0[0..<n]))
+          }
         }
         progressed = true
         if n < Self.readChunk && !connection.hungUp { return true }
@@ -147,8 +151,13 @@ extension Server {
         progressed = true
         continue
       }
-      // Once the threads are told to stop, no new frame is taken.
-      if connection.unsentCount > limits.highWater || stopSentToReader { break }
+      // Once the threads are told to stop, no new frame is taken; nor after
+      // a varlink Watch, whose replies never end.
+      if connection.unsentCount > limits.highWater || stopSentToReader
+        || connection.varlinkWatchStreams
+      {
+        break
+      }
       if !backlogPerUser.over.isEmpty && connection.framer.bufferedCount > 0
         && !mayTakeRequests(connection)
       {
@@ -174,6 +183,9 @@ extension Server {
     // Once the peer is gone, a call that wants an answer is not started
     // (no one can read it); one that wants none was complete when sent.
     if connection.hungUp && request.answer != nil { return .drop }
+    // A call that came with a varlink Watch, after it: never answered, as
+    // a frame after it is never taken (`Connection.varlinkWatchStreams`).
+    if connection.varlinkWatchStreams { return .wait }
     // Reads wait for the writes before them (read your writes); writes
     // wait once a connection has many in flight, so a client that
     // never reads cannot queue answers without bound. Everything waits

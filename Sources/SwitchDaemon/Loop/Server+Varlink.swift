@@ -21,6 +21,8 @@ extension Server {
           $0, maxDepth: limits.maxNestingDepth, limits: limits.params, keys: catalog.sharedKeys)
       }
     }
+    // A oneway Watch would stream replies nobody asked for: nothing is set up.
+    if message.oneway, case .call(.watch, _) = message.body { return }
     let slot = message.oneway ? 0 : connection.openSlot(parts: 1, isBatch: false)
     var ticket = Ticket(connection: connection.id, slot: slot, part: 0, id: .null)
     ticket.varlink = VarlinkReply()

@@ -41,6 +41,7 @@ extension Server {
       connection: connection.id, owner: connection, patterns: patterns, viewpoint: viewpoint,
       replayFrom: replayFrom, varlink: connection.wire == .varlink)
     connection.watchIDs.append(id)
+    if connection.wire == .varlink { connection.varlinkWatchStreams = true }
     if replayFrom != nil { connection.replaysUnfinished += 1 }
     let current = revision
     let snapshotFor = snapshotCaller(viewpoint, caller: connection.caller)
