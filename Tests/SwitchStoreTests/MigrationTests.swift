@@ -26,6 +26,19 @@ import Testing
     return store
   }
 
+  /// A file at `version` with `sql` run on it, then opened (so migrated to
+  /// the current version) for `body`, and closed.
+  func migrating(
+    from version: Int, _ sql: String, _ body: (SwitchStore) throws -> Void
+  ) throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let store = try migrated(try database(at: path, version: version, extraSQL: sql), at: path)
+      defer { store.close() }
+      try body(store)
+    }
+  }
+
   @Test func theMigrationsAreNamedOncePerFeature() {
     let names = Schema.migrations.map(\.name)
     #expect(names.count == Int(Schema.currentVersion))
@@ -376,25 +389,22 @@ import Testing
   /// a user's timer of before read as a non-administrator's (the hold
   /// wins, as it did), in the rows and in the log; the columns are there.
   @Test func schemaElevenKeepsItsTimersAsANonAdministrators() throws {
-    try withTemporaryDirectory { directory in
-      let path = directory + "/s.db"
-      let old = try database(
-        at: path, version: 11,
-        extraSQL: """
-          INSERT INTO keys(key) VALUES ('wifi'), ('email');
-          INSERT INTO switches(key_id, checked, revision, changed_at) VALUES (1, 0, 2, 200);
-          INSERT INTO switch_details(key_id, revision, expires_at, pending_until, pending)
-            VALUES (1, 2, 5000, 9000, '1000 1000 7 9000 1 boot-a');
-          INSERT INTO changes(revision, key_id, time, what, actor, actor_pid, user, key_previous)
-            VALUES (3, 2, 300, 1 | (1 << 13), 1000 | (1000 << 32), 7, 1000, NULL);
-          INSERT INTO change_details(revision, s_expires_at) VALUES (3, 6000);
-          INSERT INTO user_values(key, user, checked, revision, changed_at, expires_at)
-            VALUES ('email', 1001, 0, 1, 100, 7000);
-          UPDATE meta SET value = 3 WHERE name = 'revision';
-          UPDATE meta SET value = 2 WHERE name = 'checkpoint';
-          """)
-      let store = try migrated(old, at: path)
-      defer { store.close() }
+    try migrating(
+      from: 11,
+      """
+      INSERT INTO keys(key) VALUES ('wifi'), ('email');
+      INSERT INTO switches(key_id, checked, revision, changed_at) VALUES (1, 0, 2, 200);
+      INSERT INTO switch_details(key_id, revision, expires_at, pending_until, pending)
+        VALUES (1, 2, 5000, 9000, '1000 1000 7 9000 1 boot-a');
+      INSERT INTO changes(revision, key_id, time, what, actor, actor_pid, user, key_previous)
+        VALUES (3, 2, 300, 1 | (1 << 13), 1000 | (1000 << 32), 7, 1000, NULL);
+      INSERT INTO change_details(revision, s_expires_at) VALUES (3, 6000);
+      INSERT INTO user_values(key, user, checked, revision, changed_at, expires_at)
+        VALUES ('email', 1001, 0, 1, 100, 7000);
+      UPDATE meta SET value = 3 WHERE name = 'revision';
+      UPDATE meta SET value = 2 WHERE name = 'checkpoint';
+      """
+    ) { store in
       let wifi = try #require(try store.loadSwitches().first { $0.key == "wifi" })
       #expect(wifi.state.expiresAt == 5000 && !wifi.state.expiryByAdministrator)
       #expect(wifi.state.pending?.makerIsAdministrator == false)
