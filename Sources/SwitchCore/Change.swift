@@ -95,7 +95,8 @@ extension Change {
   public var userValue: UserValue {
     UserValue(
       checked: state.checked, revision: revision, changedAt: time, expiresAt: state.expiresAt,
-      expiryByAdministrator: state.expiryByAdministrator)
+      expiryByAdministrator: state.expiryByAdministrator, pendingUntil: state.pendingUntil,
+      pending: state.pending)
   }
 
   /// Takes the committed change `changes[index]` into a copy of the

@@ -223,6 +223,18 @@ public struct TriedChange: Equatable, Hashable, Sendable {
 }
 
 extension Rules {
+  /// Who may settle `pending` (rule 20): its maker, any connection of the
+  /// same uid, or an administrator; nil when `caller` may.
+  static func settlingRefusal(
+    _ operation: Operation, key: String, _ pending: TriedChange, caller: Caller
+  ) -> Refusal? {
+    if caller.has(.administrator) { return nil }
+    if case .peer(let maker, _, _) = pending.maker, caller.uid == maker { return nil }
+    return .permissionDenied(
+      key: key, action: operation.verb,
+      requirement: "only the caller that made the change or an administrator may")
+  }
+
   /// `confirm` or `revert` of a tried change (rule 20): by its maker (any
   /// connection of the same uid) or an administrator; nothing pending is a
   /// no-op. A revert puts the value from before back, unless the switch was
@@ -232,13 +244,8 @@ extension Rules {
     _ operation: Operation, key: String, state: SwitchState, policy: PolicyRule?, caller: Caller
   ) -> Result<SwitchState?, Refusal> {
     guard let pending = state.pending else { return .success(nil) }
-    if !caller.has(.administrator) {
-      guard case .peer(let maker, _, _) = pending.maker, caller.uid == maker else {
-        return .failure(
-          .permissionDenied(
-            key: key, action: operation.verb,
-            requirement: "only the caller that made the change or an administrator may"))
-      }
+    if let refusal = settlingRefusal(operation, key: key, pending, caller: caller) {
+      return .failure(refusal)
     }
     var next = state
     next.pending = nil

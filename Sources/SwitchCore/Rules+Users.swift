@@ -16,12 +16,17 @@ extension Rules {
   public static func decideUserValue(
     _ operation: Operation, key: String, definition: SwitchDefinition?, record: SwitchRecord?,
     own: UserValue?, policy: PolicyRule?, caller: Caller, lasting: Lasting? = nil,
-    at time: Int64 = 0
+    at time: Int64 = 0, boot: BootMoment? = nil
   ) -> Result<UserDecision, Refusal> {
     guard let definition, let record else { return .failure(.unknownSwitch(key: key)) }
     let user = caller.subject
     if operation == .expire {
       return .success(expireOwn(definition, record, policy, user: user, own: own, at: time))
+    }
+    if operation.settlesTrial {
+      if !caller.mayActAs(user) { return .failure(actingAsRefusal(key: key, user: user)) }
+      return settleOwnTried(
+        operation, key: key, definition, record, policy, user: user, own: own, caller: caller)
     }
     if !operation.changesValue {
       if !caller.mayActAs(user) { return .failure(actingAsRefusal(key: key, user: user)) }
@@ -37,6 +42,8 @@ extension Rules {
     {
       return .failure(refusal)
     }
+    // Nobody writes a value that is being tried (rule 20): confirm or revert it first.
+    if own?.pending != nil { return .failure(.pending(key: key)) }
     // What this user reads, without a copy of the record (a write of a
     // user's value made three, callgrind).
     let seen = Visibility.value(record, own: own, defaultChecked: definition.defaultChecked)
@@ -60,10 +67,47 @@ extension Rules {
     if let refusal = authorizedValueRefusal(key: key, next: next, caller: caller) {
       return .failure(refusal)
     }
+    guard next != current else {
+      return .success(UserDecision(definition, record, policy, user: user, own: own, next: nil))
+    }
+    if case .confirmWithin(let seconds, let onDisconnect) = lasting, let boot {
+      var decision = UserDecision(definition, record, policy, user: user, own: own, next: next)
+      decision.pendingUntil = time + seconds * 1000
+      decision.pending = TriedChange(
+        maker: caller.actor, makerIsAdministrator: caller.isAdmin,
+        bootDeadline: boot.milliseconds + seconds * 1000, bootID: boot.id,
+        revertOnDisconnect: onDisconnect)
+      return .success(decision)
+    }
     return .success(
       UserDecision(
-        definition, record, policy, user: user, own: own, next: next == current ? nil : next,
+        definition, record, policy, user: user, own: own, next: next,
         expiresAt: lasting?.deadline(committedAt: time), expiryByAdministrator: caller.isAdmin))
+  }
+
+  /// `confirm` or `revert` of a user's tried change (rule 20), as
+  /// `settleTried` for a system switch: by its maker (any connection of the
+  /// same uid) or an administrator; nothing pending is a no-op. `confirm`
+  /// keeps the value (a change of the State only); `revert` puts the value
+  /// from before back unless a hold wins (`holdWinsOverUndo`).
+  static func settleOwnTried(
+    _ operation: Operation, key: String, _ definition: SwitchDefinition, _ record: SwitchRecord,
+    _ policy: PolicyRule?, user: UInt32, own: UserValue?, caller: Caller
+  ) -> Result<UserDecision, Refusal> {
+    guard let own, let pending = own.pending else {
+      return .success(UserDecision(definition, record, policy, user: user, own: own, next: nil))
+    }
+    if let refusal = settlingRefusal(operation, key: key, pending, caller: caller) {
+      return .failure(refusal)
+    }
+    let back =
+      operation == .revert
+      && !holdWinsOverUndo(
+        key: key, state: record.state, policy: policy,
+        makerIsAdministrator: pending.makerIsAdministrator)
+    return .success(
+      UserDecision(
+        definition, record, policy, user: user, own: own, next: back ? !own.checked : own.checked))
   }
 
   /// The end of a user's timed value whose deadline passed by `time`: their
@@ -198,6 +242,10 @@ public struct UserDecision: Equatable, Sendable {
   public var expiresAt: Int64?
   /// Whether an administrator set that timed value (`UserValue.expiryByAdministrator`).
   public var expiryByAdministrator: Bool
+  /// When the new value is tried (rule 20): its wall-clock deadline and the
+  /// tried change; nil for any other write, which ends a trial.
+  public var pendingUntil: Int64? = nil
+  public var pending: TriedChange? = nil
 
   public init(
     _ definition: SwitchDefinition, _ record: SwitchRecord, _ policy: PolicyRule?, user: UInt32,
@@ -229,6 +277,8 @@ public struct UserDecision: Equatable, Sendable {
     state.checked = next
     state.expiresAt = expiresAt
     state.expiryByAdministrator = expiryByAdministrator
+    state.pendingUntil = pendingUntil
+    state.pending = pending
     // The record's key: the same key, hashed when the record was made.
     return Change(
       revision: revision, time: time, key: record.hashedKey, cause: cause, actor: actor,

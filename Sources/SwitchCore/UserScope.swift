@@ -34,16 +34,22 @@ public struct UserValue: Equatable, Sendable {
   /// Whether an administrator (acting as the user) set the timed value:
   /// its end is judged as their write would be (`Rules.holdWinsOverUndo`).
   public var expiryByAdministrator: Bool
+  /// When this user's tried change reverts unless confirmed (rule 20), on
+  /// the wall clock; `pending` says who made it and its real deadline.
+  public var pendingUntil: Int64?
+  public var pending: TriedChange?
 
   public init(
     checked: Bool, revision: Int64, changedAt: Int64, expiresAt: Int64? = nil,
-    expiryByAdministrator: Bool = false
+    expiryByAdministrator: Bool = false, pendingUntil: Int64? = nil, pending: TriedChange? = nil
   ) {
     self.checked = checked
     self.revision = revision
     self.changedAt = changedAt
     self.expiresAt = expiresAt
     self.expiryByAdministrator = expiresAt != nil && expiryByAdministrator
+    self.pendingUntil = pendingUntil
+    self.pending = pending
   }
 }
 
@@ -143,12 +149,14 @@ public enum Visibility {
 
   /// The State a user reads of a user-scope switch: its switch-level
   /// `state` with what they read of its value (`value(...)`), and their
-  /// own value's timer (the switch itself never has a value timer).
+  /// own value's timer and tried change (the switch itself never has them).
   public static func state(_ state: SwitchState, checked: Bool, own: UserValue?) -> SwitchState {
     var seen = state
     seen.checked = checked
     seen.expiresAt = own?.expiresAt
     seen.expiryByAdministrator = own?.expiryByAdministrator ?? false
+    seen.pendingUntil = own?.pendingUntil
+    seen.pending = own?.pending
     return seen
   }
 

@@ -221,18 +221,17 @@ enum Commands {
       summary: "keep a tried change",
       description: """
         Keeps the change made to KEY with --confirm, before it reverts by itself. \
-        Only the user who made it, or an administrator, may. "(unchanged)" when \
-        nothing was being tried.
-        """,
-      user: .refused),
+        Only the user who made it, or an administrator, may; --user names whose \
+        value of a user-scope switch. "(unchanged)" when nothing was being tried.
+        """),
     CommandSpec(
       name: "revert", arguments: "KEY",
       summary: "undo a tried change now",
       description: """
         Puts back the value from before a change made to KEY with --confirm, now. \
-        Only the user who made it, or an administrator, may.
-        """,
-      user: .refused),
+        Only the user who made it, or an administrator, may; --user names whose \
+        value of a user-scope switch.
+        """),
     CommandSpec(
       name: "why", arguments: "KEY",
       summary: "explain a switch: value, holds, reasons, last change",

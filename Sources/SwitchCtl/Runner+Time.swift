@@ -55,7 +55,7 @@ extension Runner {
     let keep = KeepQuestion(until: until).ask()
     let settling: SwitchProtocol.Method = keep ? .confirm : .revert
     let settled = try decode(
-      try call(client, settling, try bareKeyParam(key)), as: WriteResult.self)
+      try call(client, settling, try keyParam(key)), as: WriteResult.self)
     console.out(keep ? "kept: " + Output.write(settled) : "reverted: " + Output.write(settled))
   }
 }

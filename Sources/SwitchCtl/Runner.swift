@@ -71,9 +71,9 @@ struct Runner {
     case .apply(let key):
       try write(.apply, try bareKeyParam(key))
     case .confirm(let key):
-      try write(.confirm, try bareKeyParam(key))
+      try write(.confirm, try keyParam(key))
     case .revert(let key):
-      try write(.revert, try bareKeyParam(key))
+      try write(.revert, try keyParam(key))
     case .history(let key, let limit, let before):
       var params = try userParam()
       if let key { params = try keyParam(key) }
@@ -114,7 +114,7 @@ struct Runner {
   /// `{"key": key}`, after checking the key's syntax here: a key that cannot
   /// exist is an unknown switch (exit 5), which the daemon would only call
   /// invalid params. It fails as the daemon's `UnknownSwitch` would.
-  private func keyParam(_ key: String) throws(Failure) -> [JSONMember] {
+  func keyParam(_ key: String) throws(Failure) -> [JSONMember] {
     try bareKeyParam(key) + userParam()
   }
 

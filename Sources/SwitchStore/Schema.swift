@@ -432,14 +432,18 @@ enum Schema {
   /// the value (SEMANTICS.md, after rule 22). A tried change keeps it in
   /// `pending`'s text (a seventh field; six, as older builds wrote: not an
   /// administrator). A value timed before this migration reads as a
-  /// non-administrator's: the hold wins, as it did.
+  /// non-administrator's: the hold wins, as it did. And a user's own value
+  /// may be tried (rule 20): `user_values` keeps its `pending_until` and
+  /// `pending`, as a switch's details do (the log has them already).
   static let undoMakers = Migration(
-    name: "who made a timed value: an administrator or not",
+    name: "who made a timed value, and users' tried changes",
     sql: """
       ALTER TABLE switch_details ADD COLUMN expiry_by_admin INTEGER NOT NULL DEFAULT 0;
       ALTER TABLE change_details ADD COLUMN s_expiry_by_admin INTEGER NOT NULL DEFAULT 0;
       ALTER TABLE change_details ADD COLUMN p_expiry_by_admin INTEGER NOT NULL DEFAULT 0;
       ALTER TABLE user_values ADD COLUMN expiry_by_admin INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE user_values ADD COLUMN pending_until INTEGER;
+      ALTER TABLE user_values ADD COLUMN pending TEXT;
       """)
 
   /// The schema version this build writes and reads.

@@ -137,25 +137,29 @@ struct StoreStatements {
       """
     /// Copies each user's newest value change in (?1, ?2] to its `user_values` row.
     static let checkpointUserRows = """
-      INSERT INTO user_values(key, user, checked, revision, changed_at, expires_at,
-          expiry_by_admin)
+      INSERT INTO user_values(\(userValueColumns))
         SELECT \(keyOfRow), user, \(ChangeWhat.checkedSQL), revision, time, s_expires_at,
-          coalesce(s_expiry_by_admin, 0)
+          coalesce(s_expiry_by_admin, 0), s_pending_until, s_pending
         FROM \(changeSource) WHERE revision IN
           (SELECT max(revision) FROM changes WHERE revision > ?1 AND revision <= ?2
            AND user IS NOT NULL GROUP BY key_id, user)
-      ON CONFLICT(key, user) DO UPDATE SET checked = excluded.checked,
-        revision = excluded.revision, changed_at = excluded.changed_at,
-        expires_at = excluded.expires_at, expiry_by_admin = excluded.expiry_by_admin
+      ON CONFLICT(key, user) DO UPDATE SET \(userValueUpdates)
       """
-    static let userValueColumns =
-      "key, user, checked, revision, changed_at, expires_at, expiry_by_admin"
+    static let userValueColumns = """
+      key, user, checked, revision, changed_at, expires_at, expiry_by_admin, pending_until, \
+      pending
+      """
+    /// What a user's newer value replaces of a row (every column but its key and user).
+    static let userValueUpdates = """
+      checked = excluded.checked, revision = excluded.revision, \
+      changed_at = excluded.changed_at, expires_at = excluded.expires_at, \
+      expiry_by_admin = excluded.expiry_by_admin, pending_until = excluded.pending_until, \
+      pending = excluded.pending
+      """
     static let loadUserValues = "SELECT \(userValueColumns) FROM user_values ORDER BY key, user"
     static let upsertUserValue = """
-      INSERT INTO user_values(\(userValueColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-      ON CONFLICT(key, user) DO UPDATE SET checked = excluded.checked,
-        revision = excluded.revision, changed_at = excluded.changed_at,
-        expires_at = excluded.expires_at, expiry_by_admin = excluded.expiry_by_admin
+      INSERT INTO user_values(\(userValueColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+      ON CONFLICT(key, user) DO UPDATE SET \(userValueUpdates)
       """
     /// The revision of a user's value as of the checkpoint.
     static let userValueRevision = "SELECT revision FROM user_values WHERE key = ?1 AND user = ?2"
@@ -406,15 +410,19 @@ extension SQLiteStatement {
     state.readOnlyUntil = optionalInt64(at: first + 1)
     state.disabledUntil = optionalInt64(at: first + 2)
     state.pendingUntil = optionalInt64(at: first + 3)
-    if let text = optionalText(at: first + 4) {
-      guard let pending = TriedChange(storageText: text) else {
-        throw .corrupt("a tried change is unreadable: '\(text)'", context: "`\(sql)` on \(path)")
-      }
-      state.pending = pending
-    }
+    state.pending = try optionalTriedChange(at: first + 4)
   }
 
-  /// Binds a `user_values` row to `?1`...`?7` (`SQL.userValueColumns`).
+  /// The tried change stored at `column` (`TriedChange.storageText`); nil for NULL.
+  private func optionalTriedChange(at column: Int32) throws(SQLiteError) -> TriedChange? {
+    guard let text = optionalText(at: column) else { return nil }
+    guard let tried = TriedChange(storageText: text) else {
+      throw .corrupt("a tried change is unreadable: '\(text)'", context: "`\(sql)` on \(path)")
+    }
+    return tried
+  }
+
+  /// Binds a `user_values` row to `?1`...`?9` (`SQL.userValueColumns`).
   func bindUserValue(key: String, user: UInt32, _ value: UserValue) throws(SQLiteError) {
     try bind(key, at: 1)
     try bind(Int64(user), at: 2)
@@ -423,6 +431,8 @@ extension SQLiteStatement {
     try bind(value.changedAt, at: 5)
     try bind(value.expiresAt, at: 6)
     try bind(value.expiryByAdministrator, at: 7)
+    try bind(value.pendingUntil, at: 8)
+    try bind(value.pending?.storageText, at: 9)
   }
 
   /// Reads a row selected with `SQL.userValueColumns` but for its key (the
@@ -436,7 +446,8 @@ extension SQLiteStatement {
       user,
       UserValue(
         checked: bool(at: 2), revision: int64(at: 3), changedAt: int64(at: 4),
-        expiresAt: optionalInt64(at: 5), expiryByAdministrator: bool(at: 6))
+        expiresAt: optionalInt64(at: 5), expiryByAdministrator: bool(at: 6),
+        pendingUntil: optionalInt64(at: 7), pending: try optionalTriedChange(at: 8))
     )
   }
 

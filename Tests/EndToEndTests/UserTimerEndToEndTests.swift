@@ -3,8 +3,9 @@ import SwitchProtocol
 import SwitchTestSupport
 import Testing
 
-/// Rule 21 on a user-scope switch against the real daemon: the timer is
-/// that user's ("my notifications off for an hour"). It ends as one change
+/// Rules 20 and 21 on a user-scope switch against the real daemon: the
+/// timer, and the tried change, are that user's ("my notifications off for
+/// an hour"). It ends as one change
 /// of that user's value, `cause: "expiry"` by switchd's timer; no other
 /// user's value moves; it is kept with the value (a kill loses nothing,
 /// a restart after the deadline carries it out once).
@@ -77,15 +78,98 @@ struct UserTimerEndToEndTests {
     #expect(write["switch"]?["revision"]?.int64Value == 3)
   }
 
-  @Test func aLaterWriteEndsTheTimerAndATriedChangeIsForSystemSwitches() throws {
+  @Test func aLaterWriteEndsTheTimer() throws {
     let daemon = try Self.fixture()
     let alice = try daemon.client(asUser: Self.alice)
     _ = try alice.result("set", #"{"key":"email.marketing","checked":false,"for":3600}"#)
     let back = try alice.result("toggle", #"{"key":"email.marketing"}"#)
     #expect(back["switch"]?["expiresAt"]?.isNull == true)
-    let tried = try alice.error(
-      "set", #"{"key":"email.marketing","checked":false,"confirmWithin":60}"#)
-    #expect(tried["data"]?["name"]?.stringValue == "InvalidParams")
-    #expect(tried["data"]?["param"]?.stringValue == "confirmWithin")
+  }
+
+  /// Rule 20 on a user's own value: tried by that user, no other write of
+  /// it while pending (Conflict), no other user's value touched, settled by
+  /// its maker (any connection of theirs) or an administrator naming the
+  /// user, and reverted at once when the maker's connection closes.
+  @Test func aUsersOwnValueCanBeTriedAndIsRevertedWhenTheirConnectionCloses() throws {
+    let daemon = try Self.fixture()
+    let root = try daemon.client()
+    let asAlice = #"{"key":"email.marketing","user":1000}"#
+    do {
+      let alice = try daemon.client(asUser: Self.alice)
+      let tried = try alice.result(
+        "set", #"{"key":"email.marketing","checked":false,"confirmWithin":600}"#)
+      #expect(tried["switch"]?["checked"]?.boolValue == false)
+      #expect(tried["switch"]?["pendingUntil"]?.isNull == false)
+      let again = try alice.error("toggle", #"{"key":"email.marketing"}"#)
+      #expect(again["data"]?["name"]?.stringValue == "Conflict")
+      #expect(again["data"]?["pending"]?.boolValue == true)
+      let bob = try daemon.client(asUser: Self.bob)
+      let bobs = try bob.result("get", #"{"key":"email.marketing"}"#)
+      #expect(bobs["checked"]?.boolValue == true && bobs["pendingUntil"]?.isNull == true)
+      #expect(try bob.result("confirm", #"{"key":"email.marketing"}"#)["changed"] == .bool(false))
+      let settlingAlices = try bob.error("confirm", asAlice)
+      #expect(settlingAlices["data"]?["name"]?.stringValue == "PermissionDenied")
+      #expect(try root.result("get", asAlice)["pendingUntil"]?.isNull == false)
+    }
+    // Alice's connection closed: her value is put back, by her.
+    #expect(try pollUntil { try root.result("get", asAlice)["pendingUntil"]?.isNull == true })
+    #expect(try root.result("get", asAlice)["checked"]?.boolValue == true)
+    let last = try root.result("history", #"{"key":"email.marketing","limit":1,"user":"*"}"#)
+    let entry = last["entries"]?.arrayValue?.first
+    #expect(entry?["cause"]?.stringValue == "revert")
+    #expect(entry?["user"]?.int64Value == 1000 && entry?["actor"]?["uid"]?.int64Value == 1000)
+  }
+
+  /// Kept by `confirm` from another connection of the maker's; an
+  /// administrator reverts another try by naming the user; a try survives a
+  /// restart of the daemon, and is reverted at start after a reboot.
+  @Test func aUsersTriedValueIsConfirmedRevertedAndKeptAcrossARestart() throws {
+    let daemon = try Self.fixture()
+    let keep =
+      #"{"key":"notifications.chat","checked":true,"confirmWithin":600,"#
+      + #""revertOnDisconnect":false}"#
+    let asAlice = #"{"key":"notifications.chat","user":1000}"#
+    let alice = try daemon.client(asUser: Self.alice)
+    _ = try alice.result("set", keep)
+    let kept = try daemon.client(asUser: Self.alice).result(
+      "confirm", #"{"key":"notifications.chat"}"#)
+    #expect(kept["changed"]?.boolValue == true)
+    #expect(
+      kept["switch"]?["checked"]?.boolValue == true
+        && kept["switch"]?["pendingUntil"]?.isNull == true)
+    _ = try alice.result(
+      "set", #"{"key":"notifications.chat","checked":false,"confirmWithin":600}"#)
+    // An administrator, through switchctl, names whose value.
+    let ctl = daemon.ctl(["--json", "--user", "\(Self.alice)", "revert", "notifications.chat"])
+    #expect(ctl.status == 0, "\(ctl.stderr)")
+    let reverted = try JSONParser.parse(Array(ctl.stdout.utf8), maxDepth: 64)
+    #expect(reverted["changed"]?.boolValue == true)
+    #expect(reverted["switch"]?["checked"]?.boolValue == true)
+    #expect(reverted["switch"]?["user"]?.int64Value == Int64(Self.alice))
+
+    _ = try alice.result(
+      "set",
+      #"{"key":"notifications.chat","checked":false,"confirmWithin":600,"#
+        + #""revertOnDisconnect":false}"#)
+    #expect(daemon.stop() == 0)
+    try daemon.start()
+    let after = try daemon.client()
+    let still = try after.result("get", asAlice)
+    #expect(still["checked"]?.boolValue == false && still["pendingUntil"]?.isNull == false)
+    // A reboot inside the window (another boot id in the stored try): reverted at start.
+    #expect(daemon.stop() == 0)
+    let rewrite = Durability.Python.execute(
+      daemon.databasePath,
+      """
+      UPDATE user_values SET pending = rtrim(pending, '0123456789abcdef-') || 'another-boot'
+        WHERE pending IS NOT NULL;
+      UPDATE change_details SET s_pending = rtrim(s_pending, '0123456789abcdef-') || 'another-boot'
+        WHERE s_pending IS NOT NULL;
+      """)
+    #expect(rewrite.status == 0, "\(rewrite.stderr)")
+    try daemon.start()
+    let booted = try daemon.client()
+    #expect(try pollUntil { try booted.result("get", asAlice)["pendingUntil"]?.isNull == true })
+    #expect(try booted.result("get", asAlice)["checked"]?.boolValue == true)
   }
 }

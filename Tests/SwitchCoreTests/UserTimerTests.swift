@@ -94,6 +94,45 @@ import Testing
     }
   }
 
+  /// Rule 20 on a user's own value: tried, not written by anyone while
+  /// pending, settled by its maker or an administrator acting as the user;
+  /// `confirm` a change of the State alone, `revert` the value back unless
+  /// a hold that fixes the value came since.
+  @Test func aUsersOwnValueIsTriedAndSettledByItsMakerOrAnAdministrator() throws {
+    let boot = BootMoment(milliseconds: 5_000, id: "boot-a")
+    let tried = try Rules.decideUserValue(
+      .set(checked: false, ifRevision: nil), key: Self.definition.key,
+      definition: Self.definition, record: Self.free, own: nil, policy: nil, caller: Self.alice,
+      lasting: .confirmWithin(seconds: 30, revertOnDisconnect: true), at: Self.now, boot: boot
+    ).get()
+    let own = try #require(Self.change(tried)).userValue
+    #expect(own.checked == false && own.pendingUntil == Self.now + 30_000 && own.expiresAt == nil)
+    #expect(own.pending?.maker == Self.alice.actor && own.pending?.bootDeadline == 35_000)
+    #expect(own.pending?.makerIsAdministrator == false)
+    let admin = UserScopeTests.admin.acting(as: 1000)
+    for caller in [Self.alice, admin] {
+      #expect(
+        throws: Refusal.pending(key: Self.definition.key),
+        performing: { try Self.decide(.toggle(ifRevision: nil), caller, own: own) })
+    }
+    let bobAsAlice = UserScopeTests.bob.acting(as: 1000)
+    #expect(throws: Refusal.self, performing: { try Self.decide(.confirm, bobAsAlice, own: own) })
+    let confirmed = try #require(Self.change(try Self.decide(.confirm, Self.alice, own: own)))
+    #expect(confirmed.state.checked == false && confirmed.fields == [.pendingUntil])
+    #expect(confirmed.userValue.pending == nil)
+    let reverted = try #require(Self.change(try Self.decide(.revert, admin, own: own)))
+    #expect(reverted.state.checked == true && reverted.userValue.pendingUntil == nil)
+    var fixed = Self.free.state
+    fixed.readOnly = true
+    fixed.heldBy = .admin
+    fixed.valueFixed = true
+    let held = SwitchRecord(key: Self.definition.key, state: fixed, revision: 2)
+    let kept = try #require(Self.change(try Self.decide(.revert, admin, record: held, own: own)))
+    #expect(kept.userValue.checked == false && kept.userValue.pending == nil)
+    // Nothing tried: a no-op.
+    #expect(try Self.decide(.confirm, Self.alice, own: confirmed.userValue).next == nil)
+  }
+
   @Test func underAHoldThatCameSinceOnlyTheTimerEnds() throws {
     let own = UserValue(
       checked: false, revision: 1, changedAt: Self.now, expiresAt: Self.now + 1000)

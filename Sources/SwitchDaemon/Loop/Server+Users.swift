@@ -56,9 +56,10 @@ extension Server {
     // The members between `checked` and `effective` do not depend on
     // `checked`, and are every user's alike but a user's own timer.
     let middle: [UInt8]
-    if let expiresAt = own?.expiresAt {
+    if let own, own.expiresAt != nil || own.pendingUntil != nil {
       var timed = state
-      timed.expiresAt = expiresAt
+      timed.expiresAt = own.expiresAt
+      timed.pendingUntil = own.pendingUntil
       middle = WireEncoding.switchMiddle(
         template: template, state: timed,
         policySource: Rules.policySource(state: state, rule: policy))

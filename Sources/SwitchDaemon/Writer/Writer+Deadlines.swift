@@ -23,14 +23,26 @@ struct DeadlineIndex {
   var moved = false
   /// Each user's timed value of a user-scope switch, by switch and uid.
   var byUser: [UserKey: Int64] = [:]
+  /// Each user's tried change of a user-scope switch, and the connection
+  /// that made it (as `tried` and `makers`).
+  var triedByUser: [UserKey: TriedChange] = [:]
+  var userMakers: [UserKey: UInt64] = [:]
   /// Users' timers whose end was handed to a group and not decided yet.
   var endingUsers: Set<UserKey> = []
 
-  mutating func note(_ key: String, user: UInt32, _ deadline: Int64?) {
-    if deadline == nil && byUser.isEmpty { return }
+  /// `user`'s value of `key` as it now is (nil: none): its timer and its trial.
+  mutating func note(_ key: String, user: UInt32, _ value: UserValue?) {
+    let deadline = value?.expiresAt
+    let pending = value?.pending
+    if deadline == nil && pending == nil && byUser.isEmpty && triedByUser.isEmpty { return }
     let timer = UserKey(key: key, user: user)
     if byUser[timer] != deadline {
       byUser[timer] = deadline
+      moved = true
+    }
+    if triedByUser[timer] != pending {
+      triedByUser[timer] = pending
+      if pending == nil { userMakers[timer] = nil }
       moved = true
     }
   }
@@ -59,7 +71,10 @@ struct DeadlineIndex {
   }
 
   var earliestBoot: Int64? {
-    tried.lazy.filter { !ending.contains($0.key) }.map(\.value.bootDeadline).min()
+    let switches = tried.lazy.filter { !ending.contains($0.key) }.map(\.value.bootDeadline).min()
+    let users = triedByUser.lazy.filter { !endingUsers.contains($0.key) }
+      .map(\.value.bootDeadline).min()
+    return [switches, users].compactMap { $0 }.min()
   }
 }
 
@@ -104,12 +119,13 @@ extension Writer {
     deadlines.byKey.removeAll(keepingCapacity: true)
     deadlines.tried.removeAll(keepingCapacity: true)
     deadlines.byUser.removeAll(keepingCapacity: true)
+    deadlines.triedByUser.removeAll(keepingCapacity: true)
     for (key, record) in records where catalog.switches[key] != nil {
       deadlines.note(key, record.state)
     }
     for (key, values) in users.values where catalog.switches[key]?.scope == .user {
-      for (user, value) in values where value.expiresAt != nil {
-        deadlines.note(key, user: user, value.expiresAt)
+      for (user, value) in values where value.expiresAt != nil || value.pending != nil {
+        deadlines.note(key, user: user, value)
       }
     }
     deadlines.moved = true
@@ -155,8 +171,22 @@ extension Writer {
           WriteRequest(ticket: nobody, key: key, operation: .expire, caller: Self.timerCaller)
         ))
     }
+    for (timer, tried) in deadlines.triedByUser where !deadlines.endingUsers.contains(timer) {
+      guard tried.isDue(at: boot) else { continue }
+      let order = tried.bootID == boot.id ? now - (boot.milliseconds - tried.bootDeadline) : 0
+      // Its maker, acting as the user: the revert of their own value.
+      due.append(
+        (
+          order, timer.key,
+          WriteRequest(
+            ticket: nobody, key: timer.key, operation: .revert,
+            caller: Self.revertCaller(tried).acting(as: timer.user))
+        ))
+    }
     for (timer, deadline) in deadlines.byUser
-    where deadline <= now && !deadlines.endingUsers.contains(timer) {
+    where deadline <= now && !deadlines.endingUsers.contains(timer)
+      && deadlines.triedByUser[timer] == nil
+    {
       // The timer acting as the user: the end of their own value (`writesUserValue`).
       due.append(
         (
@@ -202,6 +232,19 @@ extension Writer {
   func makerLeft(_ connection: UInt64) -> [GroupItem] {
     let nobody = Ticket(connection: 0, slot: 0, part: 0, id: .null)
     var items: [GroupItem] = []
+    let usersMade = deadlines.userMakers.filter { $0.value == connection }.keys
+    for timer in usersMade.sorted(by: { ($0.key, $0.user) < ($1.key, $1.user) }) {
+      deadlines.userMakers[timer] = nil
+      guard let tried = deadlines.triedByUser[timer], tried.revertOnDisconnect,
+        !deadlines.endingUsers.contains(timer)
+      else { continue }
+      deadlines.endingUsers.insert(timer)
+      items.append(
+        .write(
+          WriteRequest(
+            ticket: nobody, key: timer.key, operation: .revert,
+            caller: Self.revertCaller(tried).acting(as: timer.user))))
+    }
     for (key, maker) in deadlines.makers.sorted(by: { $0.key < $1.key }) where maker == connection {
       deadlines.makers[key] = nil
       guard let tried = deadlines.tried[key], tried.revertOnDisconnect,

@@ -38,7 +38,11 @@ extension Writer {
       !applying.heldBack.contains(where: { $0.connection == ticket.connection })
     else { return false }
     // Jobs come from callers (the timer's endings are not jobs).
-    if operation.changesValue && catalog.switches[key]?.scope == .user { return true }
+    if operation.changesValue || operation.settlesTrial,
+      catalog.switches[key]?.scope == .user
+    {
+      return true
+    }
     return catalog.dependencies.reach(of: key).allSatisfy { catalog.switches[$0]?.apply == nil }
   }
 
@@ -46,9 +50,11 @@ extension Writer {
   /// (`definition` is its switch's): it never runs a command nor touches
   /// dependents.
   func writesUserValue(_ write: borrowing WriteRequest, _ definition: SwitchDefinition?) -> Bool {
-    // The end of a user's timed value is the timer acting as that user.
+    // The end of a user's timed value is the timer acting as that user; a
+    // user's tried change is settled (or reverted at its end) as theirs.
     let ownValue =
-      write.operation.changesValue || (write.operation == .expire && write.caller.actingAs != nil)
+      write.operation.changesValue || write.operation.settlesTrial
+      || (write.operation == .expire && write.caller.actingAs != nil)
     return ownValue && definition?.scope == .user
   }
 
@@ -207,7 +213,7 @@ extension Writer {
         deadlines.note(change.key, change.previous)
       }
       for (key, user) in users.rollBack() {
-        deadlines.note(key, user: user, users.value(key, user: user)?.expiresAt)
+        deadlines.note(key, user: user, users.value(key, user: user))
       }
       revision = group.firstRevision
       logCommitFailure(error)
@@ -265,21 +271,6 @@ extension Writer {
       // Looked up once for the whole decision (a look-up hashes the key).
       let definition = catalog.switches[write.hashedKey]
       if writesUserValue(write, definition) {
-        if case .confirmWithin = write.lasting {
-          // A tried change guards a system switch a remote session needs
-          // (Wi-Fi over ssh); a user's own value is theirs to change back.
-          group.answers.append(
-            (
-              write.ticket,
-              .write(
-                .failure(
-                  .invalidParams(
-                    "confirmWithin is for system switches; \(write.key) is a user-scope switch",
-                    param: WireField.confirmWithin, key: write.key)))
-            ))
-          group.settle(place, writer: write.ticket.connection)
-          return nil
-        }
         // A user's own value: no apply command and no dependents (both
         // are for system switches), so it never waits.
         if let change = writeUserValue(write, definition, time: group.time, &group.answers) {

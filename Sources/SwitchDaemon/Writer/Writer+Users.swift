@@ -101,7 +101,8 @@ extension Writer {
     let decision = Rules.decideUserValue(
       write.operation, key: write.key, definition: definition, record: records[write.hashedKey],
       own: users.value(write.hashedKey, user: user), policy: catalog.policies[write.hashedKey],
-      caller: write.caller, lasting: write.lasting, at: time)
+      caller: write.caller, lasting: write.lasting, at: time,
+      boot: write.lasting.map { _ in bootMoment })
     let decided: UserDecision
     // Consumed: the Result was copied and destroyed three times (callgrind).
     switch consume decision {
@@ -121,7 +122,11 @@ extension Writer {
     revision += 1
     let value = change.userValue
     users.set(write.hashedKey, user: user, value)
-    deadlines.note(write.key, user: user, value.expiresAt)
+    deadlines.note(write.key, user: user, value)
+    if case .confirmWithin = write.lasting {
+      deadlines.userMakers[UserKey(hashedKey: write.hashedKey, user: user)] =
+        write.ticket.connection
+    }
     answers.append((write.ticket, .write(.success(WriteOutcome(decided, changed: true, value)))))
     return change
   }
