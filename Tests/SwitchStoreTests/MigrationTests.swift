@@ -417,6 +417,7 @@ import Testing
       for (table, column) in [
         ("switch_details", "expiry_by_admin"), ("change_details", "s_expiry_by_admin"),
         ("change_details", "p_expiry_by_admin"), ("user_values", "expiry_by_admin"),
+        ("user_values", "pending_until"), ("user_values", "pending"),
       ] {
         #expect(
           try store.connection.textRows(

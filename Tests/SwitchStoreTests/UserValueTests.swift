@@ -58,8 +58,8 @@ import Testing
     }
   }
 
-  /// A user's timed value (rule 21): its deadline is kept in the log's
-  /// row and, after the checkpoint, in `user_values`.
+  /// A user's timed value (rule 21) and tried change (rule 20): kept in
+  /// the log's row and, after the checkpoint, in `user_values`.
   @Test func aUsersTimerIsKeptWithTheValue() throws {
     try withTemporaryDirectory { directory in
       let path = directory + "/s.db"
@@ -69,13 +69,22 @@ import Testing
       timed.state.expiresAt = 1_800_000_000_000
       // An administrator set it (acting as the user): kept with the deadline.
       timed.state.expiryByAdministrator = true
-      try store.commit([timed, Self.userChange(2, user: 1001, checked: false)])
+      // And a user's tried change (rule 20), with its maker and boot deadline.
+      var tried = Self.userChange(2, user: 1001, checked: false)
+      let trial = TriedChange(
+        maker: .peer(uid: 1001, gid: 1001, pid: 5), makerIsAdministrator: false,
+        bootDeadline: 35_000, bootID: "boot-a", revertOnDisconnect: true)
+      tried.state.pendingUntil = 1_800_000_030_000
+      tried.state.pending = trial
+      try store.commit([timed, tried])
       let expected: UserValues = [
         "email": [
           1000: UserValue(
             checked: false, revision: 1, changedAt: sampleChange(1).time,
             expiresAt: 1_800_000_000_000, expiryByAdministrator: true),
-          1001: UserValue(checked: false, revision: 2, changedAt: sampleChange(2).time),
+          1001: UserValue(
+            checked: false, revision: 2, changedAt: sampleChange(2).time,
+            pendingUntil: 1_800_000_030_000, pending: trial),
         ]
       ]
       #expect(try store.loadUserValues() == expected)
