@@ -34,12 +34,12 @@ public enum Operation: Equatable, Sendable {
     }
   }
 
-  /// set, toggle and reset: they change a value, which is a user's own
-  /// on a user-scope switch; the others act on the switch for everyone
-  /// (`apply` needs the same privilege as a write but changes no value).
   /// `confirm` and `revert`: they settle a tried change of a value (rule 20).
   public var settlesTrial: Bool { self == .confirm || self == .revert }
 
+  /// set, toggle and reset: they change a value, which is a user's own
+  /// on a user-scope switch; the others act on the switch for everyone
+  /// (`apply` needs the same privilege as a write but changes no value).
   public var changesValue: Bool {
     switch self {
     case .set, .toggle, .reset: return true

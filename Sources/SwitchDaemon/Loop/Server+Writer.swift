@@ -153,7 +153,17 @@ extension Server {
     case .refused(.pending(let key)):
       var now = JSONWriter(capacity: 512)
       writeSwitchAsSeen(&now, key: key, for: caller, viewpoint: .user(caller.subject))
-      let revision = records[key]?.revision ?? 0
+      // The revision the caller reads: a user's own value has its own.
+      var revision = records[key]?.revision ?? 0
+      if let record = records[key], let definition = catalog.switches[key],
+        definition.scope == .user
+      {
+        revision =
+          Visibility.value(
+            record, own: userValues[key]?[caller.subject],
+            defaultChecked: definition.defaultChecked
+          ).revision
+      }
       Self.writeResponse(
         &w, to: ticket, error: .pendingConflict(key: key, revision: revision),
         switchObject: now.bytes)

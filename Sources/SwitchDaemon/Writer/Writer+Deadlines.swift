@@ -216,6 +216,17 @@ extension Writer {
     return due.map { .write($0.item) }
   }
 
+  /// Whether a revert switchd queued itself (at a deadline, or when the
+  /// maker's connection closed) still stands when it is decided: the writes
+  /// before it in its group may have settled the trial it was queued for
+  /// and tried another, which is neither due nor its maker's gone. (The
+  /// revert's caller may settle any trial, so the rules cannot tell.)
+  func queuedRevertStands(_ pending: TriedChange?, maker: UInt64?) -> Bool {
+    // Nothing pending: the rules make it a no-op.
+    guard let pending else { return true }
+    return pending.isDue(at: bootMoment) || (pending.revertOnDisconnect && maker == nil)
+  }
+
   /// An ending was decided (committed, or found to change nothing).
   func endingDecided(_ key: String) {
     if deadlines.ending.remove(key) != nil { deadlines.moved = true }

@@ -51,11 +51,13 @@ extension Writer {
   /// dependents.
   func writesUserValue(_ write: borrowing WriteRequest, _ definition: SwitchDefinition?) -> Bool {
     // The end of a user's timed value is the timer acting as that user; a
-    // user's tried change is settled (or reverted at its end) as theirs.
-    let ownValue =
-      write.operation.changesValue || write.operation.settlesTrial
+    // user's tried change is settled (or reverted at its end) as theirs,
+    // unless the switch itself has one (tried while it was a system switch:
+    // a reload changed its scope), which is settled as the switch's.
+    guard definition?.scope == .user else { return false }
+    if write.operation.settlesTrial { return records[write.hashedKey]?.state.pending == nil }
+    return write.operation.changesValue
       || (write.operation == .expire && write.caller.actingAs != nil)
-    return ownValue && definition?.scope == .user
   }
 
   /// The connections that sent `jobs`' writes (in job order, repeats
@@ -273,11 +275,27 @@ extension Writer {
       if writesUserValue(write, definition) {
         // A user's own value: no apply command and no dependents (both
         // are for system switches), so it never waits.
-        if let change = writeUserValue(write, definition, time: group.time, &group.answers) {
+        let user = write.caller.subject
+        let stands =
+          write.ticket.connection != 0 || write.operation != .revert
+          || queuedRevertStands(
+            users.value(write.hashedKey, user: user)?.pending,
+            maker: deadlines.userMakers[UserKey(hashedKey: write.hashedKey, user: user)])
+        if stands,
+          let change = writeUserValue(write, definition, time: group.time, &group.answers)
+        {
           group.changes.append(change)
         }
-        if write.ticket.connection == 0 { userEndingDecided(write.key, write.caller.subject) }
+        if write.ticket.connection == 0 { userEndingDecided(write.key, user) }
         group.settle(place, writer: write.ticket.connection)
+        return nil
+      }
+      if write.ticket.connection == 0, write.operation == .revert,
+        !queuedRevertStands(
+          records[write.hashedKey]?.state.pending, maker: deadlines.makers[write.key])
+      {
+        endingDecided(write.key)
+        group.settle(place, writer: 0)
         return nil
       }
       // A write back from its command holds its keys; one from the queue
