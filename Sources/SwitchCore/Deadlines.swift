@@ -225,7 +225,7 @@ public struct TriedChange: Equatable, Hashable, Sendable {
 extension Rules {
   /// Who may settle `pending` (rule 20): its maker, any connection of the
   /// same uid, or an administrator; nil when `caller` may.
-  static func settlingRefusal(
+  public static func settlingRefusal(
     _ operation: Operation, key: String, _ pending: TriedChange, caller: Caller
   ) -> Refusal? {
     if caller.has(.administrator) { return nil }

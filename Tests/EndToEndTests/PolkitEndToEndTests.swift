@@ -194,6 +194,22 @@ struct PolkitEndToEndTests {
     #expect(held.status == 3, "\(held.stderr)\n\(world.logs)")
   }
 
+  /// Rule 20: the maker keeps or undoes its own tried change without
+  /// asking polkit (it was asked `io.switchd.administer`, which a user who
+  /// may only write does not have).
+  @Test func theMakerSettlesItsTriedChangeWithoutAdministering() throws {
+    let world = try PolkitWorld(rules: ["50-write.rules": Self.grant("io.switchd.write")])
+    let daemon = try Self.daemon(world)
+    for settle in ["confirm", "revert"] {
+      let tried = daemon.ctl(
+        ["--no-ask-password", "toggle", "wifi", "--confirm", "10m", "--no-ask"], asUser: Self.user)
+      #expect(tried.status == 0, "\(tried.stderr)\n\(world.logs)")
+      let settled = daemon.ctl(["--no-ask-password", settle, "wifi"], asUser: Self.user)
+      #expect(settled.status == 0, "\(settle): \(settled.stderr)\n\(world.logs)")
+      #expect(!settled.stdout.contains("unchanged"), "\(settle): \(settled.stdout)")
+    }
+  }
+
   @Test func aWouldNeedAuthenticationAnswerIsNotLostToALaterNo() throws {
     // write: NO; administer: the shipped default (auth_admin without a session).
     let rule = """

@@ -120,6 +120,24 @@ struct UserTimerEndToEndTests {
     #expect(entry?["user"]?.int64Value == 1000 && entry?["actor"]?["uid"]?.int64Value == 1000)
   }
 
+  /// Nobody confirms: at its deadline (the boot clock's) the user's value
+  /// is put back, one change of theirs.
+  @Test func aUsersTriedValueIsRevertedAtItsDeadline() throws {
+    let daemon = try Self.fixture()
+    let alice = try daemon.client(asUser: Self.alice)
+    _ = try alice.result(
+      "set",
+      #"{"key":"notifications.chat","checked":true,"confirmWithin":1,"revertOnDisconnect":false}"#)
+    #expect(
+      try pollUntil {
+        try alice.result("get", #"{"key":"notifications.chat"}"#)["pendingUntil"]?.isNull == true
+      })
+    #expect(
+      try alice.result("get", #"{"key":"notifications.chat"}"#)["checked"]?.boolValue == false)
+    let last = try alice.result("history", #"{"key":"notifications.chat","limit":1}"#)
+    #expect(last["entries"]?.arrayValue?.first?["cause"]?.stringValue == "revert")
+  }
+
   /// Kept by `confirm` from another connection of the maker's; an
   /// administrator reverts another try by naming the user; a try survives a
   /// restart of the daemon, and is reverted at start after a reboot.

@@ -131,6 +131,17 @@ import Testing
     #expect(kept.userValue.checked == false && kept.userValue.pending == nil)
     // Nothing tried: a no-op.
     #expect(try Self.decide(.confirm, Self.alice, own: confirmed.userValue).next == nil)
+    // A trial an administrator made of Alice's value is theirs to settle, not hers.
+    let byAdmin = try Rules.decideUserValue(
+      .set(checked: false, ifRevision: nil), key: Self.definition.key,
+      definition: Self.definition, record: Self.free, own: nil, policy: nil, caller: admin,
+      lasting: .confirmWithin(seconds: 30, revertOnDisconnect: true), at: Self.now, boot: boot
+    ).get()
+    let adminsTrial = try #require(Self.change(byAdmin)).userValue
+    #expect(adminsTrial.pending?.makerIsAdministrator == true)
+    #expect(
+      throws: Refusal.self,
+      performing: { try Self.decide(.confirm, Self.alice, own: adminsTrial) })
   }
 
   @Test func underAHoldThatCameSinceOnlyTheTimerEnds() throws {

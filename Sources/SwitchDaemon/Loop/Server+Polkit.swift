@@ -45,6 +45,16 @@ extension Server {
   func changeQuestion(_ key: String, _ operation: Operation, caller: Caller) -> PolkitQuestion? {
     guard caller.asksPolkit, let definition = catalog.switches[key], let record = records[key]
     else { return nil }
+    if operation.settlesTrial {
+      // Rule 20: the maker settles its own tried change without asking
+      // anyone (any connection of its uid); only someone else needs to
+      // administer. Nothing pending is a no-op for anyone.
+      let pending =
+        record.state.pending
+        ?? (definition.scope == .user ? userValues[key]?[caller.subject]?.pending : nil)
+      guard let pending, Rules.settlingRefusal(operation, key: key, pending, caller: caller) != nil
+      else { return nil }
+    }
     var current = record.state.checked
     if definition.scope == .user {
       current =
