@@ -103,6 +103,9 @@ struct UserTimerEndToEndTests {
       let again = try alice.error("toggle", #"{"key":"email.marketing"}"#)
       #expect(again["data"]?["name"]?.stringValue == "Conflict")
       #expect(again["data"]?["pending"]?.boolValue == true)
+      // The revision Alice reads: her value's, not the switch's.
+      #expect(again["data"]?["revision"] == tried["switch"]?["revision"])
+      #expect(again["data"]?["revision"]?.int64Value != 0)
       let bob = try daemon.client(asUser: Self.bob)
       let bobs = try bob.result("get", #"{"key":"email.marketing"}"#)
       #expect(bobs["checked"]?.boolValue == true && bobs["pendingUntil"]?.isNull == true)
