@@ -154,12 +154,7 @@ extension Writer {
       guard tried.isDue(at: boot) else { continue }
       // A tried change of another boot goes first: its deadline means nothing now.
       let order = tried.bootID == boot.id ? now - (boot.milliseconds - tried.bootDeadline) : 0
-      due.append(
-        (
-          order, key,
-          WriteRequest(
-            ticket: nobody, key: key, operation: .revert, caller: Self.revertCaller(tried))
-        ))
+      due.append((order, key, Self.queuedRevert(key, tried, user: nil)))
     }
     for (key, deadline) in deadlines.byKey
     where deadline <= now && !deadlines.ending.contains(key)
@@ -175,13 +170,7 @@ extension Writer {
       guard tried.isDue(at: boot) else { continue }
       let order = tried.bootID == boot.id ? now - (boot.milliseconds - tried.bootDeadline) : 0
       // Its maker, acting as the user: the revert of their own value.
-      due.append(
-        (
-          order, timer.key,
-          WriteRequest(
-            ticket: nobody, key: timer.key, operation: .revert,
-            caller: Self.revertCaller(tried).acting(as: timer.user))
-        ))
+      due.append((order, timer.key, Self.queuedRevert(timer.key, tried, user: timer.user)))
     }
     for (timer, deadline) in deadlines.byUser
     where deadline <= now && !deadlines.endingUsers.contains(timer)
@@ -241,32 +230,40 @@ extension Writer {
   /// A connection closed: the tried changes it made with
   /// `revertOnDisconnect` are reverted at once, by their maker.
   func makerLeft(_ connection: UInt64) -> [GroupItem] {
-    let nobody = Ticket(connection: 0, slot: 0, part: 0, id: .null)
     var items: [GroupItem] = []
     let usersMade = deadlines.userMakers.filter { $0.value == connection }.keys
     for timer in usersMade.sorted(by: { ($0.key, $0.user) < ($1.key, $1.user) }) {
       deadlines.userMakers[timer] = nil
-      guard let tried = deadlines.triedByUser[timer], tried.revertOnDisconnect,
-        !deadlines.endingUsers.contains(timer)
-      else { continue }
-      deadlines.endingUsers.insert(timer)
-      items.append(
-        .write(
-          WriteRequest(
-            ticket: nobody, key: timer.key, operation: .revert,
-            caller: Self.revertCaller(tried).acting(as: timer.user))))
+      if let tried = Self.revertsOnLeaving(
+        timer, deadlines.triedByUser[timer], ending: &deadlines.endingUsers)
+      {
+        items.append(.write(Self.queuedRevert(timer.key, tried, user: timer.user)))
+      }
     }
     for (key, maker) in deadlines.makers.sorted(by: { $0.key < $1.key }) where maker == connection {
       deadlines.makers[key] = nil
-      guard let tried = deadlines.tried[key], tried.revertOnDisconnect,
-        !deadlines.ending.contains(key)
-      else { continue }
-      deadlines.ending.insert(key)
-      items.append(
-        .write(
-          WriteRequest(
-            ticket: nobody, key: key, operation: .revert, caller: Self.revertCaller(tried))))
+      if let tried = Self.revertsOnLeaving(key, deadlines.tried[key], ending: &deadlines.ending) {
+        items.append(.write(Self.queuedRevert(key, tried, user: nil)))
+      }
     }
     return items
+  }
+
+  /// `tried` when its maker's leaving reverts it (`revertOnDisconnect`),
+  /// and its ending is not under way already (then marked so).
+  private static func revertsOnLeaving<Key: Hashable>(
+    _ key: Key, _ tried: TriedChange?, ending: inout Set<Key>
+  ) -> TriedChange? {
+    guard let tried, tried.revertOnDisconnect, ending.insert(key).inserted else { return nil }
+    return tried
+  }
+
+  /// The revert switchd queues of `tried` (the switch's, or `user`'s own
+  /// value): by its maker, answered to nobody.
+  static func queuedRevert(_ key: String, _ tried: TriedChange, user: UInt32?) -> WriteRequest {
+    let maker = revertCaller(tried)
+    return WriteRequest(
+      ticket: Ticket(connection: 0, slot: 0, part: 0, id: .null), key: key, operation: .revert,
+      caller: user.map { maker.acting(as: $0) } ?? maker)
   }
 }
