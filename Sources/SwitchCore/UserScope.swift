@@ -36,8 +36,13 @@ public struct UserValue: Equatable, Sendable {
   public var expiryByAdministrator: Bool
   /// When this user's tried change reverts unless confirmed (rule 20), on
   /// the wall clock; `pending` says who made it and its real deadline.
-  public var pendingUntil: Int64?
-  public var pending: TriedChange?
+  public var pendingUntil: Int64? { trial?.pendingUntil }
+  public var pending: TriedChange? { trial?.pending }
+  /// The two, boxed: nearly no value is tried, and a TriedChange (its boot
+  /// id a String) in every value made each copy of one, in the writer's and
+  /// the loop's tables, go through its value witnesses (a user's toggle
+  /// cost ~2.5k instructions more, callgrind); a nil reference costs none.
+  private var trial: UserTrial?
 
   public init(
     checked: Bool, revision: Int64, changedAt: Int64, expiresAt: Int64? = nil,
@@ -48,8 +53,25 @@ public struct UserValue: Equatable, Sendable {
     self.changedAt = changedAt
     self.expiresAt = expiresAt
     self.expiryByAdministrator = expiresAt != nil && expiryByAdministrator
+    if let pendingUntil, let pending {
+      trial = UserTrial(pendingUntil: pendingUntil, pending: pending)
+    }
+  }
+}
+
+/// A user's tried change, as `UserValue` keeps it: immutable, so a value
+/// stays a value.
+final class UserTrial: Equatable, Sendable {
+  let pendingUntil: Int64
+  let pending: TriedChange
+
+  init(pendingUntil: Int64, pending: TriedChange) {
     self.pendingUntil = pendingUntil
     self.pending = pending
+  }
+
+  static func == (a: UserTrial, b: UserTrial) -> Bool {
+    a === b || (a.pendingUntil == b.pendingUntil && a.pending == b.pending)
   }
 }
 
