@@ -62,34 +62,22 @@ extension Rules {
     case .unlock, .enable, .apply, .expire, .confirm, .revert:
       break
     }
-    // A value write and a lock set or ended the value's timer above: one
-    // that gives the same deadline again keeps it (`until` the same time).
-    return settledDeadlines(
-      consume next, from: state, valueTimerDecided: operation.changesValue || isLock(operation))
+    return settledDeadlines(consume next)
   }
 
-  private static func isLock(_ operation: Operation) -> Bool {
-    if case .lock = operation { return true }
-    return false
-  }
-
-  /// The time fields that no longer mean anything once `next` replaced
-  /// `state`: a value that changed by other means ends its timer, a hold
-  /// that is gone has no end (a policy's is its schedule's, set by
-  /// `applyPolicy`, and stays while the policy holds).
+  /// The time fields that no longer mean anything in `next`: a hold that
+  /// is gone has no end (a policy's is its schedule's, set by
+  /// `applyPolicy`, and stays while the policy holds). The value's timer is
+  /// not among them: a write of the value and a `lock` with one set or end
+  /// it themselves (`timed`), so one given the same deadline again keeps
+  /// it (`until` the same time), and a tried change, the one other thing
+  /// that moves a value, has none.
   /// `next` is consumed: the State handed back is it, not a copy (a copy
   /// and a destroy of every write's State, callgrind).
-  /// `valueTimerDecided`: the operation set or ended the value's timer
-  /// itself, so a deadline equal to the one before is a new timer's.
-  public static func settledDeadlines(
-    _ next: consuming SwitchState, from state: SwitchState, valueTimerDecided: Bool = false
-  ) -> SwitchState {
+  public static func settledDeadlines(_ next: consuming SwitchState) -> SwitchState {
     // Nothing to clear (nearly every write): no copy made and set back.
     guard next.hasDeadlines else { return next }
     var next = next
-    if !valueTimerDecided && next.checked != state.checked && next.expiresAt == state.expiresAt {
-      next.expiresAt = nil
-    }
     if next.heldBy == nil { next.readOnlyUntil = nil }
     if next.disabledBy == nil { next.disabledUntil = nil }
     return next

@@ -153,7 +153,7 @@ import Testing
     var unlocked = held
     unlocked.readOnly = false
     unlocked.heldBy = nil
-    #expect(Rules.settledDeadlines(unlocked, from: held).readOnlyUntil == nil)
+    #expect(Rules.settledDeadlines(unlocked).readOnlyUntil == nil)
     // A scheduled policy's hold shows its window's end, which no timer of
     // the switch's carries out: the schedule lifts it (one policy change).
     var policy = held
@@ -161,7 +161,7 @@ import Testing
     policy.disabled = true
     policy.disabledBy = .policy
     policy.disabledUntil = 5
-    #expect(Rules.settledDeadlines(policy, from: policy) == policy)
+    #expect(Rules.settledDeadlines(policy) == policy)
     #expect(policy.nextDeadline == nil)
     #expect(Self.expired(policy, at: 10) == nil)
   }

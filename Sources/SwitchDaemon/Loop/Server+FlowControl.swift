@@ -183,9 +183,6 @@ extension Server {
     // Once the peer is gone, a call that wants an answer is not started
     // (no one can read it); one that wants none was complete when sent.
     if connection.hungUp && request.answer != nil { return .drop }
-    // A call that came with a varlink Watch, after it: never answered, as
-    // a frame after it is never taken (`Connection.varlinkWatchStreams`).
-    if connection.varlinkWatchStreams { return .wait }
     // Reads wait for the writes before them (read your writes); writes
     // wait once a connection has many in flight, so a client that
     // never reads cannot queue answers without bound. Everything waits

@@ -210,7 +210,18 @@ extension Writer {
   /// before it in its group may have settled the trial it was queued for
   /// and tried another, which is neither due nor its maker's gone. (The
   /// revert's caller may settle any trial, so the rules cannot tell.)
-  func queuedRevertStands(_ pending: TriedChange?, maker: UInt64?) -> Bool {
+  /// `ownValue`: the revert is of the user's own value (`writesUserValue`).
+  func queuedRevertStands(_ write: borrowing WriteRequest, ownValue: Bool) -> Bool {
+    let pending: TriedChange?
+    let maker: UInt64?
+    if ownValue {
+      let timer = UserKey(hashedKey: write.hashedKey, user: write.caller.subject)
+      pending = users.value(write.hashedKey, user: timer.user)?.pending
+      maker = deadlines.userMakers[timer]
+    } else {
+      pending = records[write.hashedKey]?.state.pending
+      maker = deadlines.makers[write.key]
+    }
     // Nothing pending: the rules make it a no-op.
     guard let pending else { return true }
     return pending.isDue(at: bootMoment) || (pending.revertOnDisconnect && maker == nil)

@@ -272,30 +272,26 @@ extension Writer {
     case .write(let write):
       // Looked up once for the whole decision (a look-up hashes the key).
       let definition = catalog.switches[write.hashedKey]
-      if writesUserValue(write, definition) {
-        // A user's own value: no apply command and no dependents (both
-        // are for system switches), so it never waits.
-        let user = write.caller.subject
-        let stands =
-          write.ticket.connection != 0 || write.operation != .revert
-          || queuedRevertStands(
-            users.value(write.hashedKey, user: user)?.pending,
-            maker: deadlines.userMakers[UserKey(hashedKey: write.hashedKey, user: user)])
-        if stands,
-          let change = writeUserValue(write, definition, time: group.time, &group.answers)
-        {
-          group.changes.append(change)
+      let ownValue = writesUserValue(write, definition)
+      if write.ticket.connection == 0, write.operation == .revert,
+        !queuedRevertStands(write, ownValue: ownValue)
+      {
+        if ownValue {
+          userEndingDecided(write.key, write.caller.subject)
+        } else {
+          endingDecided(write.key)
         }
-        if write.ticket.connection == 0 { userEndingDecided(write.key, user) }
-        group.settle(place, writer: write.ticket.connection)
+        group.settle(place, writer: 0)
         return nil
       }
-      if write.ticket.connection == 0, write.operation == .revert,
-        !queuedRevertStands(
-          records[write.hashedKey]?.state.pending, maker: deadlines.makers[write.key])
-      {
-        endingDecided(write.key)
-        group.settle(place, writer: 0)
+      if ownValue {
+        // A user's own value: no apply command and no dependents (both
+        // are for system switches), so it never waits.
+        if let change = writeUserValue(write, definition, time: group.time, &group.answers) {
+          group.changes.append(change)
+        }
+        if write.ticket.connection == 0 { userEndingDecided(write.key, write.caller.subject) }
+        group.settle(place, writer: write.ticket.connection)
         return nil
       }
       // A write back from its command holds its keys; one from the queue
