@@ -44,6 +44,9 @@ public struct UserValue: Equatable, Sendable {
   /// cost ~2.5k instructions more, callgrind); a nil reference costs none.
   private var trial: UserTrial?
 
+  /// Whether a timer is due for it: a timed value, or a tried change.
+  public var hasDeadlines: Bool { expiresAt != nil || trial != nil }
+
   public init(
     checked: Bool, revision: Int64, changedAt: Int64, expiresAt: Int64? = nil,
     expiryByAdministrator: Bool = false, pendingUntil: Int64? = nil, pending: TriedChange? = nil

@@ -18,7 +18,7 @@ struct Migration: Sendable {
 enum Schema {
   static let migrations: [Migration] = [
     changeLog, keyChains, applyCommands, userValues, systemActors, deadlines, compactLog,
-    packedLog, packedActor, keyNumbers, numberedSwitches, undoMakers,
+    packedLog, packedActor, keyNumbers, numberedSwitches, undoMakers, userDeadlines,
   ]
 
   /// 1: switches, the change log, and the global revision.
@@ -444,6 +444,17 @@ enum Schema {
       ALTER TABLE user_values ADD COLUMN expiry_by_admin INTEGER NOT NULL DEFAULT 0;
       ALTER TABLE user_values ADD COLUMN pending_until INTEGER;
       ALTER TABLE user_values ADD COLUMN pending TEXT;
+      """)
+
+  /// 13: the users' values that have deadlines, indexed apart: the start reads every value's
+  /// four common columns, and the deadlines of only these (a million values, four columns
+  /// fewer each, ~0.8G instructions of a start-up's 2.6G on the writer's thread, callgrind).
+  /// The expression is `SQL.withDeadlines`, which must say the same for SQLite to use it.
+  static let userDeadlines = Migration(
+    name: "users' values with deadlines indexed",
+    sql: """
+      CREATE INDEX user_values_with_deadlines ON user_values(key, user)
+        WHERE expires_at IS NOT NULL OR pending_until IS NOT NULL;
       """)
 
   /// The schema version this build writes and reads.

@@ -156,7 +156,18 @@ struct StoreStatements {
       expiry_by_admin = excluded.expiry_by_admin, pending_until = excluded.pending_until, \
       pending = excluded.pending
       """
-    static let loadUserValues = "SELECT \(userValueColumns) FROM user_values ORDER BY key, user"
+    /// Every user's value but its deadlines (`loadUserDeadlines` adds them to the few that
+    /// have one).
+    static let loadUserValues = """
+      SELECT key, user, checked, revision, changed_at FROM user_values ORDER BY key, user
+      """
+    /// The deadlines of the values that have one, through the partial index of migration 13
+    /// (`INDEXED BY`: without it, an error, not a scan of every value).
+    static let loadUserDeadlines = """
+      SELECT key, user, expires_at, expiry_by_admin, pending_until, pending
+      FROM user_values INDEXED BY user_values_with_deadlines
+      WHERE expires_at IS NOT NULL OR pending_until IS NOT NULL
+      """
     static let upsertUserValue = """
       INSERT INTO user_values(\(userValueColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
       ON CONFLICT(key, user) DO UPDATE SET \(userValueUpdates)
@@ -274,6 +285,7 @@ struct StoreStatements {
   let checkpointDetailRows: SQLiteStatement
   let checkpointUserRows: SQLiteStatement
   let loadUserValues: SQLiteStatement
+  let loadUserDeadlines: SQLiteStatement
   let upsertUserValue: SQLiteStatement
   let userValueRevision: SQLiteStatement
   let newestInTail: SQLiteStatement
@@ -313,6 +325,7 @@ struct StoreStatements {
     checkpointDetailRows = try connection.prepareCached(SQL.checkpointDetailRows)
     checkpointUserRows = try connection.prepareCached(SQL.checkpointUserRows)
     loadUserValues = try connection.prepareCached(SQL.loadUserValues)
+    loadUserDeadlines = try connection.prepareCached(SQL.loadUserDeadlines)
     upsertUserValue = try connection.prepareCached(SQL.upsertUserValue)
     userValueRevision = try connection.prepareCached(SQL.userValueRevision)
     newestInTail = try connection.prepareCached(SQL.newestInTail)
@@ -435,20 +448,31 @@ extension SQLiteStatement {
     try bind(value.pending?.storageText, at: 9)
   }
 
-  /// Reads a row selected with `SQL.userValueColumns` but for its key (the
-  /// caller, loading many rows, compares the key's bytes and makes a String
-  /// only when it changes).
+  /// Reads a row of `SQL.loadUserValues` but for its key (the caller,
+  /// loading many rows, compares the key's bytes and makes a String only
+  /// when it changes): a value with no deadlines.
   func readUserValue() throws(SQLiteError) -> (user: UInt32, value: UserValue) {
+    (
+      try readUser(),
+      UserValue(checked: bool(at: 2), revision: int64(at: 3), changedAt: int64(at: 4))
+    )
+  }
+
+  /// Reads a row of `SQL.loadUserDeadlines` into `value`, its row's value
+  /// as `readUserValue` read it.
+  func readUserDeadlines(into value: UserValue) throws(SQLiteError) -> UserValue {
+    UserValue(
+      checked: value.checked, revision: value.revision, changedAt: value.changedAt,
+      expiresAt: optionalInt64(at: 2), expiryByAdministrator: bool(at: 3),
+      pendingUntil: optionalInt64(at: 4), pending: try optionalTriedChange(at: 5))
+  }
+
+  /// The uid in column 1 of a `user_values` row.
+  func readUser() throws(SQLiteError) -> UInt32 {
     guard let user = UInt32(exactly: int64(at: 1)) else {
       throw .corrupt("a user value has a uid out of range", context: "`\(sql)` on \(path)")
     }
-    return (
-      user,
-      UserValue(
-        checked: bool(at: 2), revision: int64(at: 3), changedAt: int64(at: 4),
-        expiresAt: optionalInt64(at: 5), expiryByAdministrator: bool(at: 6),
-        pendingUntil: optionalInt64(at: 7), pending: try optionalTriedChange(at: 8))
-    )
+    return user
   }
 
   /// Binds `changes[index]` as row `row` of an `insertChanges` statement,

@@ -41,8 +41,18 @@ extension SwitchStore {
   public func loadUserValues(sharing keys: KeyInterner = KeyInterner()) throws(StoreError)
     -> UserValues
   {
+    try loadUserValuesAndDeadlines(sharing: keys).values
+  }
+
+  /// `loadUserValues`, and which of the values may have deadlines (a timed value or a tried
+  /// change; the value loaded says): a superset of those that have one, since a newer value
+  /// of the log's tail may have replaced a row's. So whoever arms their timers need not read a million values to find a few.
+  public func loadUserValuesAndDeadlines(sharing keys: KeyInterner = KeyInterner())
+    throws(StoreError) -> (values: UserValues, withDeadlines: [(key: HashedKey, user: UInt32)])
+  {
     try run { () throws(SQLiteError) in
       var values: UserValues = [:]
+      var withDeadlines: [(key: HashedKey, user: UInt32)] = []
       let statement = statements.loadUserValues
       defer { statement.reset() }
       // Rows come in primary-key order, a key's users together: each key is
@@ -67,13 +77,25 @@ extension SwitchStore {
         users[user] = value
       }
       if let key { values[key] = users }
+      let deadlines = statements.loadUserDeadlines
+      defer { deadlines.reset() }
+      while try deadlines.step() {
+        let key = HashedKey(keys.shared(deadlines.text(at: 0)))
+        let user = try deadlines.readUser()
+        // The writer is the file's only writer (`LockFile`), not yet writing: the row is there.
+        guard let value = values[key]?[user] else { continue }
+        values[key]?[user] = try deadlines.readUserDeadlines(into: value)
+        withDeadlines.append((key, user))
+      }
       // The chains of the tail's users (each newest last); any other user's chain is looked
       // up on its first commit (`startChain`), from its row: there may be millions.
       var tailChains: [ChainKey: Int64] = [:]
       try forEachChangeAfterCheckpoint { change in
         if let user = change.user {
           let key = keys.shared(change.hashedKey)
-          values[key, default: [:]][user] = change.userValue
+          let value = change.userValue
+          values[key, default: [:]][user] = value
+          if value.hasDeadlines { withDeadlines.append((key, user)) }
           tailChains[ChainKey(hashedKey: key, user: user)] = change.revision
         }
       }
@@ -81,7 +103,7 @@ extension SwitchStore {
         chains[chain] = openedChain(newest: newest)
       }
       tailChainsLoaded.users = true
-      return values
+      return (values, withDeadlines)
     }
   }
 

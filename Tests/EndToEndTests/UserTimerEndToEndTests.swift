@@ -78,6 +78,23 @@ struct UserTimerEndToEndTests {
     #expect(write["switch"]?["revision"]?.int64Value == 3)
   }
 
+  /// A reload looks up every timer again: a user's timer set since the
+  /// start (not among the values loaded with one) still ends, once.
+  @Test func aUsersTimerSetSinceTheStartOutlivesAReload() throws {
+    let daemon = try Self.fixture()
+    let root = try daemon.client()
+    _ = try root.result("watch", #"{"keys":["email.marketing"],"user":1000}"#)
+    let alice = try daemon.client(asUser: Self.alice)
+    _ = try alice.result("set", #"{"key":"email.marketing","checked":false,"for":1}"#)
+    #expect(
+      try root.nextEvent()["fields"]?.arrayValue == [.string("checked"), .string("expiresAt")])
+    _ = try root.result("reload")
+    let expiry = try root.nextEvent()
+    #expect(expiry["cause"]?.stringValue == "expiry")
+    #expect(expiry["user"] == .int(1000))
+    #expect(try alice.result("get", #"{"key":"email.marketing"}"#).checked == true)
+  }
+
   @Test func aLaterWriteEndsTheTimer() throws {
     let daemon = try Self.fixture()
     let alice = try daemon.client(asUser: Self.alice)

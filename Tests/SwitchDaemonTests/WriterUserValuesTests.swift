@@ -39,6 +39,36 @@ import Testing
     #expect(users.values["chat"] == nil, "a key whose last value went back is gone")
   }
 
+  /// What a rebuild of the timers reads: the values with deadlines now,
+  /// whether loaded with one, set with one since, or put back with one by
+  /// a failed commit; a value whose deadline went is forgotten.
+  @Test func theValuesWithDeadlinesAreKnownWithoutReadingEveryValue() {
+    var timed = Self.value(false, 1)
+    timed.expiresAt = 1_800_000_000_000
+    var users = WriterUserValues()
+    users.load(
+      ["email": [1000: timed, 1001: Self.value(true, 2)]],
+      withDeadlines: [UserKey(key: "email", user: 1000)])
+    #expect(users.withDeadlines().map(\.user) == [1000])
+    users.set("chat", user: 1002, timed)
+    users.committed()
+    #expect(users.withDeadlines().map(\.user).sorted() == [1000, 1002])
+    users.set("email", user: 1000, Self.value(true, 3))
+    users.committed()
+    #expect(users.withDeadlines().map(\.user) == [1002])
+    // A failed commit puts back a value with a deadline the rebuild forgot.
+    users.set("chat", user: 1002, Self.value(true, 4))
+    users.committed()
+    #expect(users.withDeadlines().isEmpty)
+    users.set("chat", user: 1002, Self.value(false, 5))
+    _ = users.rollBack()
+    #expect(users.withDeadlines().isEmpty)
+    users.load(["chat": [1002: timed]], withDeadlines: [])
+    users.set("chat", user: 1002, Self.value(true, 6))
+    _ = users.rollBack()
+    #expect(users.withDeadlines().map(\.key) == ["chat"])
+  }
+
   @Test func theCheckpointWritesEachCommittedValueOnce() {
     var users = WriterUserValues()
     users.set("email", user: 1000, Self.value(false, 1))

@@ -89,10 +89,35 @@ import Testing
       ]
       #expect(try store.loadUserValues() == expected)
       try store.checkpointFromLog()
+      // A value with none, after the checkpoint: in the log's tail.
+      try store.commit([Self.userChange(3, user: 1002, checked: false)])
       store.close()
       let reopened = try SwitchStore(path: path)
       defer { reopened.close() }
-      #expect(try reopened.loadUserValues() == expected)
+      let loaded = try reopened.loadUserValuesAndDeadlines()
+      #expect(loaded.values["email"]?[1000] == expected["email"]?[1000])
+      #expect(loaded.values["email"]?[1001] == expected["email"]?[1001])
+      #expect(loaded.values["email"]?[1002]?.hasDeadlines == false)
+      // The two with deadlines, from their rows (through migration 13's
+      // index); not the value without.
+      #expect(loaded.withDeadlines.map(\.user).sorted() == [1000, 1001])
+      #expect(loaded.withDeadlines.allSatisfy { $0.key.string == "email" })
+    }
+  }
+
+  /// The log's tail, read after the rows, names every value it leaves
+  /// with deadlines, and only those.
+  @Test func theTailNamesItsValuesWithDeadlines() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db")
+      defer { store.close() }
+      try store.insertNew([SwitchRecord(key: "email", state: SwitchState(checked: true))])
+      var timed = Self.userChange(1, user: 1000, checked: false)
+      timed.state.expiresAt = 1_800_000_000_000
+      try store.commit([timed, Self.userChange(2, user: 1001, checked: false)])
+      let loaded = try store.loadUserValuesAndDeadlines()
+      #expect(loaded.withDeadlines.map(\.user) == [1000])
+      #expect(loaded.values["email"]?[1000]?.expiresAt == 1_800_000_000_000)
     }
   }
 

@@ -123,10 +123,9 @@ extension Writer {
     for (key, record) in records where catalog.switches[key] != nil {
       deadlines.note(key, record.state)
     }
-    for (key, values) in users.values where catalog.switches[key]?.scope == .user {
-      for (user, value) in values where value.expiresAt != nil || value.pending != nil {
-        deadlines.note(key, user: user, value)
-      }
+    for (key, user, value) in users.withDeadlines()
+    where catalog.switches[key]?.scope == .user {
+      deadlines.note(key, user: user, value)
     }
     deadlines.moved = true
   }

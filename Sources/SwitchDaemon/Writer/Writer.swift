@@ -132,14 +132,16 @@ final class Writer {
       try healthChecked()
       try store.checkpointFromLog()
     }
-    let userValues = try store.loadUserValues(sharing: catalog.sharedKeys)
+    let userValues = try store.loadUserValuesAndDeadlines(sharing: catalog.sharedKeys)
     try healthChecked()
     let writer = Writer(
       store: store, configDirectory: configDirectory, catalog: catalog, records: records,
       revision: try store.currentRevision(), oldestRetained: try store.oldestRetainedRevision(),
       checkpointed: try store.checkpointRevision(), log: log, pool: ApplyPool(results: jobs),
       checks: CheckThread(jobs: jobs, log: log))
-    writer.users.values = userValues
+    writer.users.load(
+      userValues.values,
+      withDeadlines: userValues.withDeadlines.map { UserKey(hashedKey: $0.key, user: $0.user) })
     // Every switch with a command is applied: the machine may have booted,
     // or switchd crashed between a command and its commit.
     _ = try writer.apply(
