@@ -275,10 +275,9 @@ public struct UserDecision: Equatable, Sendable {
     if record.state.valueFixed { previous.checked = own?.checked ?? definition.defaultChecked }
     var state = previous
     state.checked = next
-    state.expiresAt = expiresAt
-    state.expiryByAdministrator = expiryByAdministrator
-    state.pendingUntil = pendingUntil
-    state.pending = pending
+    state.setUserDeadlines(
+      expiresAt: expiresAt, byAdministrator: expiryByAdministrator, pendingUntil: pendingUntil,
+      pending: pending)
     // The record's key: the same key, hashed when the record was made.
     return Change(
       revision: revision, time: time, key: record.hashedKey, cause: cause, actor: actor,

@@ -178,10 +178,9 @@ public enum Visibility {
   public static func state(_ state: SwitchState, checked: Bool, own: UserValue?) -> SwitchState {
     var seen = state
     seen.checked = checked
-    seen.expiresAt = own?.expiresAt
-    seen.expiryByAdministrator = own?.expiryByAdministrator ?? false
-    seen.pendingUntil = own?.pendingUntil
-    seen.pending = own?.pending
+    seen.setUserDeadlines(
+      expiresAt: own?.expiresAt, byAdministrator: own?.expiryByAdministrator ?? false,
+      pendingUntil: own?.pendingUntil, pending: own?.pending)
     return seen
   }
 
