@@ -205,7 +205,7 @@ public final class SwitchStore {
     do throws(SQLiteError) {
       self.statements = try StoreStatements(connection)
     } catch {
-      // A statement of this build that names a table or column the file
+      // A statement of this build that names a table, column or index the file
       // of its version lacks: the schema in the file is not the one the
       // migrations made, damaged (a byte of its text changed: the health
       // check cannot see it) or edited by hand. Any other failure is
@@ -214,7 +214,7 @@ public final class SwitchStore {
       // of an older version is migrated first, whose own statements then
       // fail on such text: not checked before it is written.)
       if healthCheckPending { try Self.quickCheck(connection, path: path) }
-      let missing = ["no such table", "no such column", "has no column named"]
+      let missing = ["no such table", "no such column", "has no column named", "no such index"]
       guard error.code == SQLITE_ERROR, missing.contains(where: error.message.contains) else {
         throw StoreError(error, path: path)
       }

@@ -242,6 +242,9 @@ import Testing
     /// changed, or an edit by hand): the file reads, quick_check passes,
     /// and switchd's statements do not prepare.
     case columnNameInTheSchema
+    /// An index of the schema renamed in its text: switchd's statement that
+    /// reads through it (`INDEXED BY`) does not prepare.
+    case indexNameInTheSchema
   }
 
   /// A damaged database is never silently replaced or repaired: switchd
@@ -283,6 +286,16 @@ import Testing
         PRAGMA writable_schema = ON;
         UPDATE sqlite_schema SET sql = replace(sql, 'p_read_only ', 'p_read_onlx ')
           WHERE name = 'change_details';
+        """)
+      #expect(edited.status == 0, "\(edited.stderr)")
+    case .indexNameInTheSchema:
+      let edited = Durability.Python.execute(
+        path,
+        """
+        PRAGMA writable_schema = ON;
+        UPDATE sqlite_schema SET name = 'user_values_with_deadlinex',
+          sql = replace(sql, 'user_values_with_deadlines', 'user_values_with_deadlinex')
+          WHERE name = 'user_values_with_deadlines';
         """)
       #expect(edited.status == 0, "\(edited.stderr)")
     }
