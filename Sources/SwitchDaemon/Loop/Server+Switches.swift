@@ -340,9 +340,12 @@ extension Server {
 
   /// Whether the declared switch at `position` has a record. It always
   /// has (the writer inserts it); one that does not is left out of lists.
-  /// Its object kept is proof enough, without a look-up.
+  /// Its object kept is proof enough, without a look-up; else the look-up
+  /// finds it without copying the record out (a user-scope switch's `get`
+  /// as a user: ~400 instructions, callgrind).
   func isStored(at position: Int) -> Bool {
-    encodings.state(at: position) != nil || records[catalog.sortedKeys[position]] != nil
+    encodings.state(at: position) != nil
+      || records.index(forKey: catalog.sortedKeys[position]) != nil
   }
 
   /// The positions of the declared keys with `prefix`: a search to the

@@ -33,7 +33,7 @@ extension Server {
   ) {
     let key = catalog.sortedKeys[position]
     guard encodings.isUserScoped(at: position), case .user(let uid) = viewpoint,
-      let record = records[key],
+      case let hashed = HashedKey(key), let record = records[hashed],
       let template = encodings.template(at: position, definition: { catalog.switches[key] })
     else {
       let scope: Scope = encodings.isUserScoped(at: position) ? .user : .system
@@ -50,7 +50,8 @@ extension Server {
       return
     }
     let state = record.state
-    let own = userValues[key]?[uid]
+    // Read in place: `userValues[key]` copied the key's table of users out.
+    let own = userValues.index(forKey: hashed).flatMap { userValues[slot: $0][uid] }
     let seen = Visibility.value(record, own: own, defaultChecked: template.defaultChecked)
     let policy = policy(of: key, holding: state)
     // The members between `checked` and `effective` do not depend on
