@@ -46,7 +46,8 @@ extension SwitchStore {
 
   /// `loadUserValues`, and which of the values may have deadlines (a timed value or a tried
   /// change; the value loaded says): a superset of those that have one, since a newer value
-  /// of the log's tail may have replaced a row's. So whoever arms their timers need not read a million values to find a few.
+  /// of the log's tail may have replaced a row's. So whoever arms their timers need not read
+  /// a million values to find a few.
   public func loadUserValuesAndDeadlines(sharing keys: KeyInterner = KeyInterner())
     throws(StoreError) -> (values: UserValues, withDeadlines: [(key: HashedKey, user: UInt32)])
   {

@@ -87,13 +87,14 @@ struct WriterUserValues {
   /// The values that have deadlines now, the others forgotten.
   mutating func withDeadlines() -> [(key: String, user: UInt32, value: UserValue)] {
     var found: [(key: String, user: UInt32, value: UserValue)] = []
+    var kept: Set<UserKey> = []
     for candidate in mayHaveDeadlines {
-      if let value = value(candidate.hashedKey, user: candidate.user), value.hasDeadlines {
-        found.append((candidate.key, candidate.user, value))
-      } else {
-        mayHaveDeadlines.remove(candidate)
-      }
+      guard let value = value(candidate.hashedKey, user: candidate.user), value.hasDeadlines
+      else { continue }
+      found.append((candidate.key, candidate.user, value))
+      kept.insert(candidate)
     }
+    mayHaveDeadlines = kept
     return found
   }
 
