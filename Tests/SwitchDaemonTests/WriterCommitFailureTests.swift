@@ -17,6 +17,31 @@ import Testing
   fileprivate static let toggleBluetooth = WriterHarness.Write(
     key: "bluetooth", operation: .toggle(ifRevision: nil))
 
+  /// A confirm whose commit fails leaves the tried change as it was, and
+  /// its maker with it: the maker's connection closing still reverts it
+  /// (`wifi` a system switch, `email` the maker's own value).
+  @Test(arguments: ["wifi", "email"])
+  func aSettlingThatFailsToCommitKeepsTheTrialsMaker(key: String) throws {
+    let harness = try WriterHarness()
+    let writer = harness.writer
+    _ = writer.commitGroup([
+      QueuedRevertTests.write(
+        key, .set(checked: false, ifRevision: nil), connection: 1,
+        lasting: QueuedRevertTests.trial)
+    ])
+    try harness.failInserts(where: "1")
+    let refused = writer.commitGroup([QueuedRevertTests.write(key, .confirm, connection: 1)])
+    #expect(refused.changes.isEmpty)
+    try harness.stopFailing()
+    let queued = writer.makerLeft(1)
+    #expect(queued.count == 1, "the maker was forgotten")
+    _ = writer.commitGroup(queued)
+    let after =
+      key == "email"
+      ? writer.users.value(key, user: 1000)?.checked : writer.records[key]?.state.checked
+    #expect(after == true)
+  }
+
   @Test func aFailedCommitChangesNothingAndTheNextOneWorks() throws {
     let harness = try WriterHarness()
     let before = harness.initial.records

@@ -185,6 +185,10 @@ extension Writer {
       time: wallClockMilliseconds(), firstRevision: revision, buffers: &groupBuffers)
     defer { group.giveBack(to: &groupBuffers) }
     group.reserveCapacity(items.count)
+    // Who made each tried change, as before the group: a confirm or revert
+    // forgets its maker, and a failed commit puts the trial back (a copy of
+    // each table is a retain; it is copied whole only when a write changes it).
+    let makersBefore = (deadlines.makers, deadlines.userMakers)
     for index in items.indices {
       // Reading `items[index]` copied the item, a retain for each reference
       // in it, and released the copy after (callgrind); a swap moves it.
@@ -217,6 +221,7 @@ extension Writer {
       for (key, user) in users.rollBack() {
         deadlines.note(key, user: user, users.value(key, user: user))
       }
+      (deadlines.makers, deadlines.userMakers) = makersBefore
       revision = group.firstRevision
       logCommitFailure(error)
       return settleAlone(group.settled.map { group.item(at: $0, of: items) }, after: error)
