@@ -470,9 +470,13 @@ enum Schema {
   ///
   /// The version is read again under the write lock, so two processes opening the same new file
   /// cannot both run migration 1. Returns the version found, for the caller's newer-schema check
-  /// (this function refuses nothing and does not go backwards).
+  /// (this function refuses nothing and does not go backwards). When it migrates, `verify`
+  /// runs on the migrated schema before the commit: what it throws rolls the migrations back,
+  /// so a file refused after migrating is left as it was.
   @discardableResult
-  static func migrate(_ connection: SQLiteConnection) throws(SQLiteError) -> Int32 {
+  static func migrate(
+    _ connection: SQLiteConnection, verify: () throws(SQLiteError) -> Void = {}
+  ) throws(SQLiteError) -> Int32 {
     try connection.execute("BEGIN IMMEDIATE")
     do throws(SQLiteError) {
       let found = try version(of: connection)
@@ -491,6 +495,7 @@ enum Schema {
         }
         // PRAGMA takes no bound parameters; the value is our own integer, not input.
         try connection.execute("PRAGMA user_version = \(currentVersion)")
+        try verify()
       }
       try connection.execute("COMMIT")
       return found

@@ -180,6 +180,8 @@ public final class SwitchStore {
     guard found <= Schema.currentVersion else {
       throw .newerSchema(path: path, found: found, supported: Schema.currentVersion)
     }
+    /// This build's statements, when a migration prepared them before its commit.
+    var verified: StoreStatements?
     switch mode {
     case .readWrite:
       if healthCheck == .alongside, found == Schema.currentVersion,
@@ -189,7 +191,7 @@ public final class SwitchStore {
         try Self.run(path) { () throws(SQLiteError) in try Self.setDurability(connection) }
         healthCheckPending = true
       } else {
-        try Self.prepareWriter(connection, path: path)
+        verified = try Self.prepareWriter(connection, path: path, found: found)
       }
     case .readOnly:
       guard found == Schema.currentVersion else {
@@ -202,25 +204,16 @@ public final class SwitchStore {
       }
     }
     self.connection = connection
-    do throws(SQLiteError) {
-      self.statements = try StoreStatements(connection)
-    } catch {
-      // A statement of this build that names a table, column or index the file
-      // of its version lacks: the schema in the file is not the one the
-      // migrations made, damaged (a byte of its text changed: the health
-      // check cannot see it) or edited by hand. Any other failure is
-      // reported as it came (a fault of switchd's own SQL is not damage).
-      // The health check speaks first when it is still to come. (A file
-      // of an older version is migrated first, whose own statements then
-      // fail on such text: not checked before it is written.)
-      if healthCheckPending { try Self.quickCheck(connection, path: path) }
-      let missing = ["no such table", "no such column", "has no column named", "no such index"]
-      guard error.code == SQLITE_ERROR, missing.contains(where: error.message.contains) else {
-        throw StoreError(error, path: path)
+    if let verified {
+      self.statements = verified
+    } else {
+      do throws(SQLiteError) {
+        self.statements = try StoreStatements(connection)
+      } catch {
+        // The health check speaks first when it is still to come.
+        if healthCheckPending { try Self.quickCheck(connection, path: path) }
+        throw Self.schemaFault(error, path: path, version: found)
       }
-      throw .damaged(
-        path: path,
-        detail: "its schema is not the one of version \(Schema.currentVersion): \(error.message)")
     }
     if mode == .readWrite { files = DatabaseFiles(path: path) }
   }
@@ -240,9 +233,26 @@ public final class SwitchStore {
 
   // MARK: Private
 
+  /// Why a statement of this build or of a migration did not prepare on
+  /// the file at `version`. Naming a table, column or index the file lacks
+  /// means its schema is not the one the migrations made: damaged (a byte
+  /// of its text changed, which the health check cannot see) or edited by
+  /// hand. Any other failure is reported as it came (a fault of switchd's
+  /// own SQL is not damage).
+  static func schemaFault(_ error: SQLiteError, path: String, version: Int32) -> StoreError {
+    let missing = ["no such table", "no such column", "has no column named", "no such index"]
+    guard error.code == SQLITE_ERROR, missing.contains(where: error.message.contains) else {
+      return StoreError(error, path: path)
+    }
+    return .damaged(
+      path: path, detail: "its schema is not the one of version \(version): \(error.message)")
+  }
+
   /// The writer's settings, its health check and its migrations.
-  static func prepareWriter(_ connection: SQLiteConnection, path: String)
-    throws(StoreError)
+  /// - Returns: this build's statements, prepared on the migrated schema
+  ///   before the migrations' commit (nil when the file needed none).
+  static func prepareWriter(_ connection: SQLiteConnection, path: String, found: Int32)
+    throws(StoreError) -> StoreStatements?
   {
     // Checked before anything writes: switching to WAL rewrites the header of
     // a file in rollback-journal mode, and a damaged file is left as it was.
@@ -260,7 +270,19 @@ public final class SwitchStore {
       try connection.execute("PRAGMA journal_mode=WAL")
       try setDurability(connection)
     }
-    try run(path) { () throws(SQLiteError) in try Schema.migrate(connection) }
+    // A file whose schema text is damaged in a part its migrations leave
+    // alone migrates cleanly, and only this build's statements then fail on
+    // it: they are prepared before the commit, which their failure rolls
+    // back, so a file refused is left at its version as it was.
+    var statements: StoreStatements?
+    do throws(SQLiteError) {
+      try Schema.migrate(connection) { () throws(SQLiteError) in
+        statements = try StoreStatements(connection)
+      }
+    } catch {
+      throw schemaFault(error, path: path, version: found)
+    }
+    return statements
   }
 
   /// A connection to `path` through `vfs`. A reader opens read-write too,

@@ -245,6 +245,11 @@ import Testing
     /// An index of the schema renamed in its text: switchd's statement that
     /// reads through it (`INDEXED BY`) does not prepare.
     case indexNameInTheSchema
+    /// As `columnNameInTheSchema`, in a file of the version before this
+    /// build's: its migration does not touch that table and runs cleanly,
+    /// and is rolled back when this build's statements then do not prepare
+    /// (the file keeps its version and its bytes).
+    case columnNameInTheSchemaOfAnOlderVersion
   }
 
   /// A damaged database is never silently replaced or repaired: switchd
@@ -296,6 +301,18 @@ import Testing
         UPDATE sqlite_schema SET name = 'user_values_with_deadlinex',
           sql = replace(sql, 'user_values_with_deadlines', 'user_values_with_deadlinex')
           WHERE name = 'user_values_with_deadlines';
+        """)
+      #expect(edited.status == 0, "\(edited.stderr)")
+    case .columnNameInTheSchemaOfAnOlderVersion:
+      // Schema 12: migration 13 adds only this index, on `user_values`.
+      let edited = Durability.Python.execute(
+        path,
+        """
+        DROP INDEX user_values_with_deadlines;
+        PRAGMA user_version = 12;
+        PRAGMA writable_schema = ON;
+        UPDATE sqlite_schema SET sql = replace(sql, 'p_read_only ', 'p_read_onlx ')
+          WHERE name = 'change_details';
         """)
       #expect(edited.status == 0, "\(edited.stderr)")
     }

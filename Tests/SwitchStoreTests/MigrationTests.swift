@@ -363,6 +363,41 @@ import Testing
     }
   }
 
+  /// A file of an older version whose schema text lacks a column: damage,
+  /// found whether a migration's statement or this build's names it, and
+  /// the file stays at its version (the migrations are rolled back).
+  @Test(arguments: [
+    // Migration 7 moves the rare columns to details: it reads `s_invalid_reason`.
+    (version: 6, table: "changes", column: "s_invalid_reason"),
+    // Migration 13 adds an index only: this build's statements read it.
+    (version: 12, table: "change_details", column: "p_read_only"),
+  ])
+  func anOlderFileWhoseSchemaLacksAColumnIsRefusedAsDamagedUnmigrated(
+    version: Int, table: String, column: String
+  ) throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let old = try database(
+        at: path, version: version,
+        extraSQL: """
+          PRAGMA writable_schema = ON;
+          UPDATE sqlite_schema SET sql = replace(sql, '\(column) ', 'renamed_column ')
+            WHERE name = '\(table)';
+          """)
+      old.close()
+      let error = storeError { () throws(StoreError) in try SwitchStore(path: path).close() }
+      guard case .damaged(_, let detail)? = error else {
+        Issue.record("expected .damaged, got \(String(describing: error))")
+        return
+      }
+      #expect(detail.contains("version \(version)"), "\(detail)")
+      #expect(detail.contains(column), "\(detail)")
+      let reopened = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READONLY)
+      defer { reopened.close() }
+      #expect(try Schema.version(of: reopened) == Int32(version))
+    }
+  }
+
   /// How schema 7 and earlier name each cause (migration 8 maps these).
   static func storedName(_ cause: Cause) -> String {
     switch cause {
