@@ -148,6 +148,23 @@ extension Bench {
           redisDurable: true, calls: calls, instructionsTarget: .ratioAtMost(2.0),
           syscallsTarget: .atMostReferencePlus(1), config: kindsConfig))
     }
+    // A switch others follow: a toggle of airplane mode changes it and each
+    // radio that conflicts with it, in one call; Redis sets as many keys
+    // with one MSET. No target: each call is that many changes, each with
+    // its log row and its details (the reason), Benchmarks/README.md, stop 58.
+    let followers = Self.kindWriters
+    let manyKeys = ["MSET"] + (0...followers).flatMap { ["follow.k\($0)", value] }
+    pairs.append(
+      Pair(
+        name:
+          "durable toggle of a switch \(followers) others follow, \(connections) connections",
+        peerName: "Redis MSET of \(followers + 1) keys, appendfsync always",
+        switchd: closedLoop(connections, newlines: 1, check: .jsonRPC) { _ in
+          rpc("toggle", "{\"key\":\"airplane-mode\"}")
+        },
+        redis: closedLoop(connections, newlines: 1, check: .resp) { _ in resp(manyKeys) },
+        redisDurable: true, calls: calls, instructionsTarget: .none, syscallsTarget: .none,
+        config: kindsConfig))
     // Each call a switch no call changed before (and, for Redis, a key no
     // call set before): the first change of each switch after a start reads
     // and writes more than a switch's next ones (its chain, Benchmarks/README.md, stop 50).

@@ -24,16 +24,55 @@ public struct Dependencies: Sendable {
   /// mode hashed "airplane-mode" on every toggle (with the copies, ~90 of
   /// the ~0.8k settling costs a toggle of `wifi`, callgrind, shipped
   /// `Config/`; the rest is the look-up of airplane mode's record).
+  /// The reasons are written here too, and the dependents are entries:
+  /// a toggle of airplane mode built each reason and walked its dependents
+  /// through Sets and tables of Strings, ~15k of its ~73k (callgrind).
   private final class Entry: Sendable {
-    let requires: [HashedKey]
-    let conflicts: [HashedKey]
+    let key: HashedKey
+    /// Its place in `order`: the dependents of a switch settle in this order.
+    let position: Int
+    let requires: [Listed]
+    let conflicts: [Listed]
     /// The switches that list this one.
-    let dependents: [String]
+    let dependents: [Entry]
 
-    init(_ draft: Draft) {
-      requires = draft.requires.map { HashedKey($0) }
-      conflicts = draft.conflicts.map { HashedKey($0) }
-      dependents = draft.dependents
+    init(
+      key: String, position: Int, draft: Draft, dependents: [Entry], reasons: [String: Reasons]
+    ) {
+      self.key = HashedKey(key)
+      self.position = position
+      requires = draft.requires.map { listed in
+        let reasons = reasons[listed] ?? Reasons(label: listed)
+        return Listed(key: HashedKey(listed), reason: reasons.off, reasonDisabled: reasons.disabled)
+      }
+      conflicts = draft.conflicts.map { listed in
+        let reasons = reasons[listed] ?? Reasons(label: listed)
+        return Listed(key: HashedKey(listed), reason: reasons.on, reasonDisabled: reasons.on)
+      }
+      self.dependents = dependents
+    }
+  }
+
+  /// A switch an entry lists, and the reasons it gives while it disables it.
+  private struct Listed: Sendable {
+    let key: HashedKey
+    /// A conflict's: "Airplane mode is on"; a requirement's: "Wi-Fi is off".
+    let reason: String
+    /// A requirement's, while the switch is on but disabled: "Wi-Fi is disabled".
+    let reasonDisabled: String
+  }
+
+  /// The reasons a listed switch gives, made once for every switch that
+  /// lists it (10,000 radios beside airplane mode share one text).
+  private struct Reasons {
+    let on: String
+    let off: String
+    let disabled: String
+
+    init(label: String) {
+      on = label + " is on"
+      off = label + " is off"
+      disabled = label + " is disabled"
     }
   }
 
@@ -50,18 +89,11 @@ public struct Dependencies: Sendable {
   /// here four to six times with String's SipHash, ~1.5k of a toggle (callgrind).
   private final class Tables: Sendable {
     let order: [String]
-    let position: KeyTable<Int>
     let entries: KeyTable<Entry>
-    let labels: KeyTable<String>
 
-    init(
-      order: [String], position: KeyTable<Int>, entries: KeyTable<Entry>,
-      labels: KeyTable<String>
-    ) {
+    init(order: [String], entries: KeyTable<Entry>) {
       self.order = order
-      self.position = position
       self.entries = entries
-      self.labels = labels
     }
   }
   private let tables: Tables
@@ -87,17 +119,6 @@ public struct Dependencies: Sendable {
         drafts[other, default: Draft()].dependents.append(key)
       }
     }
-    var entries = KeyTable<Entry>()
-    // Labels (for reasons) and places (for `downstream`) of the switches
-    // that list or are listed, the only ones asked for: a table of every
-    // switch cost 1.1 MB with 10,000 switches and no dependency (massif).
-    var labels = KeyTable<String>()
-    // Each key as the definitions hold it (the drafts' keys were copied
-    // from `sortedKeys`, the same Strings).
-    for (key, draft) in drafts {
-      entries[key] = Entry(draft)
-      labels[key] = switches[key]?.label ?? key
-    }
     // Depth first, each switch placed after those it lists; a loop, not
     // recursion, so that a long chain cannot exhaust a thread's stack.
     var order: [String] = []
@@ -119,9 +140,25 @@ public struct Dependencies: Sendable {
         }
       }
     }
-    var position = KeyTable<Int>()
-    for (index, key) in order.enumerated() where drafts[key] != nil { position[key] = index }
-    tables = Tables(order: order, position: position, entries: entries, labels: labels)
+    // The reasons of the switches that are listed, the only ones asked
+    // for: a table of every switch's label cost 1.1 MB with 10,000
+    // switches and no dependency (massif).
+    var reasons: [String: Reasons] = [:]
+    for draft in drafts.values {
+      for listed in draft.requires + draft.conflicts where reasons[listed] == nil {
+        reasons[listed] = Reasons(label: switches[listed]?.label ?? listed)
+      }
+    }
+    // Last to first: a switch's dependents come after it in `order`, so
+    // their entries are made before its own.
+    var entries = KeyTable<Entry>()
+    for (position, key) in order.enumerated().reversed() {
+      guard let draft = drafts[key] else { continue }
+      let dependents = draft.dependents.compactMap { entries[$0] }
+      entries[key] = Entry(
+        key: key, position: position, draft: draft, dependents: dependents, reasons: reasons)
+    }
+    tables = Tables(order: order, entries: entries)
   }
 
   /// Whether `key` lists no switch and no switch lists it: no dependency
@@ -156,12 +193,12 @@ public struct Dependencies: Sendable {
   private func blocker(_ entry: Entry?, states: (HashedKey) -> SwitchState?) -> String? {
     guard let entry else { return nil }
     for other in entry.requires {
-      guard let state = states(other), !state.isOnAndInEffect else { continue }
-      return label(other) + (state.checked ? " is disabled" : " is off")
+      guard let state = states(other.key), !state.isOnAndInEffect else { continue }
+      return state.checked ? other.reasonDisabled : other.reason
     }
     for other in entry.conflicts {
-      guard let state = states(other), state.isOnAndInEffect else { continue }
-      return label(other) + " is on"
+      guard let state = states(other.key), state.isOnAndInEffect else { continue }
+      return other.reason
     }
     return nil
   }
@@ -193,25 +230,48 @@ public struct Dependencies: Sendable {
     return next
   }
 
+  /// `settled` of a key hashed already.
+  public func settled(
+    _ state: SwitchState, of key: HashedKey, states: (HashedKey) -> SwitchState?
+  ) -> SwitchState {
+    settled(state, entry: tables.entries[key], states: states)
+  }
+
   /// The switches whose State changes because `key` changed, with their new
   /// States, in the order to commit them (each after the switches it lists).
   /// `states` gives every switch's State with `key`'s change already made.
   public func consequences(
     of key: String, states: (String) -> SwitchState?
   ) -> [(key: String, state: SwitchState)] {
-    guard hasDependents(key) else { return [] }
+    consequences(of: HashedKey(key)) { states($0.string) }.map { ($0.key.string, $0.state) }
+  }
+
+  /// `consequences` of a key hashed already, read by hashed key.
+  public func consequences(
+    of key: HashedKey, states: (HashedKey) -> SwitchState?
+  ) -> [(key: HashedKey, state: SwitchState)] {
+    guard let entry = tables.entries[key], !entry.dependents.isEmpty else { return [] }
     // Every switch downstream of `key`, settled in order, so that a switch
     // sees its own dependencies' new States.
-    let downstream = self.downstream(of: key)
-    var changed: [String: SwitchState] = [:]
-    var result: [(key: String, state: SwitchState)] = []
-    func current(_ other: String) -> SwitchState? { changed[other] ?? states(other) }
+    let downstream = Self.downstream(of: entry)
+    // Only a switch downstream that others downstream list (a chain) is
+    // read again with its new State: without one (airplane mode and its
+    // radios) no table of new States is made (its growth was ~1.1k of a
+    // toggle of airplane mode, callgrind).
+    let chained = downstream.contains { !$0.dependents.isEmpty }
+    var changed: [HashedKey: SwitchState] = [:]
+    if chained { changed.reserveCapacity(downstream.count) }
+    var result: [(key: HashedKey, state: SwitchState)] = []
+    result.reserveCapacity(downstream.count)
     for dependent in downstream {
-      guard let state = states(dependent) else { continue }
-      let next = settled(state, of: dependent, states: current)
+      guard let state = states(dependent.key) else { continue }
+      let next =
+        chained
+        ? settled(state, entry: dependent) { changed[$0] ?? states($0) }
+        : settled(state, entry: dependent, states: states)
       if next != state {
-        changed[dependent] = next
-        result.append((dependent, next))
+        if chained { changed[dependent.key] = next }
+        result.append((dependent.key, next))
       }
     }
     return result
@@ -219,22 +279,29 @@ public struct Dependencies: Sendable {
 
   /// `key` and every switch whose State a change of `key` may change: what
   /// a write of `key` may touch.
-  public func reach(of key: String) -> [String] { [key] + downstream(of: key) }
+  public func reach(of key: String) -> [String] {
+    guard let entry = entry(key), !entry.dependents.isEmpty else { return [key] }
+    return [key] + Self.downstream(of: entry).map(\.key.string)
+  }
 
-  /// The switches downstream of `key` (its dependents, theirs, …), in the
-  /// order to settle them.
-  private func downstream(of key: String) -> [String] {
-    guard hasDependents(key) else { return [] }
-    var reached = Set<String>()
-    var frontier = [key]
+  /// The switches downstream of `entry` (its dependents, theirs, …), in the
+  /// order to settle them, each once.
+  private static func downstream(of entry: Entry) -> [Entry] {
+    // Most often its dependents are the whole of it (airplane mode's
+    // radios): no set of those placed.
+    if entry.dependents.allSatisfy({ $0.dependents.isEmpty }) {
+      return entry.dependents.sorted { $0.position < $1.position }
+    }
+    var reached: [Entry] = []
+    var placed = Set<Int>()
+    var frontier = [entry]
     while let next = frontier.popLast() {
-      for dependent in entry(next)?.dependents ?? [] where reached.insert(dependent).inserted {
+      for dependent in next.dependents where placed.insert(dependent.position).inserted {
+        reached.append(dependent)
         frontier.append(dependent)
       }
     }
-    let position = tables.position
-    return reached.sorted { (position[$0] ?? 0) < (position[$1] ?? 0) }
+    reached.sort { $0.position < $1.position }
+    return reached
   }
-
-  private func label(_ key: HashedKey) -> String { tables.labels[key] ?? key.string }
 }

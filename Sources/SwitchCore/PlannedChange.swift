@@ -38,15 +38,19 @@ extension Rules {
       guard own != previous else { return [] }
       return [PlannedChange(key: key, cause: cause, state: own, previous: previous)]
     }
-    let own = dependencies.settled(next, of: key) { $0 == key ? next : records[$0]?.state }
+    let own = dependencies.settled(next, of: hashedKey) {
+      $0 == hashedKey ? next : records[$0]?.state
+    }
     if own == previous { return [] }
     var planned = [PlannedChange(key: key, cause: cause, state: own, previous: previous)]
-    let followers = dependencies.consequences(of: key) { $0 == key ? own : records[$0]?.state }
+    let followers = dependencies.consequences(of: hashedKey) {
+      $0 == hashedKey ? own : records[$0]?.state
+    }
     for follower in followers {
       guard let before = records[follower.key]?.state else { continue }
       planned.append(
         PlannedChange(
-          key: follower.key, cause: .dependency, state: follower.state, previous: before))
+          key: follower.key.string, cause: .dependency, state: follower.state, previous: before))
     }
     return planned
   }

@@ -96,6 +96,30 @@ import Testing
     #expect(changed.map(\.state) == [Self.off(), Self.on(), Self.on()])
   }
 
+  /// A diamond: `b` and `c` require `a`, `d` requires both. Turning `a`
+  /// off reaches `d` by two ways: it is settled once, after both, and sees
+  /// their new States.
+  @Test func aSwitchReachedByTwoWaysIsSettledOnceAfterBoth() {
+    let diamond = Catalog(switches: [
+      SwitchDefinition(key: "a", label: "A", defaultChecked: true),
+      SwitchDefinition(key: "b", label: "B", defaultChecked: true, requires: ["a"]),
+      SwitchDefinition(key: "c", label: "C", defaultChecked: true, requires: ["a"]),
+      SwitchDefinition(key: "d", label: "D", defaultChecked: true, requires: ["c", "b"]),
+    ]).dependencies
+    #expect(diamond.reach(of: "a") == ["a", "b", "c", "d"])
+    #expect(diamond.reach(of: "c") == ["c", "d"])
+    #expect(diamond.reach(of: "d") == ["d"])
+    let states = ["a": Self.off(), "b": Self.on(), "c": Self.on(), "d": Self.on()]
+    let changed = diamond.consequences(of: "a") { states[$0] }
+    #expect(changed.map(\.key) == ["b", "c", "d"])
+    #expect(
+      changed.map(\.state) == [
+        Self.byDependency(true, "A is off"), Self.byDependency(true, "A is off"),
+        // `Requires=` in its order: c first.
+        Self.byDependency(true, "C is disabled"),
+      ])
+  }
+
   @Test func aSwitchNobodyListsHasNoConsequences() {
     #expect(!Self.dependencies.hasDependents("vpn"))
     #expect(Self.dependencies.consequences(of: "vpn") { _ in Self.on() }.isEmpty)
