@@ -238,10 +238,12 @@ public final class SwitchStore {
   /// means its schema is not the one the migrations made: damaged (a byte
   /// of its text changed, which the health check cannot see) or edited by
   /// hand. Any other failure is reported as it came (a fault of switchd's
-  /// own SQL is not damage).
+  /// own SQL is not damage), and so is any on a new file (version 0), whose
+  /// whole schema this build has just made.
   static func schemaFault(_ error: SQLiteError, path: String, version: Int32) -> StoreError {
     let missing = ["no such table", "no such column", "has no column named", "no such index"]
-    guard error.code == SQLITE_ERROR, missing.contains(where: error.message.contains) else {
+    guard version > 0, error.code == SQLITE_ERROR, missing.contains(where: error.message.contains)
+    else {
       return StoreError(error, path: path)
     }
     return .damaged(

@@ -398,6 +398,29 @@ import Testing
     }
   }
 
+  /// A missing column is damage in a file that had a schema, and switchd's
+  /// own fault in a new one (version 0): there it is reported as it came,
+  /// without advice to delete the file.
+  @Test func aMissingColumnIsDamageOnlyInAFileThatHadASchema() {
+    let missing = SQLiteError(
+      extendedCode: SQLITE_ERROR, message: "no such column: s_checked", context: "preparing")
+    guard
+      case .damaged(let path, let detail) = SwitchStore.schemaFault(
+        missing, path: "/x/s.db", version: 3)
+    else {
+      Issue.record("a file of version 3 lacking a column is not damaged")
+      return
+    }
+    #expect(path == "/x/s.db" && detail.contains("version 3"), "\(detail)")
+    if case .damaged = SwitchStore.schemaFault(missing, path: "/x/s.db", version: 0) {
+      Issue.record("a new file's failing statement was called damage")
+    }
+    let busy = SQLiteError(extendedCode: SQLITE_BUSY, message: "database is locked", context: "")
+    if case .damaged = SwitchStore.schemaFault(busy, path: "/x/s.db", version: 3) {
+      Issue.record("a busy file was called damage")
+    }
+  }
+
   /// How schema 7 and earlier name each cause (migration 8 maps these).
   static func storedName(_ cause: Cause) -> String {
     switch cause {
