@@ -61,7 +61,10 @@ extension DaemonFixture {
           message.msg_iovlen = 1
           message.msg_control = controlBytes.baseAddress
           message.msg_controllen = controlBytes.count
-          return recvmsg(connection, &message, 0)
+          // Close-on-exec from the start: a process another test spawns
+          // meanwhile would otherwise inherit the connection and keep it
+          // open after the test closes it (a maker's leaving never seen).
+          return recvmsg(connection, &message, Int32(MSG_CMSG_CLOEXEC))
         }
       }
     }

@@ -344,7 +344,7 @@ struct PolkitEndToEndTests {
 
 /// An empty file at `path`, made by the test (a gate a rule waits for).
 private func writeMarker(_ path: String) {
-  let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+  let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
   if fd >= 0 { close(fd) }
 }
 

@@ -100,7 +100,7 @@ import Testing
     }
 
     func append(_ line: String) throws {
-      let fd = open(events, O_WRONLY | O_APPEND)
+      let fd = open(events, O_WRONLY | O_APPEND | O_CLOEXEC)
       guard fd >= 0 else { throw FixtureError("open \(events) failed") }
       defer { close(fd) }
       _ = (line + "\n").withCString { write(fd, $0, strlen($0)) }

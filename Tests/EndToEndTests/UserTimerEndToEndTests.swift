@@ -140,6 +140,20 @@ struct UserTimerEndToEndTests {
     #expect(entry?["user"]?.int64Value == 1000 && entry?["actor"]?["uid"]?.int64Value == 1000)
   }
 
+  /// A connection handed over from a process of another uid is the test's
+  /// alone: a process spawned meanwhile (another test's daemon, under a
+  /// loaded CI) did inherit it, and kept it open after the test closed it,
+  /// so the maker's leaving above was never seen (a TSan run, stop 58).
+  @Test func aHandedOverConnectionIsNotInheritedByASpawnedProcess() throws {
+    let daemon = try Self.fixture()
+    let alice = try daemon.client(asUser: Self.alice)
+    let listing = runProcess(["/bin/sh", "-c", "ls /proc/$$/fd"])
+    #expect(listing.status == 0, "\(listing.stderr)")
+    let inherited = listing.stdout.split(separator: "\n").compactMap { Int32($0) }
+    #expect(inherited.contains(1), "no listing: \(listing.stdout)")
+    #expect(!inherited.contains(alice.fd), "fd \(alice.fd) was inherited: \(inherited)")
+  }
+
   /// Nobody confirms: at its deadline (the boot clock's) the user's value
   /// is put back, one change of theirs.
   @Test func aUsersTriedValueIsRevertedAtItsDeadline() throws {

@@ -77,7 +77,8 @@ import Testing
   /// never holds much more than that bound.
   @Test func aDrainedQueueKeepsALittleOfWhatItSentAndSendsItOnce() throws {
     var pair: [Int32] = [-1, -1]
-    guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else {
+    guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0, &pair) == 0
+    else {
       throw FixtureError("no socketpair")
     }
     defer { close(pair[1]) }

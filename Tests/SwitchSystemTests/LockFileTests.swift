@@ -41,7 +41,7 @@ import Testing
   @Test func aLockFileLeftByAnEndedHolderIsTakenOver() throws {
     try withTemporaryDirectory { base in
       let path = base + "/switches.db.lock"
-      let fd = open(path, O_WRONLY | O_CREAT, 0o644)
+      let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
       _ = write(fd, "999999\n", 7)
       close(fd)
       _ = try LockFile(path: path)
@@ -87,7 +87,7 @@ import Testing
   }
 
   private func readFile(_ path: String) -> String? {
-    let fd = open(path, O_RDONLY)
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
     var bytes = [UInt8](repeating: 0, count: 256)

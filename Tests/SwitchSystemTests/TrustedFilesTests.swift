@@ -25,7 +25,7 @@ import Testing
   }
 
   func file(_ path: String, _ text: String, mode: mode_t = 0o644) {
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
     _ = Array(text.utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     close(fd)
     chmod(path, mode)
