@@ -33,8 +33,11 @@ public struct Dependencies: Sendable {
     let position: Int
     let requires: [Listed]
     let conflicts: [Listed]
-    /// The switches that list this one.
+    /// The switches that list this one, in the order they settle.
     let dependents: [Entry]
+    /// Whether one of them is listed in turn (a chain): then the switches
+    /// downstream are more than these, and some read another's new State.
+    let leadsToAChain: Bool
 
     init(
       key: String, position: Int, draft: Draft, dependents: [Entry], reasons: [String: Reasons]
@@ -49,7 +52,8 @@ public struct Dependencies: Sendable {
         let reasons = reasons[listed] ?? Reasons(label: listed)
         return Listed(key: HashedKey(listed), reason: reasons.on, reasonDisabled: reasons.on)
       }
-      self.dependents = dependents
+      self.dependents = dependents.sorted { $0.position < $1.position }
+      leadsToAChain = dependents.contains { !$0.dependents.isEmpty }
     }
   }
 
@@ -258,7 +262,7 @@ public struct Dependencies: Sendable {
     // read again with its new State: without one (airplane mode and its
     // radios) no table of new States is made (its growth was ~1.1k of a
     // toggle of airplane mode, callgrind).
-    let chained = downstream.contains { !$0.dependents.isEmpty }
+    let chained = entry.leadsToAChain
     var changed: [HashedKey: SwitchState] = [:]
     if chained { changed.reserveCapacity(downstream.count) }
     var result: [(key: HashedKey, state: SwitchState)] = []
@@ -288,10 +292,8 @@ public struct Dependencies: Sendable {
   /// order to settle them, each once.
   private static func downstream(of entry: Entry) -> [Entry] {
     // Most often its dependents are the whole of it (airplane mode's
-    // radios): no set of those placed.
-    if entry.dependents.allSatisfy({ $0.dependents.isEmpty }) {
-      return entry.dependents.sorted { $0.position < $1.position }
-    }
+    // radios), in order already: no set of those placed.
+    if !entry.leadsToAChain { return entry.dependents }
     var reached: [Entry] = []
     var placed = Set<Int>()
     var frontier = [entry]
