@@ -163,6 +163,11 @@ public enum Rules {
       return nil  // taken by `decide`, which knows the time
 
     case .confirm, .revert:
+      // Naming another user is refused first, whatever the switch's scope
+      // and whether anything is pending (PROTOCOL.md, "Acting as a user").
+      if let named = caller.actingAs, !caller.mayActAs(named) {
+        throw actingAsRefusal(key: key, user: named)
+      }
       return try settleTried(
         operation, key: key, state: state, policy: policy, caller: caller
       ).get()

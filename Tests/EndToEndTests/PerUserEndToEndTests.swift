@@ -157,6 +157,33 @@ struct PerUserEndToEndTests {
         == .string("InvalidParams"))
   }
 
+  /// `confirm` and `revert` name a user like every other method: on a
+  /// system switch too, naming another uid is an administrator's right,
+  /// also when nothing is pending (a check before the no-op).
+  @Test func settlingATrialAsAnotherUserIsAnAdministratorsRight() throws {
+    let daemon = try Self.fixture()
+    let alice = try daemon.client(asUser: Self.alice)
+    let tried = try alice.result("toggle", #"{"key":"wifi","confirmWithin":60}"#)
+    #expect(tried["changed"] == .bool(true))
+    for method in ["confirm", "revert"] {
+      for user in [0, 4242] {
+        let refused = try alice.error(method, #"{"key":"wifi","user":\#(user)}"#)
+        #expect(refused["data"]?["name"] == .string("PermissionDenied"))
+        #expect(
+          refused["message"]?.stringValue
+            == "You may not act as user \(user) on wifi: only an administrator may act as another user."
+        )
+      }
+    }
+    // Her own uid, named, is herself: the trial is hers to keep.
+    let kept = try alice.result("confirm", #"{"key":"wifi","user":1000}"#)
+    #expect(kept["changed"] == .bool(true))
+    // Nothing pending now: still refused for another uid, a no-op for her.
+    let nothing = try alice.error("revert", #"{"key":"wifi","user":0}"#)
+    #expect(nothing["data"]?["name"] == .string("PermissionDenied"))
+    #expect(try alice.result("revert", #"{"key":"wifi"}"#)["changed"] == .bool(false))
+  }
+
   @Test func aHoldFixesTheValueForEveryoneAndEachChoiceComesBack() throws {
     let daemon = try Self.fixture()
     let alice = try daemon.client(asUser: Self.alice)

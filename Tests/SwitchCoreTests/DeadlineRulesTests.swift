@@ -273,6 +273,25 @@ import Testing
     #expect(try Self.decide(.confirm, kept, by: Self.other).get() == nil)
   }
 
+  /// `confirm` and `revert` of a system switch naming another user: only
+  /// an administrator may, also when nothing is pending (the order of
+  /// checks puts it before the no-op) and when the name is the maker's.
+  @Test(arguments: [Operation.confirm, .revert])
+  func onlyAnAdministratorSettlesATrialNamingAnotherUser(_ operation: Operation) throws {
+    let state = try Self.tried()
+    for (settled, by) in [(state, Self.other), (SwitchState(checked: true), Self.maker)] {
+      #expect(
+        Self.decide(operation, settled, by: by.acting(as: 4242))
+          == .failure(Rules.actingAsRefusal(key: "wifi", user: 4242)))
+    }
+    #expect(
+      Self.decide(operation, state, by: Self.other.acting(as: 1000))
+        == .failure(Rules.actingAsRefusal(key: "wifi", user: 1000)))
+    // Its own uid, named, is the caller itself; an administrator names anyone.
+    #expect(try Self.decide(operation, state, by: Self.maker.acting(as: 1000)).get() != nil)
+    #expect(try Self.decide(operation, state, by: Self.admin.acting(as: 4242)).get() != nil)
+  }
+
   @Test func anAdministratorsTriedChangeRevertsThroughALockAWritersDoesNot() throws {
     let byAdmin = try #require(
       try Self.decide(
