@@ -116,6 +116,9 @@ extension Rules {
         next.readOnly = false
         next.heldBy = nil
         next.readOnlyReason = nil
+        // As `unlock`: a user-scope lock's fixed value ends with it (`next`
+        // then gives each user their own value back).
+        next.valueFixed = false
       }
     default:
       let byAdministrator = next.expiryByAdministrator

@@ -50,7 +50,14 @@ public enum Rules {
     record: borrowing SwitchRecord, policy: borrowing PolicyRule?, caller: borrowing Caller,
     lasting: Lasting? = nil, at time: Int64 = 0, boot: BootMoment? = nil
   ) throws(Refusal) -> SwitchState? {
-    if operation == .expire { return expired(record.state, key: key, policy: policy, at: time) }
+    if operation == .expire {
+      // A hold that ends lifts as `unlock` or `enable` would (rule 22): on a
+      // user-scope switch that gives each user their own value back.
+      guard let ended = expired(record.state, key: key, policy: policy, at: time) else {
+        return nil
+      }
+      return settle(ended, from: record.state, operation, definition)
+    }
     let next = try nextState(
       operation, key: key, definition: definition, record: record, policy: policy, caller: caller)
     // A write that changes nothing is a no-op with or without a time (PROTOCOL.md).

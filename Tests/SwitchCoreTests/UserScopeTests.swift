@@ -131,6 +131,36 @@ import Testing
     #expect(Visibility.record(after, own: nil, definition: Self.definition).state.checked == true)
   }
 
+  /// A timed lock with `checked` ends as `unlock` would (rule 22): the
+  /// value it fixed ends with it and each user reads their own again (it
+  /// stayed fixed, hidden, and users' writes changed nothing they could see).
+  @Test func aTimedLockThatFixedTheValueGivesEachUserTheirOwnBackAtItsEnd() throws {
+    let now: Int64 = 1_800_000_000_000
+    let locked = try #require(
+      try Rules.decide(
+        .lock(reason: nil, checked: false), key: Self.definition.key,
+        definition: Self.definition, record: Self.free, policy: nil, caller: Self.admin,
+        lasting: .seconds(60), at: now
+      ).get().next)
+    #expect(locked.valueFixed && locked.readOnlyUntil == now + 60_000)
+    let record = SwitchRecord(key: Self.definition.key, state: locked, revision: 9)
+    let ended = try #require(
+      try Rules.decide(
+        .expire, key: Self.definition.key, definition: Self.definition, record: record,
+        policy: nil, caller: Self.admin, at: now + 60_000
+      ).get().next)
+    #expect(!ended.valueFixed && !ended.readOnly && ended.heldBy == nil)
+    #expect(ended.readOnlyUntil == nil)
+    let after = SwitchRecord(key: Self.definition.key, state: ended, revision: 10)
+    let own = UserValue(checked: true, revision: 3, changedAt: 1)
+    #expect(Visibility.record(after, own: own, definition: Self.definition).state.checked == true)
+    #expect(Visibility.record(after, own: nil, definition: Self.definition).state.checked == true)
+    // A user's write changes what they read again.
+    let written = try Self.decide(.set(checked: false, ifRevision: nil), Self.alice, record: after)
+      .get()
+    #expect(written.next == false)
+  }
+
   @Test func aHoldThatDoesNotFixTheValueLetsOnlyAdministratorsWrite() throws {
     let held = try #require(
       try Rules.decide(
