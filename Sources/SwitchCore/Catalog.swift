@@ -9,8 +9,9 @@ public struct SourceLocation: Equatable, Hashable, Sendable, CustomStringConvert
     self.line = line
   }
 
-  /// `file:line` as errors print it.
-  public var description: String { "\(file):\(line)" }
+  /// `file:line` as errors print it; `file` alone for what concerns a
+  /// whole file (line 0).
+  public var description: String { line == 0 ? file : "\(file):\(line)" }
 
   /// `name.conf:line`, as `policySource` carries it.
   public var policySourceText: String {

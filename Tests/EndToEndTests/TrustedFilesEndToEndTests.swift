@@ -52,6 +52,30 @@ import Testing
     #expect(daemon.log.contains("policy.d/x.conf: is a FIFO"), "\(daemon.log)")
   }
 
+  /// A hidden `.conf` is not read (an editor's `.#name.conf` lock, a
+  /// dangling symlink, must not fail the configuration), but it is named:
+  /// a hold written there does not vanish without a word.
+  @Test func aHiddenConfFileIsNotReadAndCheckConfigSaysSo() throws {
+    let daemon = try DaemonFixture(policies: [".50-hidden.conf": "[wifi]\nReadOnly=yes\n"])
+    #expect(
+      symlink("root@host.1234:1700000000", daemon.configDirectory + "/policy.d/.#50-corp.conf") == 0
+    )
+
+    let check = Self.checkConfig(daemon)
+    #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+    #expect(check.stdout.contains("0 policies"), "\(check.stdout)")
+    for name in [".50-hidden.conf", ".#50-corp.conf"] {
+      let warning =
+        "policy.d/\(name): warning: a hidden file is not read; "
+        + "rename it without the leading dot to use it"
+      #expect(check.stdout.contains(warning), "\(check.stdout)")
+    }
+    // The running daemon reads it as --check-config did: wifi stays free.
+    let client = try daemon.client()
+    #expect(try client.result("get", keyParam("wifi"))["readOnly"]?.boolValue == false)
+    #expect(try client.result("reload")["policies"]?.int64Value == 0)
+  }
+
   @Test func foldersAndFilesOthersMayWriteAreRefusedNamingOwnerAndMode() throws {
     let daemon = try DaemonFixture()
     let switchesD = daemon.configDirectory + "/switches.d"

@@ -33,12 +33,16 @@ public enum ConfigLoader {
     } catch {
       errors.append("\(error)")
     }
-    let switchFiles = readDropIns(in: root, "switches.d", trust: trust, errors: &errors)
-    let policyFiles = readDropIns(in: root, "policy.d", trust: trust, errors: &errors)
+    var skipped: [ConfigDiagnostic] = []
+    let switchFiles = readDropIns(
+      in: root, "switches.d", trust: trust, errors: &errors, skipped: &skipped)
+    let policyFiles = readDropIns(
+      in: root, "policy.d", trust: trust, errors: &errors, skipped: &skipped)
     if !errors.isEmpty { return failed(errors) }
     let sources = ConfigSources(
       daemonConf: daemonConf, switchFiles: switchFiles, policyFiles: policyFiles)
-    let (catalog, diagnostics) = CatalogBuilder.build(sources)
+    var (catalog, diagnostics) = CatalogBuilder.build(sources)
+    diagnostics = skipped + diagnostics
     let found = diagnostics.filter { $0.severity == .error }.map(\.description)
     return Loaded(catalog: found.isEmpty ? catalog : nil, diagnostics: diagnostics, errors: found)
   }
@@ -51,10 +55,14 @@ public enum ConfigLoader {
   static let maxFileBytes = 16 << 20
 
   /// `*.conf` files of `folder` in lexical order of their names (none when
-  /// the folder is absent).
+  /// the folder is absent). A hidden one (`.50-corp.conf`) is not read, as
+  /// systemd reads none: an editor's lock file (`.#50-corp.conf`, a
+  /// dangling symlink) would fail every reload while the file is edited.
+  /// But it ends in `.conf`, so it is named in `skipped` (a warning): a
+  /// hold written there must not vanish without a word.
   static func readDropIns(
     in root: borrowing TrustedDirectoryHandle, _ folder: String, trust: TrustedFiles,
-    errors: inout [String]
+    errors: inout [String], skipped: inout [ConfigDiagnostic]
   ) -> [ConfigSources.File] {
     let directory: TrustedDirectoryHandle
     do throws(TrustedFiles.Problem) {
@@ -67,13 +75,19 @@ public enum ConfigLoader {
     }
     let names: [String]
     do throws(TrustedFiles.Problem) {
-      names = try directory.names().filter { $0.hasSuffix(".conf") && !$0.hasPrefix(".") }
+      names = try directory.names().filter { $0.hasSuffix(".conf") }
     } catch {
       errors.append("\(error)")
       return []
     }
+    for name in names where name.hasPrefix(".") {
+      skipped.append(
+        ConfigDiagnostic(
+          .warning, SourceLocation(file: folder + "/" + name, line: 0),
+          "a hidden file is not read; rename it without the leading dot to use it"))
+    }
     var files: [ConfigSources.File] = []
-    for name in names {
+    for name in names where !name.hasPrefix(".") {
       do throws(TrustedFiles.Problem) {
         let bytes = try trust.read(name, in: directory, limit: maxFileBytes)
         files.append(ConfigSources.File(name: folder + "/" + name, bytes: bytes))
