@@ -38,6 +38,9 @@ public enum SwitchCtl {
     case .success(let parsed): invocation = parsed
     case .failure(let error):
       let failure = Failure.usage(error)
+      // A script that asked for JSON reads the error object on stdout, as
+      // for every other failure, also when the rest did not parse.
+      if asksForJSON(arguments) { console.out(Output.json(failure.jsonObject)) }
       console.err(failure.lines)
       return failure.exitCode
     }
@@ -50,6 +53,11 @@ public enum SwitchCtl {
       runner.polkitAgent = PolkitAgent()
     }
     return runner.run()
+  }
+
+  /// Whether `--json` is among the options (before a `--`).
+  private static func asksForJSON(_ arguments: [String]) -> Bool {
+    arguments.prefix { $0 != "--" }.contains("--json")
   }
 
   /// Interrupting a watch is how it ends, not a failure: SIGINT and SIGTERM

@@ -1,4 +1,5 @@
 import SwitchCore
+import SwitchProtocol
 import Testing
 
 @testable import SwitchCtl
@@ -151,6 +152,27 @@ import Testing
         "Try 'switchctl set --help'.",
       ])
     #expect(runCtl([]).err == ["switchctl: no command given.", "Try 'switchctl --help'."])
+  }
+
+  /// With `--json` a usage error is also the error object on stdout
+  /// (`code` null, `data.name` "Usage"), wherever the option stands.
+  @Test func aUsageErrorWithJSONIsAnErrorObjectOnStdout() throws {
+    for arguments in [
+      ["--json", "get"], ["set", "wifi", "maybe", "--json"], ["--json", "--bogus"],
+    ] {
+      let run = runCtl(arguments)
+      #expect(run.code == .usage)
+      #expect(run.out.count == 1, "\(arguments)")
+      let object = try JSONParser.parse(run.out.first ?? "", maxDepth: 8)
+      #expect(object["code"] == .null)
+      #expect(object["data"]?["name"] == .string("Usage"))
+      #expect(object["message"]?.stringValue?.isEmpty == false)
+      #expect(!run.err.isEmpty)
+    }
+    // Without it, or after `--`, stdout stays empty.
+    #expect(runCtl(["get"]).out.isEmpty)
+    let afterEnd = runCtl(["set", "wifi", "maybe", "--", "--json"])
+    #expect(afterEnd.code == .usage && afterEnd.out.isEmpty)
   }
 
   @Test func everyCommandHasHelp() {
