@@ -70,6 +70,8 @@ int shim_epoll_wait(int epfd, uint32_t *events, uint64_t *data, int capacity, in
   return n;
 }
 
+int shim_malloc_trim(void) { return malloc_trim(0); }
+
 void shim_fix_malloc_thresholds(void) {
   mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   mallopt(M_TRIM_THRESHOLD, 128 * 1024);

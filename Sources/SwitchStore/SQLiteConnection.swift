@@ -59,6 +59,12 @@ final class SQLiteConnection {
 
   var isOpen: Bool { handle != nil }
 
+  /// Gives back the page cache's pages no statement holds.
+  func releaseCachedPages() {
+    guard let handle else { return }
+    _ = sqlite3_db_release_memory(handle)
+  }
+
   /// Whether a transaction is open (`BEGIN` ran, and neither `COMMIT` nor `ROLLBACK`, nor an
   /// automatic rollback after an I/O error, ended it).
   var isInTransaction: Bool {

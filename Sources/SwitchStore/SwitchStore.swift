@@ -226,6 +226,13 @@ public final class SwitchStore {
     if let detail = files?.check() { throw .filesMoved(path: path, detail: detail) }
   }
 
+  /// Gives back the pages SQLite cached while the switches were loaded or
+  /// first written (every page of their table), to be read again when a
+  /// change needs one.
+  public func releaseCachedPages() {
+    connection.releaseCachedPages()
+  }
+
   /// Closes the database; later calls throw. Idempotent.
   public func close() {
     connection.close()

@@ -138,13 +138,29 @@ public struct AnnouncedRevision: @unchecked Sendable {
     }
   }
 
-  /// N left-aligned in `width` places, then a newline.
+  /// N left-aligned in `width` places, then a newline. The digits are
+  /// worked out here, not through `String(revision)`: that made and freed
+  /// a string at every commit (~450 instructions of a one-write commit's
+  /// ~23k, callgrind).
   private static func write(_ revision: Int64, to target: UnsafeMutableRawPointer) {
     var offset = 0
-    for digit in String(revision).utf8 {
-      target.storeBytes(of: digit, toByteOffset: offset, as: UInt8.self)
-      offset += 1
+    if revision < 0 {
+      target.storeBytes(of: UInt8(ascii: "-"), toByteOffset: 0, as: UInt8.self)
+      offset = 1
     }
+    var rest = revision.magnitude
+    var digits = 1
+    while rest >= 10 {
+      rest /= 10
+      digits += 1
+    }
+    rest = revision.magnitude
+    for place in stride(from: offset + digits - 1, through: offset, by: -1) {
+      target.storeBytes(
+        of: UInt8(ascii: "0") + UInt8(rest % 10), toByteOffset: place, as: UInt8.self)
+      rest /= 10
+    }
+    offset += digits
     while offset < width {
       target.storeBytes(of: UInt8(ascii: " "), toByteOffset: offset, as: UInt8.self)
       offset += 1

@@ -50,7 +50,7 @@ import Testing
 
   /// The record is one fixed-width line after the pid: a shorter revision
   /// written over a longer one leaves no tail, and the next holder reads it.
-  @Test(arguments: [0, 7, 1_234_567, Int64.max, -42] as [Int64])
+  @Test(arguments: [0, 7, 10, 1_234_567, Int64.max, -42, Int64.min] as [Int64])
   func theAnnouncedRevisionIsReadByTheNextHolder(_ revision: Int64) throws {
     try withTemporaryDirectory { base in
       let path = base + "/switches.db.lock"

@@ -52,6 +52,8 @@ static const uint32_t SHIM_EPOLLET = 0x80000000u;
 /// from the heap, and its holes are never given back: 30 MiB at the peak
 /// with 10,000 switches instead of 24 MiB (issue 26).
 void shim_fix_malloc_thresholds(void);
+/// glibc's malloc_trim(0): gives the free pages of every arena back.
+int shim_malloc_trim(void);
 
 /// Names the calling thread (PR_SET_NAME: at most 15 bytes are kept).
 void shim_set_thread_name(const char *name);

@@ -225,6 +225,11 @@ public enum Daemon {
         + "\(counted(catalog.switches.count, "switch", "switches")), "
         + "\(counted(catalog.policyCount, "policy", "policies")), "
         + "revision \(startRevision)")
+    // What start-up freed (the configuration's text and its parse, the
+    // writer's load) is given back before serving: left in the threads'
+    // malloc arenas it stayed resident for good (~0.5 MB with 10,000
+    // switches, VmHWM).
+    _ = shim_malloc_trim()
     notifier.send("READY=1")
     notifier.send(server.statusLine)
     server.run()

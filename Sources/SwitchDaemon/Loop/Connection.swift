@@ -295,9 +295,12 @@ final class Connection {
     // All of it went out. Up to `keptSentBytes` stay, to be emptied with
     // the next answers': emptying the array after each answer cost ~80
     // instructions (callgrind). A queue grown past 1 MiB is let go, also
-    // when a compaction left few bytes in it (review).
-    if out.count > Self.keptSentBytes || out.capacity > 1 << 20 {
-      out.removeAll(keepingCapacity: out.capacity <= 1 << 20)
+    // when a compaction left few bytes in it (review). So is a watcher's:
+    // its events go out from the buffers every watcher shares (`sendEvent`)
+    // while its queue is empty, so the buffer its `watch` answer left would
+    // be held for nothing (~0.7 MB with 1,000 watchers, massif).
+    if out.count > Self.keptSentBytes || out.capacity > 1 << 20 || !watchIDs.isEmpty {
+      out.removeAll(keepingCapacity: out.capacity <= 1 << 20 && watchIDs.isEmpty)
       outStart = 0
     } else {
       outStart = out.count
@@ -398,22 +401,27 @@ struct Peer: Sendable {
   static func of(fd: Int32) -> Peer? {
     var cred = shim_peer_cred()
     guard shim_peer_cred_get(fd, &cred) == 0 else { return nil }
-    var groups = [UInt32](repeating: 0, count: 64)
+    return Peer(uid: cred.uid, gid: cred.gid, pid: cred.pid, groups: groupsOf(fd: fd))
+  }
+
+  /// The peer's supplementary groups (SO_PEERGROUPS), in an array of their
+  /// own size: read into the 64-entry array it kept, each connection held
+  /// 288 bytes for a peer of no groups (massif, 1,000 watchers).
+  private static func groupsOf(fd: Int32) -> [UInt32] {
+    var capacity = 64
     while true {
       var needed: Int32 = 0
-      let n = shim_peer_groups_get(fd, &groups, Int32(groups.count), &needed)
-      if n >= 0 {
-        groups.removeSubrange(Int(n)...)
-        break
+      var failure: Int32 = 0
+      let groups = withUnsafeTemporaryAllocation(of: UInt32.self, capacity: capacity) {
+        buffer -> [UInt32]? in
+        let found = shim_peer_groups_get(fd, buffer.baseAddress!, Int32(capacity), &needed)
+        failure = errno
+        return found < 0 ? nil : Array(buffer[..<Int(found)])
       }
-      if errno == ERANGE && needed > groups.count && needed <= 65_536 {
-        groups = [UInt32](repeating: 0, count: Int(needed))
-        continue
-      }
-      groups = []
-      break
+      if let groups { return groups }
+      guard failure == ERANGE && needed > capacity && needed <= 65_536 else { return [] }
+      capacity = Int(needed)
     }
-    return Peer(uid: cred.uid, gid: cred.gid, pid: cred.pid, groups: groups)
   }
 
   func caller(_ access: AccessRules) -> Caller {

@@ -150,6 +150,7 @@ final class Writer {
     writer.startDeadlines(jobs: jobs)
     writer.announced = announced?.record
     writer.announced?.record(writer.revision)
+    writer.store.releaseCachedPages()
     return writer
   }
 
