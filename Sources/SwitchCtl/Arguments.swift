@@ -128,6 +128,10 @@ enum ArgumentParser {
         switch name {
         case "--socket":
           socket = try value(of: name, inline: inline, valueName: "PATH")
+          // Empty is no path: it must not fall back to the default socket.
+          if socket == "" {
+            throw UsageError(message: "--socket needs a value: PATH.", command: spec?.name)
+          }
         case "--user":
           user = try value(of: name, inline: inline, valueName: "USER")
         case "--json", "--no-ask-password", "-h", "--help", "--version":

@@ -132,6 +132,8 @@ import Testing
     ),
     (["status", "now"], "unexpected argument 'now' for 'status'.", "status"),
     (["get", "wifi", "--socket"], "--socket needs a value: PATH.", "get"),
+    (["get", "wifi", "--socket", ""], "--socket needs a value: PATH.", "get"),
+    (["--socket=", "status"], "--socket needs a value: PATH.", nil),
     (["get", "wifi", "--json=yes"], "--json takes no value.", "get"),
   ]
 
