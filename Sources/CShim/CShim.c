@@ -11,7 +11,6 @@
 #include <sys/socket.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <linux/futex.h>
@@ -77,7 +76,12 @@ void shim_fix_malloc_thresholds(void) {
   mallopt(M_TRIM_THRESHOLD, 128 * 1024);
 }
 
-void shim_set_thread_name(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
+int shim_name_thread(pthread_t thread, const char *name) {
+  char kept[16];
+  strncpy(kept, name, sizeof kept - 1);
+  kept[sizeof kept - 1] = 0;
+  return pthread_setname_np(thread, kept);
+}
 
 int32_t shim_thread_id(void) { return (int32_t)syscall(SYS_gettid); }
 

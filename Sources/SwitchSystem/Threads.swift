@@ -12,10 +12,12 @@ public func startThread(named name: String, _ body: @escaping @Sendable () -> Vo
 public func startJoinableThread(named name: String, _ body: @escaping @Sendable () -> Void)
   -> pthread_t
 {
-  startJoinableThread {
-    shim_set_thread_name(name)
-    body()
-  }
+  let thread = startJoinableThread(body)
+  // Named here, not by the thread itself: once this returns, /proc shows
+  // the name (named from inside, a thread that had not run yet showed its
+  // starter's name, and a test of the names failed on a loaded machine).
+  _ = shim_name_thread(thread, name)
+  return thread
 }
 
 /// Starts a joinable POSIX thread running `body`, keeping the name of the

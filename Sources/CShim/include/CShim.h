@@ -5,6 +5,7 @@
 #ifndef SWITCHD_CSHIM_H
 #define SWITCHD_CSHIM_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -55,8 +56,8 @@ void shim_fix_malloc_thresholds(void);
 /// glibc's malloc_trim(0): gives the free pages of every arena back.
 int shim_malloc_trim(void);
 
-/// Names the calling thread (PR_SET_NAME: at most 15 bytes are kept).
-void shim_set_thread_name(const char *name);
+/// Names `thread` (pthread_setname_np; the first 15 bytes of `name` are kept).
+int shim_name_thread(pthread_t thread, const char *name);
 
 /// The calling thread's kernel id (what /proc/self/task lists).
 int32_t shim_thread_id(void);
