@@ -310,7 +310,7 @@ public struct ConfigDiagnostic: Equatable, Sendable, CustomStringConvertible {
     self.message = message
   }
 
-  /// `file.conf:line: message`
+  /// `file.conf:line: message` (`file.conf: message` for line 0)
   public var description: String { "\(location): \(message)" }
 }
 

@@ -1,8 +1,9 @@
 /// The switch rules of docs/semantics.md as plain functions over values.
 ///
 /// Order of checks (docs/protocol.md): PermissionDenied for the method →
-/// InvalidParams → UnknownSwitch → PermissionDenied for writing → Disabled →
-/// ReadOnly → Conflict; only then is a no-op detected.
+/// InvalidParams → UnknownSwitch → PermissionDenied for writing or for
+/// naming another user → Disabled → ReadOnly → Conflict; only then is a
+/// no-op detected.
 public enum Rules {
   /// The first check of the order: whether `caller` may call a method that
   /// needs `privilege` at all. Only administrator methods are refused here;

@@ -66,6 +66,9 @@ struct UsageError: Error, Equatable {
   var message: String
   /// The command it concerns, for the hint; nil for the overview.
   var command: String?
+  /// `--json` was given before the error was found: the error object goes
+  /// to stdout as well.
+  var json = false
 
   /// `Try 'switchctl get --help'.`
   var hint: String {
@@ -82,17 +85,22 @@ struct UsageError: Error, Equatable {
 /// `--` ends the options.
 enum ArgumentParser {
   static func parse(_ arguments: [String]) -> Result<Invocation, UsageError> {
+    var json = false
     do throws(UsageError) {
-      return .success(try parseThrowing(arguments))
+      return .success(try parseThrowing(arguments, json: &json))
     } catch {
-      return .failure(error)
+      var failure = error
+      failure.json = json
+      return .failure(failure)
     }
   }
 
-  private static func parseThrowing(_ arguments: [String]) throws(UsageError) -> Invocation {
+  /// `json`: set when `--json` is read, also if a later argument fails.
+  private static func parseThrowing(
+    _ arguments: [String], json: inout Bool
+  ) throws(UsageError) -> Invocation {
     var socket: String?
     var user: String?
-    var json = false
     var askPassword = true
     var wantsHelp = false
     var wantsVersion = false

@@ -40,7 +40,7 @@ public enum SwitchCtl {
       let failure = Failure.usage(error)
       // A script that asked for JSON reads the error object on stdout, as
       // for every other failure, also when the rest did not parse.
-      if asksForJSON(arguments) { console.out(Output.json(failure.jsonObject)) }
+      if error.json { console.out(Output.json(failure.jsonObject)) }
       console.err(failure.lines)
       return failure.exitCode
     }
@@ -53,11 +53,6 @@ public enum SwitchCtl {
       runner.polkitAgent = PolkitAgent()
     }
     return runner.run()
-  }
-
-  /// Whether `--json` is among the options (before a `--`).
-  private static func asksForJSON(_ arguments: [String]) -> Bool {
-    arguments.prefix { $0 != "--" }.contains("--json")
   }
 
   /// Interrupting a watch is how it ends, not a failure: SIGINT and SIGTERM

@@ -210,6 +210,24 @@ struct PolkitEndToEndTests {
     }
   }
 
+  /// Settling a tried change as another user is administering: polkit is
+  /// asked (not the rules' refusal for a non-administrator), also when the
+  /// caller made the trial, and a grant lets it through.
+  @Test func settlingAsAnotherUserAsksPolkitToAdminister() throws {
+    let world = try PolkitWorld(rules: [
+      "50-write.rules": Self.grant("io.switchd.write"),
+      "50-admin.rules": Self.grant("io.switchd.administer"),
+    ])
+    let daemon = try Self.daemon(world)
+    let tried = daemon.ctl(
+      ["--no-ask-password", "toggle", "wifi", "--confirm", "10m", "--no-ask"], asUser: Self.user)
+    #expect(tried.status == 0, "\(tried.stderr)\n\(world.logs)")
+    let settled = daemon.ctl(
+      ["--no-ask-password", "--user", "0", "confirm", "wifi"], asUser: Self.user)
+    #expect(settled.status == 0, "\(settled.stderr)\n\(world.logs)")
+    #expect(!settled.stdout.contains("unchanged"), "\(settled.stdout)")
+  }
+
   @Test func aWouldNeedAuthenticationAnswerIsNotLostToALaterNo() throws {
     // write: NO; administer: the shipped default (auth_admin without a session).
     let rule = """

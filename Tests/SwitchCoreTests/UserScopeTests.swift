@@ -151,14 +151,20 @@ import Testing
       ).get().next)
     #expect(!ended.valueFixed && !ended.readOnly && ended.heldBy == nil)
     #expect(ended.readOnlyUntil == nil)
+    // The switch-level value is the default again (what "*" watchers and
+    // the next change's `previous` show), no longer the locked one.
+    #expect(ended.checked == Self.definition.defaultChecked)
     let after = SwitchRecord(key: Self.definition.key, state: ended, revision: 10)
-    let own = UserValue(checked: true, revision: 3, changedAt: 1)
-    #expect(Visibility.record(after, own: own, definition: Self.definition).state.checked == true)
+    // A user whose own value is off reads it (not the default, on); one
+    // who never set theirs reads the default (not the locked off).
+    let own = UserValue(checked: false, revision: 3, changedAt: 1)
+    #expect(Visibility.record(after, own: own, definition: Self.definition).state.checked == false)
     #expect(Visibility.record(after, own: nil, definition: Self.definition).state.checked == true)
     // A user's write changes what they read again.
-    let written = try Self.decide(.set(checked: false, ifRevision: nil), Self.alice, record: after)
-      .get()
-    #expect(written.next == false)
+    let written = try Self.decide(
+      .set(checked: true, ifRevision: nil), Self.alice, record: after, own: own
+    ).get()
+    #expect(written.next == true)
   }
 
   @Test func aHoldThatDoesNotFixTheValueLetsOnlyAdministratorsWrite() throws {

@@ -139,8 +139,9 @@ import Testing
 
   @Test(arguments: rejected)
   func usageErrors(arguments: [String], message: String, command: String?) {
-    #expect(
-      ArgumentParser.parse(arguments) == .failure(UsageError(message: message, command: command)))
+    var expected = UsageError(message: message, command: command)
+    expected.json = arguments.contains("--json")
+    #expect(ArgumentParser.parse(arguments) == .failure(expected))
   }
 
   @Test func usageErrorPrintsOneLineAndAHintAndExits2() {
@@ -171,8 +172,10 @@ import Testing
       #expect(object["message"]?.stringValue?.isEmpty == false)
       #expect(!run.err.isEmpty)
     }
-    // Without it, or after `--`, stdout stays empty.
+    // Without it, after `--`, or as an option's value, stdout stays empty.
     #expect(runCtl(["get"]).out.isEmpty)
+    let asValue = runCtl(["--socket", "--json", "get"])
+    #expect(asValue.code == .usage && asValue.out.isEmpty)
     let afterEnd = runCtl(["set", "wifi", "maybe", "--", "--json"])
     #expect(afterEnd.code == .usage && afterEnd.out.isEmpty)
   }

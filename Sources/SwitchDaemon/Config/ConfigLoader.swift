@@ -59,7 +59,8 @@ public enum ConfigLoader {
   /// systemd reads none: an editor's lock file (`.#50-corp.conf`, a
   /// dangling symlink) would fail every reload while the file is edited.
   /// But it ends in `.conf`, so it is named in `skipped` (a warning): a
-  /// hold written there must not vanish without a word.
+  /// hold written there must not vanish without a word. An editor's lock
+  /// is not: it comes and goes with every edit, and renaming it is no advice.
   static func readDropIns(
     in root: borrowing TrustedDirectoryHandle, _ folder: String, trust: TrustedFiles,
     errors: inout [String], skipped: inout [ConfigDiagnostic]
@@ -80,7 +81,7 @@ public enum ConfigLoader {
       errors.append("\(error)")
       return []
     }
-    for name in names where name.hasPrefix(".") {
+    for name in names where name.hasPrefix(".") && !name.hasPrefix(".#") {
       skipped.append(
         ConfigDiagnostic(
           .warning, SourceLocation(file: folder + "/" + name, line: 0),

@@ -64,7 +64,8 @@ public enum Daemon {
     lines.append(
       "\(directory): ok, \(counted(catalog.switches.count, "switch", "switches")), "
         + "\(counted(catalog.policyCount, "policy", "policies")), "
-        + counted(catalog.warnings.count + groupWarnings.count, "warning"))
+        + counted(
+          loaded.diagnostics.count { $0.severity == .warning } + groupWarnings.count, "warning"))
     return (lines, 0)
   }
 

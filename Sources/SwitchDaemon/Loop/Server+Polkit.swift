@@ -45,7 +45,10 @@ extension Server {
   func changeQuestion(_ key: String, _ operation: Operation, caller: Caller) -> PolkitQuestion? {
     guard caller.asksPolkit, let definition = catalog.switches[key], let record = records[key]
     else { return nil }
-    if operation.settlesTrial {
+    // Naming another user is administering, whatever is pending (asked
+    // before the rules refuse it: PolkitQuestion.changing).
+    let actsAsAnother = caller.actingAs.map { $0 != caller.uid } ?? false
+    if operation.settlesTrial && !actsAsAnother {
       // Rule 20: the maker settles its own tried change without asking
       // anyone (any connection of its uid); only someone else needs to
       // administer. Nothing pending is a no-op for anyone.
