@@ -67,6 +67,10 @@ public struct Caller: Equatable, Sendable {
   /// only as an administrator.
   public func mayActAs(_ user: UInt32) -> Bool { isAdmin || user == uid }
 
+  /// Whether the request names a user other than the caller (`user`):
+  /// administering, whoever may do it.
+  public var namesAnotherUser: Bool { actingAs.map { $0 != uid } ?? false }
+
   /// This caller as the rules of reading a switch see it: its process's
   /// gid and pid left out. No rule of `writable` or of what a user-scope
   /// switch shows reads them (they are only an actor's, shown in events),

@@ -77,7 +77,7 @@ public struct PolkitQuestion: Equatable, Sendable {
       return administering(method: operation.verb, key: key, checked: current, caller: caller)
     }
     let actions: [Action]
-    if let named = caller.actingAs, named != caller.uid {
+    if caller.namesAnotherUser {
       actions = [.administer]  // acting as another user is an administrator's
     } else if scope == .user {
       return nil  // everyone writes their own value

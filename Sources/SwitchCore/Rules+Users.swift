@@ -154,6 +154,13 @@ extension Rules {
     }
   }
 
+  /// `PermissionDenied` when the request names a user the caller may not
+  /// act as (another, without being an administrator); nil otherwise.
+  static func actingAsRefusal(key: String, caller: Caller) -> Refusal? {
+    guard let named = caller.actingAs, !caller.mayActAs(named) else { return nil }
+    return actingAsRefusal(key: key, user: named)
+  }
+
   /// `PermissionDenied` for naming another user without being an administrator.
   public static func actingAsRefusal(key: String?, user: UInt32) -> Refusal {
     .permissionDenied(

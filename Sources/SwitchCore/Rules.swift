@@ -173,9 +173,7 @@ public enum Rules {
     case .confirm, .revert:
       // Naming another user is refused first, whatever the switch's scope
       // and whether anything is pending (PROTOCOL.md, "Acting as a user").
-      if let named = caller.actingAs, !caller.mayActAs(named) {
-        throw actingAsRefusal(key: key, user: named)
-      }
+      if let refusal = actingAsRefusal(key: key, caller: caller) { throw refusal }
       return try settleTried(
         operation, key: key, state: state, policy: policy, caller: caller
       ).get()
@@ -238,9 +236,7 @@ public enum Rules {
   ) -> Refusal? {
     switch scope {
     case .system:
-      if let named = caller.actingAs, !caller.mayActAs(named) {
-        return actingAsRefusal(key: key, user: named)
-      }
+      if let refusal = actingAsRefusal(key: key, caller: caller) { return refusal }
       if !caller.has(.writer) {
         return .permissionDenied(key: key, action: "change", requirement: caller.writeRequirement)
       }

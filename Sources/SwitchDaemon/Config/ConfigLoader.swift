@@ -81,14 +81,17 @@ public enum ConfigLoader {
       errors.append("\(error)")
       return []
     }
-    for name in names where name.hasPrefix(".") && !name.hasPrefix(".#") {
-      skipped.append(
-        ConfigDiagnostic(
-          .warning, SourceLocation(file: folder + "/" + name, line: 0),
-          "a hidden file is not read; rename it without the leading dot to use it"))
-    }
     var files: [ConfigSources.File] = []
-    for name in names where !name.hasPrefix(".") {
+    for name in names {
+      if name.hasPrefix(".") {
+        if !name.hasPrefix(".#") {
+          skipped.append(
+            ConfigDiagnostic(
+              .warning, SourceLocation(file: folder + "/" + name, line: 0),
+              "a hidden file is not read; rename it without the leading dot to use it"))
+        }
+        continue
+      }
       do throws(TrustedFiles.Problem) {
         let bytes = try trust.read(name, in: directory, limit: maxFileBytes)
         files.append(ConfigSources.File(name: folder + "/" + name, bytes: bytes))

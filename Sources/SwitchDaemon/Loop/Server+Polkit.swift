@@ -47,8 +47,7 @@ extension Server {
     else { return nil }
     // Naming another user is administering, whatever is pending (asked
     // before the rules refuse it: PolkitQuestion.changing).
-    let actsAsAnother = caller.actingAs.map { $0 != caller.uid } ?? false
-    if operation.settlesTrial && !actsAsAnother {
+    if operation.settlesTrial && !caller.namesAnotherUser {
       // Rule 20: the maker settles its own tried change without asking
       // anyone (any connection of its uid); only someone else needs to
       // administer. Nothing pending is a no-op for anyone.
