@@ -29,6 +29,7 @@
 // power-safe overwrite SQLite pads a commit to a sector boundary and may
 // split a frame's write around a sync; such a WAL is written as asked.
 //
+// Every file SQLite creates by name is claimed first (ClaimedFiles.c).
 // Every other file, and every other method of the VFS, is the base VFS's.
 
 #include "CSQLiteVFS.h"
@@ -389,6 +390,13 @@ static int joinedOpen(
 ) {
   (void)vfs;
   int rc = SQLITE_OK;
+  // A file SQLite makes by name (the database, its WAL, a journal) is made
+  // switchd's first (ClaimedFiles.c); temporary files SQLite makes O_EXCL.
+  if (name != NULL && (flags & SQLITE_OPEN_CREATE) &&
+      !(flags & (SQLITE_OPEN_EXCLUSIVE | SQLITE_OPEN_DELETEONCLOSE)) &&
+      switchd_claim_file(name) != SWITCHD_CLAIMED) {
+    return SQLITE_CANTOPEN;
+  }
   if (flags & SQLITE_OPEN_MAIN_DB) {
     DatabaseFile *file = (DatabaseFile *)handle;
     memset(file, 0, sizeof *file);

@@ -1,5 +1,6 @@
 import Glibc
 import SwitchCore
+import SwitchSystem
 
 /// What switchctl reads from its surroundings to find the daemon, passed in
 /// so that tests can give any uid, variables and files without touching the
@@ -10,6 +11,9 @@ struct Environment {
   var uid: UInt32
   /// Whether something exists at a path.
   var fileExists: (String) -> Bool
+  /// Why a private directory (`/tmp/switchd-UID`) is not the user's alone,
+  /// or nil when it is (`TrustedDirectory.checkPrivate`).
+  var privateDirectoryProblem: (String) -> String? = { _ in nil }
   /// Standard input is a terminal: a person may answer a password prompt.
   var isTerminal = false
 
@@ -23,8 +27,17 @@ struct Environment {
     for name in variableNames {
       if let value = getenv(name) { variables[name] = String(cString: value) }
     }
+    let uid = getuid()
     var environment = Environment(
-      variables: variables, uid: getuid(), fileExists: { access($0, F_OK) == 0 })
+      variables: variables, uid: uid, fileExists: { access($0, F_OK) == 0 })
+    environment.privateDirectoryProblem = { path in
+      do throws(TrustedDirectory.Failure) {
+        try TrustedDirectory.checkPrivate(path, uid: uid)
+        return nil
+      } catch {
+        return "\(error)"
+      }
+    }
     environment.isTerminal = isatty(STDIN_FILENO) == 1
     return environment
   }
@@ -33,11 +46,23 @@ struct Environment {
   /// default. For root the default is the system socket. Anyone else may
   /// run their own daemon (`DefaultPaths.socket`) or use the system one, so
   /// their own socket is used when it exists and the system one otherwise.
-  func socketPath(flag: String?) -> String {
-    if let flag, !flag.isEmpty { return flag }
-    if let variable = variables["SWITCHD_SOCKET"], !variable.isEmpty { return variable }
-    if uid == 0 { return DefaultPaths.systemSocket }
+  /// Their own socket in `/tmp` (no `XDG_RUNTIME_DIR`) is used only when its
+  /// folder is theirs alone, as the daemon demands of it: anyone may make
+  /// `/tmp/switchd-UID` first and listen there, to be told the user's
+  /// changes and answer them falsely. `passedOver` then says why, for stderr.
+  func socket(flag: String?) -> (path: String, passedOver: String?) {
+    if let flag, !flag.isEmpty { return (flag, nil) }
+    if let variable = variables["SWITCHD_SOCKET"], !variable.isEmpty { return (variable, nil) }
+    if uid == 0 { return (DefaultPaths.systemSocket, nil) }
     let own = DefaultPaths.socket(uid: uid, environment: variables)
-    return fileExists(own) ? own : DefaultPaths.systemSocket
+    guard fileExists(own) else { return (DefaultPaths.systemSocket, nil) }
+    let folder = DefaultPaths.privateRuntimeDirectory(uid: uid)
+    if own.hasPrefix(folder + "/"), let problem = privateDirectoryProblem(folder) {
+      return (
+        DefaultPaths.systemSocket,
+        "not using \(own) (\(problem)); using \(DefaultPaths.systemSocket)"
+      )
+    }
+    return (own, nil)
   }
 }

@@ -45,9 +45,9 @@ public enum SwitchCtl {
       return failure.exitCode
     }
     if handlesSignals, case .watch = invocation.command { exitQuietlyOnInterrupt() }
-    var runner = Runner(
-      invocation: invocation, socketPath: environment.socketPath(flag: invocation.socket),
-      console: console)
+    let socket = environment.socket(flag: invocation.socket)
+    if let passedOver = socket.passedOver { console.err("switchctl: " + passedOver) }
+    var runner = Runner(invocation: invocation, socketPath: socket.path, console: console)
     // As systemctl: on a terminal, polkit may ask the person (root never is asked).
     if invocation.askPassword && environment.isTerminal && environment.uid != 0 {
       runner.polkitAgent = PolkitAgent()

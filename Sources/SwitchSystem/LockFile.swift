@@ -39,6 +39,14 @@ public struct LockFile: ~Copyable {
     guard fstat(descriptor.raw, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
       throw .system(SystemError(errno: EINVAL, call: "open \(path) (not a regular file)"))
     }
+    // Whose file was opened, not whose was looked at before: in a sticky
+    // folder another user may have made it in between.
+    guard status.st_uid == geteuid() || status.st_uid == 0, status.st_nlink == 1 else {
+      throw .system(
+        SystemError(
+          errno: EPERM,
+          call: "open \(path) (owned by uid \(status.st_uid), \(status.st_nlink) names)"))
+    }
     if retryingEINTR({ flock(descriptor.raw, LOCK_EX | LOCK_NB) }) != 0 {
       guard errno == EWOULDBLOCK else { throw .system(.last("flock \(path)")) }
       throw .held(path: path, pid: Self.recorded(descriptor).pid)

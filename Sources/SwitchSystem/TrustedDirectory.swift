@@ -6,7 +6,10 @@ import Glibc
 /// The rule is OpenSSH's `StrictModes` and the XDG base directory
 /// specification's: a directory that already exists on the way is used only
 /// if it belongs to the user or to root and nobody else may write to it
-/// (unless its sticky bit is set, like `/tmp`'s). A private directory (the
+/// (unless its sticky bit is set, like `/tmp`'s: there nobody else can
+/// remove or rename what is ours, and a file someone else made first is
+/// refused: `checkOwnFiles`, and `switchd_claim_file` as SQLite creates
+/// one). A private directory (the
 /// `/tmp/switchd-UID` fallback for a missing `XDG_RUNTIME_DIR`) must in
 /// addition be the user's own, not a symbolic link, and mode 0700.
 public enum TrustedDirectory {
@@ -56,9 +59,10 @@ public enum TrustedDirectory {
 
   /// Files in a trusted directory that belong to the daemon (its database,
   /// WAL, shared memory and lock): each that exists must be a regular file
-  /// of `uid`'s or root's that others may not write to. In a sticky folder
-  /// such as `/tmp` another user may have made one first, to read or
-  /// rewrite what switchd keeps.
+  /// of `uid`'s or root's, with one name, that others may not write to. One
+  /// left by another user (a database made by an earlier run under another
+  /// account), or a hard link to someone else's file, would be read or
+  /// written as switchd's own.
   public static func checkOwnFiles(_ paths: [String], uid: uid_t) throws(Failure) {
     for path in paths {
       var st = stat()
@@ -78,6 +82,10 @@ public enum TrustedDirectory {
       }
       if st.st_mode & 0o002 != 0 {
         throw .untrusted(path: path, reason: "others may write to it (mode \(octal(st.st_mode)))")
+      }
+      guard st.st_nlink == 1 else {
+        throw .untrusted(
+          path: path, reason: "it has \(st.st_nlink) names (hard links); switchd's files have one")
       }
     }
   }
@@ -99,15 +107,17 @@ public enum TrustedDirectory {
       throw .untrusted(path: path, reason: "it is owned by uid \(st.st_uid), not \(uid)")
     }
     if st.st_mode & 0o022 != 0 && st.st_mode & S_ISVTX == 0 {
+      let writers = st.st_mode & 0o002 != 0 ? "others" : "its group"
       throw .untrusted(
         path: path,
-        reason: "others may write to it (mode \(octal(st.st_mode))) and it is not sticky")
+        reason: "\(writers) may write to it (mode \(octal(st.st_mode))) and it is not sticky")
     }
   }
 
   /// The XDG runtime directory rules: the user's own directory, not a
-  /// link, mode 0700.
-  static func checkPrivate(_ path: String, uid: uid_t) throws(Failure) {
+  /// link, mode 0700. switchctl asks it of the folder of the user's own
+  /// socket in `/tmp` before talking to whatever listens there.
+  public static func checkPrivate(_ path: String, uid: uid_t) throws(Failure) {
     let st = try status(path, following: false)
     guard (st.st_mode & S_IFMT) == S_IFDIR else {
       let what = (st.st_mode & S_IFMT) == S_IFLNK ? "a symbolic link" : "not a directory"

@@ -58,7 +58,7 @@ public struct TrustedFiles: Sendable {
     }
 
     /// "uid 1000 (alice)", or "uid 1000" when the user database has no name.
-    static func named(_ uid: uid_t) -> String {
+    public static func named(_ uid: uid_t) -> String {
       UserDatabase.name(of: uid).map { "uid \(uid) (\($0))" } ?? "uid \(uid)"
     }
   }
@@ -170,7 +170,7 @@ public struct TrustedFiles: Sendable {
   }
 
   /// What a file of mode `mode` is, for a person.
-  static func kind(_ mode: mode_t) -> String {
+  public static func kind(_ mode: mode_t) -> String {
     switch mode & S_IFMT {
     case S_IFREG: return "a regular file"
     case S_IFDIR: return "a directory"
@@ -212,7 +212,7 @@ public struct TrustedDirectoryHandle: ~Copyable {
 }
 
 /// "0644": a mode's permission bits in octal, four digits.
-func octal(_ mode: mode_t) -> String {
+public func octal(_ mode: mode_t) -> String {
   let digits = String(mode & 0o7777, radix: 8)
   return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
 }

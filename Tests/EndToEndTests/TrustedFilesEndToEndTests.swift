@@ -76,6 +76,43 @@ import Testing
     #expect(try client.result("reload")["policies"]?.int64Value == 0)
   }
 
+  /// A program the configuration runs as the daemon's user that others
+  /// may change is warned of at `--check-config` and at start, naming it,
+  /// the switch and the setting; the configuration stays valid.
+  @Test func anApplyProgramOthersMayChangeIsWarnedOf() throws {
+    let daemon = try DaemonFixture(start: false)
+    let shared = daemon.directory + "/shared"
+    mkdir(shared, 0o755)
+    chmod(shared, 0o777)  // anyone may replace what is in it
+    let program = shared + "/apply"
+    try writeWholeFile(program, "#!/bin/sh\nexit 0\n")
+    chmod(program, 0o755)
+    let kept = daemon.directory + "/apply"
+    try writeWholeFile(kept, "#!/bin/sh\nexit 0\n")
+    chmod(kept, 0o755)
+    try daemon.writeFile(
+      "switches.d/20-programs.conf",
+      "[shared-apply]\nLabel=S\nDefault=off\nExecApply=\(program) x\n"
+        + "[writable-apply]\nLabel=W\nDefault=off\nExecApply=\(kept)\n")
+    let clean = Self.checkConfig(daemon)
+    #expect(clean.status == 0, "\(clean.stdout)")
+    #expect(
+      clean.stdout.contains("ExecApply= of [shared-apply] runs \(program)"), "\(clean.stdout)")
+    #expect(clean.stdout.contains("its folder \(shared)"), "\(clean.stdout)")
+    #expect(clean.stdout.contains("mode 0777"), "\(clean.stdout)")
+    #expect(!clean.stdout.contains("[writable-apply]"), "\(clean.stdout)")
+
+    chmod(kept, 0o757)
+    let check = Self.checkConfig(daemon)
+    #expect(check.status == 0, "\(check.stdout)")
+    #expect(
+      check.stdout.contains("ExecApply= of [writable-apply] runs \(kept), but it is owned by")
+        && check.stdout.contains("with mode 0757"),
+      "\(check.stdout)")
+    try daemon.start()
+    #expect(daemon.log.contains("[writable-apply] runs \(kept)"), "\(daemon.log)")
+  }
+
   @Test func foldersAndFilesOthersMayWriteAreRefusedNamingOwnerAndMode() throws {
     let daemon = try DaemonFixture()
     let switchesD = daemon.configDirectory + "/switches.d"
@@ -190,7 +227,7 @@ import Testing
     let state = daemon.directory + "/state"
     mkdir(state, 0o1777)
     chmod(state, 0o1777)
-    for suffix in ["", "-wal", "-shm"] {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
       let planted = daemon.databasePath + suffix
       try writeWholeFile(planted, "")
       chmod(planted, 0o666)
@@ -200,7 +237,7 @@ import Testing
         daemon.log.contains("refusing to use \(planted): it is owned by uid 65534"),
         "\(daemon.log)")
       #expect((try? readWholeFileBytes(planted))?.isEmpty == true, "the planted file was written")
-      for other in ["", "-wal", "-shm"] where other != suffix {
+      for other in ["", "-wal", "-shm", "-journal"] where other != suffix {
         #expect(!fileExists(daemon.databasePath + other), "\(other) was created")
       }
       unlink(planted)

@@ -80,7 +80,7 @@ import Testing
   }
 
   /// The rename into place does not replace a socket another switchd
-  /// bound after `bind` probed the path; a plain file there is replaced.
+  /// bound after `bind` probed the path, nor anything that is not a socket.
   @Test func placingNeverReplacesALiveSocket() throws {
     try withTemporaryDirectory { directory in
       let path = directory + "/switchd.sock"
@@ -95,11 +95,41 @@ import Testing
       #expect(connects(to: directory + "/other.sock"))
 
       let file = directory + "/file"
-      let fd = open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
-      close(fd)
-      try Listener.place(other.path, at: file, address: try UnixSocketAddress(file))
-      #expect(mode(of: file) == 0o600)
-      #expect(connects(to: file))
+      try writeWholeFile(file, "keep")
+      #expect(throws: Listener.Failure.self) {
+        try Listener.place(other.path, at: file, address: try UnixSocketAddress(file))
+      }
+      #expect(try readWholeFile(file) == "keep")
+      #expect(connects(to: directory + "/other.sock"))
+    }
+  }
+
+  /// A mistyped `--socket /etc/passwd` must not destroy the file: only a
+  /// socket is ever replaced, and only a stale one.
+  @Test func whatIsNotASocketIsNeverReplaced() throws {
+    try withTemporaryDirectory { directory in
+      let file = directory + "/important.conf"
+      try writeWholeFile(file, "keep")
+      let link = directory + "/link.sock"
+      #expect(symlink(file, link) == 0)
+      let fifo = directory + "/fifo"
+      #expect(mkfifo(fifo, 0o600) == 0)
+      for (path, kind) in [(file, "a regular file"), (link, "a symbolic link"), (fifo, "a FIFO")] {
+        do {
+          let listener = try Listener.bind(path: path, mode: 0o600)
+          listener.close()
+          Issue.record("\(path) was replaced")
+        } catch {
+          #expect("\(error)".contains("\(path) is \(kind)"), "\(error)")
+          #expect("\(error)".contains("not a socket"), "\(error)")
+        }
+      }
+      #expect(try readWholeFile(file) == "keep")
+      var status = stat()
+      #expect(lstat(link, &status) == 0 && status.st_mode & S_IFMT == S_IFLNK)
+      #expect(lstat(fifo, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO)
+      // Nothing staged is left beside them.
+      #expect(entries(directory).sorted() == ["fifo", "important.conf", "link.sock"])
     }
   }
 }

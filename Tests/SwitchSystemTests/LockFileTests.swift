@@ -48,6 +48,27 @@ import Testing
     }
   }
 
+  /// Whose file was opened decides, not whose was looked at before the
+  /// open: in a sticky folder another user may make it in between. Nor is
+  /// a second name of another file taken (its contents would be rewritten).
+  @Test(.needsRoot("plants a lock file owned by another uid"))
+  func aLockFileOfAnotherUserOrWithTwoNamesIsRefusedAndLeftAlone() throws {
+    try withTemporaryDirectory { base in
+      let path = base + "/switches.db.lock"
+      try writeWholeFile(path, "theirs")
+      #expect(chown(path, 65534, 65534) == 0)
+      #expect(throws: LockFile.Failure.self) { _ = try LockFile(path: path) }
+      #expect(try readWholeFile(path) == "theirs")
+      unlink(path)
+
+      let victim = base + "/victim"
+      try writeWholeFile(victim, "keep")
+      #expect(link(victim, path) == 0)
+      #expect(throws: LockFile.Failure.self) { _ = try LockFile(path: path) }
+      #expect(try readWholeFile(victim) == "keep")
+    }
+  }
+
   /// The record is one fixed-width line after the pid: a shorter revision
   /// written over a longer one leaves no tail, and the next holder reads it.
   @Test(arguments: [0, 7, 10, 1_234_567, Int64.max, -42, Int64.min] as [Int64])

@@ -115,4 +115,37 @@ import Testing
       }
     }
   }
+
+  /// A second name of another file (a hard link) is not switchd's file:
+  /// writing the database there would rewrite that file.
+  @Test func anOwnFileWithTwoNamesIsRefused() throws {
+    try withTemporaryDirectory { base in
+      let victim = base + "/victim"
+      try writeWholeFile(victim, "keep")
+      let database = base + "/switches.db"
+      #expect(link(victim, database) == 0)
+      #expect(
+        throws: TrustedDirectory.Failure.untrusted(
+          path: database, reason: "it has 2 names (hard links); switchd's files have one")
+      ) {
+        try TrustedDirectory.checkOwnFiles([database, database + "-wal"], uid: uid)
+      }
+      unlink(victim)
+      try TrustedDirectory.checkOwnFiles([database, database + "-wal"], uid: uid)
+    }
+  }
+
+  @Test func aGroupThatMayWriteIsNamedAsTheGroup() throws {
+    try withTemporaryDirectory { base in
+      let shared = base + "/shared"
+      mkdir(shared, 0o755)
+      chmod(shared, 0o775)
+      #expect(
+        throws: TrustedDirectory.Failure.untrusted(
+          path: shared, reason: "its group may write to it (mode 0775) and it is not sticky")
+      ) {
+        try TrustedDirectory.create(shared + "/switchd", mode: 0o755, uid: uid)
+      }
+    }
+  }
 }

@@ -24,4 +24,21 @@ int switchd_register_joined_wal_vfs(const char *name, const char *base);
 /// (SQLITE_MISUSE) and keeps its defaults, which work the same, slower.
 int switchd_configure_sqlite(void);
 
+/// What `switchd_claim_file` found.
+enum {
+  SWITCHD_CLAIMED = 0,
+  SWITCHD_CLAIM_NOT_REGULAR,
+  SWITCHD_CLAIM_OTHER_OWNER,
+  SWITCHD_CLAIM_WRITABLE_BY_OTHERS,
+  SWITCHD_CLAIM_SEVERAL_NAMES,
+};
+
+/// Makes `path` switchd's before SQLite opens it with O_CREAT
+/// (ClaimedFiles.c): created empty, mode 0600, when missing; else it must
+/// be a regular file of this process's user or root, not writable by
+/// others, with one name. Returns SWITCHD_CLAIMED, or what is wrong.
+/// The VFS above claims every file SQLite creates by name. (Under unix-excl
+/// the WAL index is in memory: there is no `-shm` to claim.)
+int switchd_claim_file(const char *path);
+
 #endif

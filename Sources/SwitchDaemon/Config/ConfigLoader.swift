@@ -43,6 +43,7 @@ public enum ConfigLoader {
       daemonConf: daemonConf, switchFiles: switchFiles, policyFiles: policyFiles)
     var (catalog, diagnostics) = CatalogBuilder.build(sources)
     diagnostics = skipped + diagnostics
+    if let catalog { diagnostics += programWarnings(catalog, trust: trust) }
     let found = diagnostics.filter { $0.severity == .error }.map(\.description)
     return Loaded(catalog: found.isEmpty ? catalog : nil, diagnostics: diagnostics, errors: found)
   }

@@ -128,20 +128,17 @@ public enum Daemon {
       log.error("cannot create the directory for \(databasePath): \(error)")
       return 1
     }
-    // The database's files must be this user's (or root's); checked again
-    // once SQLite made what was missing: another user may have made one in
-    // the moment between the first check and the open.
-    func ownFilesAreTrusted() -> Bool {
-      let ownFiles = ["", "-wal", "-shm", ".lock"].map { databasePath + $0 }
-      do {
-        try TrustedDirectory.checkOwnFiles(ownFiles, uid: uid)
-        return true
-      } catch {
-        log.error("\(error); not starting")
-        return false
-      }
+    // The database's files must be this user's (or root's), said here with
+    // whose they are. One made by someone else after this check (in a sticky
+    // folder such as /tmp) is refused as it is opened: the lock file by its
+    // descriptor, SQLite's files as SQLite creates them (`switchd_claim_file`).
+    do {
+      try TrustedDirectory.checkOwnFiles(
+        ["", "-wal", "-shm", "-journal", ".lock"].map { databasePath + $0 }, uid: uid)
+    } catch {
+      log.error("\(error); not starting")
+      return 1
     }
-    guard ownFilesAreTrusted() else { return 1 }
     let lock: LockFile
     do {
       lock = try LockFile(path: databasePath + ".lock")
@@ -169,7 +166,6 @@ public enum Daemon {
       log.error("cannot open the database: \(error)")
       return 1
     }
-    guard ownFilesAreTrusted() else { return 1 }
     // Socket-activated, switchd serves what systemd passed and binds no
     // path (the units decide where sockets are); else it binds both.
     let activated = Listener.activated(environment: env, path: socketPath)

@@ -14,12 +14,16 @@ struct Listener {
     case system(SystemError)
     case pathTooLong(UnixSocketAddress.PathTooLong)
     case inUse(String)
+    /// Something other than a socket is at the path: never switchd's to replace.
+    case notASocket(String, kind: String)
 
     var description: String {
       switch self {
       case .system(let error): return "\(error)"
       case .pathTooLong(let problem): return "\(problem)"
       case .inUse(let path): return "another switchd is already serving \(path)"
+      case .notASocket(let path, let kind):
+        return "\(path) is \(kind), not a socket; remove it or choose another path"
       }
     }
   }
@@ -62,7 +66,8 @@ struct Listener {
   static let varlinkName = "varlink"
 
   /// Binds `path` with `mode` (its directory must exist). A stale socket
-  /// file left by a crash is replaced; a live one (something answers) is not.
+  /// file left by a crash is replaced; a live one (something answers) is
+  /// not, nor anything that is not a socket.
   ///
   /// The socket is bound in a new private directory beside `path`, given
   /// its mode there and renamed into place: it never exists at `path` with
@@ -96,9 +101,10 @@ struct Listener {
   }
 
   /// Renames the bound socket to `path`. Something there is replaced only
-  /// when it is not a live socket: another switchd may have bound `path`
-  /// since `bind` looked, and a stale socket (or any file but a directory)
-  /// is replaced at once, in one step.
+  /// when it is a stale socket, at once, in one step: a live one stays
+  /// (another switchd may have bound `path` since `bind` looked), and
+  /// anything else (a file, a link, a FIFO) is not switchd's: a mistyped
+  /// `--socket /etc/passwd` must not destroy it.
   static func place(
     _ socket: String, at path: String, address: UnixSocketAddress
   ) throws(Failure) {
@@ -108,7 +114,11 @@ struct Listener {
     guard failure == EEXIST || failure == EINVAL || failure == ENOSYS else {
       throw .system(.last("rename \(socket) to \(path)"))
     }
-    // Something is there, or the file system cannot say: a live socket stays.
+    // Something is there, or the file system cannot say.
+    var status = stat()
+    if lstat(path, &status) == 0, status.st_mode & S_IFMT != S_IFSOCK {
+      throw .notASocket(path, kind: TrustedFiles.kind(status.st_mode))
+    }
     if isLiveSocket(address) { throw .inUse(path) }
     guard rename(socket, path) == 0 else {
       throw .system(.last("rename \(socket) to \(path)"))

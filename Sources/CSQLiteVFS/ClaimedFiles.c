@@ -1,0 +1,38 @@
+// Files SQLite creates beside the database, made switchd's before SQLite
+// opens them (CONFIG.md, "Files switchd trusts").
+//
+// SQLite opens a WAL, a journal or a new database with O_CREAT and no
+// O_EXCL, and when it runs as root hands the file to the database's owner
+// (fchown). In a sticky folder such as /tmp another user may make the file
+// in the moment before: root would then write its log into a file that
+// user holds open, and the fchown would hide whose it was. So the file is
+// made here first, with O_EXCL, mode 0600 (a database holds users' own
+// values: rule 13) and never through a link; one that is there already
+// must be a regular file of this process's user or root, with one name,
+// that others may not write to. Nobody else can remove or rename such a
+// file in a sticky folder, so it stays the one checked.
+
+#include "CSQLiteVFS.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int switchd_claim_file(const char *path) {
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    (void)fchmod(fd, 0600); // exactly, whatever the umask
+    close(fd);
+    return SWITCHD_CLAIMED;
+  }
+  // Another failure is SQLite's own open's to report (a missing folder, EACCES).
+  if (errno != EEXIST) return SWITCHD_CLAIMED;
+  struct stat found;
+  if (lstat(path, &found) != 0) return SWITCHD_CLAIMED;
+  if (!S_ISREG(found.st_mode)) return SWITCHD_CLAIM_NOT_REGULAR;
+  if (found.st_uid != geteuid() && found.st_uid != 0) return SWITCHD_CLAIM_OTHER_OWNER;
+  if (found.st_mode & S_IWOTH) return SWITCHD_CLAIM_WRITABLE_BY_OTHERS;
+  if (found.st_nlink != 1) return SWITCHD_CLAIM_SEVERAL_NAMES;
+  return SWITCHD_CLAIMED;
+}
