@@ -16,10 +16,40 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/// The last refusal on this thread, for the error SQLite's open becomes
+/// (SQLite itself says only "unable to open database file").
+static _Thread_local char refused[4200];
+
+static int refuse(const char *path, int found, const struct stat *status) {
+  const char *reason = "";
+  switch (found) {
+  case SWITCHD_CLAIM_NOT_REGULAR: reason = "it is not a regular file"; break;
+  case SWITCHD_CLAIM_OTHER_OWNER: reason = "it is owned by another user"; break;
+  case SWITCHD_CLAIM_WRITABLE_BY_OTHERS: reason = "others may write to it"; break;
+  default: reason = "it has more than one name (a hard link)"; break;
+  }
+  snprintf(
+    refused, sizeof refused, "refusing to use %s: %s (uid %u, mode %04o)", path, reason,
+    (unsigned)status->st_uid, (unsigned)(status->st_mode & 07777)
+  );
+  return found;
+}
+
+const char *switchd_take_refused_claim(void) {
+  if (refused[0] == 0) return NULL;
+  static _Thread_local char taken[sizeof refused];
+  memcpy(taken, refused, sizeof refused);
+  refused[0] = 0;
+  return taken;
+}
+
 int switchd_claim_file(const char *path) {
+  refused[0] = 0; // only the newest claim's refusal is told
   int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd >= 0) {
     (void)fchmod(fd, 0600); // exactly, whatever the umask
@@ -30,9 +60,11 @@ int switchd_claim_file(const char *path) {
   if (errno != EEXIST) return SWITCHD_CLAIMED;
   struct stat found;
   if (lstat(path, &found) != 0) return SWITCHD_CLAIMED;
-  if (!S_ISREG(found.st_mode)) return SWITCHD_CLAIM_NOT_REGULAR;
-  if (found.st_uid != geteuid() && found.st_uid != 0) return SWITCHD_CLAIM_OTHER_OWNER;
-  if (found.st_mode & S_IWOTH) return SWITCHD_CLAIM_WRITABLE_BY_OTHERS;
-  if (found.st_nlink != 1) return SWITCHD_CLAIM_SEVERAL_NAMES;
+  if (!S_ISREG(found.st_mode)) return refuse(path, SWITCHD_CLAIM_NOT_REGULAR, &found);
+  if (found.st_uid != geteuid() && found.st_uid != 0) {
+    return refuse(path, SWITCHD_CLAIM_OTHER_OWNER, &found);
+  }
+  if (found.st_mode & S_IWOTH) return refuse(path, SWITCHD_CLAIM_WRITABLE_BY_OTHERS, &found);
+  if (found.st_nlink != 1) return refuse(path, SWITCHD_CLAIM_SEVERAL_NAMES, &found);
   return SWITCHD_CLAIMED;
 }

@@ -1,4 +1,5 @@
 import CSQLite
+import CSQLiteVFS
 
 /// A failed SQLite call, with the C facts kept as SQLite reported them.
 ///
@@ -39,11 +40,16 @@ extension SQLiteError {
   init(handle: OpaquePointer?, resultCode: Int32, context: @autoclosure () -> String) {
     // With extended result codes on, `resultCode` is already extended; the handle's message
     // belongs to the call that just failed as long as nothing ran in between.
-    let message: String
+    var message: String
     if let handle, let text = sqlite3_errmsg(handle) {
       message = String(cString: text)
     } else {
       message = String(cString: sqlite3_errstr(resultCode))
+    }
+    // SQLite says only "unable to open database file" when the VFS refused
+    // a file someone else made (ClaimedFiles.c): say which and why.
+    if resultCode & 0xff == SQLITE_CANTOPEN, let refused = switchd_take_refused_claim() {
+      message = String(cString: refused)
     }
     self.init(extendedCode: resultCode, message: message, context: context())
   }

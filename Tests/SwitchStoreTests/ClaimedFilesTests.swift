@@ -58,6 +58,10 @@ import Testing
         store.close()
       }
       #expect(error != nil, "the store opened with \(suffix) of uid 65534")
+      #expect(
+        "\(String(describing: error))".contains(
+          "refusing to use \(planted): it is owned by another user (uid 65534"),
+        "\(String(describing: error))")
       var status = stat()
       #expect(lstat(planted, &status) == 0 && status.st_uid == 65534, "it was taken over")
       #expect((try? readWholeFileBytes(planted))?.isEmpty == true, "it was written")

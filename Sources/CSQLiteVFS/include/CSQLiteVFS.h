@@ -41,4 +41,9 @@ enum {
 /// the WAL index is in memory: there is no `-shm` to claim.)
 int switchd_claim_file(const char *path);
 
+/// Why this thread's last claim was refused ("refusing to use PATH: …"),
+/// once, or NULL when none was since the last call. Valid on this thread
+/// until its next call.
+const char *switchd_take_refused_claim(void);
+
 #endif
