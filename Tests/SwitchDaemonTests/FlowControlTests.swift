@@ -95,6 +95,48 @@ import Testing
     #expect(everyEventOnce, "events in revision order, once each")
   }
 
+  /// A peer that asks for `since` replays and hangs up is not replayed to:
+  /// its output would be thrown away, and the replays would cost a whole
+  /// log's reading and encoding for nobody while the connection stayed
+  /// counted. Each watch has one page in flight at a time and each page is
+  /// taken in a turn of its own, so replaying 12 pages takes 12 turns at
+  /// least: the connection must be gone well before.
+  @Test func aPeerThatHangsUpIsNotReplayedTo() throws {
+    let harness = try LoopHarness(daemonConf: Self.daemonConf)
+    defer { harness.stop() }
+    let writer = try TestClient(harness)
+    defer { close(writer.fd) }
+    let toggles = 12 * Server.replayPage
+    writer.drive(
+      input: Self.lines(toggles) {
+        #"{"jsonrpc":"2.0","id":\#($0),"method":"toggle","params":{"key":"wifi"}}"#
+      }
+    ) { $0.lines.count >= toggles }
+    #expect(writer.answered(inOrder: 1...toggles))
+
+    let watcher = try harness.connect()
+    let watches = Self.lines(16) {
+      #"{"jsonrpc":"2.0","id":\#($0),"method":"watch","params":{"since":0}}"#
+    }
+    let sent = watches.withUnsafeBytes { send(watcher, $0.baseAddress, $0.count, 0) }
+    #expect(sent == watches.count)
+    // Replaying: every watch made, its first pages asked for.
+    let deadline = monotonicSeconds() + 30
+    while harness.server.hub.watches.count < 16 && monotonicSeconds() < deadline {
+      harness.server.turn(timeoutMilliseconds: 5)
+    }
+    #expect(harness.server.connections.count == 2)
+    close(watcher)
+    var turns = 0
+    // The writer's connection stays; the watcher's must go.
+    while harness.server.connections.count > 1 && turns < 6 {
+      harness.server.turn(timeoutMilliseconds: 1000)
+      turns += 1
+    }
+    #expect(harness.server.connections.count == 1, "still replaying after \(turns) turns")
+    #expect(harness.server.hub.watches.isEmpty)
+  }
+
   /// Toggles one at a time (each publish has one change, sent to the
   /// watcher at once) while the watcher reads nothing: its socket fills,
   /// and an event the socket does not take (in whole or in part) is queued,

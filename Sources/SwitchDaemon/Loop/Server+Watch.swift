@@ -97,7 +97,10 @@ extension Server {
   /// when asked; the replay goes on until it reaches the loop's revision as
   /// it is when the page arrives (`continueReplay`).
   func continueReplays(_ connection: Connection) -> Bool {
-    guard connection.replaysUnfinished > 0, !stopSentToReader,
+    // A peer that hung up reads nothing more: its pages would be read,
+    // encoded and thrown away (`sendQueued` drops its output), a whole
+    // `since` replay of CPU for nobody.
+    guard connection.replaysUnfinished > 0, !stopSentToReader, !connection.hungUp,
       connection.unsentCount <= limits.highWater
     else { return false }
     var asked = false
@@ -149,9 +152,10 @@ extension Server {
     if watch.replayCursor == nil { connection.replaysUnfinished -= 1 }
   }
 
-  /// Whether a watch of the connection is still replaying `since`.
+  /// Whether a watch of the connection is still replaying `since` to a
+  /// peer that can read it (one that hung up is not replayed to).
   func isReplaying(_ connection: Connection) -> Bool {
-    connection.replaysUnfinished > 0
+    connection.replaysUnfinished > 0 && !connection.hungUp
       && connection.watchIDs.contains { hub.watches[$0]?.replayCursor != nil }
   }
 
