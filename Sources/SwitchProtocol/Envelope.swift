@@ -60,6 +60,15 @@ public struct DecodedCall: Equatable, Sendable {
 }
 
 public enum RequestDecoder {
+  /// The most requests one batch may hold; a larger one is refused whole
+  /// with one `InvalidRequest`, nothing in it carried out. Every request
+  /// of a batch is answered, an error or `Overloaded` included, so without
+  /// it a line of MaxFrameBytes (`[1,1,1,…]`, half a million elements)
+  /// made ~88 MB of answers that the daemon held for a client that need
+  /// not read them. With it a line's answer is at most the 4 MiB of
+  /// results plus ~3 MB of errors.
+  public static let maxBatchRequests = 16_384
+
   /// The common request (a `get`, `toggle` or `set` of a key) read straight
   /// into its Call; nil for any other line, which `decode` then reads.
   /// Exactly what `decode` and `Call.decode` give for the same line; a
@@ -100,6 +109,14 @@ public enum RequestDecoder {
       if items.isEmpty {
         return .single(
           .failure(EnvelopeError(error: .invalidRequest("an empty batch"), id: .null)))
+      }
+      if items.count > maxBatchRequests {
+        return .single(
+          .failure(
+            EnvelopeError(
+              error: .invalidRequest(
+                "a batch holds at most \(maxBatchRequests) requests; this one has \(items.count)"),
+              id: .null)))
       }
       return .batch(items.map(envelope))
     }

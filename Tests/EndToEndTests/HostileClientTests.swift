@@ -341,6 +341,33 @@ import Testing
     #expect(daemon.stop() == 0)
   }
 
+  /// Every request of a batch is answered, so a batch of half a million
+  /// tiny elements in one line of MaxFrameBytes (`[1,1,…]`) asked for
+  /// ~88 MB of error answers. A batch over `RequestDecoder.maxBatchRequests`
+  /// is refused whole, with one short line (the limit itself:
+  /// `BatchLimitTests`).
+  @Test func aBatchOfTooManyRequestsIsRefusedWithOneShortAnswer() throws {
+    let daemon = try DaemonFixture()
+    let client = try daemon.client()
+    let limit = RequestDecoder.maxBatchRequests
+    // Short elements, so that the line fits in MaxFrameBytes; the last
+    // one a toggle, which must not be carried out.
+    let toggle = #"{"jsonrpc":"2.0","id":1,"method":"toggle","params":{"key":"wifi"}}"#
+    try client.send(
+      raw: "[" + Array(repeating: "1", count: limit).joined(separator: ",") + "," + toggle + "]\n")
+    let refusal = try #require(client.readLine())
+    #expect(refusal.utf8.count < 512, "\(refusal.prefix(200))")
+    let error = try JSONParser.parse(Array(refusal.utf8), maxDepth: 32)
+    expectErrorObject(error["error"] ?? .null, -32600, "InvalidRequest")
+    #expect(
+      error["error"]?["message"]?.stringValue?.contains("at most \(limit) requests") == true,
+      "\(refusal)")
+    #expect(error["id"] == .null)
+    // Nothing in it was carried out, and the connection goes on.
+    #expect(try client.result("status")["revision"]?.int64Value == 0)
+    #expect(daemon.stop() == 0)
+  }
+
   // MARK: Connections
 
   @Test func twoThousandIdleConnectionsDoNotStopService() throws {
