@@ -66,6 +66,29 @@ public enum SwitchKey {
 
   public static func isValid(_ key: String) -> Bool { problem(key) == nil }
 
+  /// Whether `prefix` begins some valid key (or is empty, which every key
+  /// does): a `watch` pattern `PREFIX*` that no key can match is a typo,
+  /// refused as an exact key of the same spelling is, not a watch that
+  /// stays silent for ever.
+  public static func isValidPrefix(_ prefix: String) -> Bool {
+    guard prefix.utf8.count <= maxBytes else { return false }
+    guard let first = prefix.utf8.first else { return true }
+    guard isLower(first) else { return false }
+    // As a key, but it may end with a separator (`notifications.`).
+    var previousWasSeparator = false
+    for b in prefix.utf8 {
+      if isLower(b) || isDigit(b) {
+        previousWasSeparator = false
+      } else if b == UInt8(ascii: ".") || b == UInt8(ascii: "-") {
+        if previousWasSeparator { return false }
+        previousWasSeparator = true
+      } else {
+        return false
+      }
+    }
+    return true
+  }
+
   private static func isLower(_ b: UInt8) -> Bool { b &- UInt8(ascii: "a") < 26 }
   private static func isDigit(_ b: UInt8) -> Bool { b &- UInt8(ascii: "0") < 10 }
 }
@@ -80,7 +103,9 @@ public enum KeyPattern: Hashable, Sendable {
     if text.hasSuffix("*") {
       let prefix = String(text.dropLast())
       if prefix.contains("*") { return .failure(PatternError(pattern: text)) }
-      if prefix.utf8.count > SwitchKey.maxBytes { return .failure(PatternError(pattern: text)) }
+      guard SwitchKey.isValidPrefix(prefix) else {
+        return .failure(PatternError(pattern: text))
+      }
       return .success(.prefix(prefix))
     }
     if SwitchKey.isValid(text) { return .success(.exact(text)) }

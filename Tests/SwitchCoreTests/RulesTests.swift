@@ -381,6 +381,16 @@ import Testing
     #expect(try KeyPattern.parse("*").get().matches("anything"))
     #expect((try? KeyPattern.parse("no*pe*").get()) == nil)
     #expect((try? KeyPattern.parse("Bad").get()) == nil)
+    // A prefix no key can begin with is a typo, refused as the exact key is.
+    for typo in ["Bad*", "bad key*", "é*", "wifi..*", ".wifi*", "1wifi*"] {
+      #expect((try? KeyPattern.parse(typo).get()) == nil, "\(typo)")
+    }
+    for fine in ["w*", "notifications.*", "a-*", "wifi*"] {
+      #expect((try? KeyPattern.parse(fine).get()) != nil, "\(fine)")
+    }
+    let longest = String(repeating: "a", count: SwitchKey.maxBytes)
+    #expect(try KeyPattern.parse(longest + "*").get().matches(longest))
+    #expect((try? KeyPattern.parse(longest + "a*").get()) == nil)
   }
 
   /// `writable` says exactly whether this caller's `set` of the other value
