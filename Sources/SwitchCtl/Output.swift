@@ -89,10 +89,13 @@ enum Output {
 
   /// Free text from the daemon (labels, reasons, messages) with control
   /// characters escaped: a reason holding a newline or a terminal escape
-  /// must not break "one line per switch" or play tricks on a terminal.
+  /// must not break "one line per switch" or play tricks on a terminal,
+  /// nor may a bidirectional override (U+202E) turn the rest of the line
+  /// around (the Trojan Source trick, CVE-2021-42574).
   static func printable(_ text: String) -> String {
     func isControl(_ scalar: Unicode.Scalar) -> Bool {
       scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+        || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
     }
     guard text.unicodeScalars.contains(where: isControl) else { return text }
     var result = ""

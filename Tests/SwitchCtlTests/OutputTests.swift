@@ -94,6 +94,9 @@ import Testing
         "wifi  on  Wi\\u001B[2J  (read-only by admin: line one\\nwifi  off)"
       ])
     #expect(Output.printable("Café: ok\t") == "Café: ok\\t")
+    // A bidirectional override would show the rest of the line reversed.
+    #expect(Output.printable("ok \u{202E}nimda") == "ok \\u202Enimda")
+    #expect(Output.printable("a\u{2066}b\u{2069}") == "a\\u2066b\\u2069")
   }
 
   @Test func writePrintsNewValueAndUnchanged() throws {
