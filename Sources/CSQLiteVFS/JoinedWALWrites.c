@@ -390,11 +390,14 @@ static int joinedOpen(
 ) {
   (void)vfs;
   int rc = SQLITE_OK;
-  // A file SQLite makes by name (the database, its WAL, a journal) is made
-  // switchd's first (ClaimedFiles.c); temporary files SQLite makes O_EXCL.
-  if (name != NULL && (flags & SQLITE_OPEN_CREATE) &&
+  // The database, its WAL and its journal are made or checked as switchd's
+  // first (ClaimedFiles.c), also when SQLite opens one without creating it
+  // (a hot journal it would play back). Temporary files SQLite makes O_EXCL.
+  int kept = SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_MAIN_JOURNAL | SQLITE_OPEN_WAL;
+  if (name != NULL && (flags & kept) &&
       !(flags & (SQLITE_OPEN_EXCLUSIVE | SQLITE_OPEN_DELETEONCLOSE)) &&
-      switchd_claim_file(name) != SWITCHD_CLAIMED) {
+      switchd_claim_file(name, (flags & SQLITE_OPEN_CREATE) != 0) != SWITCHD_CLAIMED) {
+    handle->pMethods = NULL; // a failed open leaves none, as SQLite asks
     return SQLITE_CANTOPEN;
   }
   if (flags & SQLITE_OPEN_MAIN_DB) {

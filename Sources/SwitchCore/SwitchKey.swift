@@ -71,22 +71,13 @@ public enum SwitchKey {
   /// refused as an exact key of the same spelling is, not a watch that
   /// stays silent for ever.
   public static func isValidPrefix(_ prefix: String) -> Bool {
-    guard prefix.utf8.count <= maxBytes else { return false }
-    guard let first = prefix.utf8.first else { return true }
-    guard isLower(first) else { return false }
-    // As a key, but it may end with a separator (`notifications.`).
-    var previousWasSeparator = false
-    for b in prefix.utf8 {
-      if isLower(b) || isDigit(b) {
-        previousWasSeparator = false
-      } else if b == UInt8(ascii: ".") || b == UInt8(ascii: "-") {
-        if previousWasSeparator { return false }
-        previousWasSeparator = true
-      } else {
-        return false
-      }
-    }
-    return true
+    if prefix.isEmpty || isValid(prefix) { return true }
+    // Or a key's beginning up to a separator (`notifications.`), with room
+    // for one more byte after it.
+    guard let last = prefix.utf8.last, last == UInt8(ascii: ".") || last == UInt8(ascii: "-"),
+      prefix.utf8.count < maxBytes
+    else { return false }
+    return isValid(String(prefix.dropLast()))
   }
 
   private static func isLower(_ b: UInt8) -> Bool { b &- UInt8(ascii: "a") < 26 }

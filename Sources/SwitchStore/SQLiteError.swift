@@ -47,8 +47,9 @@ extension SQLiteError {
       message = String(cString: sqlite3_errstr(resultCode))
     }
     // SQLite says only "unable to open database file" when the VFS refused
-    // a file someone else made (ClaimedFiles.c): say which and why.
-    if resultCode & 0xff == SQLITE_CANTOPEN, let refused = switchd_take_refused_claim() {
+    // a file someone else made (ClaimedFiles.c): say which and why. Taken
+    // whatever the code, so that it never outlives the failure it explains.
+    if let refused = switchd_take_refused_claim(), resultCode & 0xff == SQLITE_CANTOPEN {
       message = String(cString: refused)
     }
     self.init(extendedCode: resultCode, message: message, context: context())

@@ -153,15 +153,20 @@ public final class SwitchStore {
   ///
   /// Wrapped (`CSQLiteVFS`) so that a commit's WAL frames are one write,
   /// not each frame's header and page: a commit of n pages makes one
-  /// `pwrite` instead of 2n (strace, issue 26). Registered on first use; should
-  /// that fail, the plain "unix-excl" is used. SQLite's process-wide settings
-  /// are made first (`switchd_configure_sqlite`): in the daemon this is its
-  /// first use of SQLite.
-  static let vfs: String = {
+  /// `pwrite` instead of 2n (strace, issue 26), and the files SQLite keeps
+  /// beside the database are claimed as switchd's (ClaimedFiles.c).
+  /// Registered on first use; should that fail, no store opens (`connect`):
+  /// the plain "unix-excl" would write into files another user slipped in.
+  /// SQLite's process-wide settings are made first
+  /// (`switchd_configure_sqlite`): in the daemon this is its first use of SQLite.
+  static var vfs: String {
+    _ = vfsRegistered
+    return "switchd-unix-excl"
+  }
+
+  private static let vfsRegistered: Bool = {
     _ = switchd_configure_sqlite()
-    let name = "switchd-unix-excl"
-    return switchd_register_joined_wal_vfs(name, "unix-excl") == SQLITE_OK
-      ? name : "unix-excl"
+    return switchd_register_joined_wal_vfs("switchd-unix-excl", "unix-excl") == SQLITE_OK
   }()
 
   /// `markSpacing` is a parameter so tests can make walks between marks short.
@@ -300,6 +305,9 @@ public final class SwitchStore {
   /// into a shared one and release it when the reader finishes (POSIX locks
   /// are per process).
   static func connect(_ path: String, mode: Mode) throws(SQLiteError) -> SQLiteConnection {
+    guard vfsRegistered else {
+      throw .misuse("switchd's SQLite VFS could not be registered", context: "open \(path)")
+    }
     let flags =
       mode == .readWrite ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READWRITE
     let connection = try SQLiteConnection(path: path, flags: flags, vfs: vfs)

@@ -10,12 +10,15 @@ public struct LockFile: ~Copyable {
     /// Another process holds the lock; `pid` is what it wrote (nil when it
     /// has not written yet).
     case held(path: String, pid: Int32?)
+    /// The file is not the daemon's own (`TrustedDirectory.ownFileProblem`).
+    case untrusted(path: String, reason: String)
     case system(SystemError)
 
     public var description: String {
       switch self {
       case .held(let path, let pid?): return "\(path) is locked by process \(pid)"
       case .held(let path, nil): return "\(path) is locked by another process"
+      case .untrusted(let path, let reason): return "refusing to use \(path): \(reason)"
       case .system(let error): return "\(error)"
       }
     }
@@ -36,16 +39,11 @@ public struct LockFile: ~Copyable {
         opening: path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, mode: 0o644)
     else { throw .system(.last("open \(path)")) }
     var status = stat()
-    guard fstat(descriptor.raw, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
-      throw .system(SystemError(errno: EINVAL, call: "open \(path) (not a regular file)"))
-    }
+    guard fstat(descriptor.raw, &status) == 0 else { throw .system(.last("fstat \(path)")) }
     // Whose file was opened, not whose was looked at before: in a sticky
     // folder another user may have made it in between.
-    guard status.st_uid == geteuid() || status.st_uid == 0, status.st_nlink == 1 else {
-      throw .system(
-        SystemError(
-          errno: EPERM,
-          call: "open \(path) (owned by uid \(status.st_uid), \(status.st_nlink) names)"))
+    if let reason = TrustedDirectory.ownFileProblem(status, uid: getuid()) {
+      throw .untrusted(path: path, reason: reason)
     }
     if retryingEINTR({ flock(descriptor.raw, LOCK_EX | LOCK_NB) }) != 0 {
       guard errno == EWOULDBLOCK else { throw .system(.last("flock \(path)")) }

@@ -58,11 +58,7 @@ public enum TrustedDirectory {
   }
 
   /// Files in a trusted directory that belong to the daemon (its database,
-  /// WAL, shared memory and lock): each that exists must be a regular file
-  /// of `uid`'s or root's, with one name, that others may not write to. One
-  /// left by another user (a database made by an earlier run under another
-  /// account), or a hard link to someone else's file, would be read or
-  /// written as switchd's own.
+  /// WAL, journal and lock): each that exists must pass `ownFileProblem`.
   public static func checkOwnFiles(_ paths: [String], uid: uid_t) throws(Failure) {
     for path in paths {
       var st = stat()
@@ -70,23 +66,43 @@ public enum TrustedDirectory {
         if errno == ENOENT { continue }
         throw .system(.last("lstat \(path)"))
       }
-      guard (st.st_mode & S_IFMT) == S_IFREG else {
-        throw .untrusted(
-          path: path, reason: "it is \(TrustedFiles.kind(st.st_mode)), not a regular file")
-      }
-      guard st.st_uid == uid || st.st_uid == 0 else {
-        throw .untrusted(
-          path: path,
-          reason: "it is owned by \(TrustedFiles.Problem.named(st.st_uid)), not by "
-            + "\(TrustedFiles.Problem.named(uid)), the user switchd runs as")
-      }
-      if st.st_mode & 0o002 != 0 {
-        throw .untrusted(path: path, reason: "others may write to it (mode \(octal(st.st_mode)))")
-      }
-      guard st.st_nlink == 1 else {
-        throw .untrusted(
-          path: path, reason: "it has \(st.st_nlink) names (hard links); switchd's files have one")
-      }
+      if let reason = ownFileProblem(st, uid: uid) { throw .untrusted(path: path, reason: reason) }
+    }
+  }
+
+  /// Why a file of the daemon's (`st` from lstat, or fstat of what was
+  /// opened) is not its own, or nil: it must be a regular file of `uid`'s
+  /// or root's, with one name, that others may not write to. One left by
+  /// another user (a database made by an earlier run under another
+  /// account, or planted in a sticky folder), or a hard link to someone
+  /// else's file, would be read or written as switchd's own. (The SQLite
+  /// VFS checks the files SQLite opens by the same rule, in C:
+  /// ClaimedFiles.c.)
+  public static func ownFileProblem(_ st: stat, uid: uid_t) -> String? {
+    guard (st.st_mode & S_IFMT) == S_IFREG else {
+      return "it is \(TrustedFiles.kind(st.st_mode)), not a regular file"
+    }
+    guard st.st_uid == uid || st.st_uid == 0 else {
+      return "it is owned by \(TrustedFiles.Problem.named(st.st_uid)), not by "
+        + "\(TrustedFiles.Problem.named(uid)), the user switchd runs as"
+    }
+    if st.st_mode & 0o002 != 0 { return "others may write to it (mode \(octal(st.st_mode)))" }
+    guard st.st_nlink == 1 else {
+      return "it has \(st.st_nlink) names (hard links); switchd's files have one"
+    }
+    return nil
+  }
+
+  /// Why the existing directory `path` could be changed by someone but
+  /// `uid` and root (`checkTrusted`), or nil when it cannot (or is gone).
+  public static func folderProblem(_ path: String, uid: uid_t) -> String? {
+    do throws(Failure) {
+      try checkTrusted(path, uid: uid)
+      return nil
+    } catch .untrusted(_, let reason) {
+      return reason
+    } catch {
+      return nil
     }
   }
 

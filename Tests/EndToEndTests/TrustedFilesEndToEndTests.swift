@@ -106,11 +106,23 @@ import Testing
     let check = Self.checkConfig(daemon)
     #expect(check.status == 0, "\(check.stdout)")
     #expect(
-      check.stdout.contains("ExecApply= of [writable-apply] runs \(kept), but it is owned by")
-        && check.stdout.contains("with mode 0757"),
+      check.stdout.contains(
+        "ExecApply= of [writable-apply] runs \(kept), but others may write to it (mode 0757)"),
       "\(check.stdout)")
     try daemon.start()
     #expect(daemon.log.contains("[writable-apply] runs \(kept)"), "\(daemon.log)")
+    daemon.stop()
+
+    // A safe program, named through a link that anyone may replace.
+    chmod(kept, 0o755)
+    let link = shared + "/link"
+    #expect(symlink(kept, link) == 0)
+    try daemon.writeFile(
+      "switches.d/20-programs.conf", "[linked-apply]\nLabel=L\nDefault=off\nExecApply=\(link)\n")
+    let linked = Self.checkConfig(daemon)
+    #expect(
+      linked.stdout.contains("ExecApply= of [linked-apply] runs \(link), but its folder \(shared)"),
+      "\(linked.stdout)")
   }
 
   @Test func foldersAndFilesOthersMayWriteAreRefusedNamingOwnerAndMode() throws {

@@ -25,13 +25,13 @@ import Testing
     return lstat(path, &status) == 0 ? status.st_mode & 0o7777 : 0
   }
 
-  @Test func aNewDatabaseAndItsLogAreTheOwnersAloneWhateverTheUmask() throws {
+  /// Under the usual umask (022) SQLite would make them 0644: readable by
+  /// anyone who may enter the folder. (The umask is not changed here: it
+  /// is the process's, and other tests run meanwhile.)
+  @Test func aNewDatabaseAndItsLogAreTheOwnersAlone() throws {
     try withTemporaryDirectory { directory in
       let path = directory + "/s.db"
-      let old = umask(0)
-      defer { umask(old) }
       let store = try SwitchStore(path: path, mode: .readWrite)
-      umask(old)
       try store.insertNew([SwitchRecord(key: "wifi", state: SwitchState(checked: true))])
       for suffix in ["", "-wal"] {
         #expect(Self.mode(of: path + suffix) == 0o600, "\(suffix)")
@@ -65,6 +65,36 @@ import Testing
       var status = stat()
       #expect(lstat(planted, &status) == 0 && status.st_uid == 65534, "it was taken over")
       #expect((try? readWholeFileBytes(planted))?.isEmpty == true, "it was written")
+    }
+  }
+
+  /// A journal SQLite finds at open is hot: it is played back into the
+  /// database, opened without O_CREAT. One another user planted is refused
+  /// as it is opened, and left as it was.
+  @Test(.needsRoot("plants a journal owned by another uid"))
+  func aHotJournalAnotherUserPlantedIsNeverPlayedBack() throws {
+    try Self.withStickyFolder { folder in
+      let path = folder + "/s.db"
+      let first = try SwitchStore(path: path, mode: .readWrite)
+      try first.insertNew([SwitchRecord(key: "wifi", state: SwitchState(checked: true))])
+      first.close()
+      // A rollback journal's magic, then a header's worth of bytes.
+      let magic: [UInt8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7]
+      let journal = magic + [UInt8](repeating: 0x5a, count: 1016)
+      let planted = path + "-journal"
+      try writeWholeFile(planted, journal)
+      chmod(planted, 0o644)
+      #expect(chown(planted, 65534, 65534) == 0)
+      for mode in [SwitchStore.Mode.readWrite, .readOnly] {
+        let error = storeError { () throws(StoreError) in
+          let store = try SwitchStore(path: path, mode: mode)
+          store.close()
+        }
+        #expect(
+          "\(String(describing: error))".contains("refusing to use \(planted)"),
+          "\(mode): \(String(describing: error))")
+      }
+      #expect(try readWholeFileBytes(planted) == journal, "the journal was touched")
     }
   }
 

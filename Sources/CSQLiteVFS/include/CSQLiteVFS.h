@@ -31,15 +31,18 @@ enum {
   SWITCHD_CLAIM_OTHER_OWNER,
   SWITCHD_CLAIM_WRITABLE_BY_OTHERS,
   SWITCHD_CLAIM_SEVERAL_NAMES,
+  SWITCHD_CLAIM_VANISHING,
 };
 
-/// Makes `path` switchd's before SQLite opens it with O_CREAT
-/// (ClaimedFiles.c): created empty, mode 0600, when missing; else it must
-/// be a regular file of this process's user or root, not writable by
-/// others, with one name. Returns SWITCHD_CLAIMED, or what is wrong.
-/// The VFS above claims every file SQLite creates by name. (Under unix-excl
-/// the WAL index is in memory: there is no `-shm` to claim.)
-int switchd_claim_file(const char *path);
+/// Makes `path` switchd's before SQLite opens it (ClaimedFiles.c). With
+/// `create`: created empty, mode 0600, when missing. Either way one that
+/// is there must be a regular file of this process's user or root, not
+/// writable by others, with one name. Returns SWITCHD_CLAIMED (also when
+/// nothing is there without `create`: SQLite's open then says so), or what
+/// is wrong. The VFS above claims every database, WAL and journal SQLite
+/// opens by name. (Under unix-excl the WAL index is in memory: there is no
+/// `-shm` to claim.)
+int switchd_claim_file(const char *path, int create);
 
 /// Why this thread's last claim was refused ("refusing to use PATH: …"),
 /// once, or NULL when none was since the last call. Valid on this thread

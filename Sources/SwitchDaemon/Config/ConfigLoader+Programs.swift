@@ -34,26 +34,35 @@ extension ConfigLoader {
     return warnings
   }
 
-  /// Why someone else could change the program at `path` (a link is
-  /// followed), or nil when only root or the daemon's user can.
+  /// Why someone else could change the program at `path`, or nil when
+  /// only root or the daemon's user can: the program (a link followed) and
+  /// the folders that hold its name as given and as resolved. (Folders
+  /// further up are not looked at.)
   static func programProblem(_ path: String, trust: TrustedFiles) -> String? {
     var status = stat()
     guard stat(path, &status) == 0 else { return nil }
-    if !trust.trusts(status) {
-      return "it is owned by \(TrustedFiles.Problem.named(status.st_uid)) with mode "
-        + octal(status.st_mode)
+    if !trust.owners.contains(status.st_uid) {
+      return "it is owned by \(TrustedFiles.Problem.named(status.st_uid))"
     }
-    guard let real = realpath(path, nil) else { return nil }
-    defer { free(real) }
-    let resolved = String(cString: real)
-    let folder = resolved.lastIndex(of: "/").map { String(resolved[..<$0]) } ?? "."
-    var folderStatus = stat()
-    guard stat(folder.isEmpty ? "/" : folder, &folderStatus) == 0 else { return nil }
-    let othersMayRename = folderStatus.st_mode & 0o022 != 0 && folderStatus.st_mode & S_ISVTX == 0
-    if !trust.owners.contains(folderStatus.st_uid) || othersMayRename {
-      return "its folder \(folder.isEmpty ? "/" : folder) is owned by "
-        + "\(TrustedFiles.Problem.named(folderStatus.st_uid)) with mode \(octal(folderStatus.st_mode))"
+    if status.st_mode & 0o022 != 0 {
+      let writers = status.st_mode & 0o002 != 0 ? "others" : "its group"
+      return "\(writers) may write to it (mode \(octal(status.st_mode)))"
+    }
+    var folders = [folder(of: path)]
+    if let real = realpath(path, nil) {
+      folders.append(folder(of: String(cString: real)))
+      free(real)
+    }
+    for folder in folders {
+      if let reason = TrustedDirectory.folderProblem(folder, uid: getuid()) {
+        return "its folder \(folder) is not safe: \(reason)"
+      }
     }
     return nil
+  }
+
+  private static func folder(of path: String) -> String {
+    guard let slash = path.lastIndex(of: "/") else { return "." }
+    return slash == path.startIndex ? "/" : String(path[..<slash])
   }
 }
