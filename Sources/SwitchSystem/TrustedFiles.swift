@@ -44,6 +44,11 @@ public struct TrustedFiles: Sendable {
         return "\(path): is \(kind), not \(wanted); it was not read"
       case .untrusted(let path, let owner, let mode, let allowed):
         let who = allowed.map(Self.named).joined(separator: " or ")
+        // A link's own mode means nothing; whose it is does.
+        if mode & S_IFMT == S_IFLNK {
+          return "\(path): not trusted: a symbolic link owned by \(Self.named(owner)); "
+            + "a link in the configuration must be owned by \(who)"
+        }
         var wrong: [String] = []
         if !allowed.contains(owner) { wrong.append("it is not owned by \(who)") }
         if mode & 0o022 != 0 {
@@ -145,7 +150,7 @@ public struct TrustedFiles: Sendable {
     var target = entry
     if entry.st_mode & S_IFMT == S_IFLNK {
       guard owners.contains(entry.st_uid) else {
-        throw .untrusted(path: path, owner: entry.st_uid, mode: 0, allowed: owners)
+        throw .untrusted(path: path, owner: entry.st_uid, mode: entry.st_mode, allowed: owners)
       }
       guard fstatat(base, name, &target, 0) == 0 else {
         if errno == ENOENT {

@@ -42,6 +42,19 @@ import Testing
     }
   }
 
+  @Test(.needsRoot("gives a link to another uid (lchown)"))
+  func aLinkOfAnotherUserIsNamedAsALink() throws {
+    try withTemporaryDirectory { (base: String) throws in
+      chmod(base, 0o755)
+      file(base + "/a.conf", "[a]\n")
+      symlink(base + "/a.conf", base + "/b.conf")
+      #expect(lchown(base + "/b.conf", 65534, 65534) == 0)
+      let text = problem("b.conf", in: base).map { "\($0)" } ?? "read"
+      #expect(text.contains("b.conf: not trusted: a symbolic link owned by uid 65534"), "\(text)")
+      #expect(!text.contains("mode 0000"), "\(text)")
+    }
+  }
+
   @Test func whatIsNotARegularFileIsNamedAndNeverRead() throws {
     try withTemporaryDirectory { (base: String) throws in
       chmod(base, 0o755)
@@ -94,5 +107,12 @@ import Testing
     ).description
     #expect(text.hasPrefix("/etc/switchd/policy.d/a.conf: not trusted: owner uid 1000"), "\(text)")
     #expect(text.contains("mode 0644: it is not owned by uid 0"), "\(text)")
+    // A link's mode (always 0777) is not shown, nor taken for others' write.
+    let link = TrustedFiles.Problem.untrusted(
+      path: "/etc/switchd", owner: 1000, mode: S_IFLNK | 0o777, allowed: [0]
+    ).description
+    #expect(
+      link.hasPrefix("/etc/switchd: not trusted: a symbolic link owned by uid 1000"), "\(link)")
+    #expect(!link.contains("mode") && !link.contains("may write"), "\(link)")
   }
 }
