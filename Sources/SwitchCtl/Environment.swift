@@ -12,7 +12,7 @@ struct Environment {
   /// Whether something exists at a path.
   var fileExists: (String) -> Bool
   /// Why a private directory (`/tmp/switchd-UID`) is not the user's alone,
-  /// or nil when it is (`TrustedDirectory.checkPrivate`).
+  /// or nil when it is (`TrustedDirectory.privateDirectoryProblem`).
   var privateDirectoryProblem: (String) -> String? = { _ in nil }
   /// Standard input is a terminal: a person may answer a password prompt.
   var isTerminal = false
@@ -30,13 +30,8 @@ struct Environment {
     let uid = getuid()
     var environment = Environment(
       variables: variables, uid: uid, fileExists: { access($0, F_OK) == 0 })
-    environment.privateDirectoryProblem = { path in
-      do throws(TrustedDirectory.Failure) {
-        try TrustedDirectory.checkPrivate(path, uid: uid)
-        return nil
-      } catch {
-        return "\(error)"
-      }
+    environment.privateDirectoryProblem = {
+      TrustedDirectory.privateDirectoryProblem($0, uid: uid)
     }
     environment.isTerminal = isatty(STDIN_FILENO) == 1
     return environment

@@ -18,7 +18,8 @@ public struct LockFile: ~Copyable {
       switch self {
       case .held(let path, let pid?): return "\(path) is locked by process \(pid)"
       case .held(let path, nil): return "\(path) is locked by another process"
-      case .untrusted(let path, let reason): return "refusing to use \(path): \(reason)"
+      case .untrusted(let path, let reason):
+        return "\(TrustedDirectory.Failure.untrusted(path: path, reason: reason))"
       case .system(let error): return "\(error)"
       }
     }

@@ -93,6 +93,25 @@ public enum TrustedDirectory {
     return nil
   }
 
+  /// The folder that holds `path`'s name: "/" for a name at the root, "."
+  /// for a bare name.
+  public static func folder(of path: String) -> String {
+    guard let slash = path.lastIndex(of: "/") else { return "." }
+    return slash == path.startIndex ? "/" : String(path[..<slash])
+  }
+
+  /// Why `path` is not a private directory of `uid`'s (`checkPrivate`), or
+  /// nil when it is. switchctl asks it of the folder of the user's own
+  /// socket in `/tmp` before talking to whatever listens there.
+  public static func privateDirectoryProblem(_ path: String, uid: uid_t) -> String? {
+    do throws(Failure) {
+      try checkPrivate(path, uid: uid)
+      return nil
+    } catch {
+      return "\(error)"
+    }
+  }
+
   /// Why the existing directory `path` could be changed by someone but
   /// `uid` and root (`checkTrusted`), or nil when it cannot (or is gone).
   public static func folderProblem(_ path: String, uid: uid_t) -> String? {
@@ -131,9 +150,8 @@ public enum TrustedDirectory {
   }
 
   /// The XDG runtime directory rules: the user's own directory, not a
-  /// link, mode 0700. switchctl asks it of the folder of the user's own
-  /// socket in `/tmp` before talking to whatever listens there.
-  public static func checkPrivate(_ path: String, uid: uid_t) throws(Failure) {
+  /// link, mode 0700.
+  static func checkPrivate(_ path: String, uid: uid_t) throws(Failure) {
     let st = try status(path, following: false)
     guard (st.st_mode & S_IFMT) == S_IFDIR else {
       let what = (st.st_mode & S_IFMT) == S_IFLNK ? "a symbolic link" : "not a directory"

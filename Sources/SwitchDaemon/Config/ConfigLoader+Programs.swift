@@ -48,9 +48,9 @@ extension ConfigLoader {
       let writers = status.st_mode & 0o002 != 0 ? "others" : "its group"
       return "\(writers) may write to it (mode \(octal(status.st_mode)))"
     }
-    var folders = [folder(of: path)]
+    var folders = [TrustedDirectory.folder(of: path)]
     if let real = realpath(path, nil) {
-      folders.append(folder(of: String(cString: real)))
+      folders.append(TrustedDirectory.folder(of: String(cString: real)))
       free(real)
     }
     for folder in folders {
@@ -59,10 +59,5 @@ extension ConfigLoader {
       }
     }
     return nil
-  }
-
-  private static func folder(of path: String) -> String {
-    guard let slash = path.lastIndex(of: "/") else { return "." }
-    return slash == path.startIndex ? "/" : String(path[..<slash])
   }
 }

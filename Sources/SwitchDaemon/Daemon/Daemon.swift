@@ -123,7 +123,8 @@ public enum Daemon {
     let privateDirectory = DefaultPaths.privateRuntimeDirectory(uid: uid)
     do {
       try TrustedDirectory.create(
-        parent(of: databasePath), mode: 0o700, uid: uid, privateDirectory: privateDirectory)
+        TrustedDirectory.folder(of: databasePath), mode: 0o700, uid: uid,
+        privateDirectory: privateDirectory)
     } catch {
       log.error("cannot create the directory for \(databasePath): \(error)")
       return 1
@@ -173,7 +174,8 @@ public enum Daemon {
     func bound(_ path: String) -> Listener? {
       do {
         try TrustedDirectory.create(
-          parent(of: path), mode: 0o755, uid: uid, privateDirectory: privateDirectory)
+          TrustedDirectory.folder(of: path), mode: 0o755, uid: uid,
+          privateDirectory: privateDirectory)
         return try Listener.bind(path: path, mode: catalog.settings.socketMode)
       } catch {
         log.error("cannot listen on \(path): \(error)")
@@ -242,12 +244,6 @@ public enum Daemon {
     let directory = String(
       decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     return directory == "/" ? "/" + path : directory + "/" + path
-  }
-
-  /// The directory part of `path` ("" for a bare file name).
-  private static func parent(of path: String) -> String {
-    guard let slash = path.lastIndex(of: "/") else { return "" }
-    return String(path[..<slash])
   }
 }
 

@@ -142,12 +142,7 @@ struct Listener {
     let directoryFD: Int32
 
     init(beside path: String) throws(Failure) {
-      let parent: String
-      if let slash = path.lastIndex(of: "/") {
-        parent = slash == path.startIndex ? "/" : String(path[..<slash])
-      } else {
-        parent = "."
-      }
+      let parent = TrustedDirectory.folder(of: path)
       var template = Array((parent + "/.switchd-bind-XXXXXX").utf8CString)
       guard mkdtemp(&template) != nil else {
         throw .system(.last("mkdtemp in \(parent)"))
