@@ -113,6 +113,12 @@ public enum Rules {
       {
         throw refusal
       }
+      // A lock that sets the value writes it: refused while the value is
+      // tried (rule 20), as `set` is. Let through, the revert would put
+      // back the opposite of the lock's value, not the value from before.
+      if let checked, checked != state.checked, state.pending != nil {
+        throw .pending(key: key)
+      }
       var next = state
       next.readOnly = true
       next.heldBy = .admin

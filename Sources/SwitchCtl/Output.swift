@@ -163,6 +163,24 @@ enum Output {
     return withNotes(text, switchObject.state)
   }
 
+  /// The line after a tried change's question: what `confirm` or `revert`
+  /// (`settled`) did to the change `tried` made. A revert that found
+  /// nothing pending and the value back as before was switchd's own, at the
+  /// deadline (the question waits out the last second): it says so, not
+  /// "unchanged".
+  static func settled(keep: Bool, tried: WriteResult, settled: WriteResult) -> String {
+    if !keep && !settled.changed
+      && settled.switchObject.state.checked != tried.switchObject.state.checked
+    {
+      let switchObject = settled.switchObject
+      let text =
+        switchObject.key + ": " + onOff(switchObject.state.checked)
+        + " (switchd reverted it at its deadline)"
+      return "reverted: " + withNotes(text, switchObject.state)
+    }
+    return (keep ? "kept: " : "reverted: ") + write(settled)
+  }
+
   /// `history`: `43  2026-11-30T03:41:07.002Z  wifi  toggle  checked: on→off  by uid 1000 (pid 4321)`,
   /// or `no changes` for an empty page, so that a person sees the command worked.
   static func history(_ result: HistoryResult) -> [String] {

@@ -56,7 +56,7 @@ extension Runner {
     let settling: SwitchProtocol.Method = keep ? .confirm : .revert
     let settled = try decode(
       try call(client, settling, try keyParam(key)), as: WriteResult.self)
-    console.out(keep ? "kept: " + Output.write(settled) : "reverted: " + Output.write(settled))
+    console.out(Output.settled(keep: keep, tried: result, settled: settled))
   }
 }
 

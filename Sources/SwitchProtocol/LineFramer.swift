@@ -5,7 +5,9 @@ import Glibc
 /// A line longer than the bound is reported once as `.oversized` and its
 /// bytes are dropped up to its newline, so the connection stays usable and
 /// the buffer never grows past the bound. Blank lines are skipped. varlink
-/// frames the same way with NUL for the newline (`delimiter: 0`).
+/// frames the same way with NUL for the newline (`delimiter: 0`), but
+/// every varlink frame is a message, a blank one too: it is answered (an
+/// error), as a client that sent it waits for a reply.
 public struct LineFramer {
   public enum Frame: Equatable {
     case line(ArraySlice<UInt8>)
@@ -74,7 +76,7 @@ public struct LineFramer {
         continue
       }
       if line.count > maxFrameBytes { return .oversized }
-      if buffer[line].allSatisfy(Self.isBlank) { continue }
+      if delimiter != 0 && buffer[line].allSatisfy(Self.isBlank) { continue }
       return .line(buffer[line])
     }
   }

@@ -363,9 +363,11 @@ private struct Params {
   mutating func optionalUser(everyone: Bool) throws(RPCError) -> Viewpoint? {
     guard let value = take(WireField.user) else { return nil }
     if everyone, value.stringValue == WireField.everyUser { return .everyone }
-    guard let number = value.int64Value, let uid = UInt32(exactly: number) else {
-      let choices =
-        everyone ? "a uid (a whole number from 0) or \"*\"" : "a uid (a whole number from 0)"
+    // 4294967295 is (uid_t)-1, which the kernel reserves for "no uid"
+    // (setresuid leaves an id unchanged when given it): no user has it.
+    guard let number = value.int64Value, let uid = UInt32(exactly: number), uid != .max else {
+      let uids = "a uid (a whole number from 0 to 4294967294)"
+      let choices = everyone ? uids + " or \"*\"" : uids
       throw error("\"user\" must be \(choices)", param: WireField.user)
     }
     return .user(uid)

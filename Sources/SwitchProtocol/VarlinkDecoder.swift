@@ -143,7 +143,7 @@ public enum VarlinkDecoder {
       if let user = members.first(where: { $0.name == WireField.user }),
         user.value.stringValue != nil
       {
-        let why = "\"user\" must be a uid (a whole number from 0)"
+        let why = "\"user\" must be a uid (a whole number from 0 to 4294967294)"
         return .call(method, .failure(.invalidParams(why, param: WireField.user)))
       }
       return .call(method, Call.decode(method, params: .object(members), limits: limits))

@@ -170,6 +170,45 @@ import Testing
         == true)
   }
 
+  @Test(.needsRoot("it creates a group (groupadd) and relays as other uids"))
+  func aWatchOfOtherUsersValuesEndsWhenAReloadTakesTheRightAway() throws {
+    let admins = try switchdTestGroup("switchd-test-admins")
+    let daemon = try DaemonFixture(
+      switches: DaemonFixture.standardSwitches + "\n[notes]\nLabel=Notes\nDefault=on\nScope=user\n",
+      daemonConf: "[Daemon]\nAdminGroup=switchd-test-admins\n")
+    let memberRelay = try UserRelay(daemon, uid: 65534, groups: [admins])
+    let everyone = try memberRelay.client()
+    _ = try everyone.result("watch", #"{"user":"*"}"#)
+    let oneUser = try memberRelay.client()
+    _ = try oneUser.result("watch", "{\"user\":\(humanUID)}")
+    let own = try memberRelay.client()
+    _ = try own.result("watch")
+    // Still an administrator: another user's value reaches both.
+    let userRelay = try UserRelay(daemon)
+    let user = try userRelay.client()
+    #expect(try user.result("toggle", keyParam("notes"))["changed"]?.boolValue == true)
+    for watcher in [everyone, oneUser] {
+      let event = try watcher.nextEvent()
+      #expect(event["user"]?.int64Value == Int64(humanUID))
+    }
+
+    try daemon.writeFile("switchd.conf", "[Daemon]\nAdminGroup=\n")
+    _ = try daemon.client().result("reload")
+    #expect(try user.result("toggle", keyParam("notes"))["changed"]?.boolValue == true)
+    // The two watches of other users' values ended with the right: their
+    // connections are closed, and no value of the user's came after.
+    for watcher in [everyone, oneUser] {
+      var after: [String] = []
+      while let line = watcher.readLine() { after.append(line) }
+      #expect(!after.contains { $0.contains("\"notes\"") }, "\(after)")
+    }
+    // A watch of the member's own world goes on, and a new watch of
+    // another user's values is refused, saying why.
+    #expect(try own.result("status")["caller"]?["administrator"]?.boolValue == false)
+    let again = try memberRelay.client()
+    expectErrorObject(try again.error("watch", #"{"user":"*"}"#), -32004, "PermissionDenied")
+  }
+
   // MARK: 6. Reload and SIGHUP
 
   @Test(.needsRoot("reload is an administrator method; the test administers as root"))

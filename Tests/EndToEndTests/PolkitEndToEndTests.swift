@@ -245,6 +245,26 @@ struct PolkitEndToEndTests {
     #expect(refused.stderr.contains("io.switchd.administer only after authentication"))
   }
 
+  @Test func aCallerThatAllowedAskingIsNotToldToAllowIt() throws {
+    // The shipped default for a process outside any session: auth_admin,
+    // and no agent is registered for the relay's process.
+    let world = try PolkitWorld()
+    let daemon = try Self.daemon(world)
+    let relay = try UserRelay(daemon, uid: Self.user)
+    let client = try relay.client()
+    let asking = try client.error(
+      "toggle", #"{"key":"wifi","allowInteractiveAuthentication":true}"#)
+    expectErrorObject(asking, -32004, "PermissionDenied", key: "wifi")
+    #expect(asking["data"]?["authenticationRequired"]?.boolValue == true)
+    let said = asking["message"]?.stringValue ?? ""
+    #expect(said.contains("no authentication agent"), "\(said)\n\(world.logs)")
+    #expect(!said.contains("ask again allowing"), "\(said)")
+    // Without it, the advice is to allow asking.
+    let silent = try client.error("toggle", keyParam("wifi"))
+    #expect(silent["message"]?.stringValue?.contains("ask again allowing") == true, "\(silent)")
+    #expect(Self.checked(daemon, "wifi") == "on")
+  }
+
   @Test func aGrantIsForTheValueAskedAboutNotTheOneAToggleGivesLater() throws {
     // The rule lets pkuser turn wifi on, never off, and waits (through a
     // program it spawns) until the test says go: meanwhile root changes wifi.

@@ -261,6 +261,13 @@ import Testing
       Self.decide(.toggle(ifRevision: nil), state, by: Self.maker)
         == .failure(.pending(key: "wifi")))
     #expect(Self.decide(.reset, state, by: Self.admin) == .failure(.pending(key: "wifi")))
+    // A lock that would set the value writes it; one that keeps it does not.
+    #expect(
+      Self.decide(.lock(reason: nil, checked: true), state, by: Self.admin)
+        == .failure(.pending(key: "wifi")))
+    let held = try #require(
+      try Self.decide(.lock(reason: nil, checked: false), state, by: Self.admin).get())
+    #expect(held.checked == false && held.readOnly && held.pending != nil)
     guard case .failure(.permissionDenied) = Self.decide(.confirm, state, by: Self.other) else {
       Issue.record("another user confirmed a tried change")
       return

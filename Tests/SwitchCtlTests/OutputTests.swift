@@ -99,6 +99,32 @@ import Testing
     #expect(Output.printable("a\u{2066}b\u{2069}") == "a\\u2066b\\u2069")
   }
 
+  /// After the question of a tried change: a revert that found the value
+  /// already back (switchd's own, at the deadline) says so, not "unchanged".
+  @Test func aRevertSwitchdAlreadyMadeIsNotCalledUnchanged() throws {
+    func result(_ changed: Bool, checked: Bool) throws -> WriteResult {
+      try Self.sent(
+        .object([
+          JSONMember("changed", .bool(changed)),
+          JSONMember("switch", Self.switchJSON(key: "wifi", label: "Wi-Fi", checked: checked)),
+        ]))
+    }
+    let tried = try result(true, checked: false)
+    #expect(
+      Output.settled(keep: false, tried: tried, settled: try result(false, checked: true))
+        == "reverted: wifi: on (switchd reverted it at its deadline)")
+    #expect(
+      Output.settled(keep: false, tried: tried, settled: try result(true, checked: true))
+        == "reverted: wifi: on")
+    // A hold that won: the value stays, and nothing changed.
+    #expect(
+      Output.settled(keep: false, tried: tried, settled: try result(false, checked: false))
+        == "reverted: wifi: off (unchanged)")
+    #expect(
+      Output.settled(keep: true, tried: tried, settled: try result(true, checked: false))
+        == "kept: wifi: off")
+  }
+
   @Test func writePrintsNewValueAndUnchanged() throws {
     let changed = JSONValue.object([
       JSONMember("changed", .bool(true)), JSONMember("switch", Self.wifi),

@@ -139,6 +139,8 @@ import Testing
         "wifi"
       ),
       (#"{"jsonrpc":"2.0","id":1,"method":"list","params":{"user":-1}}"#, "user", nil),
+      // (uid_t)-1: the kernel's "no uid".
+      (#"{"jsonrpc":"2.0","id":1,"method":"list","params":{"user":4294967295}}"#, "user", nil),
       (#"{"jsonrpc":"2.0","id":1,"method":"list","params":{"user":"1000"}}"#, "user", nil),
       (
         #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"wifi","checked":true,"user":4294967296}}"#,

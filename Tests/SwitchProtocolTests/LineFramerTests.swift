@@ -51,6 +51,17 @@ import Testing
     #expect(reports == 1)
   }
 
+  @Test func aBlankVarlinkMessageIsAFrameABlankLineIsNot() {
+    var varlink = LineFramer(maxFrameBytes: 64, delimiter: 0)
+    varlink.append([0, 0x20, 0x09, 0, 0x7B, 0x7D, 0])
+    #expect(varlink.next() == .line([][...]))
+    #expect(varlink.next() == .line([0x20, 0x09][...]))
+    #expect(varlink.next() == .line([0x7B, 0x7D][...]))
+    var lines = LineFramer(maxFrameBytes: 64)
+    lines.append(Array("\n \t\n{}\n".utf8))
+    #expect(lines.next() == .line(Array("{}".utf8)[...]))
+  }
+
   @Test func aPartialLineWaitsForItsNewline() {
     var framer = LineFramer(maxFrameBytes: 64)
     framer.append(Array("{\"jsonrpc\"".utf8))

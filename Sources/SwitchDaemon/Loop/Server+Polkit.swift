@@ -126,11 +126,17 @@ extension Server {
           caller: waiting.caller, challenged: challenged)
       case .challenge, .denied:
         if let challenged = waiting.challenged ?? (answer.answer == .challenge ? action : nil) {
+          // A caller that let polkit ask and still got "authentication
+          // needed" had no agent that asked (or its person cancelled):
+          // telling it to allow asking would send it round in a circle.
+          let advice =
+            waiting.pending.allowsInteraction
+            ? ", and no authentication agent of the caller's gave it (none is registered"
+              + " for its process or session, or the person cancelled)"
+            : "; ask again allowing interactive authentication (switchctl does on a terminal)"
           refuseByPolkit(
             waiting.pending, on: connection, question: waiting.question,
-            why:
-              "polkit allows \(challenged.rawValue) only after authentication; ask again"
-              + " allowing interactive authentication (switchctl does on a terminal)",
+            why: "polkit allows \(challenged.rawValue) only after authentication" + advice,
             authenticationRequired: true)
         } else {
           refuseByPolkit(

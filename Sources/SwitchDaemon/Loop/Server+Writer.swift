@@ -82,6 +82,7 @@ extension Server {
       }
       if output.stopped { markWriterStopped() }
     }
+    closeConnectionsBeyondRights()
   }
 
   /// Hands `output`'s arrays, emptied, back to the writer: a group's
@@ -106,10 +107,49 @@ extension Server {
     var resumed: [Connection] = []
   }
 
+  /// A caller that stopped being an administrator at a reload keeps no
+  /// watch of other users' values (rule 13): such a watch was allowed only
+  /// to an administrator, and its events would go on showing values the
+  /// caller may no longer read. Each one ends now, before the reload's own
+  /// changes are published, and the connection is closed once this drain
+  /// has sent its answers: the protocol has no event for a watch that
+  /// ends, and a client that reconnects with `since` is told why.
+  private func endWatchesBeyondRights(of connection: Connection) {
+    let ended = connection.watchIDs.filter { id in
+      guard let watch = hub.watches[id] else { return false }
+      if case .success = Rules.viewpoint(watch.viewpoint, caller: connection.caller, key: nil) {
+        return false
+      }
+      return true
+    }
+    guard !ended.isEmpty else { return }
+    for id in ended { hub.remove(id) }
+    connection.watchIDs.removeAll { ended.contains($0) }
+    closingForRights.append(connection)
+  }
+
+  /// Closes the connections `endWatchesBeyondRights` ended watches of.
+  func closeConnectionsBeyondRights() {
+    guard !closingForRights.isEmpty else { return }
+    let closing = closingForRights
+    closingForRights.removeAll()
+    for connection in closing {
+      closeConnection(
+        connection,
+        why:
+          "a reload took away the administrator's right its watch of other users' values"
+          + " needs; the watch ended")
+    }
+  }
+
   private func adopt(_ update: CatalogUpdate) {
     catalog = update.catalog
     access = update.access
-    for connection in connections.values { connection.caller = connection.peer.caller(access) }
+    for connection in connections.values {
+      let wasAdmin = connection.caller.isAdmin
+      connection.caller = connection.peer.caller(access)
+      if wasAdmin && !connection.caller.isAdmin { endWatchesBeyondRights(of: connection) }
+    }
     limits = Limits(update.catalog.settings)
     // The mark, the limit and who is exempt may have changed: counted again.
     backlogPerUser.limit = limits.backlogPerUser

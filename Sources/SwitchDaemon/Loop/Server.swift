@@ -90,6 +90,9 @@ final class Server {
   /// turn to turn (an array made and freed per output cost ~0.4k
   /// instructions, callgrind).
   var drainBuffers = DrainBuffers()
+  /// Connections whose watches a reload ended (`endWatchesBeyondRights`),
+  /// closed at the end of the drain.
+  var closingForRights: [Connection] = []
   var hub = WatchHub()
   /// The declared switches' Switch objects, encoded once until they change.
   var encodings: SwitchEncodings
