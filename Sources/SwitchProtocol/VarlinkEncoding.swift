@@ -94,6 +94,15 @@ public enum VarlinkEncoding {
   public static let eventHead = Array(#"{"continues":true,"parameters":{"event":{"#.utf8)
   public static let eventEnd: [UInt8] = Array("}}}".utf8) + [terminator]
 
+  /// A watch's reply after a reload that touched its switches:
+  /// `{"continues":true,"parameters":{"schemaChanged":{"added":…}}}` and NUL.
+  public static func writeSchemaChanged(_ w: inout JSONWriter, _ changes: SchemaChanges) {
+    w.raw(#"{"continues":true,"parameters":{"schemaChanged":{"added":"#)
+    WireEncoding.writeSchemaChangeLists(&w, changes)
+    w.raw("}}}")
+    w.raw([terminator])
+  }
+
   /// `org.varlink.service.GetInfo`'s reply parameters.
   public static func writeInfo(_ w: inout JSONWriter, version: String) {
     w.raw("{\"vendor\":\"switchd\",\"product\":\"switchd\",\"version\":")

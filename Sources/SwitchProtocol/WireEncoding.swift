@@ -347,12 +347,18 @@ public enum WireEncoding {
   ) {
     writeNotificationHead(&w, method: WireField.schemaChangedNotification, watch: watch)
     w.member(WireField.added)
+    writeSchemaChangeLists(&w, changes)
+    w.raw("}}\n")
+  }
+
+  /// `[added…],"removed":[…],"updated":[…]`: the lists of a schema change
+  /// after its `added` member's name (JSON-RPC's notification, varlink's reply).
+  static func writeSchemaChangeLists(_ w: inout JSONWriter, _ changes: SchemaChanges) {
     w.strings(changes.added)
     w.member(WireField.removed)
     w.strings(changes.removed)
     w.member(WireField.updated)
     w.strings(changes.updated)
-    w.raw("}}\n")
   }
 
   /// `{"jsonrpc":"2.0","method":…,"params":{"watch":…`: a notification to

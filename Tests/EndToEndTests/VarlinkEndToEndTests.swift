@@ -178,6 +178,32 @@ import Testing
         .int64Value == 12)
   }
 
+  /// A reload that changes the schema of watched switches is one reply to
+  /// a varlink watch, as it is a `schemaChanged` notification on JSON-RPC:
+  /// a watcher's snapshot must not go stale without a word.
+  @Test func aReloadThatChangesTheSchemaIsOneReplyToAWatch() throws {
+    let daemon = try DaemonFixture()
+    let watcher = try daemon.varlink()
+    let snapshot = try watcher.call(Self.prefix + "Watch", #"{"keys":["extra*"]}"#, more: true)
+    #expect(snapshot["parameters"]?["switches"]?.arrayValue?.count == 0)
+    try daemon.writeFile(
+      "switches.d/10-test.conf",
+      DaemonFixture.standardSwitches + "\n[extra]\nLabel=Extra\nDefault=off\n")
+    _ = try daemon.client().result("reload")
+    let reply = try watcher.readReply()
+    #expect(reply["continues"]?.boolValue == true)
+    #expect(
+      reply["parameters"]?["schemaChanged"]
+        == .object([
+          JSONMember("added", .array([.string("extra")])), JSONMember("removed", .array([])),
+          JSONMember("updated", .array([])),
+        ]), "\(reply.jsonText)")
+    // The watch goes on: the new switch's changes follow.
+    _ = try daemon.varlink().result("Toggle", #"{"key":"extra"}"#)
+    let event = try watcher.readReply()
+    #expect(event["parameters"]?["event"]?["key"]?.stringValue == "extra")
+  }
+
   @Test func watchSendsTheSnapshotThenOneContinuingReplyPerEvent() throws {
     let daemon = try DaemonFixture()
     let watcher = try daemon.varlink()

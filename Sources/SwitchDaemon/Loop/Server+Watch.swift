@@ -255,13 +255,15 @@ extension Server {
   func announce(_ changes: SchemaChanges) {
     var touched: [UInt64: Connection] = [:]
     for watch in hub.watches.values {
-      // Not State, and not in the varlink interface: a varlink watcher
-      // re-reads the list when a reload's answer says it changed it.
-      guard !watch.isVarlink, let part = changes.filtered(watch.matches),
+      guard let part = changes.filtered(watch.matches),
         let connection = connections[watch.connection]
       else { continue }
       var w = JSONWriter(capacity: 256)
-      WireEncoding.writeSchemaChangedEvent(&w, watch: watch.id, part)
+      if watch.isVarlink {
+        VarlinkEncoding.writeSchemaChanged(&w, part)
+      } else {
+        WireEncoding.writeSchemaChangedEvent(&w, watch: watch.id, part)
+      }
       w.copy(to: &connection.out)
       touched[connection.id] = connection
     }
