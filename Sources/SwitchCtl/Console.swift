@@ -11,22 +11,33 @@ protocol Console: AnyObject {
   /// False once nobody reads standard output any more (or a test has seen
   /// enough); `watch` then stops.
   var wantsMore: Bool { get }
+  /// Why standard output could not be written, when it failed for another
+  /// reason than its reader leaving (a full disk, a closed descriptor):
+  /// the output is lost, so the command failed.
+  var outputFailure: String? { get }
 }
 
 extension Console {
   func out(_ line: String) { out([line]) }
   func err(_ line: String) { err([line]) }
+  var outputFailure: String? { nil }
 }
 
 /// File descriptors 1 and 2, written with `write(2)` and no buffer, so a
 /// line is out the moment it is printed and an exit loses nothing.
 final class StandardConsole: Console {
   private var outputClosed = false
+  private(set) var outputFailure: String?
 
   var wantsMore: Bool { !outputClosed }
 
   func out(_ lines: [String]) {
-    if !Self.write(lines, to: 1) { outputClosed = true }
+    guard !outputClosed else { return }
+    if !Self.write(lines, to: 1) {
+      outputClosed = true
+      // A reader that left (`watch | head -1`) is how a pipe ends, not a failure.
+      if errno != EPIPE { outputFailure = String(cString: strerror(errno)) }
+    }
   }
 
   func err(_ lines: [String]) {

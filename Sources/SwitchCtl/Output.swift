@@ -373,9 +373,13 @@ enum Output {
       lines.append("It keeps its value but does not apply while disabled.")
     }
     if s.state.readOnly {
+      // `policySource` names the section that disables the switch when a
+      // policy does both (disabled wins): the hold's own file is not known.
+      let disabledByPolicy = s.state.disabled && s.state.disabledBy == Holder.policy.wireName
       lines.append(
         holdSentence(
-          "Read-only, held", by: s.state.heldBy, source: s.policySource,
+          "Read-only, held", by: s.state.heldBy,
+          source: disabledByPolicy ? nil : s.policySource,
           since: explanation.heldSince?.value, reason: s.state.readOnlyReason))
     }
     // What ends by itself, and when: a tried change, a timed value, a hold.

@@ -5,9 +5,11 @@ import SwitchSystem
 /// call that needs a right is made from a terminal, switchctl starts
 /// Debian's `pkttyagent` for its own pid and asks with
 /// `allowInteractiveAuthentication`, so that under `Authorization=polkit`
-/// polkit can ask the person for a password right there. Without the agent
-/// (not installed, no system bus) the call is made all the same, and a
-/// refusal says that authentication was needed.
+/// polkit can ask the person for a password right there. It is started
+/// when a call comes back "authentication needed" (polkit found no agent),
+/// and the call is made again: a call nobody asks polkit about starts none.
+/// Without the agent (not installed, no system bus) the refusal stands,
+/// and says that authentication was needed.
 final class PolkitAgent {
   static let path = "/usr/bin/pkttyagent"
   /// How long the agent may take to register before switchctl goes on
@@ -52,6 +54,9 @@ final class PolkitAgent {
     }
     return true
   }
+
+  /// Whether the agent was started (and had not exited by then).
+  var isRunning: Bool { pid != 0 }
 
   /// Ends the agent, if one runs.
   func stop() {

@@ -68,10 +68,16 @@ struct KeepQuestion {
   func ask() -> Bool {
     var line: [UInt8] = []
     defer { FileHandleOut.write("\n") }
+    // Redrawn when the seconds left change, not after each key: a redraw
+    // after the answer's letter put a second prompt after it.
+    var shown: Int64?
     while true {
       let left = KeepQuestion.secondsLeft(until: until, now: wallClockMilliseconds())
       guard left > 0 else { return false }
-      FileHandleOut.write("\rKeep this change? [y/N] (\(left) s left) ")
+      if left != shown && line.isEmpty {
+        FileHandleOut.write("\rKeep this change? [y/N] (\(left) s left) ")
+        shown = left
+      }
       var fds = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
       let ready = poll(&fds, 1, 1000)
       if ready < 0 && errno != EINTR { return false }

@@ -185,13 +185,21 @@ struct Runner {
     _ client: DaemonClient, _ method: Method, _ params: [JSONMember]
   ) throws(Failure) -> JSONValue {
     var params = params
-    if let polkitAgent, method.isWrite || method == .backup {
-      _ = polkitAgent.start()
-      params.append(JSONMember(WireField.allowInteractiveAuthentication, .bool(true)))
-    }
-    let outcome: Result<JSONValue, RemoteError>
+    let mayAsk = polkitAgent != nil && (method.isWrite || method == .backup)
+    if mayAsk { params.append(JSONMember(WireField.allowInteractiveAuthentication, .bool(true))) }
+    var outcome: Result<JSONValue, RemoteError>
     do {
       outcome = try client.call(method, params)
+      // The agent is started only when polkit wants to ask and found no
+      // agent: under Authorization=builtin (and for root's calls) none is,
+      // and pkttyagent printed "Authorization not available" on every
+      // write. The refused call did nothing, so it is made once more.
+      if mayAsk, case .failure(let refusal) = outcome, refusal.code == .permissionDenied,
+        refusal.data[WireField.authenticationRequired]?.boolValue == true,
+        let polkitAgent, !polkitAgent.isRunning, polkitAgent.start()
+      {
+        outcome = try client.call(method, params)
+      }
     } catch {
       throw .client(error)
     }

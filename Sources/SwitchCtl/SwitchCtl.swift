@@ -22,9 +22,18 @@ public enum SwitchCtl {
   public static func main(_ arguments: [String]) -> Int32 {
     // A daemon that closes the socket must not kill us silently (exit 141).
     signal(SIGPIPE, SIG_IGN)
-    return run(
-      arguments, environment: .current(), console: StandardConsole(), handlesSignals: true
-    ).rawValue
+    let console = StandardConsole()
+    let status = run(arguments, environment: .current(), console: console, handlesSignals: true)
+    return finished(status, console: console).rawValue
+  }
+
+  /// `status`, unless standard output failed: then what was printed is
+  /// lost (`switchctl --json list > file` on a full disk), which is a
+  /// failure (1) however the call went.
+  static func finished(_ status: ExitCode, console: Console) -> ExitCode {
+    guard let why = console.outputFailure else { return status }
+    console.err("switchctl: cannot write to standard output: " + why)
+    return status == .success ? .failure : status
   }
 
   /// Runs switchctl against the given environment and console. Tests call

@@ -28,8 +28,10 @@ struct Watcher {
   private enum End {
     /// Nobody reads the output any more.
     case stopped
-    /// The daemon went away; reconnect.
-    case dropped
+    /// The daemon went away; reconnect. `watching`: whether the watch
+    /// had been answered on that connection (else it was one more failed
+    /// attempt, and the backoff goes on growing).
+    case dropped(watching: Bool)
   }
 
   /// Watches until stdout goes away (exit 0) or the daemon refuses to
@@ -44,10 +46,16 @@ struct Watcher {
     }
     var resume = since
     var reconnected = false
+    // Kept across connections that open but end before the watch is
+    // answered (a daemon at its connection limit answers Overloaded and
+    // closes): restarted at each, it retried every 100 ms for ever.
+    var delay = firstDelay
     while true {
-      if try follow(client, &resume, reconnected: reconnected) == .stopped { return .success }
+      guard case .dropped(let watching) = try follow(client, &resume, reconnected: reconnected)
+      else { return .success }
+      if watching { delay = firstDelay }
       console.err("switchctl: lost the connection to switchd at \(socketPath); reconnecting")
-      client = reconnect()
+      client = reconnect(delay: &delay)
       reconnected = true
     }
   }
@@ -70,7 +78,7 @@ struct Watcher {
     do {
       outcome = try client.call(.watch, params(resume: resume))
     } catch {
-      return try dropped(error)
+      return try dropped(error, watching: false)
     }
     switch outcome {
     case .success(let result):
@@ -80,7 +88,7 @@ struct Watcher {
       if resume == nil { resume = watch.revision }
     case .failure(let error):
       // A daemon that has just restarted may still be at its connection limit.
-      if reconnected && error.code == .overloaded { return .dropped }
+      if reconnected && error.code == .overloaded { return .dropped(watching: false) }
       // Resuming beyond the daemon's revision (`data.revision`): its database
       // was restored from a backup, or replaced, after this watch printed
       // later changes. Revisions after the current one will be new changes,
@@ -107,7 +115,7 @@ struct Watcher {
       do {
         params = try nextChange(client)
       } catch {
-        return try dropped(error)
+        return try dropped(error, watching: true)
       }
       let change = try decode(params, as: ChangedEvent.self).change
       if let last = resume, change.revision <= last { continue }
@@ -128,23 +136,22 @@ struct Watcher {
 
   /// A closed or reset connection is a daemon going away; anything else
   /// (a reply that is not JSON-RPC) will not get better by reconnecting.
-  private func dropped(_ error: ClientError) throws(Failure) -> End {
+  private func dropped(_ error: ClientError, watching: Bool) throws(Failure) -> End {
     switch error {
-    case .closed, .system: return .dropped
+    case .closed, .system: return .dropped(watching: watching)
     default: throw .client(error)
     }
   }
 
-  /// Connects again, waiting 100 ms, 200 ms, … up to 2 s between attempts,
-  /// for as long as it takes: a watcher is meant to outlive restarts.
-  private func reconnect() -> DaemonClient {
-    var delay = firstDelay
+  /// Connects again, waiting `delay` ms, then twice that, … up to 2 s
+  /// between attempts, for as long as it takes: a watcher is meant to
+  /// outlive restarts. `delay` is left at the next wait.
+  private func reconnect(delay: inout Int) -> DaemonClient {
     while true {
       usleep(UInt32(delay) * 1000)
-      if let client = try? DaemonClient.connect(to: socketPath, receiveTimeout: nil) {
-        return client
-      }
+      let client = try? DaemonClient.connect(to: socketPath, receiveTimeout: nil)
       delay = min(delay * 2, maxDelay)
+      if let client { return client }
     }
   }
 }

@@ -304,6 +304,24 @@ import Testing
     #expect(resumed["revision"]?.int64Value == 32)
   }
 
+  /// Output that could not be written is a failure: `switchctl --json list
+  /// > file` on a full disk must not report success with the file empty.
+  /// A reader that leaves (`watch | head -1`) is not.
+  @Test func switchctlFailsWhenItsOutputCannotBeWritten() throws {
+    guard access("/dev/full", W_OK) == 0 else { return }
+    let daemon = try DaemonFixture()
+    let ctl = "'\(Products.path("switchctl"))' --socket '\(daemon.socketPath)'"
+    for command in ["get wifi", "--json list", "toggle wifi"] {
+      let full = runProcess(["/bin/sh", "-c", "\(ctl) \(command) > /dev/full"])
+      #expect(full.status == 1, "\(command): \(full.status) \(full.stderr)")
+      #expect(full.stderr.contains("cannot write to standard output: No space left on device"))
+    }
+    // The reader may be gone before the write (EPIPE) or not: 0 either way.
+    let piped = runProcess(["/bin/bash", "-c", "set -o pipefail; \(ctl) list | true"])
+    #expect(piped.status == 0, "\(piped.stderr)")
+    #expect(!piped.stderr.contains("cannot write"), "\(piped.stderr)")
+  }
+
   @Test func sigtermExitsZero() throws {
     let daemon = try DaemonFixture()
     _ = try daemon.client().result("toggle", #"{"key":"wifi"}"#)

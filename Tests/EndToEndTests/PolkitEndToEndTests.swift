@@ -380,6 +380,31 @@ struct PolkitEndToEndTests {
   }
 }
 
+extension PolkitEndToEndTests {
+  /// Under Authorization=builtin nothing asks polkit, so switchctl on a
+  /// terminal starts no agent: pkttyagent, finding no polkit, printed
+  /// "Authorization not available…" before every write of a user.
+  @Test(.enabled(if: access("/usr/bin/script", X_OK) == 0, "needs script (bsdutils)"))
+  func switchctlOnATerminalStartsNoAgentWhenNothingAsksPolkit() throws {
+    guard access("/usr/bin/pkttyagent", X_OK) == 0 else {
+      print("skipped: needs /usr/bin/pkttyagent (Debian's polkitd)")
+      return
+    }
+    let daemon = try DaemonFixture()
+    let command = [
+      "/usr/bin/setpriv", "--reuid=\(humanUID)", "--regid=\(humanUID)", "--clear-groups",
+      "/usr/bin/env", "DBUS_SYSTEM_BUS_ADDRESS=unix:path=\(daemon.directory)/no-bus",
+      Products.path("switchctl"), "--socket", daemon.socketPath, "toggle", "bluetooth",
+    ].joined(separator: " ")
+    let log = daemon.directory + "/terminal.log"
+    let terminal = try Child(["/usr/bin/script", "-qfc", command, "/dev/null"], logPath: log)
+    terminal.wait(seconds: 60)
+    let said = (try? readWholeFile(log)) ?? ""
+    #expect(said.contains("bluetooth: on"), "\(said)")
+    #expect(!said.contains("Authorization") && !said.contains("polkit"), "\(said)")
+  }
+}
+
 /// An empty file at `path`, made by the test (a gate a rule waits for).
 private func writeMarker(_ path: String) {
   let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)

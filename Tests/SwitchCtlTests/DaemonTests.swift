@@ -1,6 +1,7 @@
 import Glibc
 import SwitchCore
 import SwitchProtocol
+import SwitchSystem
 import SwitchTestSupport
 import Testing
 
@@ -331,4 +332,69 @@ private func line(_ number: Int, of path: String) -> String? {
 /// An event's JSON without its `watch` member, which is the daemon's id for the watch.
 private func removingWatchID(_ text: String) -> String {
   JSONValue.object((json(text).objectMembers ?? []).filter { $0.name != "watch" }).jsonText
+}
+
+/// A daemon at its connection limit accepts, answers `Overloaded` and
+/// closes: `watch` must back off while that goes on (100 ms, doubling up
+/// to 2 s), not retry at its first delay for ever. A stand-in socket
+/// answers the first watch and closes (a restart), closes the next five
+/// connections before answering, and refuses the last watch so that the
+/// watcher ends. Each wait has a floor (`usleep`), so the gaps can only be
+/// longer than asked on a loaded machine, never shorter.
+@Suite struct WatchBackoffTests {
+  @Test func theBackoffGrowsWhileConnectionsCloseBeforeTheWatchIsAnswered() throws {
+    let directory = try makeTemporaryDirectory()
+    defer { removeTree(directory) }
+    let path = directory + "/fake.sock"
+    let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+    }
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    try #require(bound == 0 && listen(listener, 8) == 0)
+    let closingRounds = 5
+    let server = TestThread { () -> [Double] in
+      var accepted: [Double] = []
+      func answer(_ fd: Int32, _ line: String) {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        _ = recv(fd, &buffer, buffer.count, 0)  // the watch request
+        let bytes = Array((line + "\n").utf8)
+        _ = send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL))
+      }
+      for round in 0..<(closingRounds + 2) {
+        let fd = accept(listener, nil, nil)
+        accepted.append(monotonicSeconds())
+        if round == 0 {
+          answer(
+            fd, #"{"jsonrpc":"2.0","id":1,"result":{"watch":"w1","revision":0,"switches":[]}}"#)
+        } else if round == closingRounds + 1 {
+          answer(
+            fd,
+            #"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Enough.","data":{"name":"InvalidParams"}}}"#
+          )
+        }
+        close(fd)
+      }
+      close(listener)
+      return accepted
+    }
+    let watcher = Watcher(
+      socketPath: path, patterns: [], since: nil, json: false, console: CapturedConsole(),
+      firstDelay: 10, maxDelay: 1000)
+    #expect(throws: Failure.self) { try watcher.run() }
+    let accepted = server.join()
+    try #require(accepted.count == closingRounds + 2)
+    // After the restart: 10 ms, then 20, 40, … as each connection closes unanswered.
+    for round in 1...(closingRounds + 1) {
+      let gap = accepted[round] - accepted[round - 1]
+      let floor = 0.010 * Double(1 << (round - 1))
+      #expect(gap >= floor * 0.99, "wait \(round): \(gap) s, at least \(floor) s")
+    }
+  }
 }

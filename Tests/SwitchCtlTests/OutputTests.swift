@@ -347,6 +347,17 @@ import Testing
     )
   }
 
+  /// A policy that disables and one that holds: `policySource` is the
+  /// disabling one's (disabled wins), so the hold is not said to be it.
+  @Test func whyDoesNotNameTheDisablingFileForAHold() throws {
+    let both = Self.switchJSON(
+      key: "bluetooth", label: "Bluetooth", checked: false, readOnly: "Held.", heldBy: "policy",
+      disabled: "Lab.", disabledBy: "policy", policySource: "60-lab.conf:3")
+    let lines = Output.why(Explanation(switchObject: try Sent(both)))
+    #expect(lines.contains("Disabled by policy (60-lab.conf:3): Lab."), "\(lines)")
+    #expect(lines.contains("Read-only, held by policy: Held."), "\(lines)")
+  }
+
   @Test func whyOfAFreeSwitch() throws {
     let never = Explanation(switchObject: try Sent(Self.wifi))
     #expect(
