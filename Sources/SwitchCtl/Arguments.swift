@@ -108,6 +108,9 @@ enum ArgumentParser {
     var parsed = ParsedArguments(command: "")
     var optionsEnded = false
     var index = 0
+    /// A command's options given before the command (README: options go
+    /// before or after it), checked against it once it is known.
+    var early: [String] = []
 
     /// The value of an option: after `=`, or the next argument.
     func value(of name: String, inline: String?, valueName: String) throws(UsageError) -> String {
@@ -135,12 +138,18 @@ enum ArgumentParser {
         }
         switch name {
         case "--socket":
+          if socket != nil {
+            throw UsageError(message: "--socket is given twice.", command: spec?.name)
+          }
           socket = try value(of: name, inline: inline, valueName: "PATH")
           // Empty is no path: it must not fall back to the default socket.
           if socket == "" {
             throw UsageError(message: "--socket needs a value: PATH.", command: spec?.name)
           }
         case "--user":
+          if user != nil {
+            throw UsageError(message: "--user is given twice.", command: spec?.name)
+          }
           user = try value(of: name, inline: inline, valueName: "USER")
         case "--json", "--no-ask-password", "-h", "--help", "--version":
           if inline != nil {
@@ -156,16 +165,24 @@ enum ArgumentParser {
             wantsHelp = true
           }
         default:
-          guard let spec, let option = spec.option(named: name) else {
+          // Before the command: any command's option, as that command takes it.
+          let known =
+            spec.map { $0.option(named: name) }
+            ?? Commands.all.lazy.compactMap { $0.option(named: name) }.first
+          guard let option = known else {
             let owner = spec.map { " for '\($0.name)'" } ?? ""
             throw UsageError(message: "unknown option '\(name)'\(owner).", command: spec?.name)
           }
+          if spec == nil { early.append(name) }
           guard let valueName = option.valueName else {
+            if inline != nil {
+              throw UsageError(message: "\(name) takes no value.", command: spec?.name)
+            }
             parsed.options[name] = ""
             continue
           }
           if parsed.options[name] != nil {
-            throw UsageError(message: "\(name) is given twice.", command: spec.name)
+            throw UsageError(message: "\(name) is given twice.", command: spec?.name)
           }
           parsed.options[name] = try value(of: name, inline: inline, valueName: valueName)
         }
@@ -197,6 +214,9 @@ enum ArgumentParser {
     if wantsHelp {
       invocation.command = .help(command: spec.name)
       return invocation
+    }
+    for name in early where spec.option(named: name) == nil {
+      throw UsageError(message: "unknown option '\(name)' for '\(spec.name)'.", command: spec.name)
     }
     invocation.command = try build(spec.name, &parsed)
     invocation.timing = try timing(&parsed)

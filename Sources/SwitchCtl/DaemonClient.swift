@@ -9,6 +9,9 @@ enum ClientError: Error, Equatable {
   /// `staleSocket`: the path is a socket file nobody listens on, left by
   /// a daemon that stopped without removing it (a crash, SIGKILL).
   case unreachable(path: String, errno: Int32, staleSocket: Bool = false)
+  /// Something that is not a socket is at the path (`kind`: "a regular
+  /// file", "a directory", …): connect says only "Connection refused".
+  case notASocket(path: String, kind: String)
   /// The path does not fit in `sockaddr_un` (or is empty): a usage error,
   /// exit 2, since no daemon can listen there.
   case pathTooLong(path: String)
@@ -25,13 +28,20 @@ enum ClientError: Error, Equatable {
   var sentence: String {
     switch self {
     case .unreachable(let path, _, staleSocket: true):
+      // `switchd &` alone listens at the user's default path, which this
+      // one need not be (--socket, $SWITCHD_SOCKET): the path is named.
       let start =
         path == DefaultPaths.systemSocket
-        ? "sudo systemctl start switchd" : "switchd & (or remove \(path) to use the system one)"
+        ? "sudo systemctl start switchd"
+        : "switchd --socket \(path) & (or remove \(path); without it switchctl looks for"
+          + " the next socket)"
       return "switchd is not running: \(path) is a stale socket left by a daemon that stopped; "
         + "start it with: \(start)"
     case .unreachable(let path, let code, _):
       return "cannot reach switchd at \(path): \(describeErrno(code)) (is it running?)"
+    case .notASocket(let path, let kind):
+      return "cannot reach switchd at \(path): it is \(kind), not a socket; give --socket"
+        + " (or $SWITCHD_SOCKET) the socket switchd listens on"
     case .pathTooLong(let path):
       return "the socket path \(path) is \(path.utf8.count) bytes long, and a Unix socket path "
         + "holds at most \(UnixSocketAddress.maxPathBytes): give --socket (or $SWITCHD_SOCKET) "
@@ -102,6 +112,9 @@ final class DaemonClient {
       // After EINTR the connection completes in the background; for a Unix
       // socket that is immediate, and a second connect reports EISCONN.
       guard code == EINTR || code == EISCONN else {
+        if code == ECONNREFUSED, let kind = nonSocketKind(path) {
+          throw .notASocket(path: path, kind: kind)
+        }
         throw .unreachable(
           path: path, errno: code, staleSocket: code == ECONNREFUSED && isSocketFile(path))
       }
@@ -232,4 +245,20 @@ final class DaemonClient {
 private func isSocketFile(_ path: String) -> Bool {
   var st = stat()
   return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFSOCK
+}
+
+/// What is at `path` when it is there and not a socket ("a regular file",
+/// "a directory", …), as `stat` sees it (a link to a socket is a socket);
+/// nil for a socket, or nothing.
+private func nonSocketKind(_ path: String) -> String? {
+  guard !path.hasPrefix("@") else { return nil }  // abstract: no file
+  var st = stat()
+  guard stat(path, &st) == 0 else { return nil }
+  switch st.st_mode & S_IFMT {
+  case S_IFSOCK: return nil
+  case S_IFREG: return "a regular file"
+  case S_IFDIR: return "a directory"
+  case S_IFIFO: return "a FIFO"
+  default: return "not a socket file"
+  }
 }

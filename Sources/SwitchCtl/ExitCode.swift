@@ -66,7 +66,7 @@ enum Failure: Error {
   var exitCode: ExitCode {
     switch self {
     case .remote(let error): return ExitCode(error.code)
-    case .client(.unreachable): return .unreachable
+    case .client(.unreachable), .client(.notASocket): return .unreachable
     // The path came from the caller (--socket, $SWITCHD_SOCKET): no daemon
     // can ever be reached there, so the command line is what is wrong.
     case .client(.pathTooLong): return .usage

@@ -56,6 +56,9 @@ import Testing
     // A reason may start with a dash when it is an option's value, or after `--`.
     (["lock", "wifi", "--reason", "-x-"], .lock(key: "wifi", reason: "-x-", checked: nil)),
     (["list", "--", "-"], .list(prefix: "-")),
+    // A command's options before the command (README: before or after it).
+    (["--limit", "1", "history"], .history(key: nil, limit: 1, before: nil)),
+    (["--if-revision=3", "toggle", "wifi"], .toggle(key: "wifi", ifRevision: 3)),
   ]
 
   @Test(arguments: accepted)
@@ -135,7 +138,25 @@ import Testing
     (["get", "wifi", "--socket", ""], "--socket needs a value: PATH.", "get"),
     (["--socket=", "status"], "--socket needs a value: PATH.", nil),
     (["get", "wifi", "--json=yes"], "--json takes no value.", "get"),
+    (["--limit", "1", "get", "wifi"], "unknown option '--limit' for 'get'.", "get"),
+    (["--user", "0", "--user", "1", "list"], "--user is given twice.", nil),
+    (["--socket", "/a", "list", "--socket", "/b"], "--socket is given twice.", "list"),
+    (["set", "wifi", "off", "--no-ask=no"], "--no-ask takes no value.", "set"),
   ]
+
+  /// An option before the command is read as the first command that has
+  /// it takes it: every command that has an option must take it alike.
+  @Test func everyCommandTakesAnOptionOfOneNameAlike() {
+    var takes: [String: String?] = [:]
+    for command in Commands.all {
+      for option in command.options {
+        if let seen = takes[option.name] {
+          #expect(seen == option.valueName, "\(option.name) in \(command.name)")
+        }
+        takes[option.name] = option.valueName
+      }
+    }
+  }
 
   @Test(arguments: rejected)
   func usageErrors(arguments: [String], message: String, command: String?) {

@@ -1,5 +1,6 @@
 import Glibc
 import SwitchProtocol
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchCtl
@@ -44,8 +45,16 @@ import Testing
     #expect(
       stale.lines == [
         "switchctl: switchd is not running: /run/user/1000/switchd/switchd.sock is a stale socket "
-          + "left by a daemon that stopped; start it with: switchd & (or remove "
-          + "/run/user/1000/switchd/switchd.sock to use the system one)"
+          + "left by a daemon that stopped; start it with: switchd --socket "
+          + "/run/user/1000/switchd/switchd.sock & (or remove "
+          + "/run/user/1000/switchd/switchd.sock; without it switchctl looks for the next socket)"
+      ])
+    let file = Failure.client(.notASocket(path: "/run/x.log", kind: "a regular file"))
+    #expect(file.exitCode == .unreachable)
+    #expect(
+      file.lines == [
+        "switchctl: cannot reach switchd at /run/x.log: it is a regular file, not a socket; give"
+          + " --socket (or $SWITCHD_SOCKET) the socket switchd listens on"
       ])
     let staleSystem = Failure.client(
       .unreachable(path: "/run/switchd/switchd.sock", errno: ECONNREFUSED, staleSocket: true))
@@ -106,5 +115,27 @@ import Testing
       run.err == [
         "switchctl: No switch has the key Wi_Fi: a switch key starts with a lowercase letter a-z."
       ])
+  }
+}
+
+/// A path that is not a socket (a log file, the folder it is in) is named
+/// as what it is: connect(2) says only "Connection refused".
+@Suite struct NotASocketTests {
+  @Test func aRegularFileOrAFolderAtTheSocketPathIsNamed() throws {
+    try withTemporaryDirectory { directory in
+      let file = directory + "/switchd.log"
+      let fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+      try #require(fd >= 0)
+      close(fd)
+      for (path, kind) in [(file, "a regular file"), (directory, "a directory")] {
+        let run = runCtl(["--socket", path, "status"])
+        #expect(run.code == .unreachable)
+        #expect(
+          run.err == [
+            "switchctl: cannot reach switchd at \(path): it is \(kind), not a socket; give"
+              + " --socket (or $SWITCHD_SOCKET) the socket switchd listens on"
+          ])
+      }
+    }
   }
 }
