@@ -57,6 +57,29 @@ public struct PolkitQuestion: Equatable, Sendable {
       key: key, checked: nil)
   }
 
+  /// A read (get, list, watch, history) naming another user, or every user
+  /// (`"*"`): acting as another user is administering (docs/semantics.md
+  /// "polkit"), asked where the builtin rules would refuse it (after
+  /// UnknownSwitch). A read of the caller's own world never asks. The
+  /// `user` detail is the uid named, or `*`.
+  public static func reading(
+    method: String, key: String?, named: Viewpoint?, caller: Caller
+  ) -> PolkitQuestion? {
+    guard !caller.isAdmin, let named else { return nil }
+    let user: String
+    switch named {
+    case .user(let uid):
+      if uid == caller.uid { return nil }
+      user = "\(uid)"
+    case .everyone:
+      user = "*"
+    }
+    return PolkitQuestion(
+      actions: [.administer],
+      details: [("key", key ?? ""), ("checked", ""), ("user", user), ("method", method)],
+      key: key, checked: nil)
+  }
+
   /// set, toggle or reset of a declared switch, asked after UnknownSwitch
   /// and before Disabled and ReadOnly (the order of checks).
   /// - Parameters:

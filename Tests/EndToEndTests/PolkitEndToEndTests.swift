@@ -265,6 +265,34 @@ struct PolkitEndToEndTests {
     #expect(Self.checked(daemon, "wifi") == "on")
   }
 
+  /// Reading another user's values (get, list, history, watch naming a
+  /// uid or `*`) is acting as another user: asked of polkit as
+  /// administering, as writing them is. A polkit-granted administrator
+  /// could set another user's value and not read it back.
+  @Test func readingAsAnotherUserAsksPolkitToAdminister() throws {
+    let world = try PolkitWorld(rules: ["50-admin.rules": Self.grant("io.switchd.administer")])
+    let daemon = try DaemonFixture(
+      switches: DaemonFixture.standardSwitches + "\n[notes]\nLabel=Notes\nDefault=on\nScope=user\n",
+      daemonConf: "[Daemon]\nAdminGroup=\nAuthorization=polkit\n", start: false)
+    try daemon.launch(environment: world.environment)
+    try daemon.waitUntilServing()
+    let other = PolkitWorld.otherUser
+    _ = try daemon.client().result("set", "{\"key\":\"notes\",\"checked\":false,\"user\":\(other)}")
+    let read = daemon.ctl(["--json", "get", "notes", "--user", "\(other)"], asUser: Self.user)
+    #expect(read.status == 0, "\(read.stderr)\n\(world.logs)")
+    #expect(read.stdout.contains("\"checked\":false"), "\(read.stdout)")
+    let everyone = daemon.ctl(["--json", "history", "--user", "*"], asUser: Self.user)
+    #expect(everyone.status == 0, "\(everyone.stderr)\n\(world.logs)")
+    #expect(everyone.stdout.contains("\"user\":\(other)"), "\(everyone.stdout)")
+    // Not in the group: refused, and polkit was asked (no rule grants it).
+    let refused = daemon.ctl(
+      ["--no-ask-password", "get", "notes", "--user", "\(Self.user)"], asUser: other)
+    #expect(refused.status == 6, "\(refused.stderr)\n\(world.logs)")
+    #expect(refused.stderr.contains("io.switchd.administer"), "\(refused.stderr)")
+    // One's own values never ask.
+    #expect(daemon.ctl(["get", "notes"], asUser: other).stdout == "off\n")
+  }
+
   @Test func aGrantIsForTheValueAskedAboutNotTheOneAToggleGivesLater() throws {
     // The rule lets pkuser turn wifi on, never off, and waits (through a
     // program it spawns) until the test says go: meanwhile root changes wifi.

@@ -93,6 +93,23 @@ import Testing
     #expect(lock?.actions == [.administer])
   }
 
+  @Test func aReadAsAnotherUserAsksAdministerOneOfOnesOwnNothing() {
+    let caller = Self.peer(1000)
+    let other = PolkitQuestion.reading(
+      method: "get", key: "notes", named: .user(1001), caller: caller)
+    #expect(other?.actions == [.administer])
+    #expect(Self.details(other) == ["key=notes", "checked=", "user=1001", "method=get"])
+    let everyone = PolkitQuestion.reading(
+      method: "watch", key: nil, named: .everyone, caller: caller)
+    #expect(Self.details(everyone) == ["key=", "checked=", "user=*", "method=watch"])
+    for named: Viewpoint? in [nil, .user(1000)] {
+      #expect(PolkitQuestion.reading(method: "list", key: nil, named: named, caller: caller) == nil)
+    }
+    #expect(
+      PolkitQuestion.reading(method: "get", key: nil, named: .everyone, caller: Self.peer(0))
+        == nil)
+  }
+
   @Test func aGrantIsForTheCallItWasAskedFor() {
     let asking = Self.peer(1000)
     let writer = asking.granted(.write)

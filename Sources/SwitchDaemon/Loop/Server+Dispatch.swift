@@ -71,12 +71,8 @@ extension Server {
       }
       return
     }
-    let viewpoint: Viewpoint
-    do {
-      viewpoint = try self.viewpoint(user, for: caller, key: key)
-    } catch {
-      return fail(pending, on: connection, error)
-    }
+    guard let viewpoint = viewpointOrAsk(user, pending, on: connection, caller: caller, key: key)
+    else { return }
     // A system switch's first read (and a user-scope one's read for
     // everyone) is written and not kept; its second keeps it. Each of
     // 10,000 switches read once kept 7 MB of objects and templates (VmHWM
@@ -97,12 +93,8 @@ extension Server {
     case .get(let key, let user):
       get(pending, on: connection, key: key, user: user, caller: caller)
     case .list(let prefix, let user):
-      let viewpoint: Viewpoint
-      do {
-        viewpoint = try self.viewpoint(user, for: caller, key: nil)
-      } catch {
-        return fail(pending, on: connection, error)
-      }
+      guard let viewpoint = viewpointOrAsk(user, pending, on: connection, caller: caller, key: nil)
+      else { return }
       answer(
         pending, on: connection, switchesAt: positions(withPrefix: prefix), for: caller,
         viewpoint: viewpoint
@@ -133,7 +125,7 @@ extension Server {
       handOverWrites()
       configReader.reload(ticket(pending, connection))
     case .watch(let patterns, let since, let user):
-      watch(pending, on: connection, patterns: patterns, since: since, user: user)
+      watch(pending, on: connection, patterns: patterns, since: since, user: user, caller: caller)
     case .unwatch(let id):
       guard let index = connection.watchIDs.firstIndex(of: id) else {
         fail(
@@ -145,7 +137,9 @@ extension Server {
       hub.remove(id)
       answer(pending, on: connection) { w in ResultEncoding.writeEmpty(&w) }
     case .history(let key, let limit, let before, let user):
-      history(pending, on: connection, key: key, limit: limit, before: before, user: user)
+      history(
+        pending, on: connection, key: key, limit: limit, before: before, user: user,
+        caller: caller)
     case .status:
       let report = status(for: connection, caller: caller)
       answer(pending, on: connection) { w in ResultEncoding.writeStatus(&w, report) }

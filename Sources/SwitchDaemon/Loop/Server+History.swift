@@ -11,18 +11,14 @@ extension Server {
   /// when its page comes back (`drainReaderOutputs`).
   func history(
     _ pending: PendingRequest, on connection: Connection, key: String?, limit: Int, before: Int64?,
-    user: Viewpoint?
+    user: Viewpoint?, caller: Caller
   ) {
     if let key, catalog.switches[key] == nil, records[key] == nil {
       fail(pending, on: connection, RPCError(Refusal.unknownSwitch(key: key)))
       return
     }
-    let viewpoint: Viewpoint
-    do {
-      viewpoint = try self.viewpoint(user, for: connection.caller, key: key)
-    } catch {
-      return fail(pending, on: connection, error)
-    }
+    guard let viewpoint = viewpointOrAsk(user, pending, on: connection, caller: caller, key: key)
+    else { return }
     guard pending.answer != nil else { return }  // a notification: nothing to read
     if stopSentToReader {
       fail(pending, on: connection, .overloaded("switchd is stopping"))
@@ -38,7 +34,7 @@ extension Server {
     readerJobs.push(
       .history(
         ticket(pending, connection), key: key, before: min(before ?? .max, revision &+ 1),
-        limit: limit, newest: key.map { records[$0]?.revision ?? 0 }, viewer: connection.caller,
+        limit: limit, newest: key.map { records[$0]?.revision ?? 0 }, viewer: caller,
         view: view))
   }
 

@@ -6,14 +6,27 @@ import SwitchProtocol
 // what is SwitchCore's (`Visibility`); this file only carries it.
 
 extension Server {
-  /// The viewpoint of a read (`Rules.viewpoint`). (Typed throws: the
-  /// common case, no `user`, costs no error value.)
-  func viewpoint(_ named: Viewpoint?, for caller: Caller, key: String?) throws(RPCError)
-    -> Viewpoint
-  {
+  /// The viewpoint of a read by `caller`; nil when the read was refused
+  /// (answered here) or, under Authorization=polkit, parked to ask polkit
+  /// whether the caller may read as the user it names: granted, the read
+  /// runs again as an administrator for this call only.
+  func viewpointOrAsk(
+    _ named: Viewpoint?, _ pending: PendingRequest, on connection: Connection, caller: Caller,
+    key: String?
+  ) -> Viewpoint? {
     switch Rules.viewpoint(named, caller: caller, key: key) {
-    case .success(let viewpoint): return viewpoint
-    case .failure(let refusal): throw RPCError(refusal)
+    case .success(let viewpoint):
+      return viewpoint
+    case .failure(let refusal):
+      if caller.asksPolkit,
+        let question = PolkitQuestion.reading(
+          method: pending.method?.rawValue ?? "", key: key, named: named, caller: caller)
+      {
+        askPolkit(question, pending, on: connection, caller: caller)
+      } else {
+        fail(pending, on: connection, RPCError(refusal))
+      }
+      return nil
     }
   }
 

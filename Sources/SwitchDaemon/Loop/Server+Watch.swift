@@ -9,7 +9,7 @@ extension Server {
   /// seen twice.
   func watch(
     _ pending: PendingRequest, on connection: Connection, patterns: [KeyPattern]?, since: Int64?,
-    user: Viewpoint?
+    user: Viewpoint?, caller: Caller
   ) {
     if connection.watchIDs.count >= limits.maxWatchesPerConnection {
       fail(
@@ -24,12 +24,8 @@ extension Server {
       return
     }
     // After InvalidParams, as the order of checks says.
-    let viewpoint: Viewpoint
-    do {
-      viewpoint = try self.viewpoint(user, for: connection.caller, key: nil)
-    } catch {
-      return fail(pending, on: connection, error)
-    }
+    guard let viewpoint = viewpointOrAsk(user, pending, on: connection, caller: caller, key: nil)
+    else { return }
     if let since, since < revision, (oldestRetained ?? revision + 1) > since + 1 {
       fail(
         pending, on: connection,
