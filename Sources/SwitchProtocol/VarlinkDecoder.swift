@@ -126,7 +126,13 @@ public enum VarlinkDecoder {
     let interface = String(fullName[..<dot])
     let name = String(fullName[fullName.index(after: dot)...])
     guard parameters == nil || parameters!.isNull || parameters!.objectMembers != nil else {
-      return .invalid(.invalidParams("parameters must be an object", param: "parameters"))
+      let invalid = RPCError.invalidParams("parameters must be an object", param: "parameters")
+      // A method of switchd's is called, so its PermissionDenied comes
+      // first, as on the JSON-RPC socket (the order of checks).
+      if interface == VarlinkInterface.name, let method = VarlinkInterface.method(named: name) {
+        return .call(method, .failure(invalid))
+      }
+      return .invalid(invalid)
     }
     // In varlink a null member is one left out.
     var members = parameters?.objectMembers ?? []
