@@ -65,9 +65,11 @@ extension Runner {
 struct KeepQuestion {
   var until: Int64
 
-  func ask() -> Bool {
+  /// Asks on `input` (standard input), drawing the question with `draw`
+  /// (standard output, at once).
+  func ask(input: Int32 = 0, draw: (String) -> Void = FileHandleOut.write) -> Bool {
     var line: [UInt8] = []
-    defer { FileHandleOut.write("\n") }
+    defer { draw("\n") }
     // Redrawn when the seconds left change, not after each key: a redraw
     // after the answer's letter put a second prompt after it.
     var shown: Int64?
@@ -75,15 +77,15 @@ struct KeepQuestion {
       let left = KeepQuestion.secondsLeft(until: until, now: wallClockMilliseconds())
       guard left > 0 else { return false }
       if left != shown && line.isEmpty {
-        FileHandleOut.write("\rKeep this change? [y/N] (\(left) s left) ")
+        draw("\rKeep this change? [y/N] (\(left) s left) ")
         shown = left
       }
-      var fds = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+      var fds = pollfd(fd: input, events: Int16(POLLIN), revents: 0)
       let ready = poll(&fds, 1, 1000)
       if ready < 0 && errno != EINTR { return false }
       guard ready > 0 else { continue }
       var byte: UInt8 = 0
-      let n = read(0, &byte, 1)
+      let n = read(input, &byte, 1)
       guard n == 1 else { return false }
       if byte == UInt8(ascii: "\n") { return KeepQuestion.isYes(line) }
       line.append(byte)

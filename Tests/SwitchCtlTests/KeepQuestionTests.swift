@@ -1,0 +1,35 @@
+import Glibc
+import SwitchSystem
+import Testing
+
+@testable import SwitchCtl
+
+/// The question after `--confirm` on a terminal, driven through a pipe.
+@Suite struct KeepQuestionTests {
+  /// What the question draws and answers when `typed` is what the person typed.
+  static func asked(_ typed: String) -> (kept: Bool, drawn: String) {
+    var fds: [Int32] = [0, 0]
+    guard pipe(&fds) == 0 else { return (false, "") }
+    defer { close(fds[0]) }
+    let bytes = Array(typed.utf8)
+    _ = write(fds[1], bytes, bytes.count)
+    close(fds[1])
+    var drawn = ""
+    let question = KeepQuestion(until: wallClockMilliseconds() + 30_000)
+    let kept = question.ask(input: fds[0]) { drawn += $0 }
+    return (kept, drawn)
+  }
+
+  /// The question is drawn once, not again after each key typed (a
+  /// second prompt after the answer's letter).
+  @Test func theQuestionIsNotDrawnAgainAfterTheAnswer() {
+    for (typed, kept) in [("y\n", true), ("yes\n", true), ("n\n", false), ("\n", false)] {
+      let asked = Self.asked(typed)
+      #expect(asked.kept == kept, "\(typed)")
+      let prompts = asked.drawn.split(separator: "\r").filter { $0.hasPrefix("Keep this change?") }
+      #expect(prompts.count == 1, "\(typed): \(asked.drawn)")
+    }
+    // End of input without an answer reverts.
+    #expect(Self.asked("").kept == false)
+  }
+}
