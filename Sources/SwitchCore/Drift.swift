@@ -35,8 +35,18 @@ public enum Drift {
   /// What switchd remembers of one switch between readings: runtime only,
   /// never stored (a restart reconciles and reads again).
   public struct Memory: Equatable, Sendable {
-    /// The last reading (`observed`); nil while unknown.
+    /// The last reading (`observed`); nil while unknown (a check that
+    /// failed or printed nonsense, a watch that ended: `unknown`).
     public var observed: Bool?
+    /// The last reading was a check's: the check run after each apply
+    /// answers for it, so it is never judged again by waiting
+    /// (`needsSettling` is for a watch, which prints only changes).
+    public var observedByCheck = false
+    /// Adopting the system's value failed (a dependent's apply command
+    /// failed, so nothing changed): the switch is `invalid` and waits for
+    /// the system to agree, or a write, instead of adopting again at every
+    /// reading (each try ran the dependent's command: ~50 a second).
+    public var adoptionFailed = false
     /// The effective value an apply of the switch is making real now; nil while none runs.
     public var applying: Bool?
     /// When the last apply of the switch ended; nil before any.
@@ -96,6 +106,7 @@ public enum Drift {
     memory.applying = value
     memory.reapplyScheduled = false
     memory.pending = nil
+    memory.adoptionFailed = false
     // The system already showing the value is a confirmation: a watch
     // prints nothing when an apply changes nothing.
     memory.confirmed = memory.observed == value
@@ -128,7 +139,9 @@ public enum Drift {
   /// nothing more: the caller judges `observed` again after
   /// `settleMilliseconds` (`settled`).
   public static func needsSettling(_ memory: Memory, state: SwitchState) -> Bool {
-    guard memory.applying == nil, !memory.confirmed, let observed = memory.observed else {
+    guard memory.applying == nil, !memory.confirmed, !memory.observedByCheck,
+      let observed = memory.observed
+    else {
       return false
     }
     return observed != state.isOnAndInEffect
@@ -153,6 +166,7 @@ public enum Drift {
     readBack: ReadBack, now: Int64
   ) -> Verdict {
     memory.observed = value
+    memory.observedByCheck = source != .watch
     if let target = memory.applying {
       if value == target {
         memory.confirmed = true
@@ -164,10 +178,33 @@ public enum Drift {
     }
     if value == state.isOnAndInEffect {
       memory.confirmed = true
+      memory.adoptionFailed = false
       return state.invalid ? .clear(state.applied(failure: nil)) : .agrees
     }
     if isLate(memory, source: source, now: now) || memory.reapplyScheduled { return .expected }
     return judge(&memory, value: value, state: state, readBack: readBack, now: now)
+  }
+
+  /// A reading that says nothing (nil): the system's value is unknown. It
+  /// is forgotten, so nothing judges a reading from before an apply as if
+  /// it were the system's now (a check that printed nonsense after an
+  /// apply had the earlier reading adopted: a value the system never had).
+  public static func unknown(_ memory: inout Memory) {
+    memory.observed = nil
+    memory.observedByCheck = false
+  }
+
+  /// Adopting the system's value for a writable switch failed (`reason`:
+  /// a dependent's apply command failed, so nothing changed): the switch
+  /// becomes `invalid`, cause `drift`, and is not adopted again until the
+  /// system agrees with it or an apply of it starts.
+  public static func adoptionFailed(
+    _ memory: inout Memory, state: SwitchState, reason: String
+  ) -> Verdict {
+    memory.adoptionFailed = true
+    let reason = "adopting the value the system had turned it to failed: \(reason)"
+    return state.invalid && state.invalidReason == reason
+      ? .stillInvalid : .invalidate(state.applied(failure: reason))
   }
 
   /// A disagreeing reading that may predate the last apply's effect.
@@ -184,6 +221,7 @@ public enum Drift {
     _ memory: inout Memory, value: Bool, state: SwitchState, readBack: ReadBack, now: Int64
   ) -> Verdict {
     if adopts(state, readBack) {
+      if memory.adoptionFailed { return .stillInvalid }
       var next = state
       next.checked = value
       memory.confirmed = true

@@ -217,6 +217,83 @@ import Testing
     #expect(try Self.history(client).first?["cause"]?.stringValue == "drift")
   }
 
+  /// Adopting the system's value fails when a dependent's command fails
+  /// (rule 17: nothing changes): the switch becomes invalid, once, and is
+  /// not adopted again at every check (each try ran the dependent's
+  /// command: ~50 a second, for ever). The system agreeing clears it.
+  @Test func anAdoptionADependentRefusesMakesTheSwitchInvalidOnce() throws {
+    let daemon = try DaemonFixture.withAppliers(
+      DaemonFixture.radioSwitch(
+        defaultOn: true, readBack: ["ExecCheck=@DIR@/counting-check @DIR@/radio"],
+        extra: "CheckIntervalSec=0.1")
+          + """
+
+          [hotspot]
+          Label=Hotspot
+          Default=on
+          Requires=radio
+          ExecApply=@DIR@/record @DIR@/hotspot.log
+          """,
+      prepare: {
+        try $0.writeFakeRadio(initially: "on")
+        try $0.writeRecordingApplier()
+        try $0.writeApplier(
+          "counting-check", #"echo x >> "$1.checks"; read state < "$1" && echo "$state""#)
+      })
+    let client = try daemon.client()
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(true) })
+    func checks() -> Int {
+      ((try? readWholeFile(daemon.directory + "/radio.checks")) ?? "").count { $0 == "\n" }
+    }
+    try writeWholeFile(daemon.directory + "/fail", "no hotspot today")
+    try daemon.turnRadio("off")
+    #expect(try pollUntil(seconds: 60) { try Self.isInvalid(client) == true })
+    let radio = try client.result("get", #"{"key":"radio"}"#)
+    #expect(radio["checked"]?.boolValue == true)
+    #expect(
+      radio["invalidReason"]?.stringValue?.hasPrefix(
+        "adopting the value the system had turned it to failed: ") == true, "\(radio.jsonText)")
+    #expect(try Self.history(client).first?["cause"]?.stringValue == "drift")
+    // Checks go on; the dependent's command is not run again.
+    let runs = daemon.recordedRuns("hotspot.log").count
+    let checked = checks()
+    #expect(pollUntil(seconds: 60) { checks() >= checked + 5 })
+    #expect(daemon.recordedRuns("hotspot.log").count == runs)
+    // The system agrees again: valid again.
+    try daemon.turnRadio("on")
+    #expect(try pollUntil(seconds: 60) { try Self.isInvalid(client) == false })
+  }
+
+  /// A check that cannot read the system (it prints nonsense) leaves the
+  /// value unknown: nothing is adopted from the reading before the apply
+  /// (it was: two seconds after `set on`, "turned off outside switchd").
+  @Test func aCheckThatCannotReadAdoptsNothing() throws {
+    let daemon = try DaemonFixture.withAppliers(
+      DaemonFixture.radioSwitch(
+        readBack: ["ExecCheck=@DIR@/counting-check @DIR@/radio"], extra: "CheckIntervalSec=0.1"),
+      prepare: {
+        try $0.writeFakeRadio(initially: "off")
+        try $0.writeApplier(
+          "counting-check",
+          #"echo x >> "$1.checks"; if [ -e "$1.bad" ]; then echo maybe; exit 0; fi; "#
+            + #"read state < "$1" && echo "$state""#)
+      })
+    let client = try daemon.client()
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
+    func checks() -> Int {
+      ((try? readWholeFile(daemon.directory + "/radio.checks")) ?? "").count { $0 == "\n" }
+    }
+    try writeWholeFile(daemon.directory + "/radio.bad", "")
+    #expect(
+      try client.result("set", #"{"key":"radio","checked":true}"#)["changed"]?.boolValue == true)
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(nil) })
+    // 30 checks 0.1 s apart: past the 2 s a watch's silence is waited for.
+    let checked = checks()
+    #expect(pollUntil(seconds: 60) { checks() >= checked + 30 })
+    #expect(try client.result("get", #"{"key":"radio"}"#)["checked"]?.boolValue == true)
+    #expect(try Self.history(client).map { $0["cause"]?.stringValue } == ["set"])
+  }
+
   @Test func aPeriodicCheckCatchesDrift() throws {
     let daemon = try DaemonFixture.withAppliers(
       DaemonFixture.radioSwitch(

@@ -295,6 +295,57 @@ struct DriftTests {
     #expect(Drift.settled(&memory, state: held, readBack: adopt, now: start + 5000) == .agrees)
   }
 
+  /// A reading that says nothing (a check that failed or printed
+  /// nonsense, a watch that ended) leaves nothing to judge: the reading
+  /// from before the apply is not adopted as the system's value.
+  @Test func anUnknownReadingLeavesNothingToJudge() {
+    var memory = Drift.Memory()
+    let free = DriftedSwitch.free.state
+    #expect(watchReading(&memory, false, free) == .agrees)
+    Drift.applyStarted(&memory, value: true)
+    let on = SwitchState(checked: true)
+    _ = Drift.applyEnded(&memory, state: on, reapplyFailure: nil, readBack: adopt, now: start)
+    #expect(Drift.needsSettling(memory, state: on))
+    Drift.unknown(&memory)
+    #expect(!Drift.needsSettling(memory, state: on))
+    #expect(
+      Drift.settled(&memory, state: on, readBack: adopt, now: start + Drift.settleMilliseconds)
+        == .agrees)
+  }
+
+  /// A check's reading from before an apply is not judged by waiting: the
+  /// check run after the apply answers (a check slower than the settling
+  /// time had the old value adopted, then the new one: four changes).
+  @Test func aChecksReadingIsNotJudgedByWaiting() {
+    var memory = Drift.Memory()
+    let on = SwitchState(checked: true)
+    let check = ReadBack(check: ["/bin/check"])
+    #expect(
+      Drift.reading(
+        &memory, value: true, source: .check(startedAt: start - 10), state: on, readBack: check,
+        now: start - 5) == .agrees)
+    Drift.applyStarted(&memory, value: false)
+    let off = SwitchState(checked: false)
+    _ = Drift.applyEnded(&memory, state: off, reapplyFailure: nil, readBack: check, now: start)
+    #expect(!Drift.needsSettling(memory, state: off))
+  }
+
+  /// Adopting failed (a dependent's command): invalid once, and readings
+  /// that still disagree adopt nothing until the system agrees.
+  @Test func aFailedAdoptionIsNotTriedAgainAtEveryReading() {
+    var memory = Drift.Memory()
+    let on = SwitchState(checked: true)
+    let failed = Drift.adoptionFailed(&memory, state: on, reason: "hotspot failed")
+    let reason = "adopting the value the system had turned it to failed: hotspot failed"
+    #expect(failed == .invalidate(on.applied(failure: reason)))
+    let invalid = on.applied(failure: reason)
+    #expect(watchReading(&memory, false, invalid, at: start + 1) == .stillInvalid)
+    #expect(
+      Drift.adoptionFailed(&memory, state: invalid, reason: "hotspot failed") == .stillInvalid)
+    #expect(watchReading(&memory, true, invalid, at: start + 2) == .clear(on))
+    #expect(!memory.adoptionFailed)
+  }
+
   @Test func theReasonsSayWhatHappened() {
     #expect(
       Drift.keepsTurningReason(true, count: 5)

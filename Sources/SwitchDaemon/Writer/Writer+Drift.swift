@@ -24,6 +24,12 @@ extension Writer {
       guard let readBack = catalog.switches[key]?.readBack, let record = records[key],
         drift[key] != nil
       else { continue }
+      if let reason = adoptionFailures.removeValue(forKey: key) {
+        let verdict = Drift.adoptionFailed(
+          &drift[key, default: Drift.Memory()], state: record.state, reason: reason)
+        if let item = carryOut(verdict, key: key) { items.append(item) }
+        continue
+      }
       let verdict = Drift.applyEnded(
         &drift[key, default: Drift.Memory()], state: record.state, reapplyFailure: nil,
         readBack: readBack, now: ReadBackClock.now())

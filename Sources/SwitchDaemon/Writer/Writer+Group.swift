@@ -434,6 +434,8 @@ extension Writer {
     case .failed(let reason, let failedKey):
       guard write.operation == .expire || write.operation == .revert else {
         let error = RPCError.applyFailed(key: key, reason: reason, dependent: failedKey)
+        // Nobody is answered an adopted value: the drift rules hear of it.
+        if write.external { adoptionFailures[key] = error.message }
         group.answers.append((write.ticket, .write(.failure(error))))
         return true
       }

@@ -69,6 +69,7 @@ extension Writer {
   /// A reading of `key`'s state (nil: unknown), for the loop's `observed`.
   func observe(_ key: String, _ state: Bool?, source: Drift.Source, at time: Int64) {
     guard catalog.switches[key]?.readBack != nil || state == nil else { return }
+    if state == nil, drift[key] != nil { Drift.unknown(&drift[key, default: Drift.Memory()]) }
     if source == .watch, state != nil, readBackReports[key]?.watchProblem != nil {
       readBackReports[key]?.watchProblem = nil
       readBackReportsChanged = true

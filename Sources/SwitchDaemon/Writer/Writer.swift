@@ -61,6 +61,9 @@ final class Writer {
   var jobs: BlockingQueue<WriterJob>?
   /// What the drift rules remember of each switch that reads back (Writer+Drift.swift).
   var drift: [String: Drift.Memory] = [:]
+  /// Switches whose adopted value was refused because a dependent's apply
+  /// failed, with why: `driftApplyEnded` makes each `invalid`.
+  var adoptionFailures: [String: String] = [:]
   /// `status.readBack`, and whether the loop has the latest.
   var readBackReports: [String: ReadBackReport] = [:]
   var readBackReportsChanged = false
