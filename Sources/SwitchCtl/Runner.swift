@@ -174,8 +174,14 @@ struct Runner {
   /// One call on a new connection.
   func call(_ method: Method, _ params: [JSONMember]) throws(Failure) -> JSONValue {
     // A person typing a password may take minutes (polkit waits five).
-    let asks = polkitAgent != nil && (method.isWrite || method == .backup)
+    let asks = polkitAgent != nil && Self.mayNeedRight(method, params)
     return try call(connect(receiveTimeout: asks ? Self.interactiveTimeout : nil), method, params)
+  }
+
+  /// Whether a call may need a right polkit is asked for: a write, a
+  /// backup, or a read naming a user (`--user`; one's own asks nothing).
+  static func mayNeedRight(_ method: Method, _ params: [JSONMember]) -> Bool {
+    method.isWrite || method == .backup || params.contains { $0.name == WireField.user }
   }
 
   /// Seconds an answer may take when polkit may ask the person.
@@ -185,7 +191,7 @@ struct Runner {
     _ client: DaemonClient, _ method: Method, _ params: [JSONMember]
   ) throws(Failure) -> JSONValue {
     var params = params
-    let mayAsk = polkitAgent != nil && (method.isWrite || method == .backup)
+    let mayAsk = polkitAgent != nil && Self.mayNeedRight(method, params)
     if mayAsk { params.append(JSONMember(WireField.allowInteractiveAuthentication, .bool(true))) }
     var outcome: Result<JSONValue, RemoteError>
     do {
