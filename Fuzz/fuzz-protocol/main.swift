@@ -68,7 +68,8 @@
 
   /// What NDJSON framing must give: every complete line, blank ones
   /// skipped, a line longer than the bound as one `.oversized`; a trailing
-  /// partial line only when it is already too long.
+  /// partial line only when it is already too long. NUL framing (varlink)
+  /// keeps blank messages: each is a call that gets an answer.
   private func referenceFrames(
     _ input: [UInt8], maxFrameBytes: Int, delimiter: UInt8 = newline
   ) -> [Framed] {
@@ -78,7 +79,7 @@
     for piece in pieces {
       if piece.count > maxFrameBytes {
         result.append(.oversized)
-      } else if !piece.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) {
+      } else if delimiter == 0 || !piece.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) {
         result.append(.line(Array(piece)))
       }
     }
