@@ -70,14 +70,17 @@ enum DependencyCheck {
   }
 
   /// The cycles a depth-first search meets, each as its edges from the
-  /// switch where it was entered; a switch is reported in at most one.
-  /// A loop, not recursion, so that a long chain cannot exhaust the stack.
+  /// switch where it was entered: one for each edge that closes one, so
+  /// at most one per listed dependency (not every cycle of a dense graph,
+  /// which could be exponentially many), and two cycles through one
+  /// switch are both named (only the first was, and the second once that
+  /// was mended). A loop, not recursion, so that a long chain cannot
+  /// exhaust the stack.
   private static func cycles(
     _ edges: [String: [(to: String, listing: DependencyListing)]], in order: [String]
   ) -> [[(to: String, listing: DependencyListing)]] {
     enum Mark { case visiting, done }
     var marks: [String: Mark] = [:]
-    var reported = Set<String>()
     var found: [[(to: String, listing: DependencyListing)]] = []
     for root in order where marks[root] == nil {
       // The switches being visited, each with the index of its next edge;
@@ -101,11 +104,7 @@ enum DependencyCheck {
           path.append(edge)
           stack.append((edge.to, 0))
         case .visiting:
-          let cycle = Array(path.drop { $0.listing.key != edge.to }) + [edge]
-          if reported.isDisjoint(with: cycle.map(\.listing.key)) {
-            reported.formUnion(cycle.map(\.listing.key))
-            found.append(cycle)
-          }
+          found.append(Array(path.drop { $0.listing.key != edge.to }) + [edge])
         case .done: break
         }
       }

@@ -196,22 +196,26 @@ public struct TrustedDirectoryHandle: ~Copyable {
   public let path: String
   let descriptor: Descriptor
 
-  /// The names of its entries (not `.` and `..`), sorted bytewise.
-  public func names() throws(TrustedFiles.Problem) -> [String] {
+  /// The names of its entries (not `.` and `..`), sorted bytewise. A name
+  /// that is not UTF-8 comes with each bad byte as U+FFFD and `valid`
+  /// false: it can be named in a message, not opened by that text.
+  public func names() throws(TrustedFiles.Problem) -> [(name: String, valid: Bool)] {
     let copy = dup(descriptor.raw)
     guard copy >= 0, let dir = fdopendir(copy) else {
       throw .system(path: path, .last("opendir"))
     }
     defer { closedir(dir) }
     rewinddir(dir)  // the copy shares the offset of the descriptor
-    var names: [String] = []
+    var names: [(name: String, valid: Bool)] = []
     while let entry = readdir(dir) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-        String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+      let (name, valid) = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        let bytes = raw.bindMemory(to: CChar.self).baseAddress!
+        let checked = String(validatingCString: bytes)
+        return (checked ?? String(cString: bytes), checked != nil)
       }
-      if name != "." && name != ".." { names.append(name) }
+      if name != "." && name != ".." { names.append((name, valid)) }
     }
-    names.sort { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+    names.sort { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
     return names
   }
 }

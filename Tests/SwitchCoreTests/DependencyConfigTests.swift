@@ -123,6 +123,21 @@ import Testing
       ])
   }
 
+  /// Two cycles through one switch are both named in one run (the second
+  /// was named only once the first was mended).
+  @Test func twoCyclesThroughOneSwitchAreTwoErrors() {
+    let result = Self.build([
+      (Self.base, "[a]\nLabel=A\nRequires=b c\n[b]\nLabel=B\nRequires=a\n[c]\nLabel=C\nConflicts=a")
+    ])
+    #expect(
+      result.errors == [
+        "\(Self.base):3: Requires=/Conflicts= make a cycle: a -> b -> a; "
+          + "a switch cannot depend on itself",
+        "\(Self.base):3: Requires=/Conflicts= make a cycle: a -> c -> a; "
+          + "a switch cannot depend on itself",
+      ])
+  }
+
   /// A chain far longer than any real schema is settled and checked without
   /// recursion: a thread's stack is no limit on it.
   @Test func aLongChainIsOrderedAndItsClosingCycleFound() throws {

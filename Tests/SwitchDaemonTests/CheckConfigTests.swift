@@ -102,3 +102,35 @@ import Testing
     }
   }
 }
+
+/// One run names every problem: a file refused for its mode or its name
+/// does not hide the errors of the files that were read.
+@Suite struct CheckConfigEveryProblemTests {
+  @Test func aRefusedFileDoesNotHideTheOthersErrors() throws {
+    try withTemporaryDirectory { directory in
+      mkdir(directory + "/switches.d", 0o755)
+      mkdir(directory + "/policy.d", 0o755)
+      try writeWholeFile(directory + "/switchd.conf", "[Daemon]\nAdminGroup=\n")
+      try writeWholeFile(
+        directory + "/switches.d/10.conf", "[wifi]\nLabel=Wi-Fi\nDefault=maybe\n")
+      try writeWholeFile(directory + "/policy.d/50.conf", "[wifi]\nReadOnly=yes\n")
+      chmod(directory + "/policy.d/50.conf", 0o666)
+      // A name that is not UTF-8 (0xFF): refused by name, not "missing".
+      let badName = directory + "/policy.d/a\u{FFFD}.conf"
+      let raw = Array((directory + "/policy.d/a").utf8) + [0xFF] + Array(".conf".utf8) + [0]
+      let fd = raw.withUnsafeBufferPointer {
+        $0.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_WRONLY | O_CREAT, 0o644) }
+      }
+      try #require(fd >= 0)
+      close(fd)
+      let (lines, status) = Daemon.checkConfigReport(directory)
+      #expect(status == 1)
+      #expect(lines.count == 4, "\(lines)")
+      #expect(lines.first?.contains("policy.d/50.conf") == true, "\(lines)")
+      #expect(lines.contains { $0.hasPrefix("switches.d/10.conf:3: error:") }, "\(lines)")
+      #expect(
+        lines.contains { $0.hasPrefix(badName + ": its name is not UTF-8") }, "\(lines)")
+      #expect(lines.last == "\(directory): 3 errors")
+    }
+  }
+}

@@ -38,13 +38,17 @@ public enum ConfigLoader {
       in: root, "switches.d", trust: trust, errors: &errors, skipped: &skipped)
     let policyFiles = readDropIns(
       in: root, "policy.d", trust: trust, errors: &errors, skipped: &skipped)
-    if !errors.isEmpty { return failed(errors) }
+    // A file refused (not trusted, unreadable) is not read, and the
+    // configuration is refused; the files that were read are still checked,
+    // so that one run names every problem (it named the refused file alone,
+    // and the next problem only once that was mended).
+    let refused = errors
     let sources = ConfigSources(
       daemonConf: daemonConf, switchFiles: switchFiles, policyFiles: policyFiles)
     var (catalog, diagnostics) = CatalogBuilder.build(sources)
     diagnostics = skipped + diagnostics
-    if let catalog { diagnostics += programWarnings(catalog, trust: trust) }
-    let found = diagnostics.filter { $0.severity == .error }.map(\.description)
+    if refused.isEmpty, let catalog { diagnostics += programWarnings(catalog, trust: trust) }
+    let found = refused + diagnostics.filter { $0.severity == .error }.map(\.description)
     return Loaded(catalog: found.isEmpty ? catalog : nil, diagnostics: diagnostics, errors: found)
   }
 
@@ -75,15 +79,23 @@ public enum ConfigLoader {
       errors.append("\(error)")
       return []
     }
-    let names: [String]
+    let names: [(name: String, valid: Bool)]
     do throws(TrustedFiles.Problem) {
-      names = try directory.names().filter { $0.hasSuffix(".conf") }
+      names = try directory.names().filter { $0.name.hasSuffix(".conf") }
     } catch {
       errors.append("\(error)")
       return []
     }
     var files: [ConfigSources.File] = []
-    for name in names {
+    for (name, valid) in names {
+      // Its name was read with each bad byte as U+FFFD: opened by that
+      // text it "did not exist".
+      guard valid else {
+        errors.append(
+          "\(directory.path)/\(name): its name is not UTF-8 (shown with U+FFFD for each bad"
+            + " byte); rename it")
+        continue
+      }
       if name.hasPrefix(".") {
         if !name.hasPrefix(".#") {
           skipped.append(

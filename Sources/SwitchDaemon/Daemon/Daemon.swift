@@ -46,13 +46,14 @@ public enum Daemon {
   /// stream so that they arrive in order) and its exit status.
   static func checkConfigReport(_ directory: String) -> (lines: [String], status: Int32) {
     let loaded = ConfigLoader.load(directory: directory)
-    var lines: [String] = []
+    // The errors of no line first (a file refused, or not there): what
+    // follows may stem from what such a file would have declared.
+    let placed = Set(loaded.diagnostics.filter { $0.severity == .error }.map(\.description))
+    var lines = loaded.errors.filter { !placed.contains($0) }
     for diagnostic in loaded.diagnostics {
       let kind = diagnostic.severity == .error ? "error" : "warning"
       lines.append("\(diagnostic.location): \(kind): \(diagnostic.message)")
     }
-    let reported = Set(loaded.diagnostics.filter { $0.severity == .error }.map(\.description))
-    lines += loaded.errors.filter { !reported.contains($0) }
     guard let catalog = loaded.catalog else {
       lines.append("\(directory): \(counted(loaded.errors.count, "error"))")
       return (lines, 1)
