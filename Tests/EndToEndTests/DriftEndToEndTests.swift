@@ -33,6 +33,16 @@ import Testing
     return (daemon, client)
   }
 
+  /// A dependent of the radio whose command records its runs (`hotspot.log`).
+  static let hotspot = """
+
+    [hotspot]
+    Label=Hotspot
+    Default=on
+    Requires=radio
+    ExecApply=@DIR@/record @DIR@/hotspot.log
+    """
+
   static func history(_ client: RPCClient) throws -> [JSONValue] {
     try client.result("history", #"{"key":"radio"}"#)["entries"]?.arrayValue ?? []
   }
@@ -170,14 +180,7 @@ import Testing
   @Test func anAdoptedValueMakesItsDependentsFollow() throws {
     let (daemon, client) = try Self.started(
       Self.radio()
-        + """
-
-        [hotspot]
-        Label=Hotspot
-        Default=on
-        Requires=radio
-        ExecApply=@DIR@/record @DIR@/hotspot.log
-        """,
+        + Self.hotspot,
       prepare: { try $0.writeRecordingApplier() })
     #expect(
       try client.result("get", #"{"key":"hotspot"}"#)["disabledBy"]?.stringValue == "dependency")
@@ -224,27 +227,16 @@ import Testing
   @Test func anAdoptionADependentRefusesMakesTheSwitchInvalidOnce() throws {
     let daemon = try DaemonFixture.withAppliers(
       DaemonFixture.radioSwitch(
-        defaultOn: true, readBack: ["ExecCheck=@DIR@/counting-check @DIR@/radio"],
+        defaultOn: true, readBack: [DaemonFixture.countingRadioCheck],
         extra: "CheckIntervalSec=0.1")
-          + """
-
-          [hotspot]
-          Label=Hotspot
-          Default=on
-          Requires=radio
-          ExecApply=@DIR@/record @DIR@/hotspot.log
-          """,
+        + Self.hotspot,
       prepare: {
         try $0.writeFakeRadio(initially: "on")
         try $0.writeRecordingApplier()
-        try $0.writeApplier(
-          "counting-check", #"echo x >> "$1.checks"; read state < "$1" && echo "$state""#)
+        try $0.writeCountingCheck()
       })
     let client = try daemon.client()
     #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(true) })
-    func checks() -> Int {
-      ((try? readWholeFile(daemon.directory + "/radio.checks")) ?? "").count { $0 == "\n" }
-    }
     try writeWholeFile(daemon.directory + "/fail", "no hotspot today")
     try daemon.turnRadio("off")
     #expect(try pollUntil(seconds: 60) { try Self.isInvalid(client) == true })
@@ -256,8 +248,8 @@ import Testing
     #expect(try Self.history(client).first?["cause"]?.stringValue == "drift")
     // Checks go on; the dependent's command is not run again.
     let runs = daemon.recordedRuns("hotspot.log").count
-    let checked = checks()
-    #expect(pollUntil(seconds: 60) { checks() >= checked + 5 })
+    let checked = daemon.radioChecks()
+    #expect(pollUntil(seconds: 60) { daemon.radioChecks() >= checked + 5 })
     #expect(daemon.recordedRuns("hotspot.log").count == runs)
     // The system agrees again: valid again.
     try daemon.turnRadio("on")
@@ -270,26 +262,20 @@ import Testing
   @Test func aCheckThatCannotReadAdoptsNothing() throws {
     let daemon = try DaemonFixture.withAppliers(
       DaemonFixture.radioSwitch(
-        readBack: ["ExecCheck=@DIR@/counting-check @DIR@/radio"], extra: "CheckIntervalSec=0.1"),
+        readBack: [DaemonFixture.countingRadioCheck], extra: "CheckIntervalSec=0.1"),
       prepare: {
         try $0.writeFakeRadio(initially: "off")
-        try $0.writeApplier(
-          "counting-check",
-          #"echo x >> "$1.checks"; if [ -e "$1.bad" ]; then echo maybe; exit 0; fi; "#
-            + #"read state < "$1" && echo "$state""#)
+        try $0.writeCountingCheck()
       })
     let client = try daemon.client()
     #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
-    func checks() -> Int {
-      ((try? readWholeFile(daemon.directory + "/radio.checks")) ?? "").count { $0 == "\n" }
-    }
     try writeWholeFile(daemon.directory + "/radio.bad", "")
     #expect(
       try client.result("set", #"{"key":"radio","checked":true}"#)["changed"]?.boolValue == true)
     #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(nil) })
     // 30 checks 0.1 s apart: past the 2 s a watch's silence is waited for.
-    let checked = checks()
-    #expect(pollUntil(seconds: 60) { checks() >= checked + 30 })
+    let checked = daemon.radioChecks()
+    #expect(pollUntil(seconds: 60) { daemon.radioChecks() >= checked + 30 })
     #expect(try client.result("get", #"{"key":"radio"}"#)["checked"]?.boolValue == true)
     #expect(try Self.history(client).map { $0["cause"]?.stringValue } == ["set"])
   }

@@ -51,6 +51,22 @@ extension DaemonFixture {
       """)
   }
 
+  /// A check of the radio that counts its runs (`radioChecks`), and
+  /// prints nonsense while the file `radio.bad` exists.
+  static let countingRadioCheck = "ExecCheck=@DIR@/counting-check @DIR@/radio"
+
+  func writeCountingCheck() throws {
+    try writeApplier(
+      "counting-check",
+      #"echo x >> "$1.checks"; if [ -e "$1.bad" ]; then echo maybe; exit 0; fi; "#
+        + #"read state < "$1" && echo "$state""#)
+  }
+
+  /// How many times `countingRadioCheck` has run.
+  func radioChecks() -> Int {
+    ((try? readWholeFile(directory + "/radio.checks")) ?? "").count { $0 == "\n" }
+  }
+
   /// Another program changes the radio behind switchd's back.
   func turnRadio(_ state: String) throws {
     try writeWholeFile(directory + "/radio.new", state + "\n")
