@@ -280,6 +280,26 @@ import Testing
     #expect(try Self.history(client).map { $0["cause"]?.stringValue } == ["set"])
   }
 
+  /// An apply that succeeds and changes nothing is seen by the check run
+  /// after it, with no periodic check at all: that check starts after the
+  /// command ended, so it is the system's word, not a reading from before.
+  @Test func theCheckAfterAnApplyThatDidNotTakeIsBelieved() throws {
+    let daemon = try DaemonFixture.withAppliers(
+      DaemonFixture.radioSwitch(readBack: [DaemonFixture.radioCheck]),
+      prepare: { try $0.writeFakeRadio(initially: "off") })
+    let client = try daemon.client()
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
+    try writeWholeFile(daemon.directory + "/radio.stuck", "")
+    #expect(
+      try client.result("set", #"{"key":"radio","checked":true}"#)["changed"]?.boolValue == true)
+    #expect(
+      try pollUntil(seconds: 60) {
+        try Self.history(client).first?["cause"]?.stringValue == "external"
+      })
+    #expect(try client.result("get", #"{"key":"radio"}"#)["checked"]?.boolValue == false)
+    #expect(try Self.history(client).map { $0["cause"]?.stringValue } == ["external", "set"])
+  }
+
   @Test func aPeriodicCheckCatchesDrift() throws {
     let daemon = try DaemonFixture.withAppliers(
       DaemonFixture.radioSwitch(

@@ -27,12 +27,14 @@ extension DaemonFixture {
 
   func writeFakeRadio(initially state: String = "off") throws {
     try writeWholeFile(directory + "/radio", state + "\n")
-    // While the file `radio.fail` exists, applying fails with its reason.
+    // While the file `radio.fail` exists, applying fails with its reason;
+    // while `radio.stuck` exists, it succeeds and changes nothing.
     try writeApplier(
       "radio-apply",
       """
       if [ -e "$1.fail" ]; then echo "the radio is jammed" >&2; exit 1; fi
       echo "$SWITCH_EFFECTIVE $SWITCH_CAUSE" >> "$1.applies"
+      if [ -e "$1.stuck" ]; then exit 0; fi
       echo "$SWITCH_EFFECTIVE" > "$1.new" && mv "$1.new" "$1"
       """)
     try writeApplier("radio-check", #"read state < "$1" && echo "$state""#)

@@ -16,15 +16,25 @@ extension Writer {
     Drift.applyStarted(&drift[key, default: Drift.Memory()], value: value)
   }
 
+  /// The apply commands of `keys` have ended, now (on the read-back clock).
+  func noteApplyEnded(_ keys: [String]) {
+    let now = ReadBackClock.now()
+    for key in keys where drift[key] != nil { applyEndTimes[key] = now }
+  }
+
   /// The applies of `keys` ended and their outcome is committed: what a
   /// reading kept while they ran says now. Returns the changes to commit.
   func driftApplyEnded(_ keys: [String]) -> [GroupItem] {
     var items: [GroupItem] = []
     for key in keys where applying.busy[key] == nil {
+      // Taken whatever follows: a reason or a time kept would be read at a
+      // later apply of the switch.
+      let failure = adoptionFailures.removeValue(forKey: key)
+      let endedAt = applyEndTimes.removeValue(forKey: key) ?? ReadBackClock.now()
       guard let readBack = catalog.switches[key]?.readBack, let record = records[key],
         drift[key] != nil
       else { continue }
-      if let reason = adoptionFailures.removeValue(forKey: key) {
+      if let reason = failure {
         let verdict = Drift.adoptionFailed(
           &drift[key, default: Drift.Memory()], state: record.state, reason: reason)
         if let item = carryOut(verdict, key: key) { items.append(item) }
@@ -32,7 +42,7 @@ extension Writer {
       }
       let verdict = Drift.applyEnded(
         &drift[key, default: Drift.Memory()], state: record.state, reapplyFailure: nil,
-        readBack: readBack, now: ReadBackClock.now())
+        readBack: readBack, now: endedAt)
       if let item = carryOut(verdict, key: key) { items.append(item) }
       if let memory = drift[key], Drift.needsSettling(memory, state: record.state) {
         after(Drift.settleMilliseconds, post: .settled(key: key))

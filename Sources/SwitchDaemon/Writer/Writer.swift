@@ -64,6 +64,9 @@ final class Writer {
   /// Switches whose adopted value was refused because a dependent's apply
   /// failed, with why: `driftApplyEnded` makes each `invalid`.
   var adoptionFailures: [String: String] = [:]
+  /// When the apply command of each switch last ended (`noteApplyEnded`),
+  /// taken by `driftApplyEnded` as the apply's end.
+  var applyEndTimes: [String: Int64] = [:]
   /// `status.readBack`, and whether the loop has the latest.
   var readBackReports: [String: ReadBackReport] = [:]
   var readBackReportsChanged = false
@@ -261,6 +264,11 @@ final class Writer {
           if let item = judgeSettled(key) { deliver(commitGroup([item])) }
         case .applied(let result):
           let keys = applying.keys(of: result.id)
+          // The command's end, taken before the check after it is asked
+          // for: that check starts after it, so it is never taken for a
+          // reading from before the apply (the end of the commit, later,
+          // made it look "late", and an apply that did not take went unseen).
+          noteApplyEnded(keys)
           checkAfterApply(keys)
           ended.append(contentsOf: keys)
           guard let item = applying.resume(result) else { break }
