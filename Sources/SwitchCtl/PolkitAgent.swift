@@ -1,4 +1,5 @@
 import Glibc
+import SwitchProtocol
 import SwitchSystem
 
 /// polkit's text agent for this process, as `systemctl` brings one: when a
@@ -57,6 +58,19 @@ final class PolkitAgent {
 
   /// Whether the agent was started (and had not exited by then).
   var isRunning: Bool { pid != 0 }
+
+  /// Makes `call` (one that allows interactive authentication); when
+  /// polkit answered that authentication is needed, having found no agent,
+  /// starts this one and makes it once more. The refused call did nothing.
+  func callStartingIfAsked(
+    _ call: () throws(ClientError) -> Result<JSONValue, RemoteError>
+  ) throws(ClientError) -> Result<JSONValue, RemoteError> {
+    let first = try call()
+    guard case .failure(let refusal) = first, refusal.code == .permissionDenied,
+      refusal.data[WireField.authenticationRequired]?.boolValue == true, !isRunning, start()
+    else { return first }
+    return try call()
+  }
 
   /// Ends the agent, if one runs.
   func stop() {

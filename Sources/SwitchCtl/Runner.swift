@@ -101,9 +101,10 @@ struct Runner {
       }
       console.out(invocation.json ? Output.json(sent) : BackupCommand.summary(backup, path: path))
     case .watch(let patterns, let since):
-      let watcher = Watcher(
+      var watcher = Watcher(
         socketPath: socketPath, patterns: patterns, since: since, user: try userParam(),
         json: invocation.json, console: console)
+      watcher.polkitAgent = polkitAgent
       return try watcher.run()
     }
     return .success
@@ -193,17 +194,16 @@ struct Runner {
     var params = params
     let mayAsk = polkitAgent != nil && Self.mayNeedRight(method, params)
     if mayAsk { params.append(JSONMember(WireField.allowInteractiveAuthentication, .bool(true))) }
-    var outcome: Result<JSONValue, RemoteError>
+    let outcome: Result<JSONValue, RemoteError>
     do {
-      outcome = try client.call(method, params)
       // The agent is started only when polkit wants to ask and found no
       // agent: under Authorization=builtin (and for root's calls) none is,
-      // and pkttyagent printed "Authorization not available" on every
-      // write. The refused call did nothing, so it is made once more.
-      if mayAsk, case .failure(let refusal) = outcome, refusal.code == .permissionDenied,
-        refusal.data[WireField.authenticationRequired]?.boolValue == true,
-        let polkitAgent, !polkitAgent.isRunning, polkitAgent.start()
-      {
+      // and pkttyagent printed "Authorization not available" on every write.
+      if mayAsk, let polkitAgent {
+        outcome = try polkitAgent.callStartingIfAsked { () throws(ClientError) in
+          try client.call(method, params)
+        }
+      } else {
         outcome = try client.call(method, params)
       }
     } catch {

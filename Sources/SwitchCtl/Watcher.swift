@@ -23,6 +23,9 @@ struct Watcher {
   var firstDelay = 100
   /// The longest wait between reconnect attempts, in milliseconds.
   var maxDelay = 2000
+  /// polkit's text agent, on a terminal: a watch naming a user may need
+  /// polkit's answer (`Runner.call` does the same for the other calls).
+  var polkitAgent: PolkitAgent?
 
   /// How one connection's watch ended.
   private enum End {
@@ -75,8 +78,17 @@ struct Watcher {
     _ client: DaemonClient, _ resume: inout Int64?, reconnected: Bool
   ) throws(Failure) -> End {
     let outcome: Result<JSONValue, RemoteError>
+    var params = params(resume: resume)
     do {
-      outcome = try client.call(.watch, params(resume: resume))
+      // Naming a user may ask polkit, which may ask the person (`Runner.call`).
+      if let polkitAgent, !user.isEmpty {
+        params.append(JSONMember(WireField.allowInteractiveAuthentication, .bool(true)))
+        outcome = try polkitAgent.callStartingIfAsked { () throws(ClientError) in
+          try client.call(.watch, params)
+        }
+      } else {
+        outcome = try client.call(.watch, params)
+      }
     } catch {
       return try dropped(error, watching: false)
     }

@@ -284,13 +284,30 @@ struct PolkitEndToEndTests {
     let everyone = daemon.ctl(["--json", "history", "--user", "*"], asUser: Self.user)
     #expect(everyone.status == 0, "\(everyone.stderr)\n\(world.logs)")
     #expect(everyone.stdout.contains("\"user\":\(other)"), "\(everyone.stdout)")
+    // A watch of every user's values, granted: it shows them as they change.
+    let relay = try UserRelay(daemon, uid: Self.user)
+    let watcher = try relay.client()
+    _ = try watcher.result("watch", #"{"user":"*","keys":["notes"]}"#)
+    _ = try daemon.client().result("set", "{\"key\":\"notes\",\"checked\":true,\"user\":\(other)}")
+    let event = try watcher.nextEvent()
+    #expect(event["user"]?.int64Value == Int64(other), "\(event.jsonText)")
+    #expect(event["state"]?["checked"]?.boolValue == true)
     // Not in the group: refused, and polkit was asked (no rule grants it).
     let refused = daemon.ctl(
       ["--no-ask-password", "get", "notes", "--user", "\(Self.user)"], asUser: other)
     #expect(refused.status == 6, "\(refused.stderr)\n\(world.logs)")
     #expect(refused.stderr.contains("io.switchd.administer"), "\(refused.stderr)")
     // One's own values never ask.
-    #expect(daemon.ctl(["get", "notes"], asUser: other).stdout == "off\n")
+    #expect(daemon.ctl(["get", "notes"], asUser: other).stdout == "on\n")
+    // The grant stands while polkit is the authority: a reload to builtin
+    // rules ends the watch (the member is no administrator there), and
+    // nothing more of another user's values reaches it.
+    try daemon.writeFile("switchd.conf", "[Daemon]\nAdminGroup=\n")
+    _ = try daemon.client().result("reload")
+    _ = try daemon.client().result("set", "{\"key\":\"notes\",\"checked\":false,\"user\":\(other)}")
+    var after: [String] = []
+    while let line = watcher.readLine() { after.append(line) }
+    #expect(!after.contains { $0.contains("\"changed\"") }, "\(after)")
   }
 
   @Test func aGrantIsForTheValueAskedAboutNotTheOneAToggleGivesLater() throws {
@@ -409,6 +426,36 @@ struct PolkitEndToEndTests {
 }
 
 extension PolkitEndToEndTests {
+  /// `switchctl watch --user '*'` on a terminal: naming users asks polkit
+  /// to administer, and the person is asked through the text agent.
+  @Test(.enabled(if: access("/usr/bin/script", X_OK) == 0, "needs script (bsdutils)"))
+  func aWatchNamingUsersLetsPolkitAskOnATerminal() throws {
+    guard access("/usr/bin/pkttyagent", X_OK) == 0 else {
+      print("skipped: needs /usr/bin/pkttyagent (Debian's polkitd)")
+      return
+    }
+    let rule = """
+      polkit.addRule(function(action, subject) {
+        if (action.id == "io.switchd.administer") return polkit.Result.AUTH_ADMIN;
+      });
+      """
+    let world = try PolkitWorld(rules: ["50-auth.rules": rule])
+    let daemon = try Self.daemon(world)
+    let command = [
+      "/usr/bin/setpriv", "--reuid=\(Self.user)", "--regid=\(Self.user)", "--clear-groups",
+      "/usr/bin/env", "DBUS_SYSTEM_BUS_ADDRESS=\(world.busAddress)",
+      Products.path("switchctl"), "--socket", daemon.socketPath, "watch", "--user", "'*'",
+    ].joined(separator: " ")
+    let log = daemon.directory + "/watch-terminal.log"
+    let terminal = try Child(["/usr/bin/script", "-qfc", command, "/dev/null"], logPath: log)
+    let prompted = pollUntil(seconds: 60) {
+      ((try? readWholeFile(log)) ?? "").contains("AUTHENTICATING FOR io.switchd.administer")
+    }
+    #expect(prompted, "\((try? readWholeFile(log)) ?? "")\n\(world.logs)")
+    terminal.signal(SIGKILL)
+    terminal.wait(seconds: 30)
+  }
+
   /// Under Authorization=builtin nothing asks polkit, so switchctl on a
   /// terminal starts no agent: pkttyagent, finding no polkit, printed
   /// "Authorization not available…" before every write of a user.

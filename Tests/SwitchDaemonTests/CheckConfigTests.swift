@@ -123,6 +123,13 @@ import Testing
       }
       try #require(fd >= 0)
       close(fd)
+      // An editor's lock beside it, also not UTF-8: skipped as hidden, no error.
+      let lock = Array((directory + "/policy.d/.#a").utf8) + [0xFF] + Array(".conf".utf8) + [0]
+      let lockFD = lock.withUnsafeBufferPointer {
+        $0.withMemoryRebound(to: CChar.self) { open($0.baseAddress!, O_WRONLY | O_CREAT, 0o644) }
+      }
+      try #require(lockFD >= 0)
+      close(lockFD)
       let (lines, status) = Daemon.checkConfigReport(directory)
       #expect(status == 1)
       #expect(lines.count == 4, "\(lines)")

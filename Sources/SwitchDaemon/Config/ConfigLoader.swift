@@ -88,14 +88,6 @@ public enum ConfigLoader {
     }
     var files: [ConfigSources.File] = []
     for (name, valid) in names {
-      // Its name was read with each bad byte as U+FFFD: opened by that
-      // text it "did not exist".
-      guard valid else {
-        errors.append(
-          "\(directory.path)/\(name): its name is not UTF-8 (shown with U+FFFD for each bad"
-            + " byte); rename it")
-        continue
-      }
       if name.hasPrefix(".") {
         if !name.hasPrefix(".#") {
           skipped.append(
@@ -103,6 +95,14 @@ public enum ConfigLoader {
               .warning, SourceLocation(file: folder + "/" + name, line: 0),
               "a hidden file is not read; rename it without the leading dot to use it"))
         }
+        continue
+      }
+      // Its name was read with each bad byte as U+FFFD: opened by that
+      // text it "did not exist".
+      guard valid else {
+        errors.append(
+          "\(directory.path)/\(name): its name is not UTF-8 (shown with U+FFFD for each bad"
+            + " byte); rename it")
         continue
       }
       do throws(TrustedFiles.Problem) {

@@ -34,7 +34,10 @@ extension Server {
     readerJobs.push(
       .history(
         ticket(pending, connection), key: key, before: min(before ?? .max, revision &+ 1),
-        limit: limit, newest: key.map { records[$0]?.revision ?? 0 }, viewer: caller,
+        limit: limit, newest: key.map { records[$0]?.revision ?? 0 },
+        // The actors as the connection's own rights show them (polkit's
+        // grant was to read as another user), as a watch's events do.
+        viewer: connection.caller,
         view: view))
   }
 

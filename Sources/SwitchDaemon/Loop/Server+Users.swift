@@ -18,6 +18,10 @@ extension Server {
     case .success(let viewpoint):
       return viewpoint
     case .failure(let refusal):
+      // A read sent as a notification has nobody to answer, and changes
+      // nothing: it is neither asked about (polkit might ask the person)
+      // nor refused.
+      guard pending.answer != nil else { return nil }
       if caller.asksPolkit,
         let question = PolkitQuestion.reading(
           method: pending.method?.rawValue ?? "", key: key, named: named, caller: caller)

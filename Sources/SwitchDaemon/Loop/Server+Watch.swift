@@ -37,6 +37,7 @@ extension Server {
       connection: connection.id, owner: connection, patterns: patterns, viewpoint: viewpoint,
       replayFrom: replayFrom, varlink: connection.wire == .varlink)
     connection.watchIDs.append(id)
+    if caller.isAdmin && !connection.caller.isAdmin { hub.watches[id]?.grantedByPolkit = true }
     if connection.wire == .varlink { connection.varlinkWatchStreams = true }
     if replayFrom != nil { connection.replaysUnfinished += 1 }
     let current = revision

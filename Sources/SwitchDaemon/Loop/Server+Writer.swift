@@ -82,7 +82,7 @@ extension Server {
       }
       if output.stopped { markWriterStopped() }
     }
-    closeConnectionsBeyondRights()
+    finishConnectionsBeyondRights()
   }
 
   /// Hands `output`'s arrays, emptied, back to the writer: a group's
@@ -107,16 +107,19 @@ extension Server {
     var resumed: [Connection] = []
   }
 
-  /// A caller that stopped being an administrator at a reload keeps no
-  /// watch of other users' values (rule 13): such a watch was allowed only
-  /// to an administrator, and its events would go on showing values the
-  /// caller may no longer read. Each one ends now, before the reload's own
-  /// changes are published, and the connection is closed once this drain
-  /// has sent its answers: the protocol has no event for a watch that
-  /// ends, and a client that reconnects with `since` is told why.
+  /// A caller whose rights a reload took away keeps no watch of other
+  /// users' values (rule 13): such a watch was allowed only to an
+  /// administrator (or granted by polkit, which stands while polkit is the
+  /// authority), and its events would go on showing values the caller may
+  /// no longer read. Each one ends now, before the reload's own changes
+  /// are published. The protocol has no event for a watch that ends, so
+  /// the connection ends too, as one whose peer stopped sending does: what
+  /// it sent before is answered (under its rights as they are now), then it
+  /// closes (`settle`); a client that reconnects is told why.
   private func endWatchesBeyondRights(of connection: Connection) {
     let ended = connection.watchIDs.filter { id in
       guard let watch = hub.watches[id] else { return false }
+      if watch.grantedByPolkit && connection.caller.asksPolkit { return false }
       if case .success = Rules.viewpoint(watch.viewpoint, caller: connection.caller, key: nil) {
         return false
       }
@@ -125,30 +128,29 @@ extension Server {
     guard !ended.isEmpty else { return }
     for id in ended { hub.remove(id) }
     connection.watchIDs.removeAll { ended.contains($0) }
+    connection.inputClosed = true
     closingForRights.append(connection)
+    log.notice(
+      "a reload took away the right the watch of other users' values of a connection"
+        + " (pid \(connection.peer.pid)) needs: the watch ended, and the connection closes once"
+        + " what it sent is answered")
   }
 
-  /// Closes the connections `endWatchesBeyondRights` ended watches of.
-  func closeConnectionsBeyondRights() {
+  /// Lets the connections `endWatchesBeyondRights` ended watches of run
+  /// and answer what they had sent, then close.
+  func finishConnectionsBeyondRights() {
     guard !closingForRights.isEmpty else { return }
     let closing = closingForRights
     closingForRights.removeAll()
-    for connection in closing {
-      closeConnection(
-        connection,
-        why:
-          "a reload took away the administrator's right its watch of other users' values"
-          + " needs; the watch ended")
-    }
+    for connection in closing where !connection.isClosed { pump(connection) }
   }
 
   private func adopt(_ update: CatalogUpdate) {
     catalog = update.catalog
     access = update.access
     for connection in connections.values {
-      let wasAdmin = connection.caller.isAdmin
       connection.caller = connection.peer.caller(access)
-      if wasAdmin && !connection.caller.isAdmin { endWatchesBeyondRights(of: connection) }
+      if !connection.watchIDs.isEmpty { endWatchesBeyondRights(of: connection) }
     }
     limits = Limits(update.catalog.settings)
     // The mark, the limit and who is exempt may have changed: counted again.

@@ -91,7 +91,7 @@ final class Server {
   /// instructions, callgrind).
   var drainBuffers = DrainBuffers()
   /// Connections whose watches a reload ended (`endWatchesBeyondRights`),
-  /// closed at the end of the drain.
+  /// pumped at the end of the drain to answer what they sent and close.
   var closingForRights: [Connection] = []
   var hub = WatchHub()
   /// The declared switches' Switch objects, encoded once until they change.

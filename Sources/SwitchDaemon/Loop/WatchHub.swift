@@ -23,6 +23,9 @@ final class Watch {
   var replayCursor: Int64?
   /// The next replay page is being read by the log reader.
   var replayReading = false
+  /// Its call read as another user with polkit's grant (Authorization=
+  /// polkit): it stands while polkit is the authority (`endWatchesBeyondRights`).
+  var grantedByPolkit = false
   /// The last `matching` call that found this watch: a watch that matches
   /// through several patterns is still visited once.
   fileprivate var stamp: UInt64 = 0
