@@ -383,30 +383,44 @@ struct PolkitEndToEndTests {
     #expect(lines[1].contains("\"id\":2") && lines[1].contains("\"checked\":false"))
   }
 
-  @Test(.enabled(if: access("/usr/bin/script", X_OK) == 0, "needs script (bsdutils)"))
-  func switchctlOnATerminalBringsPolkitsTextAgent() throws {
+  /// A world whose one rule answers AUTH_ADMIN for `action`, and its
+  /// daemon; nil (and why, printed) without Debian's text agent.
+  static func askingWorld(_ action: String) throws -> (PolkitWorld, DaemonFixture)? {
     guard access("/usr/bin/pkttyagent", X_OK) == 0 else {
       print("skipped: needs /usr/bin/pkttyagent (Debian's polkitd)")
-      return
+      return nil
     }
     let rule = """
       polkit.addRule(function(action, subject) {
-        if (action.id == "io.switchd.write") return polkit.Result.AUTH_ADMIN;
+        if (action.id == "\(action)") return polkit.Result.AUTH_ADMIN;
       });
       """
     let world = try PolkitWorld(rules: ["50-auth.rules": rule])
-    let daemon = try Self.daemon(world)
-    // On a terminal (script gives it one) switchctl starts pkttyagent for
-    // itself and lets polkit ask: the agent's prompt appears.
-    func command(_ options: [String]) -> String {
-      ([
+    return (world, try Self.daemon(world))
+  }
+
+  /// `switchctl ARGUMENTS` as pkuser on `world`'s bus, run on a terminal
+  /// (script(1) gives it one), its output in `log`.
+  static func onTerminal(
+    _ world: PolkitWorld, _ daemon: DaemonFixture, _ arguments: [String], log: String
+  ) throws -> Child {
+    let command =
+      [
         "/usr/bin/setpriv", "--reuid=\(Self.user)", "--regid=\(Self.user)", "--clear-groups",
         "/usr/bin/env", "DBUS_SYSTEM_BUS_ADDRESS=\(world.busAddress)",
         Products.path("switchctl"), "--socket", daemon.socketPath,
-      ] + options + ["toggle", "bluetooth"]).joined(separator: " ")
-    }
+      ] + arguments
+    return try Child(
+      ["/usr/bin/script", "-qfc", command.joined(separator: " "), "/dev/null"], logPath: log)
+  }
+
+  @Test(.enabled(if: access("/usr/bin/script", X_OK) == 0, "needs script (bsdutils)"))
+  func switchctlOnATerminalBringsPolkitsTextAgent() throws {
+    guard let (world, daemon) = try Self.askingWorld("io.switchd.write") else { return }
+    // On a terminal switchctl starts pkttyagent for itself and lets polkit
+    // ask: the agent's prompt appears.
     let log = daemon.directory + "/terminal.log"
-    let terminal = try Child(["/usr/bin/script", "-qfc", command([]), "/dev/null"], logPath: log)
+    let terminal = try Self.onTerminal(world, daemon, ["toggle", "bluetooth"], log: log)
     let prompted = pollUntil(seconds: 60) {
       ((try? readWholeFile(log)) ?? "").contains("AUTHENTICATING FOR io.switchd.write")
     }
@@ -415,8 +429,8 @@ struct PolkitEndToEndTests {
     terminal.wait(seconds: 30)
     // --no-ask-password on a terminal: no agent, and the refusal says why.
     let quietLog = daemon.directory + "/quiet.log"
-    let quiet = try Child(
-      ["/usr/bin/script", "-qfc", command(["--no-ask-password"]), "/dev/null"], logPath: quietLog)
+    let quiet = try Self.onTerminal(
+      world, daemon, ["--no-ask-password", "toggle", "bluetooth"], log: quietLog)
     quiet.wait(seconds: 60)
     let said = (try? readWholeFile(quietLog)) ?? ""
     #expect(!said.contains("AUTHENTICATING"))
@@ -430,24 +444,9 @@ extension PolkitEndToEndTests {
   /// to administer, and the person is asked through the text agent.
   @Test(.enabled(if: access("/usr/bin/script", X_OK) == 0, "needs script (bsdutils)"))
   func aWatchNamingUsersLetsPolkitAskOnATerminal() throws {
-    guard access("/usr/bin/pkttyagent", X_OK) == 0 else {
-      print("skipped: needs /usr/bin/pkttyagent (Debian's polkitd)")
-      return
-    }
-    let rule = """
-      polkit.addRule(function(action, subject) {
-        if (action.id == "io.switchd.administer") return polkit.Result.AUTH_ADMIN;
-      });
-      """
-    let world = try PolkitWorld(rules: ["50-auth.rules": rule])
-    let daemon = try Self.daemon(world)
-    let command = [
-      "/usr/bin/setpriv", "--reuid=\(Self.user)", "--regid=\(Self.user)", "--clear-groups",
-      "/usr/bin/env", "DBUS_SYSTEM_BUS_ADDRESS=\(world.busAddress)",
-      Products.path("switchctl"), "--socket", daemon.socketPath, "watch", "--user", "'*'",
-    ].joined(separator: " ")
+    guard let (world, daemon) = try Self.askingWorld("io.switchd.administer") else { return }
     let log = daemon.directory + "/watch-terminal.log"
-    let terminal = try Child(["/usr/bin/script", "-qfc", command, "/dev/null"], logPath: log)
+    let terminal = try Self.onTerminal(world, daemon, ["watch", "--user", "'*'"], log: log)
     let prompted = pollUntil(seconds: 60) {
       ((try? readWholeFile(log)) ?? "").contains("AUTHENTICATING FOR io.switchd.administer")
     }
