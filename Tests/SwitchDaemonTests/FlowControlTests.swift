@@ -180,6 +180,8 @@ final class TestClient {
   private var buffer: [UInt8] = []
   private(set) var lines: [String] = []
   private(set) var ended = false
+  /// Bytes received so far: progress, for a wait bounded by a stall.
+  private(set) var received = 0
 
   init(_ harness: LoopHarness) throws {
     self.harness = harness
@@ -212,6 +214,7 @@ final class TestClient {
       let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
       if n == 0 { ended = true }
       if n <= 0 { break }
+      received += n
       buffer += chunk[0..<n]
     }
     while let newline = buffer.firstIndex(of: 10) {
