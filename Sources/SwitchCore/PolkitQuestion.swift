@@ -31,14 +31,15 @@ public struct PolkitQuestion: Equatable, Sendable {
   /// The details of every check: the switch (`""` for a call on none), the
   /// value it would have after the call (`"true"`/`"false"`, `""` when the
   /// call names no switch), the uid whose value it is (the caller's own
-  /// unless it names another), and the method (`reload` and `backup` both
-  /// name no switch: a rule tells them apart by it).
+  /// unless it names another; `*` for a read of every user's), and the
+  /// method (`reload` and `backup` both name no switch: a rule tells them
+  /// apart by it).
   public static func details(
-    key: String?, checked: Bool?, user: UInt32, method: String
+    key: String?, checked: Bool?, user: String, method: String
   ) -> [(name: String, value: String)] {
     [
       ("key", key ?? ""), ("checked", checked.map { $0 ? "true" : "false" } ?? ""),
-      ("user", "\(user)"), ("method", method),
+      ("user", user), ("method", method),
     ]
   }
 
@@ -53,7 +54,7 @@ public struct PolkitQuestion: Equatable, Sendable {
     if caller.isAdmin { return nil }
     return PolkitQuestion(
       actions: [.administer],
-      details: details(key: key, checked: checked, user: caller.subject, method: method),
+      details: details(key: key, checked: checked, user: "\(caller.subject)", method: method),
       key: key, checked: nil)
   }
 
@@ -76,7 +77,7 @@ public struct PolkitQuestion: Equatable, Sendable {
     }
     return PolkitQuestion(
       actions: [.administer],
-      details: [("key", key ?? ""), ("checked", ""), ("user", user), ("method", method)],
+      details: details(key: key, checked: nil, user: user, method: method),
       key: key, checked: nil)
   }
 
@@ -115,7 +116,8 @@ public struct PolkitQuestion: Equatable, Sendable {
     }
     return PolkitQuestion(
       actions: actions,
-      details: details(key: key, checked: after, user: caller.subject, method: operation.verb),
+      details: details(
+        key: key, checked: after, user: "\(caller.subject)", method: operation.verb),
       key: key, checked: after)
   }
 }

@@ -156,10 +156,11 @@ enum Output {
   }
 
   /// A write (`set`, `lock`, …): `wifi: on`, `wifi: on (unchanged)`, with notes.
-  static func write(_ result: WriteResult) -> String {
+  /// `wifi: off`, `wifi: off (unchanged)`, or with `note` in its place.
+  static func write(_ result: WriteResult, note: String? = nil) -> String {
     let switchObject = result.switchObject
     var text = switchObject.key + ": " + onOff(switchObject.state.checked)
-    if !result.changed { text += " (unchanged)" }
+    if let note = note ?? (result.changed ? nil : "unchanged") { text += " (" + note + ")" }
     return withNotes(text, switchObject.state)
   }
 
@@ -172,11 +173,7 @@ enum Output {
     if !keep && !settled.changed
       && settled.switchObject.state.checked != tried.switchObject.state.checked
     {
-      let switchObject = settled.switchObject
-      let text =
-        switchObject.key + ": " + onOff(switchObject.state.checked)
-        + " (switchd reverted it at its deadline)"
-      return "reverted: " + withNotes(text, switchObject.state)
+      return "reverted: " + write(settled, note: "switchd reverted it at its deadline")
     }
     return (keep ? "kept: " : "reverted: ") + write(settled)
   }
