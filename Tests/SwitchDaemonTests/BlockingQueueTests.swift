@@ -83,6 +83,35 @@ import Testing
     #expect(all == Array(0..<300))
   }
 
+  /// A taker that waits for several items (the writer filling a group)
+  /// takes none before that many are queued, however long the first waits,
+  /// unless one it names comes; a push short of them does not end its wait.
+  @Test func aTakerWaitingForSeveralTakesThemTogetherOrOneItNames() {
+    let queue = BlockingQueue<Int>()
+    queue.push(1)
+    let three = TestThread { () -> [Int] in
+      var taken: [Int] = []
+      queue.takeAll(before: monotonicSeconds() + 3600, atLeast: 3, orOne: { $0 < 0 }, into: &taken)
+      return taken
+    }
+    queue.push(2)
+    queue.push(3)
+    #expect(three.join() == [1, 2, 3])
+    queue.push(4)
+    let named = TestThread { () -> [Int] in
+      var taken: [Int] = []
+      queue.takeAll(before: monotonicSeconds() + 3600, atLeast: 5, orOne: { $0 < 0 }, into: &taken)
+      return taken
+    }
+    queue.push(-1)
+    #expect(named.join() == [4, -1])
+    // Short of them at its deadline: what is queued.
+    queue.push(5)
+    var taken: [Int] = []
+    queue.takeAll(before: monotonicSeconds() + 0.01, atLeast: 2, orOne: { $0 < 0 }, into: &taken)
+    #expect(taken == [5])
+  }
+
   @Test func aTimedTakeOnAnEmptyQueueEndsAtItsDeadline() {
     let queue = BlockingQueue<Int>()
     let deadline = monotonicSeconds() + 0.01

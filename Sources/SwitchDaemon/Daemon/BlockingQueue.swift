@@ -13,8 +13,13 @@ import SwitchSystem
 /// makes two (strace, a toggle's way to the writer). Both are allocated on
 /// the heap: they must not move, and Swift promises no fixed address for a
 /// stored property passed with `&`. `@unchecked Sendable`: `items`,
-/// `sleepers` and the word are touched only with the mutex held (the kernel
-/// reads the word too, which is what a futex is for).
+/// `sleepers`, `wakeAt` and the word are touched only with the mutex held
+/// (the kernel reads the word too, which is what a futex is for).
+///
+/// A taker that needs several items (`takeAll(before:atLeast:orOne:into:)`,
+/// the writer filling a group) is woken only once that many are queued, or
+/// one it names: a push short of that costs no system call on either side
+/// (issue 26: each wake-up is a futex wake and a wait again).
 final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
   private var items: [Item] = []
   private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
@@ -23,6 +28,12 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
   private let word = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
   /// Takers asleep, or about to be.
   private var sleepers = 0
+  /// How many queued items wake a sleeping taker: 1 but while a taker
+  /// waits for more (one taker only: the writer).
+  private var wakeAt = 1
+  /// While a taker waits for more: an item that wakes it however few are
+  /// queued (for the writer, a reload or stop).
+  private var wakesAtOnce: ((Item) -> Bool)?
 
   init() {
     pthread_mutex_init(mutex, nil)
@@ -52,7 +63,7 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
       return false
     }
     items.append(consume item)
-    let wake = bumpIfSleeping()
+    let wake = bumpIfSleeping(pushedFrom: items.count - 1)
     pthread_mutex_unlock(mutex)
     if wake { _ = shim_futex_wake(word, 1) }
     return true
@@ -63,12 +74,13 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
   /// move, not copied (and released) one by one.
   func push(taking more: inout [Item]) {
     pthread_mutex_lock(mutex)
+    let start = items.count
     if items.isEmpty {
       swap(&items, &more)
     } else {
       items.append(contentsOf: more)
     }
-    let wake = bumpIfSleeping()
+    let wake = bumpIfSleeping(pushedFrom: start)
     pthread_mutex_unlock(mutex)
     more.removeAll(keepingCapacity: true)
     if wake { _ = shim_futex_wake(word, 1) }
@@ -117,6 +129,29 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
     pthread_mutex_unlock(mutex)
   }
 
+  /// Waits until `minimum` items are queued, or one that `wakes` is, or
+  /// the monotonic clock passes `deadline`, then moves what is queued to
+  /// the end of `taken` (as `takeAll(into:)`). For a queue with one taker:
+  /// pushes short of that do not wake it.
+  func takeAll(
+    before deadline: Double, atLeast minimum: Int, orOne wakes: @escaping (Item) -> Bool,
+    into taken: inout [Item]
+  ) {
+    pthread_mutex_lock(mutex)
+    let span = deadline - monotonicSeconds()
+    var left = span
+    wakeAt = max(1, minimum)
+    wakesAtOnce = wakes
+    while items.count < wakeAt && !items.contains(where: wakes) && left > 0 {
+      if !sleep(seconds: left) { break }
+      left = min(deadline - monotonicSeconds(), span)
+    }
+    wakeAt = 1
+    wakesAtOnce = nil
+    move(into: &taken)
+    pthread_mutex_unlock(mutex)
+  }
+
   /// With the mutex held: the queued items to the end of `taken`, the queue
   /// left empty (with `taken`'s buffer when that was empty).
   private func move(into taken: inout [Item]) {
@@ -137,10 +172,14 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
     return taken
   }
 
-  /// With the mutex held: whether a taker sleeps, and if so the word bumped
-  /// for the wake-up that follows the unlock.
-  private func bumpIfSleeping() -> Bool {
+  /// With the mutex held, after items were pushed at `start` and on:
+  /// whether a taker sleeps that they wake, and if so the word bumped for
+  /// the wake-up that follows the unlock.
+  private func bumpIfSleeping(pushedFrom start: Int) -> Bool {
     guard sleepers > 0 else { return false }
+    if items.count < wakeAt {
+      guard let wakesAtOnce, items[start...].contains(where: wakesAtOnce) else { return false }
+    }
     word.pointee &+= 1
     return true
   }

@@ -17,7 +17,9 @@ extension Writer {
     let deadline = monotonicSeconds() + pacer.budgetSeconds
     while !awaited.isEmpty && monotonicSeconds() < deadline {
       let start = batch.count
-      jobs.takeAll(before: deadline, into: &batch)
+      // Woken when as many jobs as writers awaited are queued (a job of
+      // another connection wakes it early, never late), or a reload or stop.
+      jobs.takeAll(before: deadline, atLeast: awaited.count, orOne: { $0.isControl }, into: &batch)
       let more = batch[start...]
       Self.writers(of: more, into: &groupBuffers.present)
       GroupCommitPacer.sortOnce(&groupBuffers.present)
