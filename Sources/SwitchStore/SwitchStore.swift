@@ -89,6 +89,9 @@ public final class SwitchStore {
   var rowidIsNextRevision = false
   /// The files as the writer opened them (nil for a reader).
   var files: DatabaseFiles?
+  /// The watch on the database's folder, for an event loop to take over
+  /// (`FolderWatch.handOver`); nil for a reader, or when inotify refused.
+  public var folderWatch: FolderWatch? { files?.watch }
   /// True while the file's health check (`checkHealth(of:)`) runs on another
   /// connection, as the opener asked (`HealthCheck.alongside`): the store
   /// reads, and refuses every write until `healthCheckPassed()`.

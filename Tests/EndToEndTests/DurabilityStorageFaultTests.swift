@@ -350,6 +350,27 @@ import Testing
     #expect(Durability.Python.readOnlyQuery(path, "PRAGMA user_version").stdout == "99\n")
   }
 
+  /// The database renamed away while switchd runs: the next write is
+  /// refused, not committed into the file nobody will open again, and so is
+  /// every one after it, while reads go on. The loop reads the folder's
+  /// watch, not the writer (`FolderWatch`): the rename's event is queued
+  /// before the request is sent, so the loop flags it before it hands the
+  /// request to the writer.
+  @Test func aDatabaseRenamedWhileServingRefusesTheNextWrite() throws {
+    let daemon = try DaemonFixture()
+    let client = try daemon.client()
+    _ = try client.result("toggle", "{\"key\":\"wifi\"}")
+    let path = daemon.databasePath
+    #expect(rename(path, path + ".moved") == 0)
+    for _ in 1...2 {
+      let error = try client.error("toggle", "{\"key\":\"wifi\"}")
+      let message = error.jsonText
+      #expect(message.contains("renamed"), "\(message)")
+    }
+    #expect(try client.result("get", "{\"key\":\"wifi\"}")["checked"] == .bool(false))
+    rename(path + ".moved", path)
+  }
+
   // MARK: Helpers
 
   /// A few hundred changes, so the file has several pages; then a clean stop

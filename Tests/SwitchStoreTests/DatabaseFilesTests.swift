@@ -49,6 +49,66 @@ import Testing
     }
   }
 
+  /// Once an event loop took the watch over (`FolderWatch.handOver`), a
+  /// commit reads nothing: the loop polls the watch, finds it readable
+  /// after the move (the kernel queued the event inside the call) and
+  /// drains it, and the next commit looks at the files and refuses.
+  @Test(arguments: [Move.databaseRenamed, .walRemoved])
+  func aMoveTheLoopDrainedRefusesTheNextCommit(_ move: Move) throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let store = try SwitchStore(path: path)
+      defer { store.close() }
+      try commitEach(store, 1...2)
+      let watch = try #require(store.folderWatch, "inotify is refused on this machine")
+      let descriptor = watch.handOver()
+      #expect(!Self.isReadable(descriptor))
+      try commitEach(store, 3...4)
+      #expect(!Self.isReadable(descriptor), "a commit made an event the loop would wake for")
+      if move == .databaseRenamed {
+        rename(path, directory + "/elsewhere.db")
+      } else {
+        unlink(path + "-wal")
+      }
+      #expect(Self.isReadable(descriptor))
+      #expect(watch.drain())
+      #expect(!Self.isReadable(descriptor))
+      let error = storeError { () throws(StoreError) in
+        try store.commit([sampleChange(5, key: "wifi", checked: true)])
+      }
+      guard case .filesMoved? = error else {
+        Issue.record("expected .filesMoved, got \(String(describing: error))")
+        return
+      }
+    }
+  }
+
+  /// After the hand-over the writer leaves the watch's events to the loop:
+  /// a name created beside the database stays queued through commits, and
+  /// once drained costs the next commit one look, which finds its files.
+  @Test func afterTheHandOverCommitsLeaveTheEventsToTheLoop() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let store = try SwitchStore(path: path)
+      defer { store.close() }
+      try commitEach(store, 1...2)
+      let watch = try #require(store.folderWatch, "inotify is refused on this machine")
+      let descriptor = watch.handOver()
+      try writeWholeFile(directory + "/backup.db", [1, 2, 3])
+      try commitEach(store, 3...4)
+      #expect(Self.isReadable(descriptor), "a commit read the loop's events")
+      #expect(watch.drain())
+      try commitEach(store, 5...6)
+      #expect(try store.currentRevision() == 6)
+    }
+  }
+
+  /// Whether `descriptor` has events queued, without waiting.
+  static func isReadable(_ descriptor: Int32) -> Bool {
+    var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+    return poll(&entry, 1, 0) == 1 && entry.revents & Int16(POLLIN) != 0
+  }
+
   @Test func otherFilesComingAndGoingBesideItAreNoAlarm() throws {
     try withTemporaryDirectory { directory in
       let path = directory + "/s.db"

@@ -39,12 +39,21 @@ extension Server {
         drainBackups()
         drainPolkitAnswers()
       case Self.signalToken: handleSignals()
+      case Self.folderWatchToken: drainFolderWatch()
       default: connectionEvent(tokens[i], events[i])
       }
     }
     resumeHeldForBacklog()
     handOverWrites()
     tick()
+  }
+
+  /// Something happened in the database's folder: noted for the writer's
+  /// next commit, in this turn, before the turn's writes are handed over
+  /// (`FolderWatch`). A watch the kernel dropped is no longer polled.
+  func drainFolderWatch() {
+    guard let folderWatch, !folderWatch.drain() else { return }
+    _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_DEL), folderWatch.descriptor, 0, 0)
   }
 
   func loopTimeoutMilliseconds() -> Int32 {

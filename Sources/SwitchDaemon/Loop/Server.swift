@@ -45,12 +45,16 @@ final class Server {
   static let wakeToken: UInt64 = 1
   static let signalToken: UInt64 = 2
   static let varlinkListenerToken: UInt64 = 3
+  static let folderWatchToken: UInt64 = 4
 
   // Where it serves, and the threads it talks to.
   let log: Log
   let epoll: Int32
   let wakeFD: Int32
   let signalFD: Int32
+  /// The watch on the database's folder, read here rather than by the
+  /// writer before each commit (`FolderWatch`); nil without one.
+  let folderWatch: FolderWatch?
   var listener: Listener?
   /// The same service in varlink (`VarlinkSocket=`), nil when there is none.
   var varlinkListener: Listener?
@@ -179,6 +183,7 @@ final class Server {
     self.outputSpares = outputSpares
     self.wakeFD = wakeFD
     self.signalFD = signalFD
+    self.folderWatch = started.folderWatch
     self.notifier = notifier
     self.log = log
     self.limits = Limits(catalog.settings)
@@ -196,6 +201,9 @@ final class Server {
     // only grows, by one a wake-up, and 2^64 is never reached.
     register(wakeFD, token: Self.wakeToken, events: UInt32(SHIM_EPOLLIN) | SHIM_EPOLLET)
     if signalFD >= 0 { register(signalFD, token: Self.signalToken, events: UInt32(SHIM_EPOLLIN)) }
+    if let folderWatch {
+      register(folderWatch.handOver(), token: Self.folderWatchToken, events: UInt32(SHIM_EPOLLIN))
+    }
     // The reader wakes the loop through the writer's eventfd: one wake-up
     // drains both threads' outputs.
     let readerOutputs = self.readerOutputs

@@ -23,6 +23,9 @@ extension Writer {
     var thread: pthread_t? = nil
     /// That thread's kernel id (what /proc/self/task lists).
     var threadID: Int32 = 0
+    /// The watch on the database's folder, which the loop reads instead
+    /// of the writer before each commit (`FolderWatch`).
+    var folderWatch: FolderWatch? = nil
   }
 
   /// Starts the writer's thread, which opens the database and then serves
@@ -52,7 +55,8 @@ extension Writer {
           .success(
             Started(
               snapshot: writer.snapshot, userValues: writer.users.values,
-              reconciling: writer.applying.reconcilingReported, threadID: shim_thread_id())))
+              reconciling: writer.applying.reconcilingReported, threadID: shim_thread_id(),
+              folderWatch: writer.store.folderWatch)))
       } catch {
         started.push(.failure(error))
         return
