@@ -115,6 +115,19 @@ struct Watcher {
         resume = nil
         return try follow(client, &resume, reconnected: reconnected)
       }
+      // Resuming where switchd no longer has the changes after the last one
+      // printed (`data.oldest`): they were pruned while switchctl was away,
+      // or its database was restored from a backup (a restore numbers on
+      // above what it had announced). Say so and watch again from now. (On
+      // the first call, a `--since` too old: exit 1 below.)
+      if reconnected, error.code == .historyCompacted, let last = resume {
+        let oldest = error.data[WireField.oldest]?.int64Value.map { " (its oldest is \($0))" } ?? ""
+        console.err(
+          "switchctl: switchd no longer has the changes after revision \(last) that this watch "
+            + "printed\(oldest): some were missed; watching again from its current revision")
+        resume = nil
+        return try follow(client, &resume, reconnected: reconnected)
+      }
       // HistoryCompacted (exit 1) and the rest: the daemon's sentence says why.
       throw .remote(error)
     }

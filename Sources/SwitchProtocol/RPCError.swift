@@ -113,7 +113,7 @@ public struct RPCError: Error, Equatable, Sendable {
     RPCError(
       .historyCompacted,
       "Changes after revision \(since) are no longer retained; the oldest kept is \(oldest).",
-      data: [JSONMember("oldest", .int(oldest))])
+      data: [JSONMember(WireField.oldest, .int(oldest))])
   }
 
   /// Every problem is in `data.errors` and in the message, none left out.

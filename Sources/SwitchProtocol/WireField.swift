@@ -50,6 +50,7 @@ public enum WireField {
   public static let limit = "limit"
   public static let observed = "observed"
   public static let on = "on"
+  public static let oldest = "oldest"
   public static let order = "order"
   public static let param = "param"
   public static let pid = "pid"

@@ -406,3 +406,32 @@ extension SwitchStore {
     return Int(deleted)
   }
 }
+
+extension SwitchStore {
+  /// A start on a database older than the revision switchd had announced
+  /// (a restore from a backup): the database's revision becomes `revision`,
+  /// above every number a client may have seen, so no number names two
+  /// changes; and no watch may resume from before it (`resumeFloor`), as
+  /// the changes a client saw after the backup are not the database's. As
+  /// etcd's restore with `--bump-revision` and `--mark-compacted`.
+  public func markRestored(at revision: Int64) throws(StoreError) {
+    try transaction { () throws(SQLiteError) in
+      guard revision > (try readRevision()) else { return }
+      // Our own integer, not input: nothing to bind.
+      try connection.execute("UPDATE meta SET value = \(revision) WHERE name = 'revision'")
+      try connection.execute(
+        "INSERT INTO meta(name, value) VALUES ('resumeFloor', \(revision)) "
+          + "ON CONFLICT(name) DO UPDATE SET value = excluded.value")
+    }
+    committedRevision = nil
+  }
+
+  /// The oldest revision a watch may resume from (`since`), set by the last
+  /// `markRestored`; 0 when the database was never restored.
+  public func resumeFloor() throws(StoreError) -> Int64 {
+    try run { () throws(SQLiteError) in
+      let rows = try connection.textRows("SELECT value FROM meta WHERE name = 'resumeFloor'")
+      return rows.first.flatMap { Int64($0) } ?? 0
+    }
+  }
+}

@@ -66,27 +66,45 @@ import Testing
     try BackupSupport.restore(daemon, from: last.path)
     try daemon.start()
     let client = try daemon.client()
-    #expect(try client.result("status")["revision"]?.int64Value == last.revision)
+    // Numbered on above what was announced: the restore is revision
+    // reached + 1, and no number a client saw names another change.
+    let restored = reached + 1
+    #expect(try client.result("status")["revision"]?.int64Value == restored)
     let wifi = try client.result("get", keyParam("wifi"))
     #expect(wifi["checked"]?.boolValue == BackupSupport.wifiAfterToggles(last.revision))
     #expect(wifi["revision"]?.int64Value == last.revision)
     let newest = try client.result("history", #"{"limit":1}"#)["entries"]?.arrayValue?.first
     #expect(newest?["revision"]?.int64Value == last.revision)
 
-    // A watcher that had seen the lost revisions resumes beyond the current one.
-    let error = try client.error("watch", "{\"since\":\(reached)}")
-    expectErrorObject(error, -32602, "InvalidParams")
-    #expect(error["data"]?["param"]?.stringValue == "since")
-    #expect(error["data"]?["revision"]?.int64Value == last.revision)
-    // The counter goes on from the copy.
+    // A watcher that had seen the lost revisions, or any before the
+    // restore, must read again: HistoryCompacted, from the restore on.
+    for since in [reached, last.revision, 1] {
+      let error = try client.error("watch", "{\"since\":\(since)}")
+      expectErrorObject(error, -32009, "HistoryCompacted")
+      #expect(error["data"]?["oldest"]?.int64Value == restored + 1)
+    }
+    _ = try client.result("watch", "{\"since\":\(restored)}")
+    // The counter goes on from the restore.
     let toggled = try client.result("toggle", keyParam("wifi"))
-    #expect(toggled["switch"]?["revision"]?.int64Value == last.revision + 1)
+    #expect(toggled["switch"]?["revision"]?.int64Value == restored + 1)
+    client.close()
+
+    // And so it stays across a restart: the floor is in the database.
+    #expect(daemon.stop() == 0)
+    try daemon.start()
+    let again = try daemon.client()
+    #expect(try again.result("status")["revision"]?.int64Value == restored + 1)
+    expectErrorObject(
+      try again.error("watch", "{\"since\":\(reached)}"), -32009, "HistoryCompacted")
+    _ = try again.result("watch", "{\"since\":\(restored)}")
+    let replayed = try again.nextEvent()
+    #expect(replayed["revision"]?.int64Value == restored + 1)
   }
 
   /// `switchctl watch` and the docs' Python client follow a daemon across a
-  /// restore to an older revision: told `InvalidParams` with `data.revision`
-  /// on resuming, each watches again from the current revision instead of
-  /// exiting, and prints the next change.
+  /// restore to an older revision: told `HistoryCompacted` on resuming,
+  /// each watches again from the current revision instead of exiting, and
+  /// prints the next change, numbered above the revisions they had seen.
   @Test func watchersStartAgainFromTheRestoredRevision() throws {
     guard let python = Durability.Python.path else {
       Issue.record("python3 is needed for the docs' example client")
@@ -124,11 +142,13 @@ import Testing
       try pollUntil(seconds: 30, bothWatch),
       "both watch again: \((try? readWholeFile(pythonLog)) ?? "")")
     #expect(daemon.ctl(["toggle", "wifi"]).status == 0)
-    #expect(pollUntil(seconds: 30) { printed("4 wifi: on (toggle)", in: pythonLog) })
-    #expect(pollUntil(seconds: 30) { printed(#""revision":4,"#, in: watchLog) })
+    // The restore is revision 8 (7 was announced), this toggle 9.
+    #expect(pollUntil(seconds: 30) { printed("9 wifi: on (toggle)", in: pythonLog) })
+    #expect(pollUntil(seconds: 30) { printed(#""revision":9,"#, in: watchLog) })
     #expect(
       printed(
-        "switchd is at revision 3, behind revision 7 that this watch had printed", in: watchLog))
+        "switchd no longer has the changes after revision 7 that this watch printed "
+          + "(its oldest is 9)", in: watchLog))
     #expect(!watch.hasExited && !documented.hasExited)
   }
 

@@ -9,6 +9,36 @@ import Testing
 /// read-only store while the writer keeps committing, that a store opens as
 /// any other.
 @Suite struct BackupTests {
+  /// A start on a copy older than the revision switchd had announced
+  /// (`markRestored`): the revision jumps above it and stays there across
+  /// opens, the next change follows it (the log skips the numbers between,
+  /// reusing none), and the floor a watch may resume from is kept.
+  @Test func aRestoredDatabaseNumbersOnAboveTheAnnouncedRevision() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/switches.db"
+      do {
+        let store = try SwitchStore(path: path)
+        defer { store.close() }
+        try commitEach(store, 1...3)
+        #expect(try store.resumeFloor() == 0)
+        try store.markRestored(at: 8)
+        #expect(try store.currentRevision() == 8)
+        #expect(try store.resumeFloor() == 8)
+        // Never lowered: a later, lower mark changes nothing.
+        try store.markRestored(at: 5)
+        #expect(try store.currentRevision() == 8)
+        try commitEach(store, 9...10)
+      }
+      let store = try SwitchStore(path: path)
+      defer { store.close() }
+      #expect(try store.currentRevision() == 10)
+      #expect(try store.resumeFloor() == 8)
+      #expect(
+        try store.changes(after: 0, upTo: .max, limit: 100).map(\.revision) == [1, 2, 3, 9, 10])
+      #expect(try store.loadSwitches().map(\.revision) == [10])
+    }
+  }
+
   @Test func aCopyFromAReadOnlyStoreIsTheDatabaseAsOfOneCommit() throws {
     try withTemporaryDirectory { directory in
       let path = directory + "/switches.db"

@@ -26,10 +26,12 @@ extension Server {
     // After InvalidParams, as the order of checks says.
     guard let viewpoint = viewpointOrAsk(user, pending, on: connection, caller: caller, key: nil)
     else { return }
-    if let since, since < revision, (oldestRetained ?? revision + 1) > since + 1 {
-      fail(
-        pending, on: connection,
-        .historyCompacted(since: since, oldest: oldestRetained ?? revision + 1))
+    // The oldest change a replay has: the log's, and after a restore from
+    // a backup the first after the restore (the changes a client saw
+    // between the backup and the restore are not the database's).
+    let oldest = max(oldestRetained ?? revision + 1, resumeFloor + 1)
+    if let since, since < revision, oldest > since + 1 {
+      fail(pending, on: connection, .historyCompacted(since: since, oldest: oldest))
       return
     }
     let replayFrom = since.flatMap { $0 < revision ? $0 : nil }

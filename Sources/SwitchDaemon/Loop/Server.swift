@@ -119,6 +119,8 @@ final class Server {
   var userValues: UserValues
   var revision: Int64
   var oldestRetained: Int64?
+  /// No watch resumes from before this revision (`Writer.Started.resumeFloor`).
+  let resumeFloor: Int64
   /// The last reload (by `reload` or SIGHUP) and how it ended, for `status`.
   var lastReload: ReloadRecord?
   /// Switches the reconcile of the start or of a reload is still applying.
@@ -178,6 +180,7 @@ final class Server {
     self.writerThread = started.thread
     self.revision = started.snapshot.revision
     self.oldestRetained = started.snapshot.oldest
+    self.resumeFloor = started.resumeFloor
     self.jobs = jobs
     self.outputs = outputs
     self.outputSpares = outputSpares

@@ -120,11 +120,16 @@ final class Writer {
     if let previous = announced?.previous {
       let found = try store.currentRevision()
       if found < previous {
+        // Numbered on from above what was announced: a revision a client
+        // saw never names another change, and its `since` is refused.
+        try healthChecked()
+        try store.markRestored(at: previous + 1)
         log.warning(
           "the database \(databasePath) is at revision \(found), but switchd announced revision "
             + "\(previous) before: it was restored from an older backup, replaced or emptied. "
-            + "Revisions \(found + 1)-\(previous) will be used again for new changes; a watcher "
-            + "that resumes with a \"since\" beyond \(found) is refused and must read again")
+            + "Its revision is now \(previous + 1) (revisions \(found + 1)-\(previous) are not "
+            + "used again), and a watcher that resumes with a \"since\" below \(previous + 1) is "
+            + "refused with HistoryCompacted and must read again")
       }
     }
     var records: KeyTable<SwitchRecord> = [:]

@@ -26,6 +26,9 @@ extension Writer {
     /// The watch on the database's folder, which the loop reads instead
     /// of the writer before each commit (`FolderWatch`).
     var folderWatch: FolderWatch? = nil
+    /// No watch resumes from before this revision: the database was
+    /// restored from a backup (`SwitchStore.markRestored`); 0 if never.
+    var resumeFloor: Int64 = 0
   }
 
   /// Starts the writer's thread, which opens the database and then serves
@@ -56,7 +59,7 @@ extension Writer {
             Started(
               snapshot: writer.snapshot, userValues: writer.users.values,
               reconciling: writer.applying.reconcilingReported, threadID: shim_thread_id(),
-              folderWatch: writer.store.folderWatch)))
+              folderWatch: writer.store.folderWatch, resumeFloor: try writer.store.resumeFloor())))
       } catch {
         started.push(.failure(error))
         return
