@@ -152,6 +152,39 @@ import Testing
     #expect(!watch.hasExited && !documented.hasExited)
   }
 
+  /// A database replaced together with its lock file (so switchd cannot
+  /// tell what it had announced) comes back at a lower revision: `switchctl
+  /// watch`, resuming beyond it, is told `InvalidParams` with
+  /// `data.revision`, says so, and watches on from the current revision.
+  @Test func aWatcherFollowsADatabaseReplacedWithItsLockFile() throws {
+    let daemon = try DaemonFixture()
+    for _ in 0..<3 { #expect(daemon.ctl(["toggle", "wifi"]).status == 0) }
+    let watchLog = daemon.directory + "/watch.log"
+    let watch = try Child(
+      [Products.path("switchctl"), "--socket", daemon.socketPath, "--json", "watch", "wifi"],
+      logPath: watchLog)
+    #expect(
+      try pollUntil(seconds: 30) {
+        try daemon.client().result("status")["watches"]?.int64Value == 1
+      })
+    #expect(daemon.ctl(["toggle", "wifi"]).status == 0)
+    func printed(_ line: String) -> Bool {
+      ((try? readWholeFile(watchLog)) ?? "").contains(line)
+    }
+    #expect(pollUntil(seconds: 30) { printed(#""revision":4,"#) })
+    #expect(daemon.stop() == 0)
+    for suffix in ["", "-wal", "-shm", ".lock"] { unlink(daemon.databasePath + suffix) }
+    try daemon.start()
+    #expect(
+      try pollUntil(seconds: 30) {
+        try daemon.client().result("status")["watches"]?.int64Value == 1
+      })
+    #expect(daemon.ctl(["toggle", "wifi"]).status == 0)
+    #expect(pollUntil(seconds: 30) { printed(#""revision":1,"#) })
+    #expect(printed("switchd is at revision 0, behind revision 4 that this watch had printed"))
+    #expect(!watch.hasExited)
+  }
+
   @Test(.needsRoot("switchctl runs as a user who administers nothing, through setpriv"))
   func onlyAdministratorsBackUp() throws {
     let daemon = try DaemonFixture()
