@@ -38,7 +38,18 @@ enum BackupCommand {
     }
     let copy = Descriptor(passed)
     let backup = try decode(result, as: BackupResult.self)
-    let written = try copyAll(from: copy, to: target, path: path)
+    // Whatever answers on the socket may pass any descriptor: only a file
+    // of the size announced is copied, so a pipe or /dev/zero cannot fill
+    // the caller's disk (switchctl is often run as root).
+    var status = stat()
+    guard fstat(copy.raw, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+      throw .local("the descriptor switchd passed is not a file; nothing was copied")
+    }
+    guard backup.bytes >= 0, Int64(status.st_size) == backup.bytes else {
+      throw .local(
+        "the copy switchd passed has \(status.st_size) bytes, not the \(backup.bytes) it announced")
+    }
+    let written = try copyAll(from: copy, to: target, path: path, limit: backup.bytes)
     if written != backup.bytes {
       throw .local(
         "the copy switchd passed has \(written) bytes, not the \(backup.bytes) it announced")
@@ -55,15 +66,18 @@ enum BackupCommand {
     "backup of revision \(backup.revision) written to \(path) (\(backup.bytes) bytes)"
   }
 
-  /// Copies `source` from its start to its end into `target`; the bytes copied.
+  /// Copies `source` from its start to its end, or to `limit` bytes and
+  /// one more (a file that grew), into `target`; the bytes copied.
   private static func copyAll(
-    from source: borrowing Descriptor, to target: borrowing Descriptor, path: String
+    from source: borrowing Descriptor, to target: borrowing Descriptor, path: String,
+    limit: Int64
   ) throws(Failure) -> Int64 {
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
     var total: Int64 = 0
     while true {
+      let asked = Int(min(Int64(buffer.count), limit + 1 - total))
       let n = buffer.withUnsafeMutableBytes { raw in
-        retryingEINTR { pread(source.raw, raw.baseAddress, raw.count, off_t(total)) }
+        retryingEINTR { pread(source.raw, raw.baseAddress, asked, off_t(total)) }
       }
       if n < 0 { throw .local("cannot read the copy switchd passed: \(describeErrno(errno))") }
       if n == 0 { return total }
@@ -76,6 +90,7 @@ enum BackupCommand {
         offset += m
       }
       total += Int64(n)
+      if total > limit { return total }
     }
   }
 }

@@ -9,8 +9,8 @@ import Glibc
 /// A commit asks before it writes. The answer comes from an inotify watch
 /// on the folder (`FolderWatch`): the kernel queues its events inside the
 /// unlink or rename itself, so a move that happened before the commit is
-/// in the queue (or, once an event loop reads the watch, was flagged by it
-/// before the writes that came after the move reached the writer). Only
+/// in the queue (or, once an event loop reads the watch, flagged by it
+/// before the writes it reads in a later turn reach the writer). Only
 /// when something happened in the folder are the files looked at (`stat`).
 /// Without a watch (inotify refused, or its watch gone) every commit looks.
 final class DatabaseFiles {

@@ -7,11 +7,14 @@ import Synchronization
 /// The writer reads it before each commit, one `read` that finds nothing,
 /// until an event loop takes it over (`handOver`): the loop has it in its
 /// epoll set and reads it only when something happened (`drain`), so a
-/// commit costs no system call here (issue 26). Nothing is missed by the
-/// hand-over for a write a client sent after the move: the kernel queues
-/// the event inside the unlink or rename itself, before the client's
-/// request reaches the loop, and the loop reads its events and hands the
-/// turn's writes to the writer only after (`Server.turn`).
+/// commit costs no system call here (issue 26). The kernel queues the
+/// event inside the unlink or rename itself, and the loop reads its events
+/// before it hands the turn's writes to the writer (`Server.turn`): a
+/// write the loop reads in a later turn than the move is refused. One read
+/// in the turn the move raced (its `recv` comes after `epoll_wait`), or a
+/// timer's write before the loop's next turn, may still go into the moved
+/// file, as a move racing the writer's own `read` could before: a check
+/// before a write is not a lock.
 ///
 /// `Sendable`: the descriptor is fixed, the rest atomics; after the hand-
 /// over only the loop reads the descriptor.

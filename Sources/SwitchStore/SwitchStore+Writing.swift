@@ -65,6 +65,7 @@ extension SwitchStore {
       throw error
     }
     committedRevision = changes[changes.count - 1].revision
+    if let rows = loggedRows { loggedRows = rows + Int64(changes.count) }
   }
 
   func commitChanges(_ changes: [Change]) throws(StoreError) {
@@ -401,6 +402,7 @@ extension SwitchStore {
         return count
       }
       deleted += count
+      if let rows = loggedRows { loggedRows = rows - count }
       if count < chunk { break }
     }
     return Int(deleted)
@@ -424,6 +426,18 @@ extension SwitchStore {
           + "ON CONFLICT(name) DO UPDATE SET value = excluded.value")
     }
     committedRevision = nil
+  }
+
+  /// How many changes the log holds: counted once, then kept as commits
+  /// add rows and prunes delete them. Not the span of revisions it holds,
+  /// which a restore leaves with a gap (`markRestored`).
+  public func logRowCount() throws(StoreError) -> Int64 {
+    if let loggedRows { return loggedRows }
+    let counted = try run { () throws(SQLiteError) in
+      Int64(try connection.textRows("SELECT count(*) FROM changes").first ?? "0") ?? 0
+    }
+    loggedRows = counted
+    return counted
   }
 
   /// The oldest revision a watch may resume from (`since`), set by the last

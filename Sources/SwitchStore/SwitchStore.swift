@@ -87,6 +87,8 @@ public final class SwitchStore {
   /// callgrind on SQLite 3.40). False when the log was emptied below the
   /// revision (pruned to nothing): rows then carry their revision.
   var rowidIsNextRevision = false
+  /// The log's rows, once counted (`logRowCount`).
+  var loggedRows: Int64?
   /// The files as the writer opened them (nil for a reader).
   var files: DatabaseFiles?
   /// The watch on the database's folder, for an event loop to take over

@@ -101,6 +101,27 @@ import Testing
     }
   }
 
+  /// Whatever answers on the socket may pass any descriptor: one that is
+  /// not a file (/dev/zero, a pipe) or a file longer than announced is
+  /// refused before anything is copied, so switchctl, often run as root,
+  /// cannot be made to fill a disk.
+  @Test func aDescriptorThatIsNotTheAnnouncedFileIsRefusedUncopied() throws {
+    try withTemporaryDirectory { directory in
+      let target = directory + "/backup.db"
+      guard let zero = Descriptor(opening: "/dev/zero", O_RDONLY) else {
+        throw SystemError.last("open")
+      }
+      let zeroFD = zero.release()
+      Self.expectNoFile(at: target) { () throws(Failure) in (Self.result(bytes: 4096), zeroFD) }
+      var ends: [Int32] = [0, 0]
+      #expect(pipe(&ends) == 0)
+      close(ends[1])
+      Self.expectNoFile(at: target) { () throws(Failure) in (Self.result(bytes: 0), ends[0]) }
+      let long = try Self.passedCopy(Array(repeating: 1, count: 100_000), in: directory)
+      Self.expectNoFile(at: target) { () throws(Failure) in (Self.result(bytes: 10), long) }
+    }
+  }
+
   static func expectNoFile(
     at target: String, ask: () throws(Failure) -> (result: JSONValue, copy: Int32?),
     sourceLocation: SourceLocation = #_sourceLocation

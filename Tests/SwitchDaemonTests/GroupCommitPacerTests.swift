@@ -16,6 +16,17 @@ import Testing
     #expect(pacer.awaited(present: [1, 2, 3, 4]).isEmpty)
   }
 
+  /// Connection 0 is the writer's own (a timer's write or revert): never
+  /// awaited, since it never sends a next write.
+  @Test func theWritersOwnTimerWritesAreNotAwaited() {
+    var pacer = GroupCommitPacer()
+    pacer.committed([0, 17, 0], seconds: 0.002)
+    #expect(pacer.lastGroup == [17])
+    #expect(pacer.awaited(present: [17]).isEmpty)
+    pacer.committed([0], seconds: 0.002)
+    #expect(pacer.awaited(present: []).isEmpty)
+  }
+
   @Test func aTurnWithoutACommitOwesNobodyAWait() {
     var pacer = GroupCommitPacer()
     pacer.committed([1, 2], seconds: 0.002)

@@ -36,6 +36,15 @@ import Testing
       #expect(
         try store.changes(after: 0, upTo: .max, limit: 100).map(\.revision) == [1, 2, 3, 9, 10])
       #expect(try store.loadSwitches().map(\.revision) == [10])
+      // What pruning is measured by: rows, not the span 1...10 (the writer
+      // pruned after every commit while the gap made the span look long).
+      #expect(try store.logRowCount() == 5)
+      try commitEach(store, 11...12)
+      #expect(try store.logRowCount() == 7)
+      #expect(try store.prune(keep: 4) == 3)
+      #expect(try store.logRowCount() == 4)
+      #expect(
+        try store.changes(after: 0, upTo: .max, limit: 100).map(\.revision) == [9, 10, 11, 12])
     }
   }
 

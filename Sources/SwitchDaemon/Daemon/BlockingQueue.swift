@@ -33,7 +33,7 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
   private var wakeAt = 1
   /// While a taker waits for more: an item that wakes it however few are
   /// queued (for the writer, a reload or stop).
-  private var wakesAtOnce: ((Item) -> Bool)?
+  private var wakesAtOnce: (@Sendable (Item) -> Bool)?
 
   init() {
     pthread_mutex_init(mutex, nil)
@@ -134,7 +134,7 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
   /// the end of `taken` (as `takeAll(into:)`). For a queue with one taker:
   /// pushes short of that do not wake it.
   func takeAll(
-    before deadline: Double, atLeast minimum: Int, orOne wakes: @escaping (Item) -> Bool,
+    before deadline: Double, atLeast minimum: Int, orOne wakes: @escaping @Sendable (Item) -> Bool,
     into taken: inout [Item]
   ) {
     pthread_mutex_lock(mutex)

@@ -204,8 +204,11 @@ final class Server {
     // only grows, by one a wake-up, and 2^64 is never reached.
     register(wakeFD, token: Self.wakeToken, events: UInt32(SHIM_EPOLLIN) | SHIM_EPOLLET)
     if signalFD >= 0 { register(signalFD, token: Self.signalToken, events: UInt32(SHIM_EPOLLIN)) }
-    if let folderWatch {
-      register(folderWatch.handOver(), token: Self.folderWatchToken, events: UInt32(SHIM_EPOLLIN))
+    // Taken over only once polled here: else the writer goes on reading it.
+    if let folderWatch,
+      register(folderWatch.descriptor, token: Self.folderWatchToken, events: UInt32(SHIM_EPOLLIN))
+    {
+      _ = folderWatch.handOver()
     }
     // The reader wakes the loop through the writer's eventfd: one wake-up
     // drains both threads' outputs.
@@ -218,7 +221,9 @@ final class Server {
     }
   }
 
-  func register(_ fd: Int32, token: UInt64, events: UInt32) {
-    _ = shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_ADD), fd, events, token)
+  /// Adds `fd` to the loop's epoll set; false when epoll refused it.
+  @discardableResult
+  func register(_ fd: Int32, token: UInt64, events: UInt32) -> Bool {
+    shim_epoll_ctl(epoll, Int32(SHIM_EPOLL_ADD), fd, events, token) == 0
   }
 }

@@ -34,6 +34,8 @@ struct GroupCommitPacer {
     swap(&lastGroup, &connections)
     connections.empty()
     Self.sortOnce(&lastGroup)
+    // Connection 0 is the writer's own (a timer's write): nobody sends it again.
+    if lastGroup.first == 0 { lastGroup.removeFirst() }
     flushSeconds =
       flushSeconds == 0 ? seconds : flushSeconds + Self.weight * (seconds - flushSeconds)
   }

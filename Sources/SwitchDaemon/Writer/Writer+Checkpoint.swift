@@ -30,8 +30,9 @@ extension Writer {
   /// pruning runs now and then in chunks, not after every commit.
   func prune() -> WriterOutput? {
     let retention = catalog.settings.historyRetention
-    guard let oldest = oldestRetained else { return nil }
-    let kept = revision - oldest + 1
+    guard oldestRetained != nil else { return nil }
+    // Rows, not the span of revisions: a restore skips numbers.
+    guard let kept = try? store.logRowCount() else { return nil }
     let margin = Int64(min(1000, max(1, retention / 10)))
     guard kept > Int64(retention) + margin else { return nil }
     do {

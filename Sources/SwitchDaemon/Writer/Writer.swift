@@ -161,6 +161,7 @@ final class Writer {
     writer.startDeadlines(jobs: jobs)
     writer.announced = announced?.record
     writer.announced?.record(writer.revision)
+    _ = try? writer.store.logRowCount()  // counted once, while the pages are cached
     writer.store.releaseCachedPages()
     return writer
   }
