@@ -17,6 +17,9 @@ enum ClientError: Error, Equatable {
   case pathTooLong(path: String)
   /// No reply within the receive timeout.
   case timedOut(path: String, seconds: Int)
+  /// More notifications than `DaemonClient.maxQueuedNotificationBytes`
+  /// came before a call's answer.
+  case flooded(path: String)
   /// The daemon closed the connection (it stopped, or dropped a slow watcher).
   case closed(path: String)
   /// The daemon sent a line that is not a JSON-RPC 2.0 message.
@@ -50,6 +53,10 @@ enum ClientError: Error, Equatable {
       return "switchd at \(path) did not answer within \(seconds) seconds; it may be stuck"
     case .closed(let path):
       return "switchd at \(path) closed the connection before answering"
+    case .flooded(let path):
+      return
+        "switchd at \(path) sent more than \(DaemonClient.maxQueuedNotificationBytes >> 20) MiB "
+        + "of notifications before its answer; gave up"
     case .malformed(let path):
       return "switchd at \(path) sent a reply that is not JSON-RPC 2.0"
     case .system(let path, let call, let code):
@@ -68,6 +75,11 @@ enum ClientError: Error, Equatable {
 final class DaemonClient {
   /// A reply larger than this is refused rather than buffered without end.
   static let maxReplyBytes = 256 << 20
+  /// Notifications a call queues while it waits for its answer, at most:
+  /// switchd sends none before the answer on a connection of switchctl's
+  /// (one watch, answered first), so more is something else at the socket
+  /// flooding the caller, which is refused rather than buffered without end.
+  static let maxQueuedNotificationBytes = 16 << 20
 
   let path: String
   private let socket: Descriptor
@@ -76,6 +88,13 @@ final class DaemonClient {
   private var framer = LineFramer(maxFrameBytes: DaemonClient.maxReplyBytes)
   private var notifications: [(method: String, params: JSONValue)] = []
   private var notificationIndex = 0
+  /// The bytes of the lines `notifications` holds.
+  private var queuedNotificationBytes = 0
+  /// The length of the line `nextMessage` returned last.
+  private var lastLineBytes = 0
+  /// While a call waits: when its `receiveTimeout` runs out, for the whole
+  /// call, not for each `recv` (a trickle of bytes must not keep it waiting).
+  private var callDeadline: Double?
   private var nextID: Int64 = 1
   private let receiveTimeout: Int?
   private var chunk = [UInt8](repeating: 0, count: 65_536)
@@ -134,6 +153,8 @@ final class DaemonClient {
   ) throws(ClientError) -> Result<JSONValue, RemoteError> {
     let id = nextID
     nextID += 1
+    callDeadline = receiveTimeout.map { monotonicSeconds() + Double($0) }
+    defer { callDeadline = nil }
     do throws(ClientError) {
       try send(RequestEncoding.line(id: id, method: method, params: params))
     } catch {
@@ -153,6 +174,10 @@ final class DaemonClient {
     while true {
       switch try nextMessage() {
       case .notification(let name, let params):
+        queuedNotificationBytes += lastLineBytes
+        guard queuedNotificationBytes <= Self.maxQueuedNotificationBytes else {
+          throw .flooded(path: path)
+        }
         notifications.append((name, params))
       case .response(let responseID, let outcome):
         if case .number(let number) = responseID, number.int64 == id { return outcome }
@@ -173,6 +198,7 @@ final class DaemonClient {
       if notificationIndex == notifications.count {
         notifications.removeAll()
         notificationIndex = 0
+        queuedNotificationBytes = 0
       }
       return next
     }
@@ -187,6 +213,7 @@ final class DaemonClient {
     while true {
       switch framer.next() {
       case .line(let line):
+        lastLineBytes = line.count
         guard let message = ClientMessage.parse(Array(line)) else {
           throw .malformed(path: path)
         }
@@ -200,6 +227,15 @@ final class DaemonClient {
   }
 
   private func receive() throws(ClientError) {
+    if let callDeadline {
+      // What is left of the call's time bounds this `recv` (at least 1 µs:
+      // a zero timeout would mean none).
+      let left = callDeadline - monotonicSeconds()
+      guard left > 0 else { throw .timedOut(path: path, seconds: receiveTimeout ?? 0) }
+      let micros = max(1, Int(left * 1e6))
+      var limit = timeval(tv_sec: micros / 1_000_000, tv_usec: micros % 1_000_000)
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    }
     let (count, descriptors) = chunk.withUnsafeMutableBytes { buffer in
       DescriptorPassing.receive(fd, into: buffer)
     }

@@ -196,7 +196,7 @@ enum Output {
   /// field this build does not know is `?`.
   static func changes(_ entry: EntryObject) -> String {
     entry.fields.map { name in
-      guard let field = StateField(wireName: name) else { return name + ": ?→?" }
+      guard let field = StateField(wireName: name) else { return printable(name) + ": ?→?" }
       return name + ": " + value(field, of: entry.previous) + "→" + value(field, of: entry.state)
     }.joined(separator: ", ")
   }

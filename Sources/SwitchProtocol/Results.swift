@@ -194,7 +194,7 @@ public struct ReadBackReport: Equatable, Sendable, WireDecodable {
   public init(members m: WireMembers) throws(WireDecodingError) {
     let had = try m.stringOrNull(WireField.systemHad)
     self.init(
-      key: try m.string(WireField.key), reapplied: try m.integer(WireField.reapplied),
+      key: try m.key(WireField.key), reapplied: try m.integer(WireField.reapplied),
       lastReapplied: try m.timeOrNull(WireField.lastReapplied),
       systemHad: had.map { $0 == "on" }, watchProblem: try m.stringOrNull(WireField.watchProblem))
   }

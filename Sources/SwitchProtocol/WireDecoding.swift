@@ -1,3 +1,5 @@
+import SwitchCore
+
 /// A result or event that does not have the shape docs/protocol.md gives
 /// it: a member missing, or of another type. `description` names both.
 public struct WireDecodingError: Error, Equatable, CustomStringConvertible {
@@ -40,6 +42,27 @@ public struct WireMembers {
 
   public func string(_ name: String) throws(WireDecodingError) -> String {
     try read(name, "a string", \.stringValue)
+  }
+
+  /// A switch key, as the key grammar allows: what a client prints as it
+  /// is, so a key that is not one (a terminal escape sent by whatever
+  /// answers at the socket) is refused here.
+  public func key(_ name: String) throws(WireDecodingError) -> String {
+    try read(name, "a switch key") { $0.stringValue.flatMap { SwitchKey.isValid($0) ? $0 : nil } }
+  }
+
+  /// A name of the protocol's (a cause, a source): lower-case letters,
+  /// digits and `-`, also one this build does not know, nothing else.
+  public func name(_ name: String) throws(WireDecodingError) -> String {
+    try read(name, "a name of lower-case letters, digits and -") { value in
+      value.stringValue.flatMap { text in
+        !text.isEmpty && text.utf8.count <= 64
+          && text.utf8.allSatisfy {
+            ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D
+          }
+          ? text : nil
+      }
+    }
   }
 
   public func stringOrNull(_ name: String) throws(WireDecodingError) -> String? {

@@ -75,7 +75,7 @@ extension SwitchObject: WireDecodable {
 
   public init(members m: WireMembers) throws(WireDecodingError) {
     self.init(
-      key: try m.string(WireField.key), label: try m.string(WireField.label),
+      key: try m.key(WireField.key), label: try m.string(WireField.label),
       description: try m.string(WireField.description),
       defaultChecked: try m.bool(WireField.defaultChecked), state: try StateObject(members: m),
       checkedIcon: try m.string(WireField.checkedIcon),
@@ -108,7 +108,7 @@ extension ActorObject: WireDecodable {
     self.init(
       uid: try m.integerOrNull(WireField.uid), gid: try m.integerOrNull(WireField.gid),
       pid: try m.integerOrNull(WireField.pid),
-      source: m.has(WireField.source) ? try m.string(WireField.source) : nil)
+      source: m.has(WireField.source) ? try m.name(WireField.source) : nil)
   }
 }
 
@@ -135,8 +135,8 @@ extension EntryObject: WireDecodable {
   public init(members m: WireMembers) throws(WireDecodingError) {
     self.init(
       revision: try m.integer(WireField.revision), time: try m.time(WireField.time),
-      key: try m.string(WireField.key), user: try m.integerOrNull(WireField.user),
-      cause: try m.string(WireField.cause), fields: try m.strings(WireField.fields),
+      key: try m.key(WireField.key), user: try m.integerOrNull(WireField.user),
+      cause: try m.name(WireField.cause), fields: try m.strings(WireField.fields),
       actor: try m.decode(WireField.actor), state: try m.decode(WireField.state),
       previous: try m.decode(WireField.previous))
   }

@@ -277,6 +277,31 @@ import Testing
     #expect(entry.actor == ActorObject(uid: nil, gid: nil, pid: nil, source: "drift"))
   }
 
+  /// Keys and causes are printed as they are (switchctl's rows), so one
+  /// that the key grammar or the protocol's names do not allow (a
+  /// terminal escape from whatever answers at the socket) is refused.
+  @Test func aKeyOrCauseThatCannotBeOneIsRefused() throws {
+    let state =
+      #"{"checked":true,"readOnly":false,"readOnlyReason":null,"heldBy":null,"#
+      + #""disabled":false,"disabledReason":null,"disabledBy":null,"invalid":false,"#
+      + #""invalidReason":null}"#
+    func entry(key: String, cause: String) throws -> EntryObject {
+      try EntryObject(
+        wire: JSONParser.parse(
+          #"{"revision":5,"time":"2026-11-30T03:41:07.002Z","key":"\#(key)","user":null,"#
+            + #""cause":"\#(cause)","fields":["checked"],"#
+            + #""actor":{"uid":1,"gid":1,"pid":1},"#
+            + #""state":\#(state),"previous":\#(state)}"#, maxDepth: 8))
+    }
+    #expect(try entry(key: "notifications.chat", cause: "toggle").key == "notifications.chat")
+    #expect(throws: WireDecodingError.self) {
+      try entry(key: #"wifi\u001b]0;PWNED\u0007"#, cause: "toggle")
+    }
+    #expect(throws: WireDecodingError.self) { try entry(key: "Wi Fi", cause: "toggle") }
+    #expect(throws: WireDecodingError.self) { try entry(key: "wifi", cause: #"toggle\u001b[2J"#) }
+    #expect(throws: WireDecodingError.self) { try entry(key: "wifi", cause: "") }
+  }
+
   @Test func timesAreReadExactlyAsWritten() {
     for ms: Int64 in [0, 951_782_400_001, 1_796_010_067_002, 253_402_300_799_999] {
       #expect(Timestamp.milliseconds(Timestamp.iso8601(milliseconds: ms)) == ms)

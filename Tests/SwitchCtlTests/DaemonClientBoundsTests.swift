@@ -1,0 +1,90 @@
+import Glibc
+import SwitchSystem
+import SwitchTestSupport
+import Testing
+
+@testable import SwitchCtl
+
+/// What answers on the socket may not be switchd: a call's wait is bounded
+/// as a whole (a trickle of bytes does not reset it), and notifications
+/// before its answer are bounded in bytes (a flood is refused, not queued
+/// without end). switchctl is often run as root against a path it is given.
+@Suite struct DaemonClientBoundsTests {
+  /// Listens at `path` and runs `serve` on the first connection, after
+  /// reading its request.
+  static func fakeDaemon(at path: String, _ serve: @escaping @Sendable (Int32) -> Void) throws
+    -> TestThread<Void>
+  {
+    let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+    }
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    try #require(bound == 0 && listen(listener, 8) == 0)
+    return TestThread {
+      let fd = accept(listener, nil, nil)
+      var buffer = [UInt8](repeating: 0, count: 4096)
+      _ = recv(fd, &buffer, buffer.count, 0)
+      serve(fd)
+      close(fd)
+      close(listener)
+    }
+  }
+
+  /// Sends `bytes` whole; false once the peer is gone.
+  static func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    var offset = 0
+    while offset < bytes.count {
+      let sent = bytes.withUnsafeBytes {
+        send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+      }
+      if sent <= 0 { return false }
+      offset += sent
+    }
+    return true
+  }
+
+  @Test func notificationsBeforeTheAnswerAreBoundedInBytes() throws {
+    let directory = try makeTemporaryDirectory()
+    defer { removeTree(directory) }
+    let path = directory + "/fake.sock"
+    // Endless 64 KiB notifications, never an answer, until switchctl leaves.
+    let server = try Self.fakeDaemon(at: path) { fd in
+      let filler = String(repeating: "x", count: 64 << 10)
+      let line = Array(
+        (#"{"jsonrpc":"2.0","method":"changed","params":{"filler":""# + filler + "\"}}\n").utf8)
+      while Self.sendAll(fd, line) {}
+    }
+    do {
+      let client = try DaemonClient.connect(to: path, receiveTimeout: 3600)
+      #expect(throws: ClientError.flooded(path: path)) { _ = try client.call(.status, []) }
+    }  // the client is gone: the fake's next send fails
+    server.join()
+  }
+
+  @Test func aTrickleOfBytesDoesNotStretchTheCallsWait() throws {
+    let directory = try makeTemporaryDirectory()
+    defer { removeTree(directory) }
+    let path = directory + "/fake.sock"
+    // A space every 50 ms, never a line, until switchctl leaves.
+    let server = try Self.fakeDaemon(at: path) { fd in
+      while Self.sendAll(fd, [0x20]) { usleep(50_000) }
+    }
+    do {
+      let client = try DaemonClient.connect(to: path, receiveTimeout: 1)
+      let started = monotonicSeconds()
+      #expect(throws: ClientError.timedOut(path: path, seconds: 1)) {
+        _ = try client.call(.status, [])
+      }
+      // A lower bound only: the whole second was waited.
+      #expect(monotonicSeconds() - started >= 0.99)
+    }
+    server.join()
+  }
+}
