@@ -2,6 +2,7 @@
 #include "CShim.h"
 
 #include <errno.h>
+#include <stdio.h>
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -326,4 +327,14 @@ ssize_t shim_recv_taking(int sock, void *buf, size_t len, int *fds, int capacity
 
 int shim_rename_noreplace(const char *from, const char *to) {
   return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+}
+
+int shim_open_path(int dirfd, const char *name) {
+  return openat(dirfd, name, O_PATH | O_CLOEXEC);
+}
+
+int shim_reopen_for_reading(int pathfd) {
+  char link[64];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", pathfd);
+  return open(link, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 }

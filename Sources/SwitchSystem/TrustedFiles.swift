@@ -1,3 +1,4 @@
+import CShim
 import Glibc
 
 /// Reading the files that decide who administers and which programs run as
@@ -6,11 +7,13 @@ import Glibc
 /// the daemon's own user owns it and neither its group nor others may write
 /// to it (a sticky bit does not help here), and only regular files are read.
 ///
-/// Nothing here can block: a directory is opened with `O_DIRECTORY`, a file
-/// is looked at with `fstatat` before it is opened, opened with `O_NONBLOCK`
-/// (a FIFO swapped in after that look still cannot hang the open) and
-/// checked again with `fstat` on what was opened, so the checks hold for
-/// the very file that is read.
+/// Nothing here can block or open what is not a regular file: a directory
+/// is opened with `O_DIRECTORY`; a file is looked at with `fstatat`, then
+/// held with `O_PATH` (which opens nothing) and checked with `fstat`, and
+/// only then is that inode opened, through /proc/self/fd, with `O_NONBLOCK`:
+/// a link swapped meanwhile for one to a FIFO or a device is never opened,
+/// and the checks hold for the very file that is read. (Without /proc it
+/// is opened by name, `O_NONBLOCK`, and refused unless it is that inode.)
 public struct TrustedFiles: Sendable {
   /// The uids that may own configuration: root and the daemon's own.
   public let owners: [uid_t]
@@ -115,20 +118,47 @@ public struct TrustedFiles: Sendable {
   public func read(
     _ name: String, in directory: borrowing TrustedDirectoryHandle, limit: Int
   ) throws(Problem) -> [UInt8] {
+    try read(name, in: directory, limit: limit, beforeOpening: {})
+  }
+
+  /// `read`, running `beforeOpening` between the checks and the open (a
+  /// test swaps the file there).
+  func read(
+    _ name: String, in directory: borrowing TrustedDirectoryHandle, limit: Int,
+    beforeOpening: () -> Void
+  ) throws(Problem) -> [UInt8] {
     let path = directory.path + "/" + name
     let base = directory.descriptor.raw
     try checkLink(at: base, name, named: path, wanted: "a regular file")
-    let fd = retryingEINTR { openat(base, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) }
-    guard fd >= 0 else {
+    // The inode is held (O_PATH, which opens nothing) and checked before it
+    // is opened, then opened itself: a link swapped for one to a FIFO or a
+    // device between the check above and the open is never opened.
+    let handle = retryingEINTR { shim_open_path(base, name) }
+    guard handle >= 0 else {
       throw errno == ENOENT ? .missing(path: path) : .system(path: path, .last("open"))
     }
-    let file = Descriptor(fd)
-    let status = try fileStatus(of: file.raw, named: path)
+    let held = Descriptor(handle)
+    let status = try fileStatus(of: held.raw, named: path)
     guard status.st_mode & S_IFMT == S_IFREG else {
       throw .wrongKind(path: path, kind: Self.kind(status.st_mode), wanted: "a regular file")
     }
     guard trusts(status) else {
       throw .untrusted(path: path, owner: status.st_uid, mode: status.st_mode, allowed: owners)
+    }
+    beforeOpening()
+    var fd = retryingEINTR { shim_reopen_for_reading(held.raw) }
+    if fd < 0 && errno == ENOENT {
+      // No /proc: opened by name, and the same inode or nothing.
+      fd = retryingEINTR { openat(base, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) }
+    }
+    guard fd >= 0 else {
+      throw errno == ENOENT ? .missing(path: path) : .system(path: path, .last("open"))
+    }
+    let file = Descriptor(fd)
+    let opened = try fileStatus(of: file.raw, named: path)
+    guard opened.st_dev == status.st_dev && opened.st_ino == status.st_ino else {
+      throw .wrongKind(
+        path: path, kind: "replaced while it was read", wanted: "a regular file")
     }
     do throws(SystemError) {
       return try file.readAll(limit: limit)

@@ -55,6 +55,25 @@ import Testing
     }
   }
 
+  /// The file checked is the file read: a link swapped after the checks
+  /// for one to a FIFO (whose open would wake a writer waiting on it, or a
+  /// device's, which reaches its driver) still reads the file checked,
+  /// held since the checks and opened itself, never by its name again.
+  @Test func aLinkSwappedAfterTheChecksStillReadsTheFileChecked() throws {
+    try withTemporaryDirectory { (base: String) throws in
+      chmod(base, 0o755)
+      file(base + "/real.conf", "[checked]\n")
+      mkfifo(base + "/fifo", 0o644)
+      symlink(base + "/real.conf", base + "/a.conf")
+      let directory = try trust.openDirectory(base)
+      let read = try trust.read("a.conf", in: directory, limit: 1 << 20) {
+        unlink(base + "/a.conf")
+        symlink(base + "/fifo", base + "/a.conf")
+      }
+      #expect(read == Array("[checked]\n".utf8))
+    }
+  }
+
   @Test func whatIsNotARegularFileIsNamedAndNeverRead() throws {
     try withTemporaryDirectory { (base: String) throws in
       chmod(base, 0o755)

@@ -163,4 +163,15 @@ ssize_t shim_recv_taking(int sock, void *buf, size_t len, int *fds, int capacity
 /// hides without _GNU_SOURCE). EINVAL: the file system cannot say.
 int shim_rename_noreplace(const char *from, const char *to);
 
+/// openat with O_PATH | O_CLOEXEC (following a symbolic link): a handle
+/// on the inode that opens nothing (a FIFO is not waited on, a device's
+/// driver is not called), for fstat before it is opened. Glibc's Swift
+/// module hides O_PATH. Returns the descriptor or -1 with errno.
+int shim_open_path(int dirfd, const char *name);
+
+/// Opens the inode an O_PATH descriptor holds, read-only, non-blocking,
+/// through /proc/self/fd: that inode, not whatever its name names now.
+/// Returns the descriptor or -1 with errno (ENOENT without /proc).
+int shim_reopen_for_reading(int pathfd);
+
 #endif
