@@ -28,7 +28,12 @@ public enum TrustedDirectory {
 
   /// `mkdir -p` of `directory` for the user `uid`: new directories get
   /// `mode`, existing ones must be trusted. `privateDirectory`, if on the
-  /// way, must be `uid`'s own with mode 0700.
+  /// way, must be `uid`'s own with mode 0700. `directory` itself, where
+  /// switchd keeps its files, must be writable by nobody else even when
+  /// sticky (CONFIG.md): a sticky bit keeps others from removing switchd's
+  /// files, not from planting theirs (a `-journal` that blocked backups
+  /// and every restart, or the socket's name taken first). A sticky folder
+  /// on the way (`/tmp`) is fine: nobody else can move what is in it.
   public static func create(
     _ directory: String, mode: mode_t, uid: uid_t, privateDirectory: String? = nil
   ) throws(Failure) {
@@ -37,7 +42,8 @@ public enum TrustedDirectory {
       throw .untrusted(path: directory, reason: "it is not an absolute path")
     }
     var prefix = ""
-    for component in directory.split(separator: "/") {
+    let components = directory.split(separator: "/")
+    for (index, component) in components.enumerated() {
       prefix += "/" + component
       if mkdir(prefix, mode) == 0 {
         // Ours; mkdir's mode passed through the umask, so set it exactly:
@@ -52,7 +58,7 @@ public enum TrustedDirectory {
       if prefix == privateDirectory {
         try checkPrivate(prefix, uid: uid)
       } else {
-        try checkTrusted(prefix, uid: uid)
+        try checkTrusted(prefix, uid: uid, stickyWillDo: index < components.count - 1)
       }
     }
   }
@@ -126,8 +132,10 @@ public enum TrustedDirectory {
   }
 
   /// An existing directory (or a link to one) that the user or root owns
-  /// and nobody else may write to, unless it is sticky.
-  static func checkTrusted(_ path: String, uid: uid_t) throws(Failure) {
+  /// and nobody else may write to, unless it is sticky and `stickyWillDo`.
+  static func checkTrusted(
+    _ path: String, uid: uid_t, stickyWillDo: Bool = true
+  ) throws(Failure) {
     var st = try status(path, following: false)
     if (st.st_mode & S_IFMT) == S_IFLNK {
       guard st.st_uid == uid || st.st_uid == 0 else {
@@ -141,11 +149,15 @@ public enum TrustedDirectory {
     guard st.st_uid == uid || st.st_uid == 0 else {
       throw .untrusted(path: path, reason: "it is owned by uid \(st.st_uid), not \(uid)")
     }
-    if st.st_mode & 0o022 != 0 && st.st_mode & S_ISVTX == 0 {
+    if st.st_mode & 0o022 != 0 && (st.st_mode & S_ISVTX == 0 || !stickyWillDo) {
       let writers = st.st_mode & 0o002 != 0 ? "others" : "its group"
       throw .untrusted(
         path: path,
-        reason: "\(writers) may write to it (mode \(octal(st.st_mode))) and it is not sticky")
+        reason: st.st_mode & S_ISVTX == 0
+          ? "\(writers) may write to it (mode \(octal(st.st_mode))) and it is not sticky"
+          : "\(writers) may write to it (mode \(octal(st.st_mode))): a sticky bit keeps them "
+            + "from removing switchd's files there, not from planting their own; use a folder "
+            + "of its own")
     }
   }
 

@@ -235,10 +235,17 @@ import Testing
   @Test(.needsRoot("plants database files owned by another uid"))
   func databaseFilesOfAnotherUserAreRefusedAtStart() throws {
     let daemon = try DaemonFixture(start: false)
-    // A sticky folder anyone may write to, as /tmp is.
+    // A sticky folder anyone may write to, as /tmp is, is refused itself:
+    // others could plant files there under switchd's names.
     let state = daemon.directory + "/state"
     mkdir(state, 0o1777)
     chmod(state, 0o1777)
+    #expect(try daemon.startExpectingRefusal() == .exited(1))
+    #expect(
+      daemon.log.contains("refusing to use \(state): others may write to it (mode 1777)"),
+      "\(daemon.log)")
+    // Files planted in the folder before it was made safe (by root here).
+    chmod(state, 0o700)
     for suffix in ["", "-wal", "-shm", "-journal"] {
       let planted = daemon.databasePath + suffix
       try writeWholeFile(planted, "")

@@ -79,7 +79,10 @@ import Testing
     }
   }
 
-  @Test func aDirectoryOthersMayWriteIsRefusedUnlessSticky() throws {
+  /// A folder on the way others may write to is refused unless sticky
+  /// (`/tmp`); the folder that holds switchd's own files, even sticky:
+  /// there others could plant files under switchd's names (CONFIG.md).
+  @Test func aDirectoryOthersMayWriteIsRefusedUnlessStickyOnTheWay() throws {
     try withTemporaryDirectory { base in
       let shared = base + "/shared"
       mkdir(shared, 0o755)
@@ -89,6 +92,13 @@ import Testing
       }
       chmod(shared, 0o1777)
       try TrustedDirectory.create(shared + "/switchd", mode: 0o755, uid: uid)
+      do throws(TrustedDirectory.Failure) {
+        try TrustedDirectory.create(shared, mode: 0o755, uid: uid)
+        Issue.record("a sticky folder others may write was taken for switchd's own files")
+      } catch {
+        #expect("\(error)".contains("mode 1777"), "\(error)")
+        #expect("\(error)".contains("not from planting their own"), "\(error)")
+      }
     }
   }
 
