@@ -15,18 +15,7 @@ import Testing
   static func fakeDaemon(at path: String, _ serve: @escaping @Sendable (Int32) -> Void) throws
     -> TestThread<Void>
   {
-    let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-      for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
-    }
-    let bound = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    try #require(bound == 0 && listen(listener, 8) == 0)
+    let listener = try listeningSocket(at: path)
     return TestThread {
       let fd = accept(listener, nil, nil)
       var buffer = [UInt8](repeating: 0, count: 4096)

@@ -346,18 +346,7 @@ private func removingWatchID(_ text: String) -> String {
     let directory = try makeTemporaryDirectory()
     defer { removeTree(directory) }
     let path = directory + "/fake.sock"
-    let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-      for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
-    }
-    let bound = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    try #require(bound == 0 && listen(listener, 8) == 0)
+    let listener = try listeningSocket(at: path)
     let closingRounds = 5
     let server = TestThread { () -> [Double] in
       var accepted: [Double] = []

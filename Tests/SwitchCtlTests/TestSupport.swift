@@ -1,5 +1,7 @@
+import Glibc
 import SwitchProtocol
 import SwitchTestSupport
+import Testing
 
 @testable import SwitchCtl
 
@@ -50,4 +52,22 @@ extension DaemonFixture {
     let client = try DaemonClient.connect(to: socketPath, receiveTimeout: 30)
     return try client.call(method, params).get()
   }
+}
+
+/// A Unix socket listening at `path`, as a fake daemon's (a test plays
+/// whatever answers at the socket).
+func listeningSocket(at path: String) throws -> Int32 {
+  let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+  var address = sockaddr_un()
+  address.sun_family = sa_family_t(AF_UNIX)
+  withUnsafeMutableBytes(of: &address.sun_path) { raw in
+    for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+  }
+  let bound = withUnsafePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+      bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+    }
+  }
+  try #require(bound == 0 && listen(listener, 8) == 0)
+  return listener
 }

@@ -55,13 +55,7 @@ import Testing
   /// drains it, and the next commit looks at the files and refuses.
   @Test(arguments: [Move.databaseRenamed, .walRemoved])
   func aMoveTheLoopDrainedRefusesTheNextCommit(_ move: Move) throws {
-    try withTemporaryDirectory { directory in
-      let path = directory + "/s.db"
-      let store = try SwitchStore(path: path)
-      defer { store.close() }
-      try commitEach(store, 1...2)
-      let watch = try #require(store.folderWatch, "inotify is refused on this machine")
-      let descriptor = watch.handOver()
+    try Self.withWatchHandedOver { directory, path, store, watch, descriptor in
       #expect(!Self.isReadable(descriptor))
       try commitEach(store, 3...4)
       #expect(!Self.isReadable(descriptor), "a commit made an event the loop would wake for")
@@ -87,19 +81,29 @@ import Testing
   /// a name created beside the database stays queued through commits, and
   /// once drained costs the next commit one look, which finds its files.
   @Test func afterTheHandOverCommitsLeaveTheEventsToTheLoop() throws {
-    try withTemporaryDirectory { directory in
-      let path = directory + "/s.db"
-      let store = try SwitchStore(path: path)
-      defer { store.close() }
-      try commitEach(store, 1...2)
-      let watch = try #require(store.folderWatch, "inotify is refused on this machine")
-      let descriptor = watch.handOver()
+    try Self.withWatchHandedOver { directory, _, store, watch, descriptor in
       try writeWholeFile(directory + "/backup.db", [1, 2, 3])
       try commitEach(store, 3...4)
       #expect(Self.isReadable(descriptor), "a commit read the loop's events")
       #expect(watch.drain())
       try commitEach(store, 5...6)
       #expect(try store.currentRevision() == 6)
+    }
+  }
+
+  /// A store in a folder of its own, two commits in, its watch taken over
+  /// as a loop would take it: `body` gets the folder, the database's path,
+  /// the store, its watch and the watch's descriptor.
+  static func withWatchHandedOver(
+    _ body: (String, String, SwitchStore, FolderWatch, Int32) throws -> Void
+  ) throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/s.db"
+      let store = try SwitchStore(path: path)
+      defer { store.close() }
+      try commitEach(store, 1...2)
+      let watch = try #require(store.folderWatch, "inotify is refused on this machine")
+      try body(directory, path, store, watch, watch.handOver())
     }
   }
 
