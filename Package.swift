@@ -75,7 +75,7 @@ let package = Package(
       ],
       swiftSettings: releaseSpeed),
     .target(
-      name: "SwitchCtl", dependencies: ["SwitchCore", "SwitchProtocol", "SwitchSystem"]),
+      name: "SwitchCtl", dependencies: ["SwitchCore", "SwitchProtocol", "SwitchSystem", "CShim"]),
     // A fixed-seed generator for test data and benchmark load (not in any product).
     .target(name: "SeededRandom"),
     // Both binaries link the Swift runtime statically: they then need only

@@ -1,3 +1,4 @@
+import CShim
 import Glibc
 import SwitchProtocol
 import SwitchSystem
@@ -45,11 +46,12 @@ enum BackupCommand {
     guard fstat(copy.raw, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
       throw .local("the descriptor switchd passed is not a file; nothing was copied")
     }
-    guard backup.bytes >= 0, Int64(status.st_size) == backup.bytes else {
+    // (Below 2^56 bytes, so that the arithmetic on it cannot overflow.)
+    guard backup.bytes >= 0, backup.bytes < 1 << 56, Int64(status.st_size) == backup.bytes else {
       throw .local(
         "the copy switchd passed has \(status.st_size) bytes, not the \(backup.bytes) it announced")
     }
-    let written = try copyAll(from: copy, to: target, path: path, limit: backup.bytes)
+    let written = try copyAll(from: copy, to: target, path: path, size: backup.bytes)
     if written != backup.bytes {
       throw .local(
         "the copy switchd passed has \(written) bytes, not the \(backup.bytes) it announced")
@@ -66,31 +68,63 @@ enum BackupCommand {
     "backup of revision \(backup.revision) written to \(path) (\(backup.bytes) bytes)"
   }
 
-  /// Copies `source` from its start to its end, or to `limit` bytes and
-  /// one more (a file that grew), into `target`; the bytes copied.
+  /// Copies `source` into `target`, `size` bytes: the data only, hole by
+  /// hole (SEEK_DATA, SEEK_HOLE), and `target` then cut to `size`, so a
+  /// sparse file announced as a terabyte takes on the caller's disk what it
+  /// took on the sender's. Without SEEK_DATA (EINVAL), all of it. The bytes
+  /// of data read; more than `size` when the file grew meanwhile.
   private static func copyAll(
     from source: borrowing Descriptor, to target: borrowing Descriptor, path: String,
-    limit: Int64
+    size: Int64
   ) throws(Failure) -> Int64 {
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
-    var total: Int64 = 0
-    while true {
-      let asked = Int(min(Int64(buffer.count), limit + 1 - total))
-      let n = buffer.withUnsafeMutableBytes { raw in
-        retryingEINTR { pread(source.raw, raw.baseAddress, asked, off_t(total)) }
-      }
-      if n < 0 { throw .local("cannot read the copy switchd passed: \(describeErrno(errno))") }
-      if n == 0 { return total }
-      var offset = 0
-      while offset < n {
-        let m = buffer.withUnsafeBytes { raw in
-          retryingEINTR { write(target.raw, raw.baseAddress! + offset, n - offset) }
+    var position: Int64 = 0
+    var read: Int64 = 0
+    while position <= size {
+      var start = Int64(lseek(source.raw, off_t(position), Int32(SHIM_SEEK_DATA)))
+      if start < 0 && errno == ENXIO { break }  // no data from here on
+      var end = start >= 0 ? Int64(lseek(source.raw, off_t(start), Int32(SHIM_SEEK_HOLE))) : -1
+      if start < 0 || end < 0 {
+        guard errno == EINVAL else {
+          throw .local("cannot read the copy switchd passed: \(describeErrno(errno))")
         }
-        if m <= 0 { throw .local("cannot write \(path): \(describeErrno(errno))") }
-        offset += m
+        (start, end) = (position, size + 1)  // no holes known: read it all
       }
-      total += Int64(n)
-      if total > limit { return total }
+      // To `size` and one byte more, which says the file grew.
+      end = min(end, size + 1)
+      var offset = start
+      while offset < end {
+        let asked = Int(min(Int64(buffer.count), end - offset))
+        let n = buffer.withUnsafeMutableBytes { raw in
+          retryingEINTR { pread(source.raw, raw.baseAddress, asked, off_t(offset)) }
+        }
+        if n < 0 { throw .local("cannot read the copy switchd passed: \(describeErrno(errno))") }
+        if n == 0 { return read }  // shorter than announced
+        try writeAll(buffer, count: n, to: target, at: offset, path: path)
+        offset += Int64(n)
+        read = max(read, offset)
+      }
+      position = end
+    }
+    guard ftruncate(target.raw, off_t(size)) == 0 else {
+      throw .local("cannot write \(path): \(describeErrno(errno))")
+    }
+    return max(read, size)
+  }
+
+  private static func writeAll(
+    _ buffer: [UInt8], count: Int, to target: borrowing Descriptor, at position: Int64,
+    path: String
+  ) throws(Failure) {
+    var done = 0
+    while done < count {
+      let m = buffer.withUnsafeBytes { raw in
+        retryingEINTR {
+          pwrite(target.raw, raw.baseAddress! + done, count - done, off_t(position) + off_t(done))
+        }
+      }
+      if m <= 0 { throw .local("cannot write \(path): \(describeErrno(errno))") }
+      done += m
     }
   }
 }

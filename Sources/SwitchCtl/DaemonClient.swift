@@ -122,6 +122,7 @@ final class DaemonClient {
   /// abstract socket. `receiveTimeout` (seconds) bounds each wait for bytes,
   /// so a wedged daemon cannot hang a script; nil waits forever (watch).
   static func connect(to path: String, receiveTimeout: Int?) throws(ClientError) -> DaemonClient {
+    let receiveTimeout = receiveTimeout.flatMap { $0 > 0 ? $0 : nil }  // 0 is none, as for recv
     guard let address = try? UnixSocketAddress(path) else { throw .pathTooLong(path: path) }
     let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw .system(path: path, call: "socket", errno: errno) }
@@ -154,7 +155,10 @@ final class DaemonClient {
     let id = nextID
     nextID += 1
     callDeadline = receiveTimeout.map { monotonicSeconds() + Double($0) }
-    defer { callDeadline = nil }
+    defer {
+      callDeadline = nil
+      setReceiveTimeout(receiveTimeout.map(Double.init))  // for what is read after the call
+    }
     do throws(ClientError) {
       try send(RequestEncoding.line(id: id, method: method, params: params))
     } catch {
@@ -226,18 +230,29 @@ final class DaemonClient {
     }
   }
 
+  /// `SO_RCVTIMEO` of `seconds` (at least 1 µs: zero would mean none);
+  /// nil: none.
+  private func setReceiveTimeout(_ seconds: Double?) {
+    let micros = seconds.map { max(1, Int($0 * 1e6)) } ?? 0
+    var limit = timeval(tv_sec: micros / 1_000_000, tv_usec: micros % 1_000_000)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+  }
+
   private func receive() throws(ClientError) {
-    if let callDeadline {
-      // What is left of the call's time bounds this `recv` (at least 1 µs:
-      // a zero timeout would mean none).
-      let left = callDeadline - monotonicSeconds()
-      guard left > 0 else { throw .timedOut(path: path, seconds: receiveTimeout ?? 0) }
-      let micros = max(1, Int(left * 1e6))
-      var limit = timeval(tv_sec: micros / 1_000_000, tv_usec: micros % 1_000_000)
-      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-    }
-    let (count, descriptors) = chunk.withUnsafeMutableBytes { buffer in
-      DescriptorPassing.receive(fd, into: buffer)
+    var (count, descriptors) = (0, [Int32]())
+    while true {
+      // What is left of the call's time bounds this `recv`; the kernel may
+      // end it a tick early, so only the deadline says it ran out.
+      if let callDeadline {
+        let left = callDeadline - monotonicSeconds()
+        guard left > 0 else { throw .timedOut(path: path, seconds: receiveTimeout ?? 0) }
+        setReceiveTimeout(left)
+      }
+      (count, descriptors) = chunk.withUnsafeMutableBytes { buffer in
+        DescriptorPassing.receive(fd, into: buffer)
+      }
+      if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && callDeadline != nil { continue }
+      break
     }
     passed += descriptors
     if count > 0 {

@@ -289,7 +289,7 @@ enum Output {
           member.name + ": uid \(c.uid), gid \(c.gid), administrator: " + yesNo(c.administrator)
             + ", writes system switches: " + yesNo(c.writesSystemSwitches))
       default:
-        lines.append(member.name + ": " + scalar(member.value))
+        lines.append(printable(member.name) + ": " + scalar(member.value))
       }
     }
     return lines

@@ -62,6 +62,7 @@ extension SwitchStore {
     } catch {
       forgetChains()
       committedRevision = nil
+      loggedRows = nil  // a failed COMMIT may have written: counted again
       throw error
     }
     committedRevision = changes[changes.count - 1].revision
@@ -377,6 +378,9 @@ extension SwitchStore {
     }
     guard let threshold else { return 0 }
     var deleted: Int64 = 0
+    // Unknown until the chunks are all done: a failed one may have deleted.
+    let rowsBefore = loggedRows
+    loggedRows = nil
     while true {
       let count = try transaction { () throws(SQLiteError) -> Int64 in
         let revision = try readRevision()
@@ -402,9 +406,9 @@ extension SwitchStore {
         return count
       }
       deleted += count
-      if let rows = loggedRows { loggedRows = rows - count }
       if count < chunk { break }
     }
+    loggedRows = rowsBefore.map { $0 - deleted }
     return Int(deleted)
   }
 }

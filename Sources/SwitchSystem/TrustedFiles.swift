@@ -12,8 +12,8 @@ import Glibc
 /// held with `O_PATH` (which opens nothing) and checked with `fstat`, and
 /// only then is that inode opened, through /proc/self/fd, with `O_NONBLOCK`:
 /// a link swapped meanwhile for one to a FIFO or a device is never opened,
-/// and the checks hold for the very file that is read. (Without /proc it
-/// is opened by name, `O_NONBLOCK`, and refused unless it is that inode.)
+/// and the checks hold for the very file that is read. (Without /proc
+/// nothing is read: opening by name again could open what was swapped in.)
 public struct TrustedFiles: Sendable {
   /// The uids that may own configuration: root and the daemon's own.
   public let owners: [uid_t]
@@ -146,20 +146,13 @@ public struct TrustedFiles: Sendable {
       throw .untrusted(path: path, owner: status.st_uid, mode: status.st_mode, allowed: owners)
     }
     beforeOpening()
-    var fd = retryingEINTR { shim_reopen_for_reading(held.raw) }
-    if fd < 0 && errno == ENOENT {
-      // No /proc: opened by name, and the same inode or nothing.
-      fd = retryingEINTR { openat(base, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) }
-    }
+    let fd = retryingEINTR { shim_reopen_for_reading(held.raw) }
     guard fd >= 0 else {
-      throw errno == ENOENT ? .missing(path: path) : .system(path: path, .last("open"))
+      // No /proc: opening by name again could open whatever was swapped
+      // in (a FIFO, a device), so nothing is opened.
+      throw .system(path: path, .last("open through /proc/self/fd (is /proc mounted?)"))
     }
-    let file = Descriptor(fd)
-    let opened = try fileStatus(of: file.raw, named: path)
-    guard opened.st_dev == status.st_dev && opened.st_ino == status.st_ino else {
-      throw .wrongKind(
-        path: path, kind: "replaced while it was read", wanted: "a regular file")
-    }
+    let file = Descriptor(fd)  // the inode checked: /proc/self/fd names no path
     do throws(SystemError) {
       return try file.readAll(limit: limit)
     } catch {

@@ -102,37 +102,83 @@ import Testing
   }
 
   /// Whatever answers on the socket may pass any descriptor: one that is
-  /// not a file (/dev/zero, a pipe) or a file longer than announced is
-  /// refused before anything is copied, so switchctl, often run as root,
-  /// cannot be made to fill a disk.
+  /// not a file (/dev/null, /dev/zero, a pipe) or a file of another size
+  /// than announced is refused before anything is copied, so switchctl,
+  /// often run as root, cannot be made to fill a disk.
   @Test func aDescriptorThatIsNotTheAnnouncedFileIsRefusedUncopied() throws {
     try withTemporaryDirectory { directory in
       let target = directory + "/backup.db"
-      guard let zero = Descriptor(opening: "/dev/zero", O_RDONLY) else {
-        throw SystemError.last("open")
+      for device in ["/dev/null", "/dev/zero"] {
+        guard let opened = Descriptor(opening: device, O_RDONLY) else {
+          throw SystemError.last("open")
+        }
+        let fd = opened.release()
+        let lines = Self.expectNoFile(at: target) { () throws(Failure) in
+          (Self.result(bytes: 0), fd)
+        }
+        #expect(
+          lines == ["switchctl: the descriptor switchd passed is not a file; nothing was copied"])
       }
-      let zeroFD = zero.release()
-      Self.expectNoFile(at: target) { () throws(Failure) in (Self.result(bytes: 4096), zeroFD) }
       var ends: [Int32] = [0, 0]
       #expect(pipe(&ends) == 0)
       close(ends[1])
       Self.expectNoFile(at: target) { () throws(Failure) in (Self.result(bytes: 0), ends[0]) }
       let long = try Self.passedCopy(Array(repeating: 1, count: 100_000), in: directory)
-      Self.expectNoFile(at: target) { () throws(Failure) in (Self.result(bytes: 10), long) }
+      let lines = Self.expectNoFile(at: target) { () throws(Failure) in
+        (Self.result(bytes: 10), long)
+      }
+      #expect(
+        lines == ["switchctl: the copy switchd passed has 100000 bytes, not the 10 it announced"])
     }
   }
 
+  /// A sparse file (a hole announced as bytes) is copied as sparse: the
+  /// copy takes on the caller's disk what the file took on the sender's,
+  /// with every byte the same.
+  @Test func aSparseCopyStaysSparse() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/sparse"
+      guard let file = Descriptor(opening: path, O_RDWR | O_CREAT | O_TRUNC, mode: 0o600) else {
+        throw SystemError.last("open")
+      }
+      let size: Int64 = 64 << 20
+      #expect(ftruncate(file.raw, off_t(size)) == 0)
+      let head = Array("SQLite format 3\u{0}".utf8)
+      let tail = Array("the end".utf8)
+      #expect(pwrite(file.raw, head, head.count, 0) == head.count)
+      #expect(pwrite(file.raw, tail, tail.count, off_t(size) - off_t(tail.count)) == tail.count)
+      guard let copy = Descriptor(opening: path, O_RDONLY) else { throw SystemError.last("open") }
+      let passed = copy.release()
+      let target = directory + "/backup.db"
+      _ = try BackupCommand.run(to: target) { () throws(Failure) in
+        (Self.result(bytes: Int(size)), passed)
+      }
+      var status = stat()
+      #expect(stat(target, &status) == 0 && Int64(status.st_size) == size)
+      #expect(Int64(status.st_blocks) * 512 < 4 << 20, "the holes were written out")
+      let bytes = try readWholeFileBytes(target)
+      #expect(Array(bytes.prefix(head.count)) == head)
+      #expect(Array(bytes.suffix(tail.count)) == tail)
+      #expect(bytes.dropFirst(head.count).dropLast(tail.count).allSatisfy { $0 == 0 })
+    }
+  }
+
+  /// Runs a backup that must fail and leave no file; the lines it printed.
+  @discardableResult
   static func expectNoFile(
     at target: String, ask: () throws(Failure) -> (result: JSONValue, copy: Int32?),
     sourceLocation: SourceLocation = #_sourceLocation
-  ) {
+  ) -> [String] {
+    var lines: [String] = []
     var failed = false
     do throws(Failure) {
       _ = try BackupCommand.run(to: target, ask: ask)
     } catch {
       failed = error.exitCode != .success
+      lines = error.lines
     }
     #expect(failed, "the backup succeeded", sourceLocation: sourceLocation)
     #expect(access(target, F_OK) != 0, "\(target) was left behind", sourceLocation: sourceLocation)
+    return lines
   }
 }

@@ -174,4 +174,8 @@ int shim_open_path(int dirfd, const char *name);
 /// Returns the descriptor or -1 with errno (ENOENT without /proc).
 int shim_reopen_for_reading(int pathfd);
 
+/// lseek's SEEK_DATA and SEEK_HOLE (Linux's values; Glibc's Swift module
+/// hides them): where a file's next data, or next hole, starts.
+enum { SHIM_SEEK_DATA = 3, SHIM_SEEK_HOLE = 4 };
+
 #endif

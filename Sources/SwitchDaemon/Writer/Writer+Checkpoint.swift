@@ -30,11 +30,18 @@ extension Writer {
   /// pruning runs now and then in chunks, not after every commit.
   func prune() -> WriterOutput? {
     let retention = catalog.settings.historyRetention
-    guard oldestRetained != nil else { return nil }
-    // Rows, not the span of revisions: a restore skips numbers.
-    guard let kept = try? store.logRowCount() else { return nil }
+    guard let oldest = oldestRetained else { return nil }
     let margin = Int64(min(1000, max(1, retention / 10)))
-    guard kept > Int64(retention) + margin else { return nil }
+    // The span of revisions kept holds every row, and is their count but
+    // for the numbers a restore skipped (`markRestored`): then the rows
+    // are counted (once; the store keeps the count). Counted only then, as
+    // counting a long log takes a while.
+    guard revision - oldest + 1 > Int64(retention) + margin else { return nil }
+    if resumeFloor > oldest {
+      guard let rows = try? store.logRowCount(), rows > Int64(retention) + margin else {
+        return nil
+      }
+    }
     do {
       if revision > checkpointed { checkpoint() }  // the rows must hold what goes
       _ = try store.prune(keep: retention)

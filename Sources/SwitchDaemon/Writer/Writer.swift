@@ -25,6 +25,10 @@ final class Writer {
   var users = WriterUserValues()
   var revision: Int64
   var oldestRetained: Int64?
+  /// No watch resumes from before this revision: the database was
+  /// restored from a backup, and the log skips numbers below it
+  /// (`SwitchStore.markRestored`); 0 if never.
+  var resumeFloor: Int64 = 0
   /// The revision the switch rows hold (`SwitchStore.checkpoint`): the next
   /// checkpoint writes the rows of the records newer than it, and of
   /// `rowsWithoutRevision`, whose records changed without a revision.
@@ -161,7 +165,7 @@ final class Writer {
     writer.startDeadlines(jobs: jobs)
     writer.announced = announced?.record
     writer.announced?.record(writer.revision)
-    _ = try? writer.store.logRowCount()  // counted once, while the pages are cached
+    writer.resumeFloor = try store.resumeFloor()
     writer.store.releaseCachedPages()
     return writer
   }

@@ -59,7 +59,7 @@ extension Writer {
             Started(
               snapshot: writer.snapshot, userValues: writer.users.values,
               reconciling: writer.applying.reconcilingReported, threadID: shim_thread_id(),
-              folderWatch: writer.store.folderWatch, resumeFloor: try writer.store.resumeFloor())))
+              folderWatch: writer.store.folderWatch, resumeFloor: writer.resumeFloor)))
       } catch {
         started.push(.failure(error))
         return
