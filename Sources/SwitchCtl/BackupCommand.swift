@@ -71,15 +71,15 @@ enum BackupCommand {
   /// Copies `source` into `target`, `size` bytes: the data only, hole by
   /// hole (SEEK_DATA, SEEK_HOLE), and `target` then cut to `size`, so a
   /// sparse file announced as a terabyte takes on the caller's disk what it
-  /// took on the sender's. Without SEEK_DATA (EINVAL), all of it. The bytes
-  /// of data read; more than `size` when the file grew meanwhile.
+  /// took on the sender's. Without SEEK_DATA (EINVAL), all of it. Where the
+  /// data read ended, or `size`; more when the file grew meanwhile.
   private static func copyAll(
     from source: borrowing Descriptor, to target: borrowing Descriptor, path: String,
     size: Int64
   ) throws(Failure) -> Int64 {
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
     var position: Int64 = 0
-    var read: Int64 = 0
+    var reached: Int64 = 0
     while position <= size {
       var start = Int64(lseek(source.raw, off_t(position), Int32(SHIM_SEEK_DATA)))
       if start < 0 && errno == ENXIO { break }  // no data from here on
@@ -99,17 +99,17 @@ enum BackupCommand {
           retryingEINTR { pread(source.raw, raw.baseAddress, asked, off_t(offset)) }
         }
         if n < 0 { throw .local("cannot read the copy switchd passed: \(describeErrno(errno))") }
-        if n == 0 { return read }  // shorter than announced
+        if n == 0 { return reached }  // shorter than announced
         try writeAll(buffer, count: n, to: target, at: offset, path: path)
         offset += Int64(n)
-        read = max(read, offset)
+        reached = max(reached, offset)
       }
       position = end
     }
     guard ftruncate(target.raw, off_t(size)) == 0 else {
       throw .local("cannot write \(path): \(describeErrno(errno))")
     }
-    return max(read, size)
+    return max(reached, size)
   }
 
   private static func writeAll(

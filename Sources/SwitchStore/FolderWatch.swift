@@ -58,12 +58,11 @@ public final class FolderWatch: Sendable {
   /// Whether the kernel still watches the folder.
   var isWatching: Bool { !gone.load(ordering: .acquiring) }
 
-  /// The descriptor for an event loop to poll (readable when events wait),
-  /// which calls `drain` each time it is. From then on the writer does not
-  /// read it.
-  public func handOver() -> Int32 {
+  /// Hands `descriptor` to an event loop that polls it (readable when
+  /// events wait) and calls `drain` each time it is. From then on the
+  /// writer does not read it.
+  public func handOver() {
     handedOver.store(true, ordering: .releasing)
-    return descriptor
   }
 
   /// For the loop that took the watch over: reads what is queued and notes

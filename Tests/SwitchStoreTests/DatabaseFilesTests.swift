@@ -103,7 +103,8 @@ import Testing
       defer { store.close() }
       try commitEach(store, 1...2)
       let watch = try #require(store.folderWatch, "inotify is refused on this machine")
-      try body(directory, path, store, watch, watch.handOver())
+      watch.handOver()
+      try body(directory, path, store, watch, watch.descriptor)
     }
   }
 

@@ -116,17 +116,7 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
 
   /// The same, moving what is queued to the end of `taken` (as `takeAll(into:)`).
   func takeAll(before deadline: Double, into taken: inout [Item]) {
-    pthread_mutex_lock(mutex)
-    // Never longer than the span asked for at first: a clock set back
-    // (libfaketime fakes the monotonic one too) cannot stretch the wait.
-    let span = deadline - monotonicSeconds()
-    var left = span
-    while items.isEmpty && left > 0 {
-      if !sleep(seconds: left) { break }
-      left = min(deadline - monotonicSeconds(), span)
-    }
-    move(into: &taken)
-    pthread_mutex_unlock(mutex)
+    takeAll(before: deadline, atLeast: 1, orOne: { _ in false }, into: &taken)
   }
 
   /// Waits until `minimum` items are queued, or one that `wakes` is, or
@@ -138,6 +128,8 @@ final class BlockingQueue<Item: Sendable>: @unchecked Sendable {
     into taken: inout [Item]
   ) {
     pthread_mutex_lock(mutex)
+    // Never longer than the span asked for at first: a clock set back
+    // (libfaketime fakes the monotonic one too) cannot stretch the wait.
     let span = deadline - monotonicSeconds()
     var left = span
     wakeAt = max(1, minimum)

@@ -208,7 +208,7 @@ final class Server {
     if let folderWatch,
       register(folderWatch.descriptor, token: Self.folderWatchToken, events: UInt32(SHIM_EPOLLIN))
     {
-      _ = folderWatch.handOver()
+      folderWatch.handOver()
     }
     // The reader wakes the loop through the writer's eventfd: one wake-up
     // drains both threads' outputs.
