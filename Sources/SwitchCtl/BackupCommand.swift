@@ -11,7 +11,9 @@ import SwitchSystem
 /// asks, so a directory the caller may not write fails here and the daemon
 /// writes nothing on the caller's behalf. FILE must not exist (`O_EXCL`,
 /// mode 0600): a backup never overwrites, since writing over the live
-/// database would destroy it. On any failure the file created is removed.
+/// database would destroy it. On any failure the file created is removed,
+/// and only it: if the name now leads elsewhere (someone renamed the file
+/// and put another in its place meanwhile), nothing is removed.
 enum BackupCommand {
   /// Seconds to wait for the copy: a big database on a slow disk takes
   /// longer than the 30 s other calls get.
@@ -32,7 +34,7 @@ enum BackupCommand {
       throw .local("cannot create \(path): \(describeErrno(code))\(hint)")
     }
     var kept = false
-    defer { if !kept { unlink(path) } }
+    defer { if !kept { removeIfStill(target, at: path) } }
     let (result, passed) = try ask()
     guard let passed else {
       throw .local("switchd answered backup without passing the copy's descriptor")
@@ -61,6 +63,16 @@ enum BackupCommand {
     }
     kept = true
     return backup
+  }
+
+  /// Removes `path` if it is still the file `created` is open on.
+  private static func removeIfStill(_ created: borrowing Descriptor, at path: String) {
+    var mine = stat()
+    var named = stat()
+    guard fstat(created.raw, &mine) == 0, lstat(path, &named) == 0,
+      mine.st_dev == named.st_dev, mine.st_ino == named.st_ino
+    else { return }
+    unlink(path)
   }
 
   /// The text line: where the copy went and which revision it is as of.

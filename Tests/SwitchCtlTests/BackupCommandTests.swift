@@ -101,6 +101,30 @@ import Testing
     }
   }
 
+  /// A failure removes the file switchctl made, not whatever has its name
+  /// by then (someone moved it away and put their own file there).
+  @Test func aFailureLeavesAFileThatTookTheNameMeanwhile() throws {
+    try withTemporaryDirectory { directory in
+      let target = directory + "/backup.db"
+      let refusal = RemoteError(
+        code: .permissionDenied, message: "You may not call backup: only root may.",
+        data: .object([JSONMember("name", .string("PermissionDenied"))]))
+      var failed = false
+      do throws(Failure) {
+        _ = try BackupCommand.run(to: target) { () throws(Failure) in
+          #expect(rename(target, directory + "/moved") == 0)
+          try? writeWholeFile(target, "someone else's")
+          throw .remote(refusal)
+        }
+      } catch {
+        failed = true
+      }
+      #expect(failed, "the backup succeeded")
+      #expect((try? readWholeFileBytes(target)) == Array("someone else's".utf8))
+      #expect(access(directory + "/moved", F_OK) == 0)
+    }
+  }
+
   /// Whatever answers on the socket may pass any descriptor: one that is
   /// not a file (/dev/null, /dev/zero, a pipe) or a file of another size
   /// than announced is refused before anything is copied, so switchctl,
