@@ -204,6 +204,56 @@ import Testing
     #expect(daemon.log.contains("socket-activated"), "\(daemon.log)")
   }
 
+  /// Under activation the units decide the sockets: switchd.conf's
+  /// `SocketMode=` and an empty `VarlinkSocket=` cannot apply to sockets
+  /// systemd made, and switchd says so in its log at start, with what to do,
+  /// instead of ignoring them in silence. Both sockets are still served.
+  @Test(
+    .enabled(
+      if: access(SystemdEndToEndTests.activator, X_OK) == 0,
+      "systemd-socket-activate is not installed (apt-get install systemd)"))
+  func settingsTheActivatedSocketsCannotTakeAreNamedAtStart() throws {
+    let daemon = try DaemonFixture(
+      daemonConf: "[Daemon]\nAdminGroup=\nSocketMode=0600\nVarlinkSocket=\n", start: false)
+    let jsonRPC = daemon.directory + "/activated.sock"
+    let varlink = daemon.directory + "/varlink.sock"
+    let notify = try NotifyListener(path: daemon.directory + "/notify.sock")
+    let child = try daemon.launch(
+      environment: [:], socket: jsonRPC,
+      through: [
+        Self.activator, "-l", jsonRPC, "-l", varlink, "--fdname=switchd:varlink",
+        "-E", "NOTIFY_SOCKET=\(notify.address)",
+      ])
+    let log = { daemon.log }
+    let bound = pollUntil(seconds: 20) {
+      (isSocketFile(jsonRPC) && isSocketFile(varlink)) || child.hasExited
+    }
+    try #require(bound && !child.hasExited, "the activator did not bind: \(daemon.log)")
+    // Whatever the umask gave them: the units' mode, not switchd.conf's.
+    #expect(chmod(jsonRPC, 0o644) == 0 && chmod(varlink, 0o644) == 0)
+    var connected: RPCClient?
+    _ = pollUntil(seconds: 20) {
+      connected = try? RPCClient(socketPath: jsonRPC, receiveTimeout: 10)
+      return connected != nil
+    }
+    let client = try #require(connected, "cannot connect to \(jsonRPC): \(daemon.log)")
+    try notify.waitFor("READY=1", child: child, log: log)
+    #expect(try client.result("get", #"{"key":"wifi"}"#)["checked"]?.boolValue == true)
+    for line in [
+      "SocketMode=0600 does not apply to \(jsonRPC): systemd made it (mode 0644); "
+        + "set SocketMode= for switchd.socket (systemctl edit switchd.socket)",
+      "SocketMode=0600 does not apply to \(varlink): systemd made it (mode 0644); "
+        + "set SocketMode= for switchd-varlink.socket (systemctl edit switchd-varlink.socket)",
+      "VarlinkSocket= is empty, but systemd passed a varlink socket (\(varlink)), "
+        + "which is served; for none, systemctl mask --now switchd-varlink.socket",
+    ] {
+      #expect(daemon.log.contains("<4>" + line), "\(daemon.log)")
+    }
+    child.signal(SIGTERM)
+    try notify.waitFor("STOPPING=1", child: child, log: log)
+    #expect(child.wait(seconds: 20) == 0, "\(daemon.log)")
+  }
+
   // MARK: Logging
 
   /// Log lines for journald: `<N>` first, no timestamp (journald adds one);

@@ -194,6 +194,15 @@ public enum Daemon {
       varlinkListener?.close()
       return 1
     }
+    if let activated {
+      for mismatch in ActivatedSockets.mismatches(
+        jsonRPC: ActivatedSockets.seen(activated.jsonRPC),
+        varlink: ActivatedSockets.seen(activated.varlink),
+        socketMode: catalog.settings.socketMode, varlinkWanted: varlinkPath)
+      {
+        log.warning(mismatch)
+      }
+    }
 
     let notifier = Notifier(environment: env)
     let startRevision = started.snapshot.revision
