@@ -1,10 +1,11 @@
 # switchd: build, install and uninstall.
 #
 #   make                                   swift build -c release
-#   sudo make install PREFIX=/usr          binaries, apply commands, units, configuration,
-#                                          man pages, ...
+#   sudo make install                      binaries, apply commands, units, configuration,
+#                                          man pages, ... (PREFIX=/usr, the default)
 #   make install DESTDIR=/tmp/stage PREFIX=/usr
-#   sudo make uninstall PREFIX=/usr        keeps configuration you changed
+#   sudo make uninstall                    keeps configuration you changed (the same
+#                                          PREFIX as install)
 #   make check-units                       .ci/check-units.sh on the built switchd
 #   make man                               docs/man/*.scd -> $(MANBUILD) (needs scdoc)
 #   make install-man DESTDIR=... PREFIX=/usr   only the man pages (install does it too)
@@ -24,7 +25,12 @@ SWIFT_BIN_PATH ?= $(SCRATCH_PATH)/release
 SWITCHD_BIN ?= $(SWIFT_BIN_PATH)/switchd
 SWITCHCTL_BIN ?= $(SWIFT_BIN_PATH)/switchctl
 
-PREFIX ?= /usr/local
+# /usr by default, as the Debian package: the shipped configuration names the
+# adapters as /usr/libexec/switchd/NAME. Another prefix (PREFIX=/usr/local)
+# moves the binaries, adapters, units and data; the installed configuration
+# then names the adapters there (install-config), and the polkit files stay
+# where polkitd reads them (POLKITRULESDIR, POLKITACTIONSDIR).
+PREFIX ?= /usr
 DESTDIR ?=
 SYSCONFDIR ?= /etc
 BINDIR ?= $(PREFIX)/bin
@@ -37,14 +43,20 @@ LIBEXECDIR ?= $(PREFIX)/libexec
 DATADIR ?= $(PREFIX)/share
 UNITDIR ?= $(LIBDIR)/systemd/system
 SYSUSERSDIR ?= $(LIBDIR)/sysusers.d
+# Only for uninstall: older versions installed a tmpfiles.d entry here. None
+# is installed now (systemd's units make /var/lib/switchd and /run/switchd;
+# a tmpfiles.d line, applied by a systemd-tmpfiles without systemd as PID 1,
+# made them the user switchd's, which switchd run by hand as root refuses).
 TMPFILESDIR ?= $(LIBDIR)/tmpfiles.d
 BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 MANDIR ?= $(DATADIR)/man
 # The polkit rule that lets the user switchd switch NetworkManager's radios
-# (nm-radio); polkitd reads rules from here and from /etc/polkit-1/rules.d.
-POLKITRULESDIR ?= $(DATADIR)/polkit-1/rules.d
-# switchd's own actions (Authorization=polkit): polkitd reads them from here.
-POLKITACTIONSDIR ?= $(DATADIR)/polkit-1/actions
+# (nm-radio), and switchd's own actions (Authorization=polkit). Not below
+# PREFIX: polkitd (Debian 12's 122) reads rules only from
+# /etc/polkit-1/rules.d and /usr/share/polkit-1/rules.d, and actions only from
+# /usr/share/polkit-1/actions, so under /usr/local they would never be read.
+POLKITRULESDIR ?= /usr/share/polkit-1/rules.d
+POLKITACTIONSDIR ?= /usr/share/polkit-1/actions
 CONFDIR ?= $(SYSCONFDIR)/switchd
 
 INSTALL ?= install
@@ -56,6 +68,11 @@ VARLINK_IDL = Sources/SwitchProtocol/io.switchd.Switches.varlink
 # The shipped configuration, as Config/-relative names (switchd.conf,
 # switches.d/NAME.conf, policy.d/NAME.conf).
 CONFIG_FILES = $(patsubst Config/%,%,$(wildcard Config/switchd.conf Config/switches.d/*.conf Config/policy.d/*.conf))
+
+# The shipped configuration names the adapters as /usr/libexec/switchd/NAME;
+# installed, it names them where install-libexec puts them (the same path
+# under the default PREFIX).
+CONFIG_SUBST = sed -e 's|/usr/libexec/switchd/|$(LIBEXECDIR)/switchd/|g'
 
 # The placeholders in systemd/*.service and *.socket (.ci/check-units.sh
 # substitutes the same three).
@@ -119,13 +136,14 @@ install-config:
 	    echo "keep    $$dest (exists)"; \
 	  else \
 	    echo "install Config/$$f -> $$dest"; \
-	    $(INSTALL) -D -m 0644 Config/$$f "$$dest"; \
+	    $(CONFIG_SUBST) Config/$$f >"$$dest.tmp"; \
+	    chmod 0644 "$$dest.tmp"; \
+	    mv -f "$$dest.tmp" "$$dest"; \
 	  fi; \
 	done
 
 install-data:
 	$(INSTALL) -D -m 0644 systemd/sysusers.d/switchd.conf $(DESTDIR)$(SYSUSERSDIR)/switchd.conf
-	$(INSTALL) -D -m 0644 systemd/tmpfiles.d/switchd.conf $(DESTDIR)$(TMPFILESDIR)/switchd.conf
 	$(INSTALL) -D -m 0644 completion/switchctl.bash $(DESTDIR)$(BASHCOMPDIR)/switchctl
 	$(INSTALL) -D -m 0644 polkit/50-switchd-nm-radio.rules $(DESTDIR)$(POLKITRULESDIR)/50-switchd-nm-radio.rules
 	$(INSTALL) -D -m 0644 polkit/io.switchd.policy $(DESTDIR)$(POLKITACTIONSDIR)/io.switchd.policy
@@ -134,7 +152,7 @@ install-data:
 # Removes what install added, except configuration files that differ from the
 # shipped ones (the administrator changed them) and files the administrator
 # added; configuration directories go only when empty. Stop and disable the
-# units first: systemctl disable --now switchd.socket switchd.service
+# units first: systemctl disable --now switchd.socket switchd-varlink.socket switchd.service
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/switchd $(DESTDIR)$(BINDIR)/switchctl
 	rm -f $(addprefix $(DESTDIR)$(LIBEXECDIR)/switchd/,$(notdir $(LIBEXEC_FILES)))
@@ -148,7 +166,7 @@ uninstall:
 	@set -e; for f in $(CONFIG_FILES); do \
 	  dest=$(DESTDIR)$(CONFDIR)/$$f; \
 	  if [ ! -e "$$dest" ]; then :; \
-	  elif cmp -s Config/$$f "$$dest"; then \
+	  elif $(CONFIG_SUBST) Config/$$f | cmp -s - "$$dest"; then \
 	    echo "rm -f $$dest"; rm -f "$$dest"; \
 	  else \
 	    echo "keep  $$dest (changed from the shipped file)"; \

@@ -7,12 +7,16 @@
 #   .ci/check-deb.sh            (as root; installs the tools it needs)
 #
 # In order: the man pages (groff -ww and man --warnings clean), the package
-# (dpkg-buildpackage -us -uc -b in a clone of HEAD), lintian (no errors),
-# then in the root: the package installed with apt (./switchd_*.deb), switchd started directly
-# with the shipped configuration (no systemd there), switchctl list, toggle,
+# (dpkg-buildpackage -us -uc -b in a clone of HEAD), lintian (no errors), the
+# maintainer scripts (an upgrade restarts only the service, never a socket),
+# then in the root, which has systemd-tmpfiles (systemd-standalone-tmpfiles)
+# but no systemd: the package installed with apt (./switchd_*.deb), switchd started directly
+# as root with the shipped configuration, switchctl list, toggle,
 # watch, lock and reload; the Ansible role (contrib/ansible, run on this
 # machine against the root's paths); an upgrade over itself that keeps a
-# changed conffile; remove; purge; and what is left after each.
+# changed conffile; remove; purge; and what is left after each; then an
+# install where a group switchd already exists (useradd without
+# systemd-sysusers), and its purge.
 #
 # Cached under $SWITCHD_CI_CACHE (default /var/cache/switchd-ci), outside the
 # clone: the root as a tarball keyed by the ISO week (a new one each week
@@ -124,6 +128,43 @@ if [ -n "${src:-}" ] && [ -f "$src/cockpit/manifest.json" ]; then
 fi
 say "binaries need no Swift library; man pages clean"
 
+# --- maintainer scripts: an upgrade restarts the service, never a socket --------
+# A socket unit that is stopped or restarted unlinks its path and binds a new
+# socket there: clients connecting meanwhile are refused (ConnectionReset,
+# ENOENT), and starting it while the service runs fails ("Socket service
+# switchd.service already active, refusing"). So: no preinst stops anything;
+# the postinst starts the sockets (a no-op when they listen) and
+# try-restarts switchd.service alone; the prerm stops them only on remove.
+# (dh_installsystemd, following the service's Also=, put the sockets into the
+# postinst's try-restart: debian/rules.)
+scripts=$work/control
+dpkg-deb -e "$deb" "$scripts"
+if [ -f "$scripts/preinst" ] && grep -nE 'deb-systemd-invoke|systemctl' "$scripts/preinst" | grep -v daemon-reload; then
+  fail "the preinst stops or restarts a unit (above): an upgrade would take the sockets down"
+fi
+invokes=$(grep -E '^[[:space:]]*deb-systemd-invoke' "$scripts/postinst" | sed 's/>.*//; s/[[:space:]]*$//; s/^[[:space:]]*//' || true)
+while read -r line; do
+  case "$line" in
+    "deb-systemd-invoke start "*) ;;
+    "deb-systemd-invoke try-restart switchd.service" | "deb-systemd-invoke try-restart 'switchd.service'") ;;
+    *) fail "the postinst runs '$line': only the sockets' start and switchd.service's try-restart may run on an upgrade" ;;
+  esac
+done <<<"$invokes"
+grep -qE "^deb-systemd-invoke try-restart '?switchd.service'?$" <<<"$invokes" ||
+  fail "the postinst never try-restarts switchd.service: an upgrade would leave the old switchd running"
+if [ -f "$scripts/prerm" ]; then
+  grep -B3 -E '^[[:space:]]*deb-systemd-invoke' "$scripts/prerm" | grep -q '"$1" = remove' ||
+    ! grep -qE '^[[:space:]]*deb-systemd-invoke' "$scripts/prerm" ||
+    fail "the prerm stops units other than on remove"
+fi
+# No tmpfiles.d entry: systemd-tmpfiles applies one without systemd as PID 1
+# too (the postinst's `systemd-tmpfiles --create`), making /var/lib/switchd
+# the user switchd's where switchd is run by hand as root, which it refuses.
+! dpkg-deb -c "$deb" | grep -F '/tmpfiles.d/' || fail "the package ships a tmpfiles.d entry (above)"
+! grep -n 'systemd-tmpfiles' "$scripts/postinst" | grep -v '^[0-9]*:[[:space:]]*#' ||
+  fail "the postinst runs systemd-tmpfiles (above)"
+say "maintainer scripts: upgrades try-restart switchd.service only; sockets stopped only on remove; no tmpfiles"
+
 # --- the root -------------------------------------------------------------------
 tarball=$(bash "$repo/.ci/cached-root.sh" minbase) || fail "no root"
 mkdir "$root"
@@ -135,10 +176,20 @@ in_root() { chroot "$root" "$@"; }
 
 in_root sh -c '! command -v python3 >/dev/null' || fail "the root has python3"
 if in_root dpkg -s libsqlite3-0 >/dev/null 2>&1; then fail "the root already has libsqlite3-0"; fi
+# systemd-tmpfiles without systemd, as in a container or chroot of a full
+# system: what the package does there must leave switchd run by hand as root
+# working (README, "Installing from the Debian package"). Not
+# systemd-sysusers: the postinst's useradd path is the one tested here.
+in_root apt-get -o DPkg::Lock::Timeout=600 update -qq
+in_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq systemd-standalone-tmpfiles >"$work/tmpfiles.log" 2>&1 || {
+  cat "$work/tmpfiles.log" >&2
+  fail "cannot install systemd-standalone-tmpfiles in the root"
+}
+in_root sh -c 'command -v systemd-tmpfiles >/dev/null && ! command -v systemd-sysusers >/dev/null' ||
+  fail "the root should have systemd-tmpfiles and no systemd-sysusers"
 elapsed "root ready"
 
 # --- install ----------------------------------------------------------------------
-in_root apt-get -o DPkg::Lock::Timeout=600 update -qq
 cp "$deb" "$root/tmp/"
 in_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq "./tmp/$(basename "$deb")" >"$work/install.log" 2>&1 || {
   cat "$work/install.log" >&2
@@ -281,5 +332,24 @@ left=$(grep -rl switchd "$root/etc" "$root/var/lib/systemd" 2>/dev/null | grep -
 [ -z "$left" ] || fail "purge left files that name switchd:
 $left"
 say "purge: ok (nothing left)"
+
+# --- install where a group switchd exists ---------------------------------------------
+# An administrator made it (for the udev rule in docs/configuration.md), or a
+# purge's groupdel failed: without systemd-sysusers the postinst's useradd
+# must make the user switchd in that group (useradd --user-group exits 9).
+in_root groupadd --system switchd
+gid=$(in_root getent group switchd | cut -d: -f3)
+in_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq "./tmp/$(basename "$deb")" >"$work/install2.log" 2>&1 || {
+  cat "$work/install2.log" >&2
+  fail "installing with an existing group switchd failed"
+}
+[ "$(in_root id -g switchd)" = "$gid" ] ||
+  fail "the user switchd is not in the existing group switchd ($gid): $(in_root id switchd)"
+in_root apt-get -o DPkg::Lock::Timeout=600 purge -y -qq switchd >"$work/purge2.log" 2>&1 || {
+  cat "$work/purge2.log" >&2
+  fail "apt-get purge failed (after the install with an existing group)"
+}
+! in_root getent passwd switchd >/dev/null || fail "the second purge left the user switchd"
+say "an existing group switchd: the user joined it (gid $gid); purged"
 
 say "ok in $((SECONDS - started)) s"

@@ -8,16 +8,20 @@
 # Build first: swift build -c release --scratch-path SCRATCH_PATH. This script
 # never builds (SKIP_BUILD=1). It checks:
 #   - the installed tree: switchctl in bin, switchd in sbin, the adapters
-#     (rfkill-apply, rfkill-watch, nm-radio) in libexec/switchd, the polkit
-#     rule for nm-radio in share/polkit-1/rules.d, units with
-#     @SBINDIR@/@BINDIR@/@SYSCONFDIR@ substituted, the shipped configuration under /etc/switchd,
-#     sysusers.d/tmpfiles.d, bash completion, the man pages (built with scdoc,
-#     installed here when missing) in share/man/manN, the Cockpit page, and
-#     nothing else;
+#     (rfkill-apply, rfkill-watch, nm-radio) in libexec/switchd, units with
+#     @SBINDIR@/@BINDIR@/@SYSCONFDIR@ substituted, the shipped configuration under /etc/switchd
+#     (naming the adapters where they were installed), sysusers.d (no
+#     tmpfiles.d), bash completion, the man pages (built with scdoc, installed
+#     here when missing) in share/man/manN, the Cockpit page, the polkit rule
+#     for nm-radio and switchd's actions in /usr/share/polkit-1 (the only
+#     place polkitd reads them, whatever the PREFIX), and nothing else;
+#   - `make install` without PREFIX installs under /usr, the paths the shipped
+#     configuration names;
 #   - a reinstall keeps a configuration file the administrator changed (and one
 #     they added) and still refreshes the units;
 #   - uninstall removes everything install added, except those two files;
-#   - PREFIX=/usr/local puts the binaries and units there, /etc stays /etc.
+#   - PREFIX=/usr/local puts the binaries, adapters and units there, /etc stays
+#     /etc, the polkit files stay in /usr/share/polkit-1.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -46,8 +50,9 @@ fi
 
 # The Makefile's variables are `?=`: one set in this environment would move
 # the install. Only what is passed on make's command line counts here.
-unset DESTDIR PREFIX SYSCONFDIR BINDIR LIBDIR LIBEXECDIR DATADIR UNITDIR SYSUSERSDIR TMPFILESDIR \
-  BASHCOMPDIR POLKITRULESDIR CONFDIR SWIFT_BIN_PATH SWITCHD_BIN SWITCHCTL_BIN SKIP_BUILD MAKEFLAGS MFLAGS
+unset DESTDIR PREFIX SYSCONFDIR BINDIR SBINDIR LIBDIR LIBEXECDIR DATADIR UNITDIR SYSUSERSDIR TMPFILESDIR \
+  BASHCOMPDIR MANDIR POLKITRULESDIR POLKITACTIONSDIR VARLINKDIR COCKPITDIR CONFDIR SWIFT_BIN_PATH \
+  SWITCHD_BIN SWITCHCTL_BIN SKIP_BUILD MAKEFLAGS MFLAGS
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/check-install.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -151,29 +156,40 @@ check_tree() {
   # --- configuration: the shipped files, and it is valid ---
   [[ -d $confdir/switches.d && -d $confdir/policy.d ]] ||
     fail "/etc/switchd, switches.d or policy.d was not created"
-  local f
+  # The shipped files, naming the adapters where this install put them
+  # (/usr/libexec/switchd/NAME in Config/).
+  local f named
   while read -r f; do
     [[ -f $confdir/$f ]] || fail "/etc/switchd/$f was not installed"
     expect_mode "$confdir/$f" 644
-    expect_same "$repo/Config/$f" "$confdir/$f"
+    sed "s|/usr/libexec/switchd/|$prefix/libexec/switchd/|g" "$repo/Config/$f" | cmp -s - "$confdir/$f" ||
+      fail "/etc/switchd/$f is not Config/$f with the adapters in $prefix/libexec/switchd"
   done < <(shipped_config)
+  # Every adapter the installed configuration names (commented-out lines too:
+  # they are what an administrator uncomments) is installed there.
+  while read -r named; do
+    [[ -x $dest$named ]] || fail "the installed configuration names $named, which is not installed"
+  done < <(grep -rhoE '/[^[:space:]]*/libexec/switchd/[A-Za-z0-9._-]+' "$confdir" | sort -u)
+  grep -rqE "$prefix/libexec/switchd/" "$confdir" ||
+    fail "the installed configuration names no adapter in $prefix/libexec/switchd (is Config/ still naming them?)"
   local check
   check=$("$sbindir/switchd" --check-config "$confdir" 2>&1) ||
     fail "the installed configuration does not pass switchd --check-config:
 $check"
 
-  # --- sysusers.d, tmpfiles.d, bash completion ---
+  # --- sysusers.d (no tmpfiles.d: the units make the directories), bash completion ---
   expect_same "$repo/systemd/sysusers.d/switchd.conf" "$dest$prefix/lib/sysusers.d/switchd.conf"
-  expect_same "$repo/systemd/tmpfiles.d/switchd.conf" "$dest$prefix/lib/tmpfiles.d/switchd.conf"
   expect_same "$repo/completion/switchctl.bash" \
     "$dest$prefix/share/bash-completion/completions/switchctl"
   expect_mode "$dest$prefix/lib/sysusers.d/switchd.conf" 644
-  expect_mode "$dest$prefix/lib/tmpfiles.d/switchd.conf" 644
   expect_mode "$dest$prefix/share/bash-completion/completions/switchctl" 644
-  local rule=$dest$prefix/share/polkit-1/rules.d/50-switchd-nm-radio.rules
+  # --- polkit: where polkitd (Debian 12) reads rules and actions, whatever the PREFIX ---
+  local rule=$dest/usr/share/polkit-1/rules.d/50-switchd-nm-radio.rules
+  local actions=$dest/usr/share/polkit-1/actions/io.switchd.policy
+  [[ -f $rule && -f $actions ]] ||
+    fail "with PREFIX=$prefix the polkit rule or actions are not in /usr/share/polkit-1, where polkitd reads them"
   expect_same "$repo/polkit/50-switchd-nm-radio.rules" "$rule"
   expect_mode "$rule" 644
-  local actions=$dest$prefix/share/polkit-1/actions/io.switchd.policy
   expect_same "$repo/polkit/io.switchd.policy" "$actions"
   expect_mode "$actions" 644
   # --- the varlink interface definition, where varlink tools look for it ---
@@ -206,10 +222,10 @@ $check"
         "${prefix#/}/lib/systemd/system/switchd.socket" \
         "${prefix#/}/lib/systemd/system/switchd-varlink.socket" \
         "${prefix#/}/share/varlink/io.switchd.Switches.varlink" \
-        "${prefix#/}/lib/sysusers.d/switchd.conf" "${prefix#/}/lib/tmpfiles.d/switchd.conf" \
+        "${prefix#/}/lib/sysusers.d/switchd.conf" \
         "${prefix#/}/share/bash-completion/completions/switchctl" \
-        "${prefix#/}/share/polkit-1/rules.d/50-switchd-nm-radio.rules" \
-        "${prefix#/}/share/polkit-1/actions/io.switchd.policy"
+        usr/share/polkit-1/rules.d/50-switchd-nm-radio.rules \
+        usr/share/polkit-1/actions/io.switchd.policy
       for scd in "$repo"/docs/man/*.scd; do
         printf '%s\n' "${prefix#/}/share/$(man_page_of "$scd")"
       done
@@ -229,12 +245,12 @@ $(diff <(printf '%s\n' "$expected") <(printf '%s\n' "$actual") | grep '^[<>]' |
 
 last_output=
 
-# === 1. install into an empty DESTDIR, PREFIX=/usr ================================
+# === 1. install into an empty DESTDIR, the default PREFIX (/usr) ==================
 dest=$work/usr-root
 mkdir "$dest"
-run_make install "$dest" PREFIX=/usr
+run_make install "$dest"
 check_tree "$dest" /usr
-echo "install: ok ($(files_in "$dest" | wc -l) files)"
+echo "install: ok ($(files_in "$dest" | wc -l) files, under /usr without PREFIX=)"
 
 # === 2. reinstall over an administrator's changes =================================
 conf=$dest/etc/switchd/switchd.conf
@@ -278,7 +294,7 @@ $left"
 [[ ! -e $dest/etc/switchd ]] || fail "uninstall left an empty /etc/switchd"
 echo "install + uninstall: ok (no files left, /etc/switchd removed)"
 
-# === 5. the default-style PREFIX=/usr/local =======================================
+# === 5. PREFIX=/usr/local ===========================================================
 dest=$work/local-root
 mkdir "$dest"
 run_make install "$dest" PREFIX=/usr/local
