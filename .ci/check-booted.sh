@@ -7,9 +7,14 @@
 #
 # In order: an upgrade from the package of the previous commit on main
 # (values, a held policy, revisions and history unchanged, the service
-# restarted by the package); socket activation, STATUS=, reload, a clean
-# stop, journald priorities; the watchdog restarting a SIGSTOP'd daemon with
-# every acknowledged value; the sandbox (systemd-analyze security, and an
+# restarted by the package, both sockets left listening: same inodes, not
+# restarted); socket activation, STATUS=, reload, a clean
+# stop, journald priorities; the varlink socket turned off with `systemctl
+# disable --now` staying off across a restart of the service, and on again;
+# the watchdog restarting a SIGSTOP'd daemon with
+# every acknowledged value; a backup restored with the commands of
+# docs/configuration.md, no client able to start switchd while the file is
+# replaced; the sandbox (systemd-analyze security, and an
 # apply command running under it); Wi-Fi through NetworkManager with
 # /usr/libexec/switchd/nm-radio, and drift; Authorization=polkit (a rule
 # granting one user's write and not another's, sd-bus loaded by the first
@@ -171,6 +176,18 @@ elapsed "container up"
 ctl() { in_box switchctl "$@"; }
 main_pid() { in_box systemctl show -P MainPID switchd.service; }
 is_active() { [ "$(in_box systemctl is-active "$1")" = active ]; }
+# The sockets as an upgrade must leave them: each path's inode (a restarted
+# socket unit unlinks and re-binds it) and when each unit last started.
+sockets_state() {
+  in_box stat -c '%n inode %i' /run/switchd/switchd.sock /run/switchd/io.switchd.Switches
+  in_box systemctl show -p ActiveEnterTimestampMonotonic switchd.socket switchd-varlink.socket
+}
+# The names of the sockets systemd passed the running switchd, sorted
+# (LISTEN_FDNAMES as it started).
+fd_names() {
+  in_box sh -c 'tr "\0" "\n" </proc/$(systemctl show -P MainPID switchd.service)/environ' |
+    sed -n 's/^LISTEN_FDNAMES=//p' | tr ':' '\n' | sort | tr '\n' ' ' | sed 's/ $//'
+}
 # What must survive an upgrade and a watchdog restart: every value, why each
 # is what it is, the revision and the history.
 snapshot() {
@@ -209,14 +226,26 @@ if [ -n "$old_deb" ]; then
   before=$(snapshot)
   old_pid=$(main_pid)
   [ "$old_pid" != 0 ] || fail "the old package's switchd is not running"
+  is_active switchd.socket && is_active switchd-varlink.socket ||
+    fail "the old package's sockets are not both listening"
+  sockets_before=$(sockets_state)
   install_deb /var/tmp/switchd-new.deb
   until_ok 30 "the service did not come back after the upgrade" is_active switchd.service
   new_pid=$(main_pid)
   [ "$new_pid" != "$old_pid" ] || fail "the upgrade did not restart switchd (MainPID still $old_pid)"
+  # Only the service: a socket restarted by the upgrade refused the clients
+  # that connected meanwhile (and could fail to listen, "Socket service
+  # switchd.service already active, refusing").
+  is_active switchd.socket && is_active switchd-varlink.socket ||
+    fail "a socket is not listening after the upgrade: switchd.socket $(in_box systemctl is-active switchd.socket), switchd-varlink.socket $(in_box systemctl is-active switchd-varlink.socket)"
+  sockets_after=$(sockets_state)
+  [ "$sockets_before" = "$sockets_after" ] || fail "the upgrade restarted the sockets (re-bound, or started again):
+$(diff <(echo "$sockets_before") <(echo "$sockets_after"))"
+  [ "$(fd_names)" = "jsonrpc varlink" ] || fail "the restarted switchd was passed '$(fd_names)', not both sockets"
   after=$(snapshot)
   [ "$before" = "$after" ] || fail "values, holds, revisions or history changed in the upgrade:
 $(diff <(echo "$before") <(echo "$after"))"
-  say "upgrade from $(in_box dpkg-deb -f /var/tmp/switchd-old.deb Version) ($(basename "$old_deb" .deb | cut -c1-7)): ok (service restarted; $(ctl list | wc -l) values, the hold, $(echo "$after" | grep '^revision:') and $(ctl history | wc -l) lines of history kept)"
+  say "upgrade from $(in_box dpkg-deb -f /var/tmp/switchd-old.deb Version) ($(basename "$old_deb" .deb | cut -c1-7)): ok (service restarted, both sockets left listening on the same inodes; $(ctl list | wc -l) values, the hold, $(echo "$after" | grep '^revision:') and $(ctl history | wc -l) lines of history kept)"
 else
   install_deb /var/tmp/switchd-new.deb
 fi
@@ -299,6 +328,30 @@ in_box systemctl stop switchd.service
 is_active switchd.socket || fail "switchd.socket went down with the service"
 say "stop: ok (Result=success, the socket still listening)"
 
+# --- the varlink socket turned off, and on again ------------------------------------------
+# disable --now must last: switchd.service neither wants the varlink socket
+# nor names it in Sockets= (which implies Wants=), or the next start of the
+# service would start it again.
+ctl status >/dev/null
+[ "$(fd_names)" = "jsonrpc varlink" ] || fail "switchd was passed '$(fd_names)', not both sockets"
+in_box systemctl disable --now switchd-varlink.socket >/dev/null 2>&1
+in_box systemctl restart switchd.service
+until_ok 30 "switchd did not come back after a restart" is_active switchd.service
+! is_active switchd-varlink.socket ||
+  fail "switchd-varlink.socket, disabled and stopped, came back with a restart of switchd.service"
+in_box test ! -e /run/switchd/io.switchd.Switches || fail "/run/switchd/io.switchd.Switches is there with its socket off"
+[ "$(fd_names)" = jsonrpc ] || fail "with the varlink socket off switchd was passed '$(fd_names)'"
+ctl status >/dev/null || fail "switchctl status failed with the varlink socket off"
+# On again, as switchd-varlink.socket says: enabled, started while the service is stopped.
+in_box systemctl enable switchd-varlink.socket >/dev/null 2>&1
+# (systemctl warns that the sockets can still activate the service: quiet.)
+in_box systemctl stop switchd.service 2>/dev/null || fail "systemctl stop switchd.service failed"
+in_box systemctl start switchd-varlink.socket || fail "switchd-varlink.socket did not start again"
+ctl status >/dev/null || fail "switchctl status failed after the varlink socket was turned on again"
+[ "$(fd_names)" = "jsonrpc varlink" ] || fail "with the varlink socket on again switchd was passed '$(fd_names)'"
+in_box systemctl stop switchd.service 2>/dev/null || fail "systemctl stop switchd.service failed"
+say "varlink socket: disable --now lasted across a restart of switchd (passed jsonrpc only); enabled again, both passed"
+
 # --- the watchdog ------------------------------------------------------------------------
 ctl on ci.probe >/dev/null
 ctl toggle bluetooth >/dev/null
@@ -315,6 +368,42 @@ after=$(snapshot)
 [ "$before" = "$after" ] || fail "values changed across the watchdog restart:
 $(diff <(echo "$before") <(echo "$after"))"
 say "watchdog: ok (SIGSTOP'd pid $pid killed and restarted as $(main_pid), every value kept)"
+
+# --- restoring a backup as docs/configuration.md says --------------------------------------
+# The sh block after "**Restoring.**", run command by command (without sudo).
+# Between its first command (the stop) and the file's replacement a client
+# connects: it must find nothing listening, and switchd must stay stopped
+# (stopping only switchd.service left the sockets to start it again on the
+# file being replaced).
+restore=$(awk '/^\*\*Restoring\.\*\*/ { r = 1 } r && /^```sh$/ { b = 1; next } b && /^```$/ { exit } b' \
+  "$repo/docs/configuration.md" | sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | sed 's/^sudo //')
+[ -n "$restore" ] || fail "no restore commands found in docs/configuration.md (\"**Restoring.**\" and a sh block)"
+backup=$(grep -o '/root/[^ ]*\.db' <<<"$restore" | head -1)
+[ -n "$backup" ] || fail "the documented restore names no backup under /root: $restore"
+in_box rm -f "$backup"
+ctl backup "$backup" >/dev/null || fail "switchctl backup $backup failed"
+values() { local key; for key in $(ctl list | awk '{ print $1 }'); do echo "$key: $(ctl get "$key")"; done; }
+backed=$(values)
+was=$(ctl get bluetooth)
+ctl toggle bluetooth >/dev/null
+first=1
+while read -r command; do
+  in_box sh -c "$command" || fail "the documented restore command failed: $command"
+  if [ -n "$first" ]; then
+    first=
+    if ctl status >/dev/null 2>&1; then
+      fail "after the documented '$command' a client still reached switchd (the file would be replaced under it)"
+    fi
+    ! is_active switchd.service ||
+      fail "after the documented '$command' a client's connection started switchd again"
+  fi
+done <<<"$restore"
+ctl status >/dev/null || fail "switchd did not start on a connection after the documented restore"
+is_active switchd-varlink.socket || fail "the documented restore left switchd-varlink.socket stopped"
+[ "$(ctl get bluetooth)" = "$was" ] || fail "the restore did not bring back bluetooth's backed-up value ($was)"
+[ "$(values)" = "$backed" ] || fail "the restored values differ from the backup's:
+$(diff <(echo "$backed") <(values))"
+say "restore as documented: ok (nothing listening while the file was replaced; the backup's values back)"
 
 # --- the sandbox -------------------------------------------------------------------------
 exposure=$(in_box systemd-analyze security switchd.service --no-pager | grep -i 'overall exposure' || true)
