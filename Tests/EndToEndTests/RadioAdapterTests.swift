@@ -18,7 +18,11 @@ import Testing
   /// prints it and ends, like an rfkill that lost its device.
   static let fakeRfkill = #"""
     #!/bin/sh
-    [ "$1" = event ] || { echo "rfkill: only event here" >&2; exit 1; }
+    if [ "$1" = --noheadings ]; then
+      case "$5" in wlan) t=1 ;; bluetooth) t=2 ;; *) t=0 ;; esac
+      grep " type $t op 0 " "$FAKE_EVENTS" | sed 's/.* idx \([0-9]*\) .*/\1/'; exit 0
+    fi
+    [ "$1" = event ] || { echo "rfkill: only event and list here" >&2; exit 1; }
     [ -n "${FAKE_EVENTS_END-}" ] && exec cat "$FAKE_EVENTS"
     exec tail -n +1 -f "$FAKE_EVENTS"
     """#
@@ -157,6 +161,17 @@ import Testing
     try machine.append(Self.event(3, type: 1, op: 0, soft: 0))
     #expect(
       watch.says(["off", "on", "off", "no wlan radio on this machine", "on"]), "\(watch.lines)")
+  }
+
+  /// No radio of its type at the start: no event would ever say so (events
+  /// come only for radios that exist), so the list read first does.
+  @Test func rfkillWatchSaysAtTheStartWhenThereIsNoRadioOfItsType() throws {
+    let machine = try Machine(fakes: ["rfkill": Self.fakeRfkill])
+    try machine.append(Self.event(1, type: 2, op: 0, soft: 0))  // bluetooth only
+    let watch = try machine.watch("rfkill-watch", ["wlan"])
+    #expect(watch.says(["no wlan radio on this machine"]), "\(watch.lines)")
+    try machine.append(Self.event(2, type: 1, op: 0, soft: 0))
+    #expect(watch.says(["no wlan radio on this machine", "on"]), "\(watch.lines)")
   }
 
   @Test func rfkillWatchExitsWithAReasonWhenTheEventsEnd() throws {

@@ -245,7 +245,7 @@ import Testing
       "SocketMode=0600 does not apply to \(varlink): systemd made it (mode 0644); "
         + "set SocketMode= for switchd-varlink.socket (systemctl edit switchd-varlink.socket)",
       "VarlinkSocket= is empty, but systemd passed a varlink socket (\(varlink)), "
-        + "which is served; for none, systemctl mask --now switchd-varlink.socket",
+        + "which is served; for none, systemctl disable --now switchd-varlink.socket",
     ] {
       #expect(daemon.log.contains("<4>" + line), "\(daemon.log)")
     }

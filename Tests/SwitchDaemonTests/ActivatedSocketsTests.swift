@@ -45,7 +45,7 @@ import Testing
         == [
           "VarlinkSocket= is empty, but systemd passed a varlink socket "
             + "(/run/switchd/io.switchd.Switches), which is served; for none, "
-            + "systemctl mask --now switchd-varlink.socket"
+            + "systemctl disable --now switchd-varlink.socket"
         ])
     #expect(
       ActivatedSockets.mismatches(
@@ -60,7 +60,8 @@ import Testing
         == [
           "no varlink socket: systemd passed none, so "
             + "VarlinkSocket=/run/switchd/io.switchd.Switches is not bound "
-            + "(systemctl enable --now switchd-varlink.socket; VarlinkSocket= empty for none)"
+            + "(systemctl enable switchd-varlink.socket, then stop switchd.service and start "
+            + "switchd-varlink.socket; VarlinkSocket= empty for none)"
         ])
   }
 

@@ -31,7 +31,7 @@ enum ActivatedSockets {
     case (let passed?, nil):
       found.append(
         "VarlinkSocket= is empty, but systemd passed a varlink socket (\(passed.path)), "
-          + "which is served; for none, systemctl mask --now switchd-varlink.socket")
+          + "which is served; for none, systemctl disable --now switchd-varlink.socket")
     case (let passed?, let wanted?) where passed.path != wanted:
       found.append(
         "varlink is served on \(passed.path), the socket systemd passed, not on "
@@ -39,7 +39,8 @@ enum ActivatedSockets {
     case (nil, let wanted?) where jsonRPC != nil:
       found.append(
         "no varlink socket: systemd passed none, so VarlinkSocket=\(wanted) is not bound "
-          + "(systemctl enable --now switchd-varlink.socket; VarlinkSocket= empty for none)")
+          + "(systemctl enable switchd-varlink.socket, then stop switchd.service and start "
+          + "switchd-varlink.socket; VarlinkSocket= empty for none)")
     default:
       break
     }
