@@ -305,9 +305,13 @@ in_box systemctl reload switchd.service || fail "systemctl reload switchd failed
 [ "$(main_pid)" = "$pid" ] || fail "systemctl reload restarted switchd"
 reloaded() { in_box journalctl -u switchd.service --since "$since" --no-pager -o cat | grep -qi reload; }
 until_ok 10 "no reload line in the journal after systemctl reload" reloaded
-# A broken file: the reload is refused with an error, and the service stays.
+# A broken file: the reload is refused with an error, `systemctl reload` says
+# so (ExecReload= is switchctl reload, which waits for the answer), and the
+# service stays.
 printf '[broken\n' >"$root/etc/switchd/switches.d/95-ci-broken.conf"
-in_box systemctl reload switchd.service || true
+if in_box systemctl reload switchd.service; then
+  fail "systemctl reload succeeded with a broken configuration file"
+fi
 refused() { [ -n "$(in_box journalctl -u switchd.service --since "$since" -p warning --no-pager -o cat)" ]; }
 until_ok 10 "the refused reload logged nothing at warning or above" refused
 rm "$root/etc/switchd/switches.d/95-ci-broken.conf"
@@ -319,7 +323,7 @@ priorities=$(in_box journalctl -u switchd.service --no-pager -o json --output-fi
 if in_box journalctl -u switchd.service --no-pager -o cat | grep -q '^<[0-7]>'; then
   fail "journald shows a <N> prefix in a message: the priority was not parsed"
 fi
-say "reload: ok (SIGHUP via systemctl; a broken file refused); journal priorities: $priorities"
+say "reload: ok (switchctl reload via systemctl; a broken file refused, and systemctl reload failed); journal priorities: $priorities"
 
 in_box systemctl stop switchd.service
 [ "$(in_box systemctl is-active switchd.service)" = inactive ] || fail "switchd.service is not inactive after stop"
