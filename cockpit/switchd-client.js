@@ -65,6 +65,13 @@
             this.nextId = 1;
             this.pending = new Map();
             this.isClosed = false;
+            /**
+             * The last error the daemon sent with `id: null` and nothing
+             * after it (an RpcError), or null: a connection turned away (a
+             * limit: `Overloaded`) gets one such error and is closed, and
+             * this is why.
+             */
+            this.farewell = null;
         }
 
         /** Sends a request; resolves with its result, rejects with RpcError. */
@@ -95,6 +102,12 @@
         }
 
         dispatch(message) {
+            if (message.id === null && message.error) {
+                const e = message.error;
+                this.farewell = new RpcError(e.code, e.message, e.data);
+                return;
+            }
+            this.farewell = null; // the conversation went on after it
             if (message.method !== undefined && message.id === undefined) {
                 this.onNotification(message.method, message.params || {});
                 return;
@@ -111,12 +124,16 @@
             }
         }
 
-        /** The transport ended: every call still waiting fails. */
+        /**
+         * The transport ended: every call still waiting fails, with the
+         * daemon's own sentence when it said why (`farewell`).
+         */
         closed(problem) {
             if (this.isClosed)
                 return;
             this.isClosed = true;
-            const error = new RpcError(0, problem || "The connection to switchd closed.",
+            const said = this.farewell ? this.farewell.message : null;
+            const error = new RpcError(0, said || problem || "The connection to switchd closed.",
                                        { name: "Disconnected" });
             for (const waiter of this.pending.values())
                 waiter.reject(error);
@@ -384,6 +401,9 @@
                 if (connection.lostReported)
                     return;
                 connection.lostReported = true;
+                // The daemon said why it closed (a limit): that, not a guess.
+                if (connection.farewell)
+                    problem = connection.farewell.message;
                 connection.closed(problem);
                 if (connection !== this.connection && this.connection !== null)
                     return;

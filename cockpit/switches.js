@@ -76,7 +76,9 @@ function connectThroughCockpit(onNotification, onClosed) {
         close: () => channel.close(),
     }, onNotification);
     channel.addEventListener("message", (event, data) => connection.receive(data));
-    channel.addEventListener("close", (event, options) => onClosed(describeClose(options)));
+    // Turned away (a limit), switchd says why in an error before it closes.
+    channel.addEventListener("close", (event, options) =>
+        onClosed(connection.farewell ? connection.farewell.message : describeClose(options)));
     return Promise.resolve(connection);
 }
 

@@ -242,3 +242,30 @@ test("an event's times (pendingUntil, expiresAt, readOnlyUntil, disabledUntil) a
     assert.equal(table.switches.get("wifi").pendingUntil, null);
     assert.equal(table.switches.get("wifi").readOnlyUntil, "2026-12-01T01:00:00.000Z");
 });
+
+test("a connection the daemon turns away says the daemon's reason", async () => {
+    const statuses = [];
+    const refusal = { code: -32008, data: { name: "Overloaded" },
+                      message: "The daemon is at a limit: too many connections for uid 1001 (MaxConnectionsPerUser=1)." };
+    const connect = (onNotification, onClosed) => {
+        const connection = new RpcConnection(fakeTransport(), onNotification);
+        setTimeout(() => {
+            connection.receive(JSON.stringify({ jsonrpc: "2.0", id: null, error: refusal }) + "\n");
+            onClosed("switchd closed the connection (it stopped or restarted).");
+        }, 0);
+        return Promise.resolve(connection);
+    };
+    const watch = new ResumableWatch({
+        connect, onChange: () => {}, onStatus: (status, problem) => statuses.push([status, problem]),
+        schedule: () => 1,
+    });
+    watch.start();
+    await new Promise(r => setTimeout(r, 0)); // after the transport's message and close
+    assert.deepEqual(statuses, [["disconnected", refusal.message]]);
+    // An error with id null that the conversation went on after is not why it closed.
+    const c = new RpcConnection(fakeTransport());
+    c.receive(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error.",
+                                                                 data: { name: "ParseError" } } }) + "\n");
+    c.receive('{"jsonrpc":"2.0","method":"changed","params":{"revision":7}}\n');
+    assert.equal(c.farewell, null);
+});

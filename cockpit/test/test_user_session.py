@@ -25,6 +25,19 @@ print(answer.decode())
 """
 
 
+# Holds one connection to the socket (argv[1]) until stdin closes.
+HOLD = """import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b'{"jsonrpc": "2.0", "id": 1, "method": "status"}\\n')
+answer = b""
+while b"\\n" not in answer:
+    answer += s.recv(65536)
+print("connected", flush=True)
+sys.stdin.read()
+"""
+
+
 @pytest.fixture(scope="module")
 def account():
     return ensure_user(USER)
@@ -107,6 +120,37 @@ def test_a_switch_this_account_may_not_change_says_why(browser, account):
         expect(page.get_by_text(reason, exact=True)).to_be_visible()
         expect(page.get_by_text("Read-only for you", exact=False)).to_have_count(0)
     finally:
+        context.close()
+        cockpit.stop()
+        daemon.cleanup()
+
+
+def test_a_connection_switchd_turns_away_says_why(browser, account):
+    """Beyond MaxConnectionsPerUser switchd answers a new connection with an
+    Overloaded error (id null) and closes it: the page shows that sentence,
+    not a guess that switchd stopped, and connects once there is room."""
+    daemon = Daemon(settings="MaxConnectionsPerUser=1\n").start()
+    # The account's one connection, held until its stdin closes.
+    holder = subprocess.Popen(as_user(USER) + [sys.executable, "-c", HOLD, daemon.socket],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    cockpit = Cockpit(user=USER).start()
+    context = browser.new_context()
+    try:
+        assert holder.stdout.readline().strip() == "connected"
+        page = context.new_page()
+        page.goto(cockpit.url(daemon.socket))
+        expect(page.get_by_role("status")).to_contain_text(
+            "The daemon is at a limit: too many connections for uid", timeout=30000)
+        expect(page.get_by_role("status")).to_contain_text("MaxConnectionsPerUser=1")
+        expect(page.get_by_role("status")).not_to_contain_text("stopped or restarted")
+        holder.stdin.close()
+        holder.wait(timeout=30)
+        expect(page.get_by_role("switch", name="Wi-Fi", exact=True)).to_be_visible(timeout=30000)
+        expect(page.get_by_role("status")).to_be_hidden()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
         context.close()
         cockpit.stop()
         daemon.cleanup()
