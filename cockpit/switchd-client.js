@@ -271,11 +271,20 @@
      *   "schema", "write").
      * options.onStatus("connected" | "disconnected", problem) on each turn.
      * options.retryDelays: milliseconds between reconnection tries.
+     * options.prepare(connection) → Promise: called on each new connection
+     *   before its `watch` (to learn who the daemon sees, and set `user`).
+     *
+     * `user`: null, or the uid whose values of user-scope switches the watch
+     * (and its `list` and `get`) shows: an administrator acting for a person
+     * (PROTOCOL "Acting as a user"). A connection that watches for another
+     * user than the last one starts from a snapshot, not with `since`.
      */
     class ResumableWatch {
         constructor(options) {
             this.options = options;
             this.keys = options.keys;
+            this.user = options.user === undefined ? null : options.user;
+            this.snapshotUser = null;
             this.table = new SwitchTable();
             this.connection = null;
             this.watchId = null;
@@ -322,8 +331,10 @@
             }
             this.connection = connection;
             try {
-                const params = this.keys ? { keys: this.keys } : {};
-                if (this.hasSnapshot) {
+                if (this.options.prepare)
+                    await this.options.prepare(connection);
+                const params = this.asUser(this.keys ? { keys: this.keys } : {});
+                if (this.hasSnapshot && this.snapshotUser === this.user) {
                     // Resume: the replay from `since` comes as events, and a
                     // `list` brings what the schema may have changed meanwhile.
                     params.since = this.table.revision;
@@ -346,6 +357,7 @@
                     this.watchId = answer.watch;
                     this.table.reset(answer.switches, answer.revision);
                     this.hasSnapshot = true;
+                    this.snapshotUser = this.user;
                 }
             } catch (e) {
                 if (!connection.isClosed)
@@ -358,9 +370,14 @@
             this.options.onChange(this.table, "snapshot");
         }
 
+        /** `params` with `user` when the watch is for someone else than the caller. */
+        asUser(params) {
+            return this.user === null ? params : { ...params, user: this.user };
+        }
+
         /** Re-reads the schema with `list` and merges it by revision. */
         async refreshSchema() {
-            const listed = await this.connection.call("list", {});
+            const listed = await this.connection.call("list", this.asUser({}));
             const matching = listed.switches.filter(s => this.matches(s.key));
             for (const s of matching)
                 this.table.mergeSwitch(s);

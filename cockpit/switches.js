@@ -84,10 +84,57 @@ function connectThroughCockpit(onNotification, onClosed) {
 
 const watch = new ResumableWatch({
     connect: connectThroughCockpit,
+    prepare: learnWhoTheDaemonSees,
     onChange: table => draw(table),
     onStatus: connectionChanged,
     retryDelays: [200, 400, 800, 1000],
 });
+
+/** The logged-in person's uid (a promise; null if Cockpit cannot say). */
+let loginUidAsked = null;
+function loginUid() {
+    if (!loginUidAsked) {
+        loginUidAsked = new Promise(resolve => {
+            cockpit.user().then(user => resolve(typeof user.id === "number" ? user.id : null),
+                                () => resolve(null));
+        }).then(uid => {
+            if (uid === null)
+                loginUidAsked = null; // asked again on the next connection
+            return uid;
+        });
+    }
+    return loginUidAsked;
+}
+
+/**
+ * Before each watch: whom switchd sees on this connection (`status`), and
+ * whose values the page shows. With administrative access the channel
+ * (`superuser: "try"`) is root's, and a user-scope switch read or written
+ * as root is root's own value (SEMANTICS rule 11): the page then names the
+ * logged-in person (`"user": uid`, an administrator's right) on everything
+ * it reads and writes of user-scope switches, so "Your own setting." is.
+ * Anyone else is seen as the person (the bridge runs as them).
+ */
+async function learnWhoTheDaemonSees(connection) {
+    let status = null;
+    try {
+        status = await connection.call("status", {});
+    } catch (e) {
+        if (e.name === "Disconnected")
+            throw e;
+        // A daemon without `status`: learnWhoIAm asks another way.
+    }
+    const caller = status && status.caller ? status.caller : {};
+    page.status = status;
+    page.uid = typeof caller.uid === "number" ? caller.uid : null;
+    const person = caller.administrator === true && page.uid !== null ? await loginUid() : null;
+    watch.user = person !== null && person !== page.uid ? person : null;
+}
+
+/** The parameters of a call about `s`, with the person's uid where the page acts for them. */
+function forUser(s, params) {
+    return s && s.scope === "user" ? watch.asUser(params) : params;
+}
 
 function connectionChanged(status, problem) {
     page.connected = status === "connected";
@@ -95,7 +142,7 @@ function connectionChanged(status, problem) {
     if (page.connected) {
         page.everConnected = true;
         connectionNode.textContent = "";
-        learnWhoIAm();
+        learnWhoIAm(page.status);
     } else if (page.everConnected) {
         connectionNode.textContent = `${problem} The page reconnects by itself; what it shows may be out of date.`;
     } else {
@@ -105,29 +152,24 @@ function connectionChanged(status, problem) {
 }
 
 /**
- * Asks the daemon whether this caller administers it: `status` says so in
- * `caller`; a daemon without it is asked by a `disable` without a key, which
- * an administrator gets `InvalidParams` for and anyone else
- * `PermissionDenied` (the method's check comes first), changing nothing.
+ * Whether this caller administers switchd: `status` (asked before the
+ * watch) says so in `caller`; a daemon without it is asked by a `disable`
+ * without a key, which an administrator gets `InvalidParams` for and anyone
+ * else `PermissionDenied` (the method's check comes first), changing nothing.
  */
-async function learnWhoIAm() {
-    let administrator = null;
-    try {
-        const status = await watch.call("status", {});
-        if (status.caller && typeof status.caller.uid === "number")
-            page.uid = status.caller.uid;
-        if (status.caller && typeof status.caller.administrator === "boolean") {
-            administrator = status.caller.administrator;
-        } else {
-            try {
-                await watch.call("disable", {});
-                administrator = true;
-            } catch (e) {
-                administrator = e.name === "InvalidParams";
-            }
+async function learnWhoIAm(status) {
+    let administrator;
+    if (status && status.caller && typeof status.caller.administrator === "boolean") {
+        administrator = status.caller.administrator;
+    } else {
+        try {
+            await watch.call("disable", {});
+            administrator = true;
+        } catch (e) {
+            if (e.name === "Disconnected")
+                return; // asked again on the next connection
+            administrator = e.name === "InvalidParams";
         }
-    } catch (e) {
-        return; // disconnected meanwhile: asked again on the next connection
     }
     if (administrator !== page.administrator) {
         page.administrator = administrator;
@@ -572,7 +614,7 @@ async function learnMaker(row, until) {
     row.makerUid = null;
     let entries;
     try {
-        entries = (await watch.call("history", { key: row.key, limit: 10 })).entries;
+        entries = (await watch.call("history", forUser(row.switch, { key: row.key, limit: 10 }))).entries;
     } catch (e) {
         row.makerOf = null; // asked again on the next draw
         return;
@@ -604,7 +646,7 @@ async function settle(row, method) {
     setFlag(row.undo, "aria-disabled", true);
     showAlert(row, "");
     try {
-        const answer = await watch.call(method, { key: s.key });
+        const answer = await watch.call(method, forUser(s, { key: s.key }));
         row.settling = false;
         watch.takeSwitch(answer.switch);
     } catch (e) {
@@ -622,7 +664,8 @@ async function turnOffFor(row, time) {
     row.busy = true;
     showAlert(row, "");
     try {
-        const answer = await watch.call("set", { key: s.key, checked: false, ifRevision: s.revision || 0, ...time });
+        const answer = await watch.call("set", forUser(s, { key: s.key, checked: false, ifRevision: s.revision || 0,
+                                                           ...time }));
         row.busy = false;
         watch.takeSwitch(answer.switch);
     } catch (e) {
@@ -641,7 +684,7 @@ async function activate(row) {
     row.busy = true;
     row.pending = !s.checked;
     showAlert(row, "");
-    const params = { key: s.key, checked: !s.checked, ifRevision: s.revision || 0 };
+    const params = forUser(s, { key: s.key, checked: !s.checked, ifRevision: s.revision || 0 });
     const tried = triesChanges(s);
     if (tried)
         params.confirmWithin = TRIED_SECONDS; // revertOnDisconnect: true, the default
@@ -676,7 +719,7 @@ async function refused(row, error) {
     if (error.name === "Disconnected")
         return;
     try {
-        watch.takeSwitch(await watch.call("get", { key: row.key }));
+        watch.takeSwitch(await watch.call("get", forUser(row.switch, { key: row.key })));
     } catch (e) {
         // the switch went away or the daemon did: the watch redraws
     }
@@ -727,7 +770,7 @@ async function loadHistory(row) {
     row.loadingHistory = serial;
     let entries;
     try {
-        entries = (await watch.call("history", { key: row.key, limit: 10 })).entries;
+        entries = (await watch.call("history", forUser(row.switch, { key: row.key, limit: 10 }))).entries;
     } catch (e) {
         if (row.loadingHistory === serial)
             row.history.replaceChildren(element("p", { class: "muted" }, `The history could not be read: ${e.message}`));

@@ -269,3 +269,39 @@ test("a connection the daemon turns away says the daemon's reason", async () => 
     c.receive('{"jsonrpc":"2.0","method":"changed","params":{"revision":7}}\n');
     assert.equal(c.farewell, null);
 });
+
+test("a watch for another user (an administrator acting for the person) names it, and starts over when it changes", async () => {
+    const daemon = fakeDaemon();
+    let pendingRetry = null;
+    const lists = [];
+    const connect = (onNotification, onClosed) => daemon.connect(onNotification, onClosed).then(connection => {
+        const send = connection.transport.send;
+        connection.transport.send = (text) => {
+            const request = JSON.parse(text);
+            if (request.method === "list")
+                lists.push(request.params);
+            send(text);
+        };
+        return connection;
+    });
+    let uid = 1001;
+    const watch = new ResumableWatch({
+        connect, onChange: () => {}, schedule: (fn) => { pendingRetry = fn; return 1; },
+        prepare: async () => { watch.user = uid; },
+    });
+    watch.start();
+    await new Promise(r => setTimeout(r, 0));
+    assert.deepEqual(watch.asUser({ key: "wifi" }), { key: "wifi", user: 1001 });
+    daemon.notify("changed", change(3, false));
+    daemon.drop();
+    pendingRetry();
+    await new Promise(r => setTimeout(r, 0));
+    assert.deepEqual(lists, [{ user: 1001 }], "the resume's list is the person's too");
+    daemon.drop();
+    uid = null; // this time the daemon sees the person (no administrative access)
+    pendingRetry();
+    await new Promise(r => setTimeout(r, 0));
+    assert.deepEqual(daemon.watchCalls, [{ user: 1001 }, { user: 1001, since: 3 }, {}],
+                     "another user's values are a new snapshot, not a resume");
+    watch.stop();
+});

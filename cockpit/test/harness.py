@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -196,10 +197,99 @@ def free_port():
         return s.getsockname()[1]
 
 
-class Cockpit:
-    """cockpit-ws with a local session (no login), serving this package."""
+# The superuser bridge's command, run by the session's bridge as the user:
+# it hands its stdin (a socket: the privileged bridge first asks for the
+# parent's stderr, passed as a descriptor) and what comes back on to
+# RootBridges' socket, argv[1].
+SUPERUSER_RELAY = """import os, socket, sys, threading
+parent = socket.socket(fileno=0)
+root = socket.socket(socket.AF_UNIX)
+root.connect(sys.argv[1])
+def back():
+    while True:
+        data = root.recv(65536)
+        if not data:
+            os._exit(0)
+        os.write(1, data)
+threading.Thread(target=back, daemon=True).start()
+while True:
+    data, fds, _, _ = socket.recv_fds(parent, 65536, 4)
+    if not data:
+        break
+    socket.send_fds(root, [data], fds)
+    for fd in fds:
+        os.close(fd)
+root.shutdown(socket.SHUT_WR)
+threading.Event().wait()
+"""
 
-    def __init__(self, user=None):
+
+class RootBridges:
+    """Cockpit's administrative access ("superuser") for an ordinary
+    account's session, without sudo or a change to the system: a package
+    in the session's XDG_DATA_DIRS declares a privileged bridge whose
+    command (SUPERUSER_RELAY) connects to a socket only that account may
+    open, and this test process, root, runs `cockpit-bridge --privileged`
+    on each connection, as sudo would."""
+
+    def __init__(self, directory, user):
+        entry = pwd.getpwnam(user)
+        package = directory / "share" / "cockpit" / "switchd-test-superuser"
+        package.mkdir(parents=True)
+        path = str(directory / "superuser.sock")
+        self.listener = socket.socket(socket.AF_UNIX)
+        self.listener.bind(path)
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+        os.chmod(path, 0o600)
+        self.listener.listen()
+        (package / "manifest.json").write_text(json.dumps({"bridges": [{
+            "privileged": True, "spawn": ["/usr/bin/python3", "-c", SUPERUSER_RELAY, path]}]}))
+        self.bridges = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            with connection:
+                self.bridges.append(subprocess.Popen(
+                    ["cockpit-bridge", "--privileged"], stdin=connection.fileno(), stdout=connection.fileno(),
+                    env={"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8",
+                         "HOME": "/root", "USER": "root", "LOGNAME": "root"},
+                    start_new_session=True))
+
+    def stop(self):
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept (close alone does not)
+        except OSError:
+            pass
+        self.listener.close()
+        self.thread.join()
+        for bridge in self.bridges:
+            kill_group(bridge)
+
+
+def start_superuser(page):
+    """Turns on the session's administrative access (cockpit.Superuser on
+    the bridge's internal bus, as Cockpit's shell does) and reloads the page,
+    whose channels then open as root."""
+    outcome = page.evaluate("""() => new Promise(resolve => {
+        const proxy = cockpit.dbus(null, { bus: "internal" }).proxy("cockpit.Superuser", "/superuser");
+        proxy.wait(() => proxy.call("Start", [proxy.Bridges[0]]).then(() => resolve("started"),
+                                                                   e => resolve(String(e))));
+    })""")
+    assert outcome == "started", outcome
+    page.reload()
+
+
+class Cockpit:
+    """cockpit-ws with a local session (no login), serving this package;
+    `superuser`: the session may turn on administrative access (RootBridges)."""
+
+    def __init__(self, user=None, superuser=False):
         self.user = user
         self.directory = Path(tempfile.mkdtemp(prefix="cockpit-ws-"))
         os.chmod(self.directory, 0o755)
@@ -207,6 +297,7 @@ class Cockpit:
         # account that cannot read the checkout still can.
         shutil.copytree(PACKAGE, self.directory / "share" / "cockpit" / "switchd",
                         ignore=shutil.ignore_patterns("test"))
+        self.root_bridges = RootBridges(self.directory, user) if superuser else None
         self.port = free_port()
         self.process = None
 
@@ -254,6 +345,8 @@ class Cockpit:
     def stop(self):
         kill_group(self.process)
         self.process = None
+        if self.root_bridges is not None:
+            self.root_bridges.stop()
         self.log.close()
         shutil.rmtree(self.directory, ignore_errors=True)
 
