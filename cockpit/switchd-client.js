@@ -152,36 +152,63 @@
         // Time (SEMANTICS rules 20–22): null, or when it ends (UTC).
         "pendingUntil", "expiresAt", "readOnlyUntil", "disabledUntil"];
 
+    /** Who holds or disables a switch: an event that changes one of these asks for the whole switch. */
+    const HOLD_FIELDS = ["readOnly", "heldBy", "disabled", "disabledBy"];
+
+    /**
+     * Members of a Switch that follow its hold but are not in events: what
+     * this caller may do with it and the policy line that holds it. An
+     * older answer still brings them when it shows the same hold.
+     */
+    const HOLD_FOLLOWERS = ["writable", "writableReason", "policySource"];
+
+    /** Whether `a` and `b` are held and disabled alike (absent counts as null). */
+    function sameHold(a, b) {
+        return HOLD_FIELDS.every(name => (a[name] ?? null) === (b[name] ?? null));
+    }
+
     /**
      * Notes on `s` whether this caller may write it at all (`mayWrite`), and
-     * why not (`mayWriteReason`): `writable: false` on a switch that is
-     * neither held nor disabled says the caller may not write (not a
-     * Writer), and its `writableReason` is the daemon's sentence for that;
-     * `writable` absent (an older daemon) leaves it to trying.
+     * why not (`mayWriteReason`), from a whole Switch the daemon sent
+     * (`said`): `writable: true` says it may; `writable: false` on a switch
+     * that is neither held nor disabled says it may not (not a Writer), and
+     * its `writableReason` is the daemon's sentence for that. `writable:
+     * false` on a held or disabled switch says nothing either way (the hold
+     * is reason enough), so `mayWrite` stays as it was: unknown, until the
+     * daemon is asked again. `writable` absent (an older daemon) leaves it
+     * to trying.
      */
-    function noteWritable(s) {
-        if (s.writable === true) {
+    function noteWritable(s, said) {
+        if (said.writable === undefined) {
             s.mayWrite = true;
-        } else if (s.writable === false && !s.disabled && !s.readOnly) {
+            s.writable = !s.disabled && !s.readOnly;
+            s.writableReason = null;
+        } else if (said.writable === true) {
+            s.mayWrite = true;
+        } else if (!s.disabled && !s.readOnly) {
             s.mayWrite = false;
             s.mayWriteReason = s.writableReason || null;
         }
-        if (s.writable === undefined)
-            s.writable = !s.disabled && !s.readOnly && s.mayWrite !== false;
+        s.writableUnknown = false;
         return s;
     }
 
     /**
      * `writable` and `writableReason` after an event changed the hold or the
-     * disable (events carry neither): a free switch is writable by whoever
-     * may write, and says the daemon's reason to whoever may not; a held or
-     * disabled one is taken as not writable (an administrator may still set
-     * some: `get` says so) and its hold or disable says why.
+     * disable (events carry neither), until the daemon's answer to `get`
+     * says (ResumableWatch asks it): a free switch is writable by whoever is
+     * known to write it, says the daemon's reason to whoever is known not
+     * to, and is not writable, with no reason yet (`writableUnknown`), for
+     * a caller the daemon has not said either of (it was held or disabled
+     * in every Switch seen so far). A held or disabled one is taken as not
+     * writable (an administrator may still set some: `get` says so) and its
+     * hold or disable says why.
      */
     function guessWritable(s) {
         const free = !s.disabled && !s.readOnly;
-        s.writable = free && s.mayWrite !== false;
+        s.writable = free && s.mayWrite === true;
         s.writableReason = free && s.mayWrite === false ? s.mayWriteReason || null : null;
+        s.writableUnknown = free && s.mayWrite === undefined;
     }
 
     /**
@@ -201,41 +228,48 @@
         reset(switches, revision) {
             this.switches = new Map();
             for (const s of switches)
-                this.switches.set(s.key, noteWritable({ ...s }));
+                this.switches.set(s.key, noteWritable({ ...s }, s));
             this.revision = Math.max(revision || 0, ...switches.map(s => s.revision || 0));
         }
 
         /**
          * Takes whole Switch objects (a write's answer, `data.switch` of a
-         * Conflict, a `list`): schema members always, State only when newer.
-         * Returns true if anything changed.
+         * Conflict, a `list`, a `get`): schema members always, State only
+         * when newer, and what follows the hold (HOLD_FOLLOWERS) when newer
+         * or of the same hold. Returns true if anything changed.
          */
         mergeSwitch(incoming) {
             const held = this.switches.get(incoming.key);
             if (!held) {
-                this.switches.set(incoming.key, noteWritable({ ...incoming }));
+                this.switches.set(incoming.key, noteWritable({ ...incoming }, incoming));
                 return true;
             }
             const before = JSON.stringify(held);
             const newer = (incoming.revision || 0) >= (held.revision || 0);
+            const followers = newer || sameHold(held, incoming);
             for (const [name, value] of Object.entries(incoming)) {
                 const isState = STATE_FIELDS.includes(name) || name === "revision" ||
-                    name === "changedAt" || name === "effective" || name === "writable" ||
-                    name === "writableReason";
-                if (!isState || newer)
+                    name === "changedAt" || name === "effective";
+                if (HOLD_FOLLOWERS.includes(name) ? followers : !isState || newer)
                     held[name] = value;
             }
-            noteWritable(held);
+            if (followers)
+                noteWritable(held, incoming);
             return JSON.stringify(held) !== before;
         }
 
-        /** Applies a `changed` event; false if it was seen already or unknown. */
+        /**
+         * Applies a `changed` event; false if it was seen already or
+         * unknown, "hold" if it changed who holds or disables the switch
+         * (then what the event cannot say, `writable` and `policySource`,
+         * is best asked again: `get`), true otherwise.
+         */
         applyEvent(event) {
             this.revision = Math.max(this.revision, event.revision);
             const held = this.switches.get(event.key);
             if (!held || (held.revision || 0) >= event.revision)
                 return false;
-            const was = { disabled: held.disabled, readOnly: held.readOnly };
+            const was = Object.fromEntries(HOLD_FIELDS.map(name => [name, held[name]]));
             for (const name of STATE_FIELDS) {
                 if (event.state && name in event.state)
                     held[name] = event.state[name];
@@ -243,12 +277,16 @@
             held.effective = held.checked && !held.disabled;
             held.revision = event.revision;
             held.changedAt = event.time;
-            // An event does not carry `writable`: the daemon's stays while
-            // neither the hold nor the disable changed, and is guessed when
-            // one did, until the daemon says otherwise.
-            if (held.disabled !== was.disabled || held.readOnly !== was.readOnly)
-                guessWritable(held);
-            return true;
+            if (sameHold(held, was))
+                return true;
+            // An event carries neither `writable` nor `policySource`: the
+            // daemon's stay while the hold stays, and are guessed when it
+            // changed, until the daemon says again. A policy line no longer
+            // names anything once no policy holds the switch.
+            guessWritable(held);
+            if (held.heldBy !== "policy" && held.disabledBy !== "policy")
+                held.policySource = null;
+            return "hold";
         }
 
         /** Keeps only `keys` (a `list` after a schema change). */
@@ -394,13 +432,33 @@
             if (connection !== this.connection || (this.watchId !== null && params.watch !== this.watchId))
                 return;
             if (method === "changed") {
-                if (this.table.applyEvent(params))
+                const applied = this.table.applyEvent(params);
+                if (applied)
                     this.options.onChange(this.table, "event", params.key);
+                if (applied === "hold")
+                    this.refreshSwitch(params.key);
             } else if (method === "schemaChanged") {
                 this.refreshSchema()
                     .then(() => this.options.onChange(this.table, "schema"))
                     .catch(() => {}); // a closed connection resumes and re-reads anyway
             }
+        }
+
+        /**
+         * Asks the daemon for the whole switch (`get`), for what events do
+         * not carry: whether this caller may write it now (`writable`, and
+         * why not) and the policy line that holds it.
+         */
+        async refreshSwitch(key) {
+            const connection = this.connection;
+            let s;
+            try {
+                s = await connection.call("get", this.asUser({ key }));
+            } catch (e) {
+                return; // gone, or disconnected: the resume's `list` brings it
+            }
+            if (connection === this.connection)
+                this.takeSwitch(s);
         }
 
         /** Takes a whole Switch from a write's answer or a Conflict's data. */

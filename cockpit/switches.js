@@ -390,8 +390,10 @@ function reasonText(s) {
     } else if (s.readOnly) {
         const by = { policy: "by policy", admin: "by an administrator" }[s.heldBy] || "";
         lines.push(s.readOnlyReason ? `Read-only: ${s.readOnlyReason}` : `Read-only, held ${by}.`.replace(" .", "."));
-    } else if (s.writable === false) {
+    } else if (s.writable === false && !s.writableUnknown) {
         // The daemon's sentence, the one a write would be refused with (say why).
+        // (Unknown just after a hold is lifted: until the daemon says, read-only
+        // and no sentence.)
         lines.push(s.writableReason || "You may not change this setting.");
     }
     if (s.disabled && s.disabledUntil)
@@ -789,7 +791,9 @@ async function loadHistory(row) {
         const since = entries.find(entry => entry.fields.includes(holding));
         let text = holding === "disabled" ? "Disabled" : "Held read-only";
         text += { policy: " by a policy", admin: " by an administrator", dependency: " by another switch" }[by] || "";
-        if (s.policySource)
+        // The policy line, where a policy holds it (the daemon's, refreshed
+        // whenever the holder changes: events do not carry it).
+        if (by === "policy" && s.policySource)
             text += ` (${s.policySource})`;
         if (since)
             text += ` since ${formatTime(since.time)}` + (by === "policy" ? "" : `, by ${actorText(since.actor)}`);

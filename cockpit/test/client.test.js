@@ -305,3 +305,96 @@ test("a watch for another user (an administrator acting for the person) names it
                      "another user's values are a new snapshot, not a resume");
     watch.stop();
 });
+
+test("a switch held in the snapshot is not taken as writable once the hold is lifted", () => {
+    // Held when first seen: `writable: false` then says nothing of whether
+    // this caller may write it when free (SEMANTICS: the Writers group).
+    const table = new SwitchTable();
+    const held = { readOnly: true, heldBy: "admin", readOnlyReason: "Held." };
+    table.reset([wifi({ ...held, writable: false, writableReason: null })], 1);
+    const freed = change(2, false);
+    assert.equal(table.applyEvent(freed), "hold", "an event that changes the hold asks for the switch");
+    const s = table.switches.get("wifi");
+    assert.equal(s.readOnly, false);
+    assert.equal(s.writable, false, "not guessed writable");
+    assert.equal(s.writableUnknown, true);
+    // The daemon's answer (a `get`) says; its sentence is kept through events.
+    const why = "You may not change wifi: only members of the group root may change system switches.";
+    table.mergeSwitch(wifi({ revision: 2, writable: false, writableReason: why }));
+    assert.equal(s.writable, false);
+    assert.equal(s.writableReason, why);
+    assert.equal(s.writableUnknown, false);
+    table.applyEvent({ ...change(3, false), state: { ...change(3, false).state, ...held } });
+    table.applyEvent(change(4, false));
+    assert.equal(s.writable, false);
+    assert.equal(s.writableReason, why);
+    // A Writer's switch held at first: free again, writable once the daemon says so.
+    const writer = new SwitchTable();
+    writer.reset([wifi({ ...held, writable: false })], 1);
+    writer.applyEvent(change(2, false));
+    writer.mergeSwitch(wifi({ revision: 2, writable: true }));
+    assert.equal(writer.switches.get("wifi").writable, true);
+});
+
+test("an older answer still brings writable and policySource when it shows the same hold", () => {
+    const table = new SwitchTable();
+    table.reset([wifi({ revision: 1, readOnly: true, heldBy: "admin", writable: false })], 1);
+    table.applyEvent(change(5, true)); // lifted at 5
+    // A `get` answered at 4 (before the lift): another hold, nothing taken.
+    table.mergeSwitch(wifi({ revision: 4, readOnly: true, heldBy: "admin", writable: true }));
+    assert.equal(table.switches.get("wifi").writable, false);
+    // A `get` answered at 5, its answer after an event of 6: the same hold.
+    table.applyEvent(change(6, false));
+    table.mergeSwitch(wifi({ revision: 5, checked: true, writable: true }));
+    assert.equal(table.switches.get("wifi").writable, true);
+    assert.equal(table.switches.get("wifi").checked, false, "no older state");
+});
+
+test("the policy line goes when no policy holds the switch, and a get brings the new one", () => {
+    const table = new SwitchTable();
+    const byPolicy = { readOnly: true, heldBy: "policy", readOnlyReason: "Policy says no.",
+                       policySource: "50-test.conf:1" };
+    table.reset([wifi({ ...byPolicy, writable: false })], 1);
+    // A reload removed the policy (cause policy), then an administrator locked it.
+    table.applyEvent(change(2, false));
+    assert.equal(table.switches.get("wifi").policySource, null);
+    const byAdmin = { readOnly: true, heldBy: "admin", readOnlyReason: "Admin hold." };
+    assert.equal(table.applyEvent({ ...change(3, false), state: { ...change(3, false).state, ...byAdmin } }),
+                 "hold");
+    assert.equal(table.switches.get("wifi").policySource, null);
+    // Held by another policy: the event cannot say which line; the get does.
+    table.applyEvent({ ...change(4, false), state: { ...change(4, false).state, heldBy: "policy" } });
+    table.mergeSwitch(wifi({ revision: 4, readOnly: true, heldBy: "policy", policySource: "60-other.conf:3" }));
+    assert.equal(table.switches.get("wifi").policySource, "60-other.conf:3");
+});
+
+test("a watch asks for the switch (get) after an event that changed its hold, as its user", async () => {
+    const daemon = fakeDaemon();
+    const gets = [];
+    const connect = (onNotification, onClosed) => daemon.connect(onNotification, onClosed).then(connection => {
+        const send = connection.transport.send;
+        connection.transport.send = (text) => {
+            const request = JSON.parse(text);
+            if (request.method !== "get")
+                return send(text);
+            gets.push(request.params);
+            const result = wifi({ revision: 3, writable: false, writableReason: "Not yours." });
+            queueMicrotask(() => connection.receive(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }) + "\n"));
+        };
+        return connection;
+    });
+    daemon.switches = [wifi({ revision: 2, readOnly: true, heldBy: "admin", writable: false })];
+    const watch = new ResumableWatch({ connect, onChange: () => {}, user: 1001 });
+    watch.start();
+    await new Promise(r => setTimeout(r, 0));
+    assert.deepEqual(daemon.watchCalls, [{ user: 1001 }]);
+    daemon.notify("changed", change(3, false)); // unlocked
+    assert.equal(watch.table.switches.get("wifi").writable, false);
+    await new Promise(r => setTimeout(r, 0));
+    assert.deepEqual(gets, [{ key: "wifi", user: 1001 }]);
+    assert.equal(watch.table.switches.get("wifi").writableReason, "Not yours.");
+    daemon.notify("changed", change(4, true)); // only the value: nothing asked
+    await new Promise(r => setTimeout(r, 0));
+    assert.equal(gets.length, 1);
+    watch.stop();
+});

@@ -372,6 +372,33 @@ def test_a_missing_socket_is_a_clear_message(browser, cockpit, daemon):
         context.close()
 
 
+def test_the_why_panel_names_the_policy_line_that_holds_it_and_no_other(page, daemon):
+    """policySource is not in events: the page asks the daemon for the switch
+    when its holder changes, so "Why?" names the policy line that holds it,
+    and no line once a policy no longer does."""
+    policy = daemon.config / "policy.d" / "60-held.conf"
+    policy.write_text("[bluetooth]\nReadOnly=yes\nReason=Held by a policy for the test.\n")
+    try:
+        assert daemon.ctl("reload").returncode == 0
+        control = switch(page, "Bluetooth")
+        expect(control).to_have_attribute("aria-readonly", "true")
+        page.get_by_role("button", name="Why? History of Bluetooth", exact=True).click()
+        panel = page.get_by_role("region", name="Why: Bluetooth", exact=True)
+        expect(panel.get_by_text(re.compile(r"^Held read-only by a policy \(60-held\.conf:1\)"))).to_be_visible()
+    finally:
+        policy.unlink()
+    assert daemon.ctl("reload").returncode == 0
+    expect(control).not_to_have_attribute("aria-readonly", "true")
+    assert daemon.ctl("lock", "bluetooth", "--reason", "Held by an administrator.").returncode == 0
+    held = panel.get_by_text(re.compile("^Held read-only by an administrator"))
+    expect(held).to_be_visible()
+    expect(held).not_to_contain_text(".conf")
+    assert daemon.ctl("unlock", "bluetooth").returncode == 0
+    expect(control).not_to_have_attribute("aria-readonly", "true")
+    page.get_by_role("button", name="Why? History of Bluetooth", exact=True).click()
+    expect(panel).to_be_hidden()
+
+
 def test_a_reload_that_changes_the_schema_redraws_the_page(page, daemon):
     notifications = daemon.config / "switches.d" / "20-notifications.conf"
     text = notifications.read_text()

@@ -102,27 +102,63 @@ def test_a_switch_an_administrator_holds_is_read_only_here_too(page, daemon):
     assert daemon.get("wifi")["revision"] == before["revision"]
 
 
-def test_a_switch_this_account_may_not_change_says_why(browser, account):
-    """Outside the `Writers` group the account changes no system switch: the
-    page says so with the daemon's own sentence, the one a write gets."""
+@pytest.fixture(scope="module")
+def not_a_writer(browser, account):
+    """A daemon whose `Writers` group the account is not in (Writers=root),
+    Bluetooth held by an administrator before the page loads, and the page."""
     daemon = Daemon(settings="Writers=root\n").start()
+    assert daemon.ctl("lock", "bluetooth", "--reason", "Held by IT.").returncode == 0
     cockpit = Cockpit(user=USER).start()
     context = browser.new_context()
     try:
         page = context.new_page()
         page.goto(cockpit.url(daemon.socket))
-        control = page.get_by_role("switch", name="Wi-Fi", exact=True)
-        expect(control).to_have_attribute("aria-readonly", "true", timeout=30000)
-        refused = daemon.ctl("toggle", "wifi", user=USER)
-        reason = "You may not change wifi: only members of the group root may change system switches."
-        assert refused.returncode == 6 and reason in refused.stderr, refused.stderr
-        expect(control).to_have_accessible_description(re.compile(re.escape(reason)))
-        expect(page.get_by_text(reason, exact=True)).to_be_visible()
-        expect(page.get_by_text("Read-only for you", exact=False)).to_have_count(0)
+        expect(page.get_by_role("switch", name="Wi-Fi", exact=True)).to_be_visible(timeout=30000)
+        yield daemon, page
     finally:
         context.close()
         cockpit.stop()
         daemon.cleanup()
+
+
+def test_a_switch_this_account_may_not_change_says_why(not_a_writer):
+    """Outside the `Writers` group the account changes no system switch: the
+    page says so with the daemon's own sentence, the one a write gets."""
+    daemon, page = not_a_writer
+    control = page.get_by_role("switch", name="Wi-Fi", exact=True)
+    expect(control).to_have_attribute("aria-readonly", "true")
+    refused = daemon.ctl("toggle", "wifi", user=USER)
+    reason = "You may not change wifi: only members of the group root may change system switches."
+    assert refused.returncode == 6 and reason in refused.stderr, refused.stderr
+    expect(control).to_have_accessible_description(re.compile(re.escape(reason)))
+    expect(page.get_by_text(reason, exact=True)).to_be_visible()
+    expect(page.get_by_text("Read-only for you", exact=False)).to_have_count(0)
+
+
+def test_a_hold_lifted_leaves_it_read_only_for_who_may_not_write_it(not_a_writer):
+    """Held when the page loaded, Bluetooth's `writable: false` said nothing
+    of this account's right to write it; once the hold is lifted the page asks
+    the daemon rather than guess: still read-only, with the daemon's sentence,
+    and a click sends nothing."""
+    daemon, page = not_a_writer
+    control = page.get_by_role("switch", name="Bluetooth", exact=True)
+    expect(control).to_have_attribute("aria-readonly", "true")
+    expect(control).to_have_accessible_description(re.compile("Held by IT."))
+    assert daemon.ctl("unlock", "bluetooth").returncode == 0
+    reason = "You may not change bluetooth: only members of the group root may change system switches."
+    expect(control).to_have_accessible_description(re.compile(re.escape(reason)))
+    expect(control).to_have_attribute("aria-readonly", "true")
+    before = daemon.get("bluetooth")
+    control.click()
+    page.keyboard.press("Space")
+    why = page.get_by_role("button", name="Why? History of Bluetooth", exact=True)
+    why.click()  # answered after anything sent before it
+    expect(page.get_by_role("region", name="Why: Bluetooth", exact=True)
+           .get_by_text(re.compile(r"^It is (on|off)"))).to_be_visible()
+    assert daemon.get("bluetooth")["revision"] == before["revision"]
+    row = page.locator('li[data-key="bluetooth"]')
+    expect(row.get_by_role("alert", include_hidden=True)).to_have_text("")
+    expect(control).to_have_attribute("aria-checked", "true" if before["checked"] else "false")
 
 
 def test_a_connection_switchd_turns_away_says_why(browser, account):
