@@ -85,10 +85,17 @@ function connectThroughCockpit(onNotification, onClosed) {
 const watch = new ResumableWatch({
     connect: connectThroughCockpit,
     prepare: learnWhoTheDaemonSees,
-    onChange: table => draw(table),
+    onChange: changed,
     onStatus: connectionChanged,
     retryDelays: [200, 400, 800, 1000],
 });
+
+function changed(table, why, key) {
+    // An event is the daemon's clock of a moment ago (see serverClock).
+    if (why === "event" && table.switches.has(key))
+        serverClock.atLeast(table.switches.get(key).changedAt);
+    draw(table);
+}
 
 /** The logged-in person's uid (a promise; null if Cockpit cannot say). */
 let loginUidAsked = null;
@@ -116,6 +123,7 @@ function loginUid() {
  * Anyone else is seen as the person (the bridge runs as them).
  */
 async function learnWhoTheDaemonSees(connection) {
+    serverClock.measure();
     let status = null;
     try {
         status = await connection.call("status", {});
@@ -490,19 +498,58 @@ function showAlert(row, text) {
 
 // ---------------------------------------------------------------- time
 
+/**
+ * The machine's clock, which switchd's times (`pendingUntil`, `expiresAt`,
+ * `changedAt`…) are written in, as this page knows it: the browser's clock
+ * may be off by any amount (another computer, a wrong time zone setting, a
+ * clock never synchronised), and a count-down of "Keep this change?" read
+ * against it is wrong by as much. `offset` (ms) is the machine's time minus
+ * the browser's: measured at each connection by asking the machine (`date`
+ * through the bridge, half the round trip either way), and never less than
+ * what the daemon's own fresh times say (an event's `time`, a write's
+ * `changedAt`, stamped before they reached the page).
+ */
+const serverClock = {
+    offset: 0,
+    /** The largest `time − Date.now()` seen since the last measurement. */
+    lowest: -Infinity,
+    now() {
+        return Date.now() + Math.max(this.offset, this.lowest);
+    },
+    measure() {
+        const sent = Date.now();
+        cockpit.spawn(["date", "-u", "+%s.%N"], { err: "ignore" }).then(output => {
+            const received = Date.now();
+            const machine = parseFloat(output) * 1000;
+            if (!isFinite(machine))
+                return;
+            this.offset = machine - (sent + received) / 2;
+            this.lowest = -Infinity;
+            redrawTimes();
+        }, () => {}); // without it, the daemon's times alone (atLeast)
+    },
+    /** `iso` was the daemon's time a moment ago (a fresh event or answer). */
+    atLeast(iso) {
+        const at = Date.parse(iso || "");
+        if (isNaN(at))
+            return;
+        this.lowest = Math.max(this.lowest, at - Date.now());
+    },
+};
+
 /** A time as the clock on the wall says it: "14:05", with the day if not today. */
 function clockTime(iso) {
     const at = new Date(iso);
     if (isNaN(at))
         return iso;
     const time = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
-    if (at.toDateString() === new Date().toDateString())
+    if (at.toDateString() === new Date(serverClock.now()).toDateString())
         return time;
     return `${at.toLocaleDateString([], { weekday: "short", day: "numeric", month: "short" })} ${time}`;
 }
 
 /** The next MORNING_HOUR:00 local time (tomorrow's, or today's if still ahead). */
-function nextMorning(now = new Date()) {
+function nextMorning(now = new Date(serverClock.now())) {
     const at = new Date(now);
     at.setHours(MORNING_HOUR, 0, 0, 0);
     if (at <= now)
@@ -510,8 +557,9 @@ function nextMorning(now = new Date()) {
     return at;
 }
 
+/** Seconds until `iso` on the machine's clock (not the browser's). */
 function secondsLeft(iso) {
-    return Math.max(0, Math.ceil((new Date(iso) - Date.now()) / 1000));
+    return Math.max(0, Math.ceil((new Date(iso) - serverClock.now()) / 1000));
 }
 
 /** Whether this page uses tried changes for this switch (see TRIED_GROUP). */
@@ -630,13 +678,14 @@ async function learnMaker(row, until) {
         drawRow(row, row.switch);
 }
 
-/** Once a second: the count-downs and minutes left, where any runs. */
-setInterval(() => {
+/** The count-downs and minutes left, where any runs: once a second, and when the clock is measured. */
+function redrawTimes() {
     for (const row of page.rows.values()) {
         if (row.switch && (row.switch.pendingUntil || row.switch.expiresAt))
             drawTime(row);
     }
-}, 1000);
+}
+setInterval(redrawTimes, 1000);
 
 /** Keep (`confirm`) or Undo (`revert`) a tried change. */
 async function settle(row, method) {
@@ -650,7 +699,7 @@ async function settle(row, method) {
     try {
         const answer = await watch.call(method, forUser(s, { key: s.key }));
         row.settling = false;
-        watch.takeSwitch(answer.switch);
+        takeAnswer(answer);
     } catch (e) {
         row.settling = false;
         await refused(row, e);
@@ -669,7 +718,7 @@ async function turnOffFor(row, time) {
         const answer = await watch.call("set", forUser(s, { key: s.key, checked: false, ifRevision: s.revision || 0,
                                                            ...time }));
         row.busy = false;
-        watch.takeSwitch(answer.switch);
+        takeAnswer(answer);
     } catch (e) {
         row.busy = false;
         await refused(row, e);
@@ -696,13 +745,20 @@ async function activate(row) {
         row.pending = null;
         if (tried && answer.changed)
             row.madeHere = true;
-        watch.takeSwitch(answer.switch);
+        takeAnswer(answer);
     } catch (e) {
         row.busy = false;
         row.pending = null;
         await refused(row, e);
     }
     drawRow(row, watch.table.switches.get(row.key) || row.switch);
+}
+
+/** A write's answer: the switch as the daemon holds it now, and (changed) the daemon's clock of just now. */
+function takeAnswer(answer) {
+    if (answer.changed && answer.switch)
+        serverClock.atLeast(answer.switch.changedAt);
+    watch.takeSwitch(answer.switch);
 }
 
 /**
@@ -924,7 +980,7 @@ async function adminCall(row, method, params, form) {
         const answer = await watch.call(method, params);
         if (form)
             form.reset();
-        watch.takeSwitch(answer.switch);
+        takeAnswer(answer);
     } catch (e) {
         await refused(row, e);
         drawRow(row, watch.table.switches.get(row.key) || row.switch);

@@ -310,3 +310,44 @@ def test_a_scheduled_hold_shows_its_windows_end(page, daemon):
         policy.unlink()
         daemon.call("reload")
     expect(switch(page, "Reboot after updates")).not_to_have_attribute("aria-readonly", "true")
+
+
+@pytest.mark.parametrize("skew", [timedelta(minutes=10), timedelta(minutes=-10)], ids=["fast", "slow"])
+def test_the_time_left_is_counted_on_the_machines_clock_not_the_browsers(browser, cockpit, daemon, skew):
+    """The browser's clock 10 minutes off: the count-downs and minutes left
+    are still those of the daemon's deadlines (its wall clock, the
+    machine's), for a tried change pending before the page loaded, one made
+    here, and a timed value."""
+    daemon.call("set", {"key": "updates.reboot", "checked": True, "confirmWithin": 600,
+                        "revertOnDisconnect": False})
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.clock.install(time=datetime.now(timezone.utc) + skew)
+        page.goto(cockpit.url(daemon.socket) + "&tried=yes")
+        expect(switch(page, "Wi-Fi")).to_be_visible(timeout=30000)
+        # Pending before the page loaded (600 s): 10 minutes fast, the
+        # browser's clock says it is due; 10 minutes slow, 1200 s to go.
+        row = page.locator('li[data-key="updates.reboot"]')
+        expect(row.locator(".countdown")).to_have_text(re.compile(r"^It goes back in (5\d\d|600) seconds\.$"))
+        # Made here (TRIED_SECONDS, 30): 0 or 630 by the browser's clock.
+        before, tried = try_a_change(page, daemon, "bluetooth", "Bluetooth")
+        row = page.locator('li[data-key="bluetooth"]')
+        expect(row.locator(".countdown")).to_have_text(re.compile(r"^It goes back in ([12]\d|30) seconds\.$"))
+        page.keyboard.press("Tab")
+        page.keyboard.press("Tab")
+        expect(button(page, "Undo this change of Bluetooth")).to_be_focused()
+        page.keyboard.press("Enter")
+        wait_daemon(page, daemon, "bluetooth", "reverted", lambda s: s["pendingUntil"] is None)
+        # An hour off: 50 or 70 minutes by the browser's clock.
+        switch(page, "System notifications").focus()
+        page.keyboard.press("Tab")
+        expect(button(page, "Turn off System notifications for 1 hour")).to_be_focused()
+        page.keyboard.press("Enter")
+        wait_daemon(page, daemon, "notifications.system", "timed off", lambda s: s["expiresAt"] is not None)
+        row = page.locator('li[data-key="notifications.system"]')
+        expect(row.get_by_text(re.compile(r"^Off for (59|60) more minutes\.$"))).to_be_visible()
+    finally:
+        context.close()
+        daemon.call("revert", {"key": "updates.reboot"})
+        daemon.call("set", {"key": "notifications.system", "checked": True})
