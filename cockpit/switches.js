@@ -255,12 +255,6 @@ function draw(table) {
         if (!titles.includes(title))
             titles.push(title);
     }
-    for (const [title, section] of page.sections) {
-        if (!titles.includes(title)) {
-            section.node.remove();
-            page.sections.delete(title);
-        }
-    }
     for (const [key, row] of page.rows) {
         if (!table.switches.has(key)) {
             row.node.remove();
@@ -282,6 +276,9 @@ function draw(table) {
             node.append(list);
             section = { node, list };
             page.sections.set(title, section);
+            // In the page before any row moves into it: a row moved into a
+            // node outside the document would lose the focus it holds.
+            sectionsNode.append(node);
         }
         const rows = [];
         for (const s of switches.filter(one => sectionTitle(one) === title)) {
@@ -294,6 +291,14 @@ function draw(table) {
             drawRow(row, s);
         }
         placeInOrder(section.list, rows);
+    }
+    // Sections left empty go only now, once their rows have moved out (a
+    // focused row removed with its section would drop the focus).
+    for (const [title, section] of page.sections) {
+        if (!titles.includes(title)) {
+            section.node.remove();
+            page.sections.delete(title);
+        }
     }
     placeInOrder(sectionsNode, titles.map(title => page.sections.get(title).node));
     if (switches.length === 0)
@@ -312,7 +317,7 @@ function makeRow(key) {
     const main = element("div", { class: "row-main" });
     const text = element("div", { class: "row-text" });
     row.button = element("button", { id: `${base}-control`, type: "button", role: "switch", class: "switch" });
-    row.label = element("label", { id: `${base}-label`, class: "label", for: row.button.id });
+    row.label = element("label", { id: `${base}-label`, class: "label" }); // `for` while not disabled (drawRow)
     row.description = element("p", { id: `${base}-description`, class: "description" });
     row.reason = element("p", { id: `${base}-reason`, class: "reason" });
     row.alertNode = element("p", { id: `${base}-alert`, class: "alert", role: "alert" });
@@ -455,10 +460,19 @@ function drawRow(row, s) {
     setFlag(b, "aria-readonly", !s.disabled && (s.readOnly || s.writable === false));
     setFlag(b, "aria-invalid", s.invalid);
     setFlag(b, "aria-busy", row.busy);
-    if (s.disabled)
+    if (s.disabled) {
         b.setAttribute("tabindex", "-1");
-    else
+        // Nor does a click on its label reach it (SWT-2): a label's click
+        // focuses and clicks its control, whatever the control's tabindex.
+        row.label.removeAttribute("for");
+        // Disabled while it has the focus (an event): the focus (and its
+        // ring) goes on, as when a control goes away (handFocus).
+        if (document.activeElement === b)
+            handFocus(row, []);
+    } else {
         b.removeAttribute("tabindex");
+        row.label.setAttribute("for", b.id);
+    }
     row.node.classList.toggle("is-disabled", !!s.disabled);
     row.node.classList.toggle("is-readonly", !s.disabled && !canSwitch(s));
     row.node.classList.toggle("is-invalid", !!s.invalid);

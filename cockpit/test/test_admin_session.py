@@ -240,6 +240,41 @@ def test_disabled_leaves_the_focus_order_says_why_and_wins(page, daemon):
     expect(control).not_to_have_attribute("aria-readonly", "true")
 
 
+def test_a_click_on_a_disabled_switchs_label_does_not_reach_it(page, daemon):
+    """SWT-2: a disabled switch is not focusable and ignores clicks on its
+    label; a label's click would otherwise focus it (tabindex -1 or not)."""
+    assert daemon.ctl("disable", "wifi", "--reason", "No radios.").returncode == 0
+    control = switch(page, "Wi-Fi")
+    expect(control).to_have_attribute("aria-disabled", "true")
+    before = daemon.get("wifi")
+    # force: Playwright would wait for the control a label names to be enabled.
+    page.locator("label", has_text=re.compile("^Wi-Fi$")).click(force=True)
+    expect(control).not_to_be_focused()
+    round_trip(page, "Wi-Fi")
+    assert daemon.get("wifi")["revision"] == before["revision"]
+    assert daemon.ctl("enable", "wifi").returncode == 0
+    expect(control).not_to_have_attribute("aria-disabled", "true")
+    # Enabled again, its label reaches it again.
+    page.locator("label", has_text=re.compile("^Wi-Fi$")).click()
+    wait_daemon(page, daemon, "wifi", "flipped", lambda s: s["checked"] != before["checked"])
+    expect(control).to_be_focused()
+    assert daemon.ctl("set", "wifi", "on" if before["checked"] else "off").returncode == 0
+    expect(control).to_have_attribute("aria-checked", "true" if before["checked"] else "false")
+
+
+def test_a_focused_switch_disabled_by_a_change_elsewhere_hands_the_focus_on(page, daemon):
+    """Disabled while it has the keyboard focus, the switch leaves the focus
+    order (SWT-2): the focus goes to its row's "Why?", not to nowhere, and
+    not left on a switch Tab can no longer reach."""
+    control = switch(page, "Wi-Fi")
+    control.focus()
+    assert daemon.ctl("on", "airplane-mode").returncode == 0
+    expect(control).to_have_attribute("aria-disabled", "true")
+    expect(page.get_by_role("button", name="Why? History of Wi-Fi", exact=True)).to_be_focused()
+    assert daemon.ctl("off", "airplane-mode").returncode == 0
+    expect(control).not_to_have_attribute("aria-disabled", "true")
+
+
 def test_a_conflict_redraws_the_switch_from_the_daemon(page, daemon, relay):
     control = switch(page, "Mail notifications")
     # notifications.mail is held by policy; use email.marketing instead.
@@ -397,6 +432,35 @@ def test_the_why_panel_names_the_policy_line_that_holds_it_and_no_other(page, da
     expect(control).not_to_have_attribute("aria-readonly", "true")
     page.get_by_role("button", name="Why? History of Bluetooth", exact=True).click()
     expect(panel).to_be_hidden()
+
+
+def test_a_reload_that_moves_the_focused_switch_keeps_the_focus(page, daemon):
+    """A reload moves a row to another section: the one it leaves may go
+    (now empty), the one it joins may be new. A redraw never takes the focus."""
+    email = daemon.config / "switches.d" / "30-email.conf"
+    text = email.read_text()
+    control = switch(page, "Marketing emails")
+    control.focus()
+    try:
+        # Into Notifications: Email, left empty, goes.
+        email.write_text(text.replace("Group=Email", "Group=Notifications"))
+        assert daemon.ctl("reload").returncode == 0
+        expect(page.get_by_role("region", name="Notifications").get_by_role("switch")).to_have_count(3)
+        expect(page.get_by_role("region", name="Email")).to_have_count(0)
+        expect(control).to_be_focused()
+        # Into a section the page has not drawn yet.
+        email.write_text(text.replace("Group=Email", "Group=Offers"))
+        assert daemon.ctl("reload").returncode == 0
+        expect(page.get_by_role("region", name="Offers").get_by_role("switch")).to_have_count(1)
+        expect(page.get_by_role("region", name="Notifications").get_by_role("switch")).to_have_count(2)
+        expect(control).to_be_focused()
+    finally:
+        email.write_text(text)
+        assert daemon.ctl("reload").returncode == 0
+    expect(page.get_by_role("region", name="Email").get_by_role("switch")).to_have_count(1)
+    expect(page.get_by_role("region", name="Offers")).to_have_count(0)
+    expect(control).to_be_focused()
+    expect(page.get_by_role("heading", level=2)).to_have_text(["Connectivity", "Notifications", "Email"])
 
 
 def test_a_reload_that_changes_the_schema_redraws_the_page(page, daemon):
