@@ -25,6 +25,11 @@
     const crossedOut = /_(off|disabled|inactive)$/;
     const slash = "M3 3l18 18";
 
+    /** The outline named `name`: the set's own, never an Object member (`__proto__`, `constructor`). */
+    function shape(name) {
+        return Object.prototype.hasOwnProperty.call(shapes, name) ? shapes[name] : null;
+    }
+
     function path(d) {
         const p = document.createElementNS(SVG, "path");
         p.setAttribute("d", d);
@@ -36,7 +41,7 @@
         if (!name)
             return null;
         const base = name.replace(crossedOut, "").replace(/^airplanemode$/, "airplanemode_active");
-        const d = shapes[name] || shapes[base];
+        const d = shape(name) || shape(base);
         if (!d)
             return null;
         const node = document.createElementNS(SVG, "svg");
@@ -44,7 +49,7 @@
         node.setAttribute("aria-hidden", "true");
         node.setAttribute("focusable", "false");
         node.append(path(d));
-        if (!shapes[name] && crossedOut.test(name))
+        if (!shape(name) && crossedOut.test(name))
             node.append(path(slash));
         return node;
     }

@@ -917,6 +917,10 @@ function drawAdminControls(row) {
     const name = s.label || s.key;
     v.lock.setAttribute("aria-label", `Lock ${name}`);
     v.disable.setAttribute("aria-label", `Disable ${name}`);
+    v.unlock.setAttribute("aria-label", `Unlock ${name}`);
+    v.lockOpener.setAttribute("aria-label", `Lock ${name}…`);
+    v.enable.setAttribute("aria-label", `Enable ${name}`);
+    v.disableOpener.setAttribute("aria-label", `Disable ${name}…`);
     const lockText = s.readOnly ? "Lock again" : "Lock";
     if (v.lockSubmit.textContent !== lockText)
         v.lockSubmit.textContent = lockText;
@@ -964,6 +968,8 @@ function makeAdminControls(row) {
     });
     row.admin.replaceChildren(element("h3", {}, "Administrator"), v.lock, v.disable);
 
+    // Named with their switch (drawAdminControls): "Unlock Wi-Fi", as Keep
+    // and Undo are, since every row has the same ones.
     const opener = (text, field) => {
         const button = element("button", { type: "button", class: "quick" }, text);
         button.addEventListener("click", () => {

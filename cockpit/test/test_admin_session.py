@@ -316,7 +316,7 @@ def test_playwrights_check_and_uncheck_work_on_the_switch(page, daemon):
 
 def test_an_administrator_locks_and_disables_from_the_page(page, daemon):
     row = page.locator("li.row", has=switch(page, "Wi-Fi"))
-    row.get_by_role("button", name="Lock…", exact=True).click()
+    row.get_by_role("button", name="Lock Wi-Fi…", exact=True).click()
     panel = page.get_by_role("region", name="Why: Wi-Fi", exact=True)
     expect(panel.get_by_label("Reason for the lock")).to_be_focused()
     panel.get_by_label("Reason for the lock").fill("Kept on for the demo.")
@@ -327,16 +327,16 @@ def test_an_administrator_locks_and_disables_from_the_page(page, daemon):
     assert held["heldBy"] == "admin"
     expect(switch(page, "Wi-Fi")).to_have_attribute("aria-readonly", "true")
     expect(panel.get_by_text(re.compile("Held read-only by an administrator"))).to_be_visible()
-    row.get_by_role("button", name="Unlock", exact=True).click()
+    row.get_by_role("button", name="Unlock Wi-Fi", exact=True).click()
     wait_daemon(page, daemon, "wifi", "unlocked", lambda s: not s["readOnly"])
-    row.get_by_role("button", name="Disable…", exact=True).click()
+    row.get_by_role("button", name="Disable Wi-Fi…", exact=True).click()
     expect(panel.get_by_label("Reason for disabling")).to_be_focused()
     panel.get_by_label("Reason for disabling").fill("No radios today.")
     panel.get_by_role("button", name="Disable", exact=True).click()
     held = wait_daemon(page, daemon, "wifi", "disabled", lambda s: s["disabled"])
     assert held["disabledReason"] == "No radios today."
     expect(switch(page, "Wi-Fi")).to_have_attribute("aria-disabled", "true")
-    row.get_by_role("button", name="Enable", exact=True).click()
+    row.get_by_role("button", name="Enable Wi-Fi", exact=True).click()
     wait_daemon(page, daemon, "wifi", "enabled", lambda s: not s["disabled"])
     expect(switch(page, "Wi-Fi")).not_to_have_attribute("aria-disabled", "true")
     expect(panel.get_by_role("listitem").first).to_contain_text("enable")
@@ -349,20 +349,20 @@ def test_a_late_answer_leaves_the_administrator_typing(page, daemon, relay):
     row = page.locator("li.row", has=switch(page, "Wi-Fi"))
     panel = page.get_by_role("region", name="Why: Wi-Fi", exact=True)
     assert daemon.ctl("lock", "wifi", "--reason", "Held for the test.").returncode == 0
-    expect(row.get_by_role("button", name="Unlock", exact=True)).to_be_visible()
+    expect(row.get_by_role("button", name="Unlock Wi-Fi", exact=True)).to_be_visible()
     field = panel.get_by_label("Reason for disabling")
     relay.holding_everything = True
     try:
-        row.get_by_role("button", name="Unlock", exact=True).click()
+        row.get_by_role("button", name="Unlock Wi-Fi", exact=True).click()
         wait_daemon(page, daemon, "wifi", "unlocked", lambda s: not s["readOnly"])
         # Still drawn held: its Disable… (a held switch may be disabled too).
-        expect(row.get_by_role("button", name="Unlock", exact=True)).to_be_visible()
-        row.get_by_role("button", name="Disable…", exact=True).click()
+        expect(row.get_by_role("button", name="Unlock Wi-Fi", exact=True)).to_be_visible()
+        row.get_by_role("button", name="Disable Wi-Fi…", exact=True).click()
         expect(field).to_be_focused()
         page.keyboard.type("No radios ")
     finally:
         relay.release()
-    expect(row.get_by_role("button", name="Lock…", exact=True)).to_be_visible()  # the unlock is drawn
+    expect(row.get_by_role("button", name="Lock Wi-Fi…", exact=True)).to_be_visible()  # the unlock is drawn
     expect(switch(page, "Wi-Fi")).not_to_have_attribute("aria-readonly", "true")
     expect(field).to_be_focused()
     page.keyboard.type("this afternoon.")
@@ -371,12 +371,39 @@ def test_a_late_answer_leaves_the_administrator_typing(page, daemon, relay):
     held = wait_daemon(page, daemon, "wifi", "disabled", lambda s: s["disabled"])
     assert held["disabledReason"] == "No radios this afternoon."
     # The form goes with the disable; its focus goes to Enable, which took its place.
-    enable = row.get_by_role("button", name="Enable", exact=True)
+    enable = row.get_by_role("button", name="Enable Wi-Fi", exact=True)
     expect(enable).to_be_focused()
     page.keyboard.press("Enter")
     wait_daemon(page, daemon, "wifi", "enabled", lambda s: not s["disabled"])
-    expect(row.get_by_role("button", name="Disable…", exact=True)).to_be_focused()
+    expect(row.get_by_role("button", name="Disable Wi-Fi…", exact=True)).to_be_focused()
     expect(field).to_have_value("")  # emptied once it was done
+
+
+def test_each_administrators_button_names_its_switch(page, daemon):
+    """Lock…, Disable…, Unlock and Enable are in every row: each is named
+    with its switch, as Keep and Undo are ("Unlock Wi-Fi"), so that a list of
+    the page's buttons tells them apart."""
+    assert daemon.ctl("lock", "bluetooth", "--reason", "Held for the test.").returncode == 0
+    assert daemon.ctl("disable", "airplane-mode", "--reason", "Not today.").returncode == 0
+    try:
+        expect(page.get_by_role("button", name="Unlock Bluetooth", exact=True)).to_be_visible()
+        expect(page.get_by_role("button", name="Enable Airplane mode", exact=True)).to_be_visible()
+        expect(page.get_by_role("button", name="Lock Wi-Fi…", exact=True)).to_be_visible()
+        expect(page.get_by_role("button", name="Disable Wi-Fi…", exact=True)).to_be_visible()
+        expect(page.get_by_role("button", name="Disable Bluetooth…", exact=True)).to_be_visible()
+        for s in daemon.call("list")["switches"]:
+            if not s["readOnly"] and not s["disabled"]:
+                expect(page.get_by_role("button", name=f"Lock {s['label']}…", exact=True)).to_have_count(1)
+        for name in ("Lock…", "Disable…", "Unlock", "Enable"):
+            expect(page.get_by_role("button", name=name, exact=True)).to_have_count(0)
+        page.get_by_role("button", name="Unlock Bluetooth", exact=True).click()
+        wait_daemon(page, daemon, "bluetooth", "unlocked", lambda s: not s["readOnly"])
+        page.get_by_role("button", name="Enable Airplane mode", exact=True).click()
+        wait_daemon(page, daemon, "airplane-mode", "enabled", lambda s: not s["disabled"])
+    finally:
+        daemon.ctl("unlock", "bluetooth")
+        daemon.ctl("enable", "airplane-mode")
+    expect(page.get_by_role("button", name="Lock Bluetooth…", exact=True)).to_be_visible()
 
 
 def test_a_refusal_shows_the_daemons_sentence_near_the_switch(page, daemon):

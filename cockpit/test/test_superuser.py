@@ -55,7 +55,7 @@ def page(browser, account, daemon, sent):
     sent.clear()  # what the page sent as the person alone: no `user`
     start_superuser(page)
     # root's channel: an administrator's controls.
-    expect(page.get_by_role("button", name="Lock…", exact=True).first).to_be_visible(timeout=30000)
+    expect(page.get_by_role("button", name="Lock Wi-Fi…", exact=True)).to_be_visible(timeout=30000)
     yield page
     context.close()
     cockpit.stop()
