@@ -315,7 +315,10 @@
      * `user`: null, or the uid whose values of user-scope switches the watch
      * (and its `list` and `get`) shows: an administrator acting for a person
      * (PROTOCOL "Acting as a user"). A connection that watches for another
-     * user than the last one starts from a snapshot, not with `since`.
+     * user than the last one starts from a snapshot, not with `since`. Such
+     * a snapshot's `writable` is that user's (what they could change), so
+     * it is followed by a `list`, whose `writable` is this caller's: what
+     * the caller, who makes the writes, may change.
      */
     class ResumableWatch {
         constructor(options) {
@@ -396,6 +399,8 @@
                     this.table.reset(answer.switches, answer.revision);
                     this.hasSnapshot = true;
                     this.snapshotUser = this.user;
+                    if (this.user !== null)
+                        await this.refreshSchema();
                 }
             } catch (e) {
                 if (!connection.isClosed)

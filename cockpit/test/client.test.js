@@ -292,11 +292,13 @@ test("a watch for another user (an administrator acting for the person) names it
     watch.start();
     await new Promise(r => setTimeout(r, 0));
     assert.deepEqual(watch.asUser({ key: "wifi" }), { key: "wifi", user: 1001 });
+    // The snapshot's `writable` is the person's; the list's, the caller's.
+    assert.deepEqual(lists, [{ user: 1001 }]);
     daemon.notify("changed", change(3, false));
     daemon.drop();
     pendingRetry();
     await new Promise(r => setTimeout(r, 0));
-    assert.deepEqual(lists, [{ user: 1001 }], "the resume's list is the person's too");
+    assert.deepEqual(lists, [{ user: 1001 }, { user: 1001 }], "the resume's list is the person's too");
     daemon.drop();
     uid = null; // this time the daemon sees the person (no administrative access)
     pendingRetry();
@@ -396,5 +398,30 @@ test("a watch asks for the switch (get) after an event that changed its hold, as
     daemon.notify("changed", change(4, true)); // only the value: nothing asked
     await new Promise(r => setTimeout(r, 0));
     assert.equal(gets.length, 1);
+    watch.stop();
+});
+
+test("a watch for another user takes what this caller may change from a list, before the first draw", async () => {
+    // switchd computes a snapshot's `writable` for the watch's user, a list's for the caller.
+    const daemon = fakeDaemon();
+    const theirs = wifi({ revision: 2, writable: false, writableReason: "You may not change wifi." });
+    const callers = wifi({ revision: 2, writable: true, writableReason: null });
+    const connect = (onNotification, onClosed) => daemon.connect(onNotification, onClosed).then(connection => {
+        const send = connection.transport.send;
+        connection.transport.send = (text) => {
+            const request = JSON.parse(text);
+            daemon.switches = [request.method === "list" ? callers : theirs];
+            send(text);
+        };
+        return connection;
+    });
+    const drawn = [];
+    const watch = new ResumableWatch({
+        connect, user: 1001, onChange: (table) => drawn.push(table.switches.get("wifi").writable),
+    });
+    watch.start();
+    await new Promise(r => setTimeout(r, 0));
+    assert.deepEqual(drawn, [true]);
+    assert.equal(watch.table.switches.get("wifi").writableReason, null);
     watch.stop();
 });

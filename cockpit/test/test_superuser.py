@@ -20,7 +20,8 @@ def account():
 
 @pytest.fixture(scope="module")
 def daemon():
-    d = Daemon().start()
+    # The person is not a Writer: root is, and writes for them here.
+    d = Daemon(settings="Writers=root\n").start()
     # root's own values differ from the person's (who never set them: on).
     d.call("set", {"key": "notifications.chat", "checked": False})
     d.call("set", {"key": "email.marketing", "checked": False})
@@ -107,3 +108,20 @@ def test_your_own_setting_is_the_persons_not_roots(page, daemon, account, sent):
         calls = [line for line in sent if f'"method":"{method}"' in line and
                  ('"key":"notifications.chat"' in line or '"key":"email.marketing"' in line)]
         assert calls and all(f'"user":{uid}' in line for line in calls), (method, calls)
+
+
+def test_what_may_be_switched_is_roots_right_not_the_persons(page, daemon, account):
+    """The watch names the person, and switchd computes its snapshot's
+    `writable` for them (not a Writer here); the page writes as root, who
+    may: the system switches stay switchable."""
+    refused = daemon.ctl("toggle", "wifi", user=USER)
+    assert refused.returncode == 6, refused.stderr
+    control = switch(page, "Wi-Fi")
+    expect(control).not_to_have_attribute("aria-readonly", "true")
+    expect(control).not_to_have_accessible_description(re.compile("You may not change"))
+    before = daemon.get("wifi")
+    control.click()
+    after = wait_until("wifi flipped", lambda: (lambda s: s if s["checked"] != before["checked"] else None)(
+        daemon.get("wifi")), pause=page.wait_for_timeout)
+    expect(control).not_to_have_attribute("aria-busy", "true")
+    expect(control).to_have_attribute("aria-checked", "true" if after["checked"] else "false")
