@@ -20,6 +20,21 @@ import Testing
     return try daemon.launch(environment: variables)
   }
 
+  /// Starts switchd through `systemd-socket-activate`, listening on
+  /// `sockets` (path, LISTEN_FDNAMES name) and telling a `NotifyListener`.
+  static func activate(
+    _ daemon: DaemonFixture, sockets: [(path: String, name: String)], socket: String
+  ) throws -> (Child, NotifyListener) {
+    let notify = try NotifyListener(path: daemon.directory + "/notify.sock")
+    let child = try daemon.launch(
+      environment: [:], socket: socket,
+      through: [activator] + sockets.flatMap { ["-l", $0.path] } + [
+        "--fdname=" + sockets.map(\.name).joined(separator: ":"),
+        "-E", "NOTIFY_SOCKET=\(notify.address)",
+      ])
+    return (child, notify)
+  }
+
   // MARK: Readiness and stopping
 
   @Test func readyComesOnceTheSocketAcceptsThenReloadAndStopAreAnnounced() throws {
@@ -217,13 +232,8 @@ import Testing
       daemonConf: "[Daemon]\nAdminGroup=\nSocketMode=0600\nVarlinkSocket=\n", start: false)
     let jsonRPC = daemon.directory + "/activated.sock"
     let varlink = daemon.directory + "/varlink.sock"
-    let notify = try NotifyListener(path: daemon.directory + "/notify.sock")
-    let child = try daemon.launch(
-      environment: [:], socket: jsonRPC,
-      through: [
-        Self.activator, "-l", jsonRPC, "-l", varlink, "--fdname=switchd:varlink",
-        "-E", "NOTIFY_SOCKET=\(notify.address)",
-      ])
+    let (child, notify) = try Self.activate(
+      daemon, sockets: [(jsonRPC, "switchd"), (varlink, "varlink")], socket: jsonRPC)
     let log = { daemon.log }
     let bound = pollUntil(seconds: 20) {
       (isSocketFile(jsonRPC) && isSocketFile(varlink)) || child.hasExited

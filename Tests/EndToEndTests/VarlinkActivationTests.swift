@@ -14,14 +14,9 @@ import Testing
     let daemon = try DaemonFixture(start: false)
     let jsonRPC = daemon.directory + "/activated.sock"
     let varlink = daemon.directory + "/activated.varlink"
-    let notify = try NotifyListener(path: daemon.directory + "/notify.sock")
     // The varlink socket first: the names, not the order, say which is which.
-    let child = try daemon.launch(
-      environment: [:], socket: jsonRPC,
-      through: [
-        SystemdEndToEndTests.activator, "-l", varlink, "-l", jsonRPC, "--fdname=varlink:jsonrpc",
-        "-E", "NOTIFY_SOCKET=\(notify.address)",
-      ])
+    let (child, notify) = try SystemdEndToEndTests.activate(
+      daemon, sockets: [(varlink, "varlink"), (jsonRPC, "jsonrpc")], socket: jsonRPC)
     var client: RPCClient?
     #expect(
       pollUntil(seconds: 20) {

@@ -88,13 +88,15 @@ import Testing
     }
   }
 
+  /// The daemon's refusal of a caller that may not back up.
+  static let refusal = RemoteError(
+    code: .permissionDenied, message: "You may not call backup: only root may.",
+    data: .object([JSONMember("name", .string("PermissionDenied"))]))
+
   @Test func aRefusalOrAMissingOrShortCopyLeavesNoFile() throws {
     try withTemporaryDirectory { directory in
       let target = directory + "/backup.db"
-      let refusal = RemoteError(
-        code: .permissionDenied, message: "You may not call backup: only root may.",
-        data: .object([JSONMember("name", .string("PermissionDenied"))]))
-      Self.expectNoFile(at: target) { () throws(Failure) in throw .remote(refusal) }
+      Self.expectNoFile(at: target) { () throws(Failure) in throw .remote(Self.refusal) }
       Self.expectNoFile(at: target) { () throws(Failure) in (Self.result(bytes: 10), nil) }
       let short = try Self.passedCopy(Array("short".utf8), in: directory)
       Self.expectNoFile(at: target) { () throws(Failure) in (Self.result(bytes: 10), short) }
@@ -106,15 +108,12 @@ import Testing
   @Test func aFailureLeavesAFileThatTookTheNameMeanwhile() throws {
     try withTemporaryDirectory { directory in
       let target = directory + "/backup.db"
-      let refusal = RemoteError(
-        code: .permissionDenied, message: "You may not call backup: only root may.",
-        data: .object([JSONMember("name", .string("PermissionDenied"))]))
       var failed = false
       do throws(Failure) {
         _ = try BackupCommand.run(to: target) { () throws(Failure) in
           #expect(rename(target, directory + "/moved") == 0)
           try? writeWholeFile(target, "someone else's")
-          throw .remote(refusal)
+          throw .remote(Self.refusal)
         }
       } catch {
         failed = true
