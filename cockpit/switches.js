@@ -780,10 +780,16 @@ function takeAnswer(answer) {
  * switch redrawn as the daemon holds it (from the error's `data.switch`, or
  * a `get` where the daemon sends none).
  */
-async function refused(row, error) {
+async function refused(row, error, rootsView = false) {
     row.alert = error.message;
     if (error.name === "Conflict" && error.data && error.data.pending)
         row.alert = "A tried change of this switch waits to be kept or undone.";
+    if (rootsView) {
+        // The daemon's switch is root's own value (see adminCall): the person's is asked for.
+        if (error.name !== "Disconnected")
+            await watch.refreshSwitch(row.key);
+        return;
+    }
     if (error.data && error.data.switch) {
         watch.takeSwitch(error.data.switch);
         return;
@@ -993,16 +999,32 @@ function makeAdminControls(row) {
     return v;
 }
 
-/** An administrator's call; `form`, the form that asked for it, is emptied once it is done. */
+/**
+ * An administrator's call; `form`, the form that asked for it, is emptied
+ * once it is done. `lock`, `unlock`, `disable`, `enable` and `apply` take
+ * no `user` (PROTOCOL "Acting as a user"): when the page shows the person's
+ * values (watch.user), the switch in their answer or error is root's own
+ * value of a user-scope switch, and of the same revision as the person's:
+ * merged, it would stand for "Your own setting." and the watch's event of
+ * that revision would be dropped as seen. The person's is asked for (`get`
+ * with `user`) instead.
+ */
 async function adminCall(row, method, params, form) {
     showAlert(row, "");
+    const rootsView = watch.user !== null && !!row.switch && row.switch.scope === "user";
     try {
         const answer = await watch.call(method, params);
         if (form)
             form.reset();
-        takeAnswer(answer);
+        if (!rootsView) {
+            takeAnswer(answer);
+        } else {
+            if (answer.changed && answer.switch)
+                serverClock.atLeast(answer.switch.changedAt);
+            await watch.refreshSwitch(row.key);
+        }
     } catch (e) {
-        await refused(row, e);
+        await refused(row, e, rootsView);
         drawRow(row, watch.table.switches.get(row.key) || row.switch);
     }
 }

@@ -125,3 +125,33 @@ def test_what_may_be_switched_is_roots_right_not_the_persons(page, daemon, accou
         daemon.get("wifi")), pause=page.wait_for_timeout)
     expect(control).not_to_have_attribute("aria-busy", "true")
     expect(control).to_have_attribute("aria-checked", "true" if after["checked"] else "false")
+
+
+def test_an_administrators_lock_keeps_the_persons_value(page, daemon, account):
+    """`lock` takes no `user`: its answer is root's view of a user-scope
+    switch (root's value), at the same revision as the person's. The page
+    asks for the person's (`get` with `user`) and never draws root's."""
+    uid = account.pw_uid
+    daemon.call("set", {"key": "email.marketing", "checked": False, "user": uid})
+    daemon.call("set", {"key": "email.marketing", "checked": True})  # root's own
+    control = switch(page, "Marketing emails")
+    expect(control).to_have_attribute("aria-checked", "false")
+    try:
+        page.get_by_role("button", name="Lock Marketing emails…", exact=True).click()
+        panel = page.get_by_role("region", name="Why: Marketing emails", exact=True)
+        reason = panel.get_by_label("Reason for the lock", exact=True)
+        for text, button in (("First lock.", "Lock"), ("Second lock.", "Lock again")):
+            reason.fill(text)
+            panel.get_by_role("button", name=button, exact=True).click()
+            wait_until(f"the daemon's {text!r}", lambda: value(daemon, "email.marketing", uid)
+                       ["readOnlyReason"] == text, pause=page.wait_for_timeout)
+            # The form is emptied as the answer is taken: whatever the
+            # answer did to the switch is drawn by now.
+            expect(reason).to_have_value("")
+            expect(control).to_have_attribute("aria-readonly", "true")
+            expect(control).to_have_accessible_description(re.compile(re.escape(text)))
+            expect(control).to_have_attribute("aria-checked", "false")
+        assert value(daemon, "email.marketing", uid)["checked"] is False
+        assert value(daemon, "email.marketing", 0)["checked"] is True
+    finally:
+        daemon.ctl("unlock", "email.marketing")
