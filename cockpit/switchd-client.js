@@ -162,6 +162,9 @@
      */
     const HOLD_FOLLOWERS = ["writable", "writableReason", "policySource"];
 
+    /** More switches than this to ask about at once: one `list` instead of a `get` each. */
+    const ASK_ONE_BY_ONE = 4;
+
     /** Whether `a` and `b` are held and disabled alike (absent counts as null). */
     function sameHold(a, b) {
         return HOLD_FIELDS.every(name => (a[name] ?? null) === (b[name] ?? null));
@@ -334,6 +337,14 @@
             this.attempt = 0;
             this.timer = null;
             this.schedule = options.schedule || ((fn, ms) => setTimeout(fn, ms));
+            /** Whether open() is under way: what it lists or snapshots covers what events ask. */
+            this.opening = false;
+            /** Keys to ask about (askAbout), sent together once per tick. */
+            this.waiting = new Set();
+            /** Keys asked about and not answered yet, and those an event made stale meanwhile. */
+            this.asking = new Set();
+            this.askAgain = new Set();
+            this.flushTimer = null;
         }
 
         start() {
@@ -371,6 +382,9 @@
                 return;
             }
             this.connection = connection;
+            this.opening = true;
+            this.waiting.clear();
+            let listed = false; // a `list` after the watch answer covers the events meanwhile
             try {
                 if (this.options.prepare)
                     await this.options.prepare(connection);
@@ -393,24 +407,35 @@
                     }
                     this.watchId = answer.watch;
                     await this.refreshSchema();
+                    listed = true;
                 } else {
                     const answer = await connection.call("watch", params);
                     this.watchId = answer.watch;
                     this.table.reset(answer.switches, answer.revision);
                     this.hasSnapshot = true;
                     this.snapshotUser = this.user;
-                    if (this.user !== null)
+                    if (this.user !== null) {
                         await this.refreshSchema();
+                        listed = true;
+                    }
                 }
             } catch (e) {
+                this.opening = false;
+                this.waiting.clear();
                 if (!connection.isClosed)
                     connection.close();
                 this.lost(connection, e.message);
                 return;
             }
+            this.opening = false;
             this.attempt = 0;
             this.report("connected");
             this.options.onChange(this.table, "snapshot");
+            // Events between the snapshot and the end: asked now, unless a list answered after them.
+            if (listed)
+                this.waiting.clear();
+            else
+                this.flushSoon();
         }
 
         /** `params` with `user` when the watch is for someone else than the caller. */
@@ -420,7 +445,11 @@
 
         /** Re-reads the schema with `list` and merges it by revision. */
         async refreshSchema() {
-            const listed = await this.connection.call("list", this.asUser({}));
+            this.takeList(await this.connection.call("list", this.asUser({})));
+        }
+
+        /** Merges a `list` answer by revision, and forgets switches it no longer has. */
+        takeList(listed) {
             const matching = listed.switches.filter(s => this.matches(s.key));
             for (const s of matching)
                 this.table.mergeSwitch(s);
@@ -441,7 +470,7 @@
                 if (applied)
                     this.options.onChange(this.table, "event", params.key);
                 if (applied === "hold")
-                    this.refreshSwitch(params.key);
+                    this.askAbout(params.key);
             } else if (method === "schemaChanged") {
                 this.refreshSchema()
                     .then(() => this.options.onChange(this.table, "schema"))
@@ -464,6 +493,64 @@
             }
             if (connection === this.connection)
                 this.takeSwitch(s);
+        }
+
+        /**
+         * Asks the daemon about `key` (see refreshSwitch) soon: the keys of
+         * one tick go together, a `get` each, or one `list` for more than a
+         * few (a policy reload, a schedule, a cascade holds many at once);
+         * never twice at once for one key (asked again once answered if an
+         * event came meanwhile); nothing while open() is under way, as its
+         * snapshot or `list` says it all.
+         */
+        askAbout(key) {
+            if (this.asking.has(key)) {
+                this.askAgain.add(key);
+                return;
+            }
+            this.waiting.add(key);
+            if (!this.opening)
+                this.flushSoon();
+        }
+
+        flushSoon() {
+            if (this.flushTimer !== null || this.waiting.size === 0)
+                return;
+            this.flushTimer = setTimeout(() => {
+                this.flushTimer = null;
+                this.flush();
+            }, 0);
+        }
+
+        async flush() {
+            const keys = [...this.waiting];
+            this.waiting.clear();
+            const connection = this.connection;
+            if (this.opening || !connection || connection.isClosed || keys.length === 0)
+                return; // the next open() brings everything
+            for (const key of keys)
+                this.asking.add(key);
+            const done = (asked) => {
+                for (const key of asked) {
+                    this.asking.delete(key);
+                    if (this.askAgain.delete(key) && connection === this.connection)
+                        this.askAbout(key);
+                }
+            };
+            if (keys.length > ASK_ONE_BY_ONE) {
+                try {
+                    const listed = await connection.call("list", this.asUser({}));
+                    if (connection === this.connection) {
+                        this.takeList(listed);
+                        this.options.onChange(this.table, "write");
+                    }
+                } catch (e) {
+                    // disconnected: the resume's `list` brings it
+                }
+                done(keys);
+                return;
+            }
+            await Promise.all(keys.map(key => this.refreshSwitch(key).then(() => done([key]))));
         }
 
         /** Takes a whole Switch from a write's answer or a Conflict's data. */
@@ -490,6 +577,7 @@
             }
             this.connection = null;
             this.watchId = null;
+            this.waiting.clear();
             if (this.stopped)
                 return;
             this.report("disconnected", problem);

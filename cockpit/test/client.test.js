@@ -425,3 +425,78 @@ test("a watch for another user takes what this caller may change from a list, be
     assert.equal(watch.table.switches.get("wifi").writableReason, null);
     watch.stop();
 });
+
+/** Lets timers of 0 ms run (a flush, then what its answers scheduled). */
+const ticks = async () => {
+    for (let i = 0; i < 3; i++)
+        await new Promise(r => setTimeout(r, 0));
+};
+
+test("many events that change holds ask a bounded number of times: one list, one get per key at a time", async () => {
+    const daemon = fakeDaemon();
+    const asked = [];
+    let answer = null; // held answers: the test lets them through
+    const held = [];
+    const keys = Array.from({ length: 20 }, (_, i) => `s${i}`);
+    const lockedState = { checked: false, readOnly: true, heldBy: "policy", readOnlyReason: "Policy.",
+                          disabled: false, disabledReason: null, disabledBy: null };
+    const connect = (onNotification, onClosed) => daemon.connect(onNotification, onClosed).then(connection => {
+        const send = connection.transport.send;
+        connection.transport.send = (text) => {
+            const request = JSON.parse(text);
+            if (request.method === "get" || (request.method === "list" && answer !== null)) {
+                asked.push([request.method, request.params.key]);
+                const result = request.method === "get" ? wifi({ key: request.params.key, revision: daemon.revision })
+                    : { revision: daemon.revision, switches: daemon.switches };
+                held.push(() => connection.receive(JSON.stringify({ jsonrpc: "2.0", id: request.id, result }) + "\n"));
+                return;
+            }
+            send(text);
+        };
+        return connection;
+    });
+    daemon.switches = keys.map(key => wifi({ key, revision: 2 }));
+    let draws = 0;
+    const watch = new ResumableWatch({ connect, onChange: () => { draws += 1; } });
+    watch.start();
+    await ticks();
+    answer = true;
+    const hold = (revision, key, state) => ({ ...change(revision, false, key), cause: "policy", state });
+    const free = { ...lockedState, readOnly: false, heldBy: null, readOnlyReason: null };
+    // A policy reload holds all twenty, each event in a chunk of its own.
+    keys.forEach((key, i) => daemon.notify("changed", hold(3 + i, key, lockedState)));
+    await ticks();
+    assert.deepEqual(asked, [["list", undefined]], "one list, not twenty gets");
+    // Lifted again while the list is out: asked once more, after it.
+    daemon.revision = 30;
+    daemon.switches = keys.map(key => wifi({ key, revision: 30 }));
+    keys.forEach((key, i) => daemon.notify("changed", hold(23 + i, key, free)));
+    await ticks();
+    assert.equal(asked.length, 1, "nothing more while the list is out");
+    const drawsBefore = draws;
+    held.shift()();
+    await ticks();
+    assert.equal(draws - drawsBefore, 1, "the list draws once");
+    assert.deepEqual(asked, [["list", undefined], ["list", undefined]]);
+    held.shift()();
+    await ticks();
+    // Few keys: a get each, one per key at a time.
+    daemon.revision = 50;
+    daemon.notify("changed", hold(50, "s1", lockedState));
+    daemon.notify("changed", hold(51, "s1", free));
+    daemon.notify("changed", hold(52, "s2", lockedState));
+    await ticks();
+    assert.deepEqual(asked.slice(2), [["get", "s1"], ["get", "s2"]]);
+    daemon.notify("changed", hold(53, "s1", lockedState));
+    daemon.notify("changed", hold(54, "s1", free));
+    await ticks();
+    assert.equal(asked.length, 4, "s1 is being asked about: not again at once");
+    held.shift()();
+    await ticks();
+    assert.deepEqual(asked.slice(4), [["get", "s1"]], "asked again once, after its answer");
+    while (held.length)
+        held.shift()();
+    await ticks();
+    assert.equal(asked.length, 5);
+    watch.stop();
+});
