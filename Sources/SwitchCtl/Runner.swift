@@ -91,7 +91,11 @@ struct Runner {
       let sent = try call(.status, [])
       try show(sent, as: StatusReport.self) { Output.status($0, sent: sent) }
     case .reload:
-      try show(try call(.reload, []), as: ReloadSummary.self, Output.reload)
+      // Answered once the apply commands the reload started have run, each
+      // up to ApplyTimeoutSec=: the 30 s of other calls would report a
+      // reload that is still going, and will apply, as failed.
+      let client = try connect(receiveTimeout: BackupCommand.receiveTimeout)
+      try show(try call(client, .reload, []), as: ReloadSummary.self, Output.reload)
     case .backup(let path):
       var sent = JSONValue.null
       let backup = try BackupCommand.run(to: path) { () throws(Failure) in

@@ -250,10 +250,12 @@ import Testing
     try notify.waitFor("READY=1", child: child, log: log)
     #expect(try client.result("get", #"{"key":"wifi"}"#)["checked"]?.boolValue == true)
     for line in [
-      "SocketMode=0600 does not apply to \(jsonRPC): systemd made it (mode 0644); "
-        + "set SocketMode= for switchd.socket (systemctl edit switchd.socket)",
-      "SocketMode=0600 does not apply to \(varlink): systemd made it (mode 0644); "
-        + "set SocketMode= for switchd-varlink.socket (systemctl edit switchd-varlink.socket)",
+      "switchd.socket makes \(jsonRPC) 0644, looser than SocketMode=0600 in switchd.conf, "
+        + "which is not used under socket activation; set SocketMode= for switchd.socket "
+        + "(systemctl edit switchd.socket)",
+      "switchd-varlink.socket makes \(varlink) 0644, looser than SocketMode=0600 in "
+        + "switchd.conf, which is not used under socket activation; set SocketMode= for "
+        + "switchd-varlink.socket (systemctl edit switchd-varlink.socket)",
       "VarlinkSocket= is empty, but systemd passed a varlink socket (\(varlink)), "
         + "which is served; for none, systemctl disable --now switchd-varlink.socket",
     ] {

@@ -200,7 +200,11 @@ public enum Daemon {
         varlink: ActivatedSockets.seen(activated.varlink),
         socketMode: catalog.settings.socketMode, varlinkWanted: varlinkPath)
       {
-        log.warning(mismatch)
+        if mismatch.level == .warning {
+          log.warning(mismatch.text)
+        } else {
+          log.notice(mismatch.text)
+        }
       }
     }
 
