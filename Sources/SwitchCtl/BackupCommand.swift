@@ -11,9 +11,11 @@ import SwitchSystem
 /// asks, so a directory the caller may not write fails here and the daemon
 /// writes nothing on the caller's behalf. FILE must not exist (`O_EXCL`,
 /// mode 0600): a backup never overwrites, since writing over the live
-/// database would destroy it. On any failure the file created is removed,
-/// and only it: if the name now leads elsewhere (someone renamed the file
-/// and put another in its place meanwhile), nothing is removed.
+/// database would destroy it. On any failure the file created is removed
+/// if its name still leads to it: when someone renamed it and put another
+/// file in its place meanwhile, nothing is removed. (A check, not a lock:
+/// whoever may rename in that folder could still swap the two between the
+/// check and the unlink; in a sticky folder such as /tmp nobody else can.)
 enum BackupCommand {
   /// Seconds to wait for the copy: a big database on a slow disk takes
   /// longer than the 30 s other calls get.
