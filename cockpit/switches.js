@@ -521,13 +521,18 @@ function showAlert(row, text) {
  * the browser's: measured at each connection by asking the machine (`date`
  * through the bridge, half the round trip either way), and never less than
  * what the daemon's own fresh times say (an event's `time`, a write's
- * `changedAt`, stamped before they reached the page).
+ * `changedAt`, stamped before they reached the page). Until the machine
+ * answers (or if it cannot), those times alone say, whichever way the
+ * browser is off.
  */
 const serverClock = {
-    offset: 0,
+    /** null until measured: then the daemon's fresh times alone say (a fast browser too). */
+    offset: null,
     /** The largest `time − Date.now()` seen since the last measurement. */
     lowest: -Infinity,
     now() {
+        if (this.offset === null)
+            return Date.now() + (isFinite(this.lowest) ? this.lowest : 0);
         return Date.now() + Math.max(this.offset, this.lowest);
     },
     measure() {

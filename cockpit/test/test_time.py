@@ -351,3 +351,39 @@ def test_the_time_left_is_counted_on_the_machines_clock_not_the_browsers(browser
         context.close()
         daemon.call("revert", {"key": "updates.reboot"})
         daemon.call("set", {"key": "notifications.system", "checked": True})
+
+
+def test_a_fast_browser_is_corrected_by_the_daemons_times_when_the_machine_cannot_be_asked(
+        browser, cockpit, daemon):
+    """The browser's clock 10 minutes fast and `date` on the machine
+    failing (the page's spawn is made to run `false`): a write's answer
+    (its `changedAt`, the daemon's clock of a moment ago) still sets the
+    count-down, not the browser's clock."""
+    context = browser.new_context()
+    spawned = []
+
+    def carry(route):
+        server = route.connect_to_server()
+
+        def to_server(message):
+            if isinstance(message, str) and '"spawn":["date"' in message:
+                spawned.append(message)
+                message = re.sub(r'"spawn":\[[^\]]*\]', '"spawn":["false"]', message)
+            server.send(message)
+        route.on_message(to_server)
+        server.on_message(route.send)
+
+    context.route_web_socket(re.compile(r".*/cockpit/socket$"), carry)
+    try:
+        page = context.new_page()
+        page.clock.install(time=datetime.now(timezone.utc) + timedelta(minutes=10))
+        page.goto(cockpit.url(daemon.socket) + "&tried=yes")
+        expect(switch(page, "Wi-Fi")).to_be_visible(timeout=30000)
+        assert spawned, "the page asked the machine's clock"
+        try_a_change(page, daemon, "bluetooth", "Bluetooth")
+        row = page.locator('li[data-key="bluetooth"]')
+        expect(row.locator(".countdown")).to_have_text(re.compile(r"^It goes back in ([12]\d|30) seconds\.$"))
+        button(page, "Undo this change of Bluetooth").click()
+        wait_daemon(page, daemon, "bluetooth", "reverted", lambda s: s["pendingUntil"] is None)
+    finally:
+        context.close()
