@@ -272,7 +272,8 @@
             const held = this.switches.get(event.key);
             if (!held || (held.revision || 0) >= event.revision)
                 return false;
-            const was = Object.fromEntries(HOLD_FIELDS.map(name => [name, held[name]]));
+            const was = Object.fromEntries([...HOLD_FIELDS, "readOnlyReason", "disabledReason"]
+                .map(name => [name, held[name]]));
             for (const name of STATE_FIELDS) {
                 if (event.state && name in event.state)
                     held[name] = event.state[name];
@@ -280,8 +281,15 @@
             held.effective = held.checked && !held.disabled;
             held.revision = event.revision;
             held.changedAt = event.time;
+            // One policy may hand the hold to another (heldBy stays
+            // "policy"): its line is asked again after a policy's event, or
+            // when a policy's reason changed.
+            const byPolicy = held.heldBy === "policy" || held.disabledBy === "policy";
+            const policyMoved = byPolicy && (event.cause === "policy" ||
+                (held.readOnlyReason ?? null) !== (was.readOnlyReason ?? null) ||
+                (held.disabledReason ?? null) !== (was.disabledReason ?? null));
             if (sameHold(held, was))
-                return true;
+                return policyMoved ? "hold" : true;
             // An event carries neither `writable` nor `policySource`: the
             // daemon's stay while the hold stays, and are guessed when it
             // changed, until the daemon says again. A policy line no longer

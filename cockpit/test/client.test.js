@@ -500,3 +500,23 @@ test("many events that change holds ask a bounded number of times: one list, one
     assert.equal(asked.length, 5);
     watch.stop();
 });
+
+test("a policy that hands its hold to another policy asks for the new policy line", () => {
+    const table = new SwitchTable();
+    const byPolicy = { readOnly: true, heldBy: "policy", readOnlyReason: "Policy says no.",
+                       policySource: "50-test.conf:1" };
+    table.reset([wifi({ ...byPolicy, writable: false })], 1);
+    const state = (over) => ({ ...change(2, false).state, ...byPolicy, ...over });
+    // Another policy's reason, the same holder: asked (get).
+    assert.equal(table.applyEvent({ ...change(2, false), cause: "set",
+                                     state: state({ readOnlyReason: "Another policy." }) }), "hold");
+    // A reload (cause policy) with the same reason: asked too.
+    assert.equal(table.applyEvent({ ...change(3, false), cause: "policy", state: state({ readOnlyReason: "Another policy." }) }),
+                 "hold");
+    // Not held by a policy: a reason's change alone asks nothing.
+    const admin = new SwitchTable();
+    admin.reset([wifi({ readOnly: true, heldBy: "admin", readOnlyReason: "A." })], 1);
+    assert.equal(admin.applyEvent({ ...change(2, false), cause: "lock",
+                                     state: { ...change(2, false).state, readOnly: true, heldBy: "admin", readOnlyReason: "B." } }),
+                 true);
+});
