@@ -128,9 +128,11 @@ async function learnWhoTheDaemonSees(connection) {
     try {
         status = await connection.call("status", {});
     } catch (e) {
-        if (e.name === "Disconnected")
+        // A daemon without `status` (older): learnWhoIAm asks another way.
+        // Anything else is not taken as "root's values will do": the
+        // connection fails and is tried again.
+        if (e.code !== -32601 && e.name !== "MethodNotFound")
             throw e;
-        // A daemon without `status`: learnWhoIAm asks another way.
     }
     const caller = status && status.caller ? status.caller : {};
     page.status = status;
