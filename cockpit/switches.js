@@ -435,6 +435,11 @@ function drawRow(row, s) {
     const reason = reasonText(s);
     row.reason.textContent = reason;
     row.reason.hidden = reason === "";
+    // The note of a tried change (activate) goes with it.
+    if (row.alertOf && row.alertOf !== s.pendingUntil) {
+        row.alert = "";
+        row.alertOf = null;
+    }
     row.alertNode.textContent = row.alert;
     row.alertNode.hidden = row.alert === "";
 
@@ -507,6 +512,8 @@ function setFlag(node, name, on) {
 }
 
 function showAlert(row, text) {
+    if (!text)
+        row.alertOf = null;
     row.alert = text;
     if (row.switch)
         drawRow(row, row.switch);
@@ -753,6 +760,17 @@ async function activate(row) {
     const s = row.switch;
     if (!s || row.busy || !page.connected || !canSwitch(s))
         return; // read-only, disabled or offline: activation changes nothing
+    if (s.pendingUntil) {
+        // Rule 20: while a tried change waits, every write to the value is
+        // refused (Conflict). The switch does not move to a value that will
+        // not be (SWT): it stays, and says what waits (Keep / Undo, where
+        // this page may settle it). No `set` goes.
+        row.alertOf = s.pendingUntil;
+        showAlert(row, row.settleTools.hidden
+            ? "A tried change of this switch waits to be kept or undone."
+            : "Keep or undo the tried change first.");
+        return;
+    }
     row.busy = true;
     row.pending = !s.checked;
     showAlert(row, "");

@@ -155,18 +155,59 @@ def test_undo_a_tried_change(page, daemon):
     expect(switch(page, "Wi-Fi")).to_be_focused()
 
 
-def test_a_tried_change_is_refused_a_second_write_until_settled(page, daemon):
-    before, tried = try_a_change(page, daemon, "bluetooth", "Bluetooth")
-    page.keyboard.press("Space")  # the switch is pending: Conflict, data.pending
-    expect(page.get_by_role("alert").filter(has_text="waits to be kept or undone")).to_be_visible()
-    assert daemon.get("bluetooth")["revision"] == tried["revision"]
-    switch(page, "Bluetooth").focus()
-    page.keyboard.press("Tab")
-    page.keyboard.press("Enter")  # Keep
-    wait_daemon(page, daemon, "bluetooth", "kept", lambda s: s["pendingUntil"] is None)
-    # Back as it was, for the tests after this one (a plain write: no prompt).
-    daemon.call("set", {"key": "bluetooth", "checked": before["checked"]})
-    expect(switch(page, "Bluetooth")).to_have_attribute("aria-checked", "true" if before["checked"] else "false")
+def test_a_pending_switch_does_not_move_and_sends_nothing_until_settled(browser, cockpit, daemon):
+    """Rule 20: while a tried change waits, every write to the value is
+    refused. Space on the pending switch neither moves it (SWT: it shows
+    nothing that will not happen) nor sends a `set`: the row says to keep or
+    undo the change first, and the switch keeps the focus."""
+    context = browser.new_context()
+    sent = []
+
+    def carry(route):
+        server = route.connect_to_server()
+
+        def to_server(message):
+            if isinstance(message, str):
+                sent.append(message)
+            server.send(message)
+        route.on_message(to_server)
+        server.on_message(route.send)
+
+    context.route_web_socket(re.compile(r".*/cockpit/socket$"), carry)
+    before = daemon.get("bluetooth")
+    try:
+        page = context.new_page()
+        page.goto(cockpit.url(daemon.socket) + "&tried=yes")
+        expect(switch(page, "Bluetooth")).to_be_visible(timeout=30000)
+        _, tried = try_a_change(page, daemon, "bluetooth", "Bluetooth")
+        shown = "true" if tried["checked"] else "false"
+        sets = len([line for line in sent if '"method":"set"' in line])
+        assert sets >= 1
+        page.keyboard.press("Space")
+        note = page.get_by_role("alert").filter(has_text="Keep or undo the tried change first.")
+        expect(note).to_be_visible()
+        expect(switch(page, "Bluetooth")).to_have_attribute("aria-checked", shown)
+        expect(switch(page, "Bluetooth")).to_be_focused()
+        expect(switch(page, "Bluetooth")).to_have_accessible_description(
+            re.compile(r"Keep or undo the tried change first\."))
+        switch(page, "Bluetooth").click()
+        expect(switch(page, "Bluetooth")).to_have_attribute("aria-checked", shown)
+        # Keep goes through the same socket after them: once it is sent, no
+        # `set` was before it.
+        page.keyboard.press("Tab")
+        expect(button(page, "Keep this change of Bluetooth")).to_be_focused()
+        page.keyboard.press("Enter")
+        wait_daemon(page, daemon, "bluetooth", "kept", lambda s: s["pendingUntil"] is None)
+        assert any('"method":"confirm"' in line for line in sent)
+        assert len([line for line in sent if '"method":"set"' in line]) == sets
+        assert daemon.get("bluetooth")["checked"] == tried["checked"]
+        # The note goes with the tried change.
+        expect(note).to_be_hidden()
+        expect(switch(page, "Bluetooth")).to_have_attribute("aria-checked", shown)
+    finally:
+        context.close()
+        # Back as it was, for the tests after this one (a plain write: no prompt).
+        daemon.call("set", {"key": "bluetooth", "checked": before["checked"]})
 
 
 def test_closing_the_tab_reverts_its_tried_change(browser, cockpit, daemon, page):
