@@ -528,12 +528,14 @@ function showAlert(row, text) {
  * clock never synchronised), and a count-down of "Keep this change?" read
  * against it is wrong by as much. `offset` (ms) is the machine's time minus
  * the browser's: measured at each connection by asking the machine (`date`
- * through the bridge, half the round trip either way), and never less than
+ * through the bridge, half the round trip either way), again when a
+ * count-down starts (at most once per MEASURE_AGAIN_MS), and never less than
  * what the daemon's own fresh times say (an event's `time`, a write's
  * `changedAt`, stamped before they reached the page). Until the machine
  * answers (or if it cannot), those times alone say, whichever way the
  * browser is off.
  */
+const MEASURE_AGAIN_MS = 10000;
 const serverClock = {
     /** null until measured: then the daemon's fresh times alone say (a fast browser too). */
     offset: null,
@@ -544,7 +546,20 @@ const serverClock = {
             return Date.now() + (isFinite(this.lowest) ? this.lowest : 0);
         return Date.now() + Math.max(this.offset, this.lowest);
     },
+    /** When (performance.now(), ms) it was last asked: null, never. */
+    askedAt: null,
+    /**
+     * Asked again when a count-down starts (drawTime): a clock stepped since
+     * the connection (NTP, a person) would make it wrong by as much. At most
+     * once per MEASURE_AGAIN_MS.
+     */
+    measureAgain() {
+        if (this.askedAt !== null && performance.now() - this.askedAt < MEASURE_AGAIN_MS)
+            return;
+        this.measure();
+    },
     measure() {
+        this.askedAt = performance.now();
         const sent = Date.now();
         cockpit.spawn(["date", "-u", "+%s.%N"], { err: "ignore" }).then(output => {
             const received = Date.now();
@@ -634,6 +649,11 @@ function drawTime(row) {
     const s = row.switch;
     row.pendingText = "";
     row.timedText = "";
+    // A count-down that starts is read against the machine's clock as it is now.
+    const deadline = s.pendingUntil || s.expiresAt || null;
+    if (deadline && deadline !== row.countingTo)
+        serverClock.measureAgain();
+    row.countingTo = deadline;
     if (s.pendingUntil) {
         row.pendingText = "Keep this change?";
         const left = secondsLeft(s.pendingUntil);

@@ -428,3 +428,37 @@ def test_a_fast_browser_is_corrected_by_the_daemons_times_when_the_machine_canno
         wait_daemon(page, daemon, "bluetooth", "reverted", lambda s: s["pendingUntil"] is None)
     finally:
         context.close()
+
+
+def test_the_machines_clock_is_measured_again_when_a_count_down_starts(browser, cockpit, daemon):
+    """The machine's clock is asked (`date` through the bridge) at the
+    connection, and again when a count-down starts, once the last asking is
+    10 s old (the page's fake clock is moved on, not waited for)."""
+    context = browser.new_context()
+    spawned = []
+
+    def carry(route):
+        server = route.connect_to_server()
+
+        def to_server(message):
+            if isinstance(message, str) and '"spawn":["date"' in message:
+                spawned.append(message)
+            server.send(message)
+        route.on_message(to_server)
+        server.on_message(route.send)
+
+    context.route_web_socket(re.compile(r".*/cockpit/socket$"), carry)
+    try:
+        page = context.new_page()
+        page.clock.install()
+        page.goto(cockpit.url(daemon.socket) + "&tried=yes")
+        expect(switch(page, "Wi-Fi")).to_be_visible(timeout=30000)
+        wait_until("the clock asked at the connection", lambda: spawned, pause=page.wait_for_timeout)
+        assert len(spawned) == 1
+        page.clock.fast_forward("00:11")
+        try_a_change(page, daemon, "bluetooth", "Bluetooth")
+        wait_until("the clock asked again", lambda: len(spawned) >= 2, pause=page.wait_for_timeout)
+        button(page, "Undo this change of Bluetooth").click()
+        wait_daemon(page, daemon, "bluetooth", "reverted", lambda s: s["pendingUntil"] is None)
+    finally:
+        context.close()
