@@ -968,10 +968,10 @@ function drawAdminControls(row) {
     const name = s.label || s.key;
     v.lock.setAttribute("aria-label", `Lock ${name}`);
     v.disable.setAttribute("aria-label", `Disable ${name}`);
-    v.unlock.setAttribute("aria-label", `Unlock ${name}`);
-    v.lockOpener.setAttribute("aria-label", `Lock ${name}…`);
-    v.enable.setAttribute("aria-label", `Enable ${name}`);
-    v.disableOpener.setAttribute("aria-label", `Disable ${name}…`);
+    for (const button of [v.unlock, v.lockOpener, v.enable, v.disableOpener]) {
+        if (button.nameTail.textContent !== ` ${name}`)
+            button.nameTail.textContent = ` ${name}`;
+    }
     const lockText = s.readOnly ? "Lock again" : "Lock";
     if (v.lockSubmit.textContent !== lockText)
         v.lockSubmit.textContent = lockText;
@@ -1020,9 +1020,18 @@ function makeAdminControls(row) {
     row.admin.replaceChildren(element("h3", {}, "Administrator"), v.lock, v.disable);
 
     // Named with their switch (drawAdminControls): "Unlock Wi-Fi", as Keep
-    // and Undo are, since every row has the same ones.
-    const opener = (text, field) => {
+    // and Undo are, since every row has the same ones. The name is the
+    // visible text and then the switch's, in text only assistive technology
+    // reads ("Lock… Wi-Fi"): it starts with what is seen, so that saying
+    // "Lock…" or "Unlock" reaches the button (WCAG 2.5.3, label in name).
+    const quick = text => {
         const button = element("button", { type: "button", class: "quick" }, text);
+        button.nameTail = element("span", { class: "visually-hidden" });
+        button.append(button.nameTail);
+        return button;
+    };
+    const opener = (text, field) => {
+        const button = quick(text);
         button.addEventListener("click", () => {
             toggleWhy(row, true);
             field.focus();
@@ -1030,7 +1039,7 @@ function makeAdminControls(row) {
         return button;
     };
     const direct = (text, method) => {
-        const button = element("button", { type: "button", class: "quick" }, text);
+        const button = quick(text);
         button.addEventListener("click", () => adminCall(row, method, { key: row.key }));
         return button;
     };

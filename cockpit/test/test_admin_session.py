@@ -316,7 +316,7 @@ def test_playwrights_check_and_uncheck_work_on_the_switch(page, daemon):
 
 def test_an_administrator_locks_and_disables_from_the_page(page, daemon):
     row = page.locator("li.row", has=switch(page, "Wi-Fi"))
-    row.get_by_role("button", name="Lock Wi-Fi…", exact=True).click()
+    row.get_by_role("button", name="Lock… Wi-Fi", exact=True).click()
     panel = page.get_by_role("region", name="Why: Wi-Fi", exact=True)
     expect(panel.get_by_label("Reason for the lock")).to_be_focused()
     panel.get_by_label("Reason for the lock").fill("Kept on for the demo.")
@@ -329,7 +329,7 @@ def test_an_administrator_locks_and_disables_from_the_page(page, daemon):
     expect(panel.get_by_text(re.compile("Held read-only by an administrator"))).to_be_visible()
     row.get_by_role("button", name="Unlock Wi-Fi", exact=True).click()
     wait_daemon(page, daemon, "wifi", "unlocked", lambda s: not s["readOnly"])
-    row.get_by_role("button", name="Disable Wi-Fi…", exact=True).click()
+    row.get_by_role("button", name="Disable… Wi-Fi", exact=True).click()
     expect(panel.get_by_label("Reason for disabling")).to_be_focused()
     panel.get_by_label("Reason for disabling").fill("No radios today.")
     panel.get_by_role("button", name="Disable", exact=True).click()
@@ -357,12 +357,12 @@ def test_a_late_answer_leaves_the_administrator_typing(page, daemon, relay):
         wait_daemon(page, daemon, "wifi", "unlocked", lambda s: not s["readOnly"])
         # Still drawn held: its Disable… (a held switch may be disabled too).
         expect(row.get_by_role("button", name="Unlock Wi-Fi", exact=True)).to_be_visible()
-        row.get_by_role("button", name="Disable Wi-Fi…", exact=True).click()
+        row.get_by_role("button", name="Disable… Wi-Fi", exact=True).click()
         expect(field).to_be_focused()
         page.keyboard.type("No radios ")
     finally:
         relay.release()
-    expect(row.get_by_role("button", name="Lock Wi-Fi…", exact=True)).to_be_visible()  # the unlock is drawn
+    expect(row.get_by_role("button", name="Lock… Wi-Fi", exact=True)).to_be_visible()  # the unlock is drawn
     expect(switch(page, "Wi-Fi")).not_to_have_attribute("aria-readonly", "true")
     expect(field).to_be_focused()
     page.keyboard.type("this afternoon.")
@@ -375,25 +375,44 @@ def test_a_late_answer_leaves_the_administrator_typing(page, daemon, relay):
     expect(enable).to_be_focused()
     page.keyboard.press("Enter")
     wait_daemon(page, daemon, "wifi", "enabled", lambda s: not s["disabled"])
-    expect(row.get_by_role("button", name="Disable Wi-Fi…", exact=True)).to_be_focused()
+    expect(row.get_by_role("button", name="Disable… Wi-Fi", exact=True)).to_be_focused()
     expect(field).to_have_value("")  # emptied once it was done
 
 
 def test_each_administrators_button_names_its_switch(page, daemon):
     """Lock…, Disable…, Unlock and Enable are in every row: each is named
     with its switch, as Keep and Undo are ("Unlock Wi-Fi"), so that a list of
-    the page's buttons tells them apart."""
+    the page's buttons tells them apart; and each name starts with the text
+    shown on it ("Lock… Wi-Fi" for "Lock…": WCAG 2.5.3, label in name), so
+    that saying what is seen reaches it."""
     assert daemon.ctl("lock", "bluetooth", "--reason", "Held for the test.").returncode == 0
     assert daemon.ctl("disable", "airplane-mode", "--reason", "Not today.").returncode == 0
     try:
         expect(page.get_by_role("button", name="Unlock Bluetooth", exact=True)).to_be_visible()
         expect(page.get_by_role("button", name="Enable Airplane mode", exact=True)).to_be_visible()
-        expect(page.get_by_role("button", name="Lock Wi-Fi…", exact=True)).to_be_visible()
-        expect(page.get_by_role("button", name="Disable Wi-Fi…", exact=True)).to_be_visible()
-        expect(page.get_by_role("button", name="Disable Bluetooth…", exact=True)).to_be_visible()
+        expect(page.get_by_role("button", name="Lock… Wi-Fi", exact=True)).to_be_visible()
+        expect(page.get_by_role("button", name="Disable… Wi-Fi", exact=True)).to_be_visible()
+        expect(page.get_by_role("button", name="Disable… Bluetooth", exact=True)).to_be_visible()
         for s in daemon.call("list")["switches"]:
             if not s["readOnly"] and not s["disabled"]:
-                expect(page.get_by_role("button", name=f"Lock {s['label']}…", exact=True)).to_have_count(1)
+                expect(page.get_by_role("button", name=f"Lock… {s['label']}", exact=True)).to_have_count(1)
+        quick = page.locator(".admin-quick button:visible")
+        assert quick.count() >= 4
+        for i in range(quick.count()):
+            button = quick.nth(i)
+            # The text drawn: not in an element clipped to nothing.
+            shown = button.evaluate("""b => {
+                const walker = document.createTreeWalker(b, NodeFilter.SHOW_TEXT);
+                let text = "";
+                for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+                    const box = n.parentElement.getBoundingClientRect();
+                    if (box.width > 1 && box.height > 1)
+                        text += n.textContent;
+                }
+                return text.trim();
+            }""")
+            assert shown in ("Lock…", "Disable…", "Unlock", "Enable"), shown
+            expect(button).to_have_accessible_name(re.compile("^" + re.escape(shown) + r" \S"))
         for name in ("Lock…", "Disable…", "Unlock", "Enable"):
             expect(page.get_by_role("button", name=name, exact=True)).to_have_count(0)
         page.get_by_role("button", name="Unlock Bluetooth", exact=True).click()
@@ -403,7 +422,7 @@ def test_each_administrators_button_names_its_switch(page, daemon):
     finally:
         daemon.ctl("unlock", "bluetooth")
         daemon.ctl("enable", "airplane-mode")
-    expect(page.get_by_role("button", name="Lock Bluetooth…", exact=True)).to_be_visible()
+    expect(page.get_by_role("button", name="Lock… Bluetooth", exact=True)).to_be_visible()
 
 
 def test_a_refusal_shows_the_daemons_sentence_near_the_switch(page, daemon):

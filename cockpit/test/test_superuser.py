@@ -56,7 +56,7 @@ def page(browser, account, daemon, sent):
     sent.clear()  # what the page sent as the person alone: no `user`
     start_superuser(page)
     # root's channel: an administrator's controls.
-    expect(page.get_by_role("button", name="Lock Wi-Fi…", exact=True)).to_be_visible(timeout=30000)
+    expect(page.get_by_role("button", name="Lock… Wi-Fi", exact=True)).to_be_visible(timeout=30000)
     yield page
     context.close()
     cockpit.stop()
@@ -137,7 +137,7 @@ def test_an_administrators_lock_keeps_the_persons_value(page, daemon, account):
     control = switch(page, "Marketing emails")
     expect(control).to_have_attribute("aria-checked", "false")
     try:
-        page.get_by_role("button", name="Lock Marketing emails…", exact=True).click()
+        page.get_by_role("button", name="Lock… Marketing emails", exact=True).click()
         panel = page.get_by_role("region", name="Why: Marketing emails", exact=True)
         reason = panel.get_by_label("Reason for the lock", exact=True)
         for text, button in (("First lock.", "Lock"), ("Second lock.", "Lock again")):
