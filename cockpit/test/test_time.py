@@ -394,13 +394,10 @@ def test_the_time_left_is_counted_on_the_machines_clock_not_the_browsers(browser
         daemon.call("set", {"key": "notifications.system", "checked": True})
 
 
-def test_a_fast_browser_is_corrected_by_the_daemons_times_when_the_machine_cannot_be_asked(
-        browser, cockpit, daemon):
-    """The browser's clock 10 minutes fast and `date` on the machine
-    failing (the page's spawn is made to run `false`): a write's answer
-    (its `changedAt`, the daemon's clock of a moment ago) still sets the
-    count-down, not the browser's clock."""
-    context = browser.new_context()
+def count_date_spawns(context, refuse=False):
+    """The page's frames to the bridge pass through this: each spawn of
+    `date` (the machine's clock) is recorded in the list returned, and with
+    `refuse` it is made to run `false` instead."""
     spawned = []
 
     def carry(route):
@@ -409,12 +406,24 @@ def test_a_fast_browser_is_corrected_by_the_daemons_times_when_the_machine_canno
         def to_server(message):
             if isinstance(message, str) and '"spawn":["date"' in message:
                 spawned.append(message)
-                message = re.sub(r'"spawn":\[[^\]]*\]', '"spawn":["false"]', message)
+                if refuse:
+                    message = re.sub(r'"spawn":\[[^\]]*\]', '"spawn":["false"]', message)
             server.send(message)
         route.on_message(to_server)
         server.on_message(route.send)
 
     context.route_web_socket(re.compile(r".*/cockpit/socket$"), carry)
+    return spawned
+
+
+def test_a_fast_browser_is_corrected_by_the_daemons_times_when_the_machine_cannot_be_asked(
+        browser, cockpit, daemon):
+    """The browser's clock 10 minutes fast and `date` on the machine
+    failing (the page's spawn is made to run `false`): a write's answer
+    (its `changedAt`, the daemon's clock of a moment ago) still sets the
+    count-down, not the browser's clock."""
+    context = browser.new_context()
+    spawned = count_date_spawns(context, refuse=True)
     try:
         page = context.new_page()
         page.clock.install(time=datetime.now(timezone.utc) + timedelta(minutes=10))
@@ -435,19 +444,7 @@ def test_the_machines_clock_is_measured_again_when_a_count_down_starts(browser, 
     connection, and again when a count-down starts, once the last asking is
     10 s old (the page's fake clock is moved on, not waited for)."""
     context = browser.new_context()
-    spawned = []
-
-    def carry(route):
-        server = route.connect_to_server()
-
-        def to_server(message):
-            if isinstance(message, str) and '"spawn":["date"' in message:
-                spawned.append(message)
-            server.send(message)
-        route.on_message(to_server)
-        server.on_message(route.send)
-
-    context.route_web_socket(re.compile(r".*/cockpit/socket$"), carry)
+    spawned = count_date_spawns(context)
     try:
         page = context.new_page()
         page.clock.install()
