@@ -17,9 +17,6 @@ import SwitchSystem
 /// whoever may rename in that folder could still swap the two between the
 /// check and the unlink; in a sticky folder such as /tmp nobody else can.)
 enum BackupCommand {
-  /// Seconds to wait for the copy: a big database on a slow disk takes
-  /// longer than the 30 s other calls get.
-  static let receiveTimeout = 600
 
   /// Creates `path`, lets `ask` make the call (returning the result and the
   /// descriptor passed with it, which this then owns), copies the backup

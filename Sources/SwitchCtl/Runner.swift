@@ -12,6 +12,10 @@ struct Runner {
   /// Seconds a call may wait for its answer before switchctl gives up, so a
   /// wedged daemon cannot hang a script forever. `watch` waits without end.
   var receiveTimeout = 30
+  /// Seconds for the calls that may take longer: a backup's copy of a big
+  /// database on a slow disk; a reload, answered once the apply commands it
+  /// started have run, each up to ApplyTimeoutSec=.
+  static let longCallTimeout = 600
   /// Set on a terminal (unless `--no-ask-password`): calls that need a right
   /// carry `allowInteractiveAuthentication`, with polkit's text agent running.
   var polkitAgent: PolkitAgent?
@@ -91,15 +95,12 @@ struct Runner {
       let sent = try call(.status, [])
       try show(sent, as: StatusReport.self) { Output.status($0, sent: sent) }
     case .reload:
-      // Answered once the apply commands the reload started have run, each
-      // up to ApplyTimeoutSec=: the 30 s of other calls would report a
-      // reload that is still going, and will apply, as failed.
-      let client = try connect(receiveTimeout: BackupCommand.receiveTimeout)
+      let client = try connect(receiveTimeout: Self.longCallTimeout)
       try show(try call(client, .reload, []), as: ReloadSummary.self, Output.reload)
     case .backup(let path):
       var sent = JSONValue.null
       let backup = try BackupCommand.run(to: path) { () throws(Failure) in
-        let client = try connect(receiveTimeout: BackupCommand.receiveTimeout)
+        let client = try connect(receiveTimeout: Self.longCallTimeout)
         sent = try call(client, .backup, [])
         return (sent, client.takePassedDescriptor())
       }

@@ -200,11 +200,7 @@ public enum Daemon {
         varlink: ActivatedSockets.seen(activated.varlink),
         socketMode: catalog.settings.socketMode, varlinkWanted: varlinkPath)
       {
-        if mismatch.level == .warning {
-          log.warning(mismatch.text)
-        } else {
-          log.notice(mismatch.text)
-        }
+        log.write(mismatch.level, mismatch.text)
       }
     }
 

@@ -66,7 +66,9 @@ public final class Log: Sendable {
     }
   }
 
-  private func write(_ level: LogLevel, _ message: String) {
+  /// One line at `level` (what `error`, `warning`… write), for a caller
+  /// whose level is data.
+  func write(_ level: LogLevel, _ message: String) {
     guard level.rawValue <= threshold.load(ordering: .relaxed) else { return }
     var line = priorityPrefixes ? "<\(level.rawValue)>" : ""
     for scalar in message.unicodeScalars {

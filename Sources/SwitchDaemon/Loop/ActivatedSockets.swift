@@ -79,9 +79,4 @@ enum ActivatedSockets {
       ? UInt32(status.st_mode & 0o777) : nil
     return Seen(path: path, mode: mode)
   }
-
-  private static func octal(_ mode: UInt32) -> String {
-    let digits = String(mode, radix: 8)
-    return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
-  }
 }
