@@ -42,10 +42,10 @@ _switchctl() {
   local i word socket='' command='' npos=0
   COMPREPLY=()
 
-  # `--socket=PATH`: bash splits it at `=` (COMP_WORDBREAKS).
-  if [[ $prev == '=' && $COMP_CWORD -ge 2 && ${COMP_WORDS[COMP_CWORD - 2]} == --socket ]]; then
-    prev=--socket
-  elif [[ $cur == '=' && $prev == --socket ]]; then
+  # `--name=VALUE`: bash splits it at `=` (COMP_WORDBREAKS) into three words.
+  if [[ $prev == '=' && $COMP_CWORD -ge 2 ]]; then
+    prev=${COMP_WORDS[COMP_CWORD - 2]}
+  elif [[ $cur == '=' ]]; then
     cur=''
   fi
 
@@ -65,6 +65,8 @@ _switchctl() {
         continue
         ;;
       --since | --limit | --before | --reason | --checked | --if-revision | --user | --for | --until | --confirm)
+        # Its value: the next word, or the one after a split-off `=`.
+        if [[ ${COMP_WORDS[i + 1]} == '=' ]]; then ((i++)); fi
         ((i++))
         continue
         ;;
@@ -99,9 +101,11 @@ _switchctl() {
       ;;
   esac
 
+  # Options every command takes, before or after it.
+  local global='--socket --user --json --no-ask-password --help'
   if [[ -z $command ]]; then
     if [[ $cur == -* ]]; then
-      COMPREPLY=($(compgen -W '--socket --user --json --help --version' -- "$cur"))
+      COMPREPLY=($(compgen -W "$global --version" -- "$cur"))
     else
       COMPREPLY=($(compgen -W "$_switchctl_commands" -- "$cur"))
     fi
@@ -147,17 +151,20 @@ _switchctl() {
       return 0
       ;;
     backup)
-      if ((npos == 0)); then
-        compopt -o filenames 2>/dev/null
-        COMPREPLY=($(compgen -f -- "$cur"))
+      if [[ $cur != -* ]]; then
+        if ((npos == 0)); then
+          compopt -o filenames 2>/dev/null
+          COMPREPLY=($(compgen -f -- "$cur"))
+        fi
+        return 0
       fi
-      return 0
       ;;
-    *) return 0 ;; # status, reload, or an unknown command
+    status | reload) ;;
+    *) return 0 ;; # an unknown command
   esac
 
   if [[ $cur == -* ]]; then
-    [[ -n $options ]] && COMPREPLY=($(compgen -W "$options" -- "$cur"))
+    COMPREPLY=($(compgen -W "$options $global" -- "$cur"))
   elif [[ $keys == yes ]]; then
     COMPREPLY=($(compgen -W "$(_switchctl_keys "$socket")" -- "$cur"))
   fi

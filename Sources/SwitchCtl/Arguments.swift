@@ -90,9 +90,29 @@ enum ArgumentParser {
       return .success(try parseThrowing(arguments, json: &json))
     } catch {
       var failure = error
-      failure.json = json
+      // `get wifi --bogus --json`: the error is found before `--json` is read.
+      failure.json = json || asksForJSON(arguments)
       return .failure(failure)
     }
+  }
+
+  /// Whether `--json` is one of `arguments`' options: not a value of one
+  /// (`--socket --json`), not after `--`. What a line that fails to parse
+  /// asked for, wherever the failure stands.
+  static func asksForJSON(_ arguments: [String]) -> Bool {
+    var index = 0
+    while index < arguments.count {
+      let argument = arguments[index]
+      index += 1
+      if argument == "--" { return false }
+      if argument == "--json" { return true }
+      guard argument.hasPrefix("--"), !argument.contains("=") else { continue }
+      let takesValue =
+        argument == "--socket" || argument == "--user"
+        || Commands.all.contains { $0.option(named: argument)?.valueName != nil }
+      if takesValue { index += 1 }
+    }
+    return false
   }
 
   /// `json`: set when `--json` is read, also if a later argument fails.
@@ -190,7 +210,9 @@ enum ArgumentParser {
       }
       if spec == nil {
         guard let found = Commands.named(argument) else {
-          throw UsageError(message: "unknown command '\(argument)'.", command: nil)
+          let next = index < arguments.count ? arguments[index] : nil
+          throw UsageError(
+            message: Commands.unknown(argument, before: next), command: nil)
         }
         spec = found
         parsed.command = found.name
@@ -340,7 +362,7 @@ enum ArgumentParser {
     case "help":
       guard let topic = p.optionalPositional() else { return .help(command: nil) }
       guard Commands.named(topic) != nil else {
-        throw UsageError(message: "unknown command '\(topic)'.", command: nil)
+        throw UsageError(message: Commands.unknown(topic, before: nil), command: nil)
       }
       return .help(command: topic)
     default:

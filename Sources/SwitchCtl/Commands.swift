@@ -1,3 +1,5 @@
+import SwitchCore
+
 /// An option a command accepts.
 struct OptionSpec: Sendable {
   /// `--reason`.
@@ -289,6 +291,47 @@ enum Commands {
     all.first { $0.name == name }
   }
 
+  /// What to say of a command switchctl does not have, followed by `next`:
+  /// the command a typo was likely meant as (`gte` → `get`), or `set` for
+  /// a switch named first (`switchctl wifi on`).
+  static func unknown(_ name: String, before next: String?) -> String {
+    let sentence = "unknown command '\(name)'"
+    if let next, BooleanWord.parse(next) != nil {
+      return sentence + "; to change a switch: switchctl set \(name) \(next)."
+    }
+    // One edit for a short name, two for a longer one; only a single nearest.
+    let distances = all.map { (command: $0.name, distance: editDistance($0.name, name)) }
+    let nearest = distances.map(\.distance).min() ?? .max
+    let candidates = distances.filter { $0.distance == nearest }
+    guard nearest <= (name.count <= 4 ? 1 : 2), candidates.count == 1 else {
+      return sentence + "."
+    }
+    return sentence + "; did you mean '\(candidates[0].command)'?"
+  }
+
+  /// Levenshtein distance, an adjacent swap (`gte`, `get`) counting as one edit.
+  static func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a.utf8)
+    let b = Array(b.utf8)
+    if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
+    var twoBack = [Int](repeating: 0, count: b.count + 1)
+    var previous = Array(0...b.count)
+    var current = previous
+    for i in 1...a.count {
+      current[0] = i
+      for j in 1...b.count {
+        let replace = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)
+        var best = min(previous[j] + 1, current[j - 1] + 1, replace)
+        if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+          best = min(best, twoBack[j - 2] + 1)
+        }
+        current[j] = best
+      }
+      (twoBack, previous, current) = (previous, current, twoBack)
+    }
+    return previous[b.count]
+  }
+
   /// `switchctl --help`.
   static func overview() -> [String] {
     var lines = [
@@ -306,7 +349,7 @@ enum Commands {
       "",
       "Options, before or after the command:",
       "  --socket PATH  the daemon's socket (default: $SWITCHD_SOCKET, else your own",
-      "                 switchd's socket if it runs, else /run/switchd/switchd.sock)",
+      "                 switchd's socket if it exists, else /run/switchd/switchd.sock)",
       "  --user USER    act as that user (a name or uid; '*' for every user on watch",
       "                 and history): administrators only, except yourself",
       "  --json         print the daemon's result as one line of JSON (on failure,",

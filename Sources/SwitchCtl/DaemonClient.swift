@@ -36,10 +36,12 @@ enum ClientError: Error, Equatable {
       let start =
         path == DefaultPaths.systemSocket
         ? "sudo systemctl start switchd"
-        : "switchd --socket \(path) & (or remove \(path); without it switchctl looks for"
-          + " the next socket)"
+        : "switchd --socket \(path) & (or remove \(path))"
       return "switchd is not running: \(path) is a stale socket left by a daemon that stopped; "
         + "start it with: \(start)"
+    case .unreachable(let path, let code, _) where code == EACCES || code == EPERM:
+      return "cannot reach switchd at \(path): \(describeErrno(code)): you may not open this "
+        + "socket (its mode, SocketMode= in switchd.conf, or a folder on its path)"
     case .unreachable(let path, let code, _):
       return "cannot reach switchd at \(path): \(describeErrno(code)) (is it running?)"
     case .notASocket(let path, let kind):
@@ -49,8 +51,15 @@ enum ClientError: Error, Equatable {
       return "the socket path \(path) is \(path.utf8.count) bytes long, and a Unix socket path "
         + "holds at most \(UnixSocketAddress.maxPathBytes): give --socket (or $SWITCHD_SOCKET) "
         + "a shorter one, such as a symbolic link to the socket"
+    case .timedOut(let path, let seconds) where path.hasSuffix("/" + VarlinkInterface.name):
+      // Beside switchd.sock, and offered by completion: it speaks varlink,
+      // which waits for a NUL that a JSON-RPC line never sends.
+      return
+        "switchd at \(path) did not answer within \(Output.count(seconds, "second")): that is switchd's "
+        + "varlink socket; switchctl speaks JSON-RPC, on switchd.sock"
     case .timedOut(let path, let seconds):
-      return "switchd at \(path) did not answer within \(seconds) seconds; it may be stuck"
+      return
+        "switchd at \(path) did not answer within \(Output.count(seconds, "second")); it may be stuck"
     case .closed(let path):
       return "switchd at \(path) closed the connection before answering"
     case .flooded(let path):
@@ -95,6 +104,9 @@ final class DaemonClient {
   /// While a call waits: when its `receiveTimeout` runs out, for the whole
   /// call, not for each `recv` (a trickle of bytes must not keep it waiting).
   private var callDeadline: Double?
+  /// The seconds the call in progress may take (`call`'s `timeout`, else
+  /// `receiveTimeout`), for the sentence when they run out.
+  private var callLimit: Int?
   private var nextID: Int64 = 1
   private let receiveTimeout: Int?
   private var chunk = [UInt8](repeating: 0, count: 65_536)
@@ -106,6 +118,7 @@ final class DaemonClient {
     self.path = path
     self.socket = socket
     self.receiveTimeout = receiveTimeout
+    self.callLimit = receiveTimeout
   }
 
   deinit {
@@ -148,15 +161,19 @@ final class DaemonClient {
     return client
   }
 
-  /// Sends one request and waits for its response.
+  /// Sends one request and waits for its response, at most `timeout`
+  /// seconds when given (a watch's answer on a connection that then waits
+  /// for events without end), else the connection's `receiveTimeout`.
   func call(
-    _ method: Method, _ params: [JSONMember]
+    _ method: Method, _ params: [JSONMember], timeout: Int? = nil
   ) throws(ClientError) -> Result<JSONValue, RemoteError> {
     let id = nextID
     nextID += 1
-    callDeadline = receiveTimeout.map { monotonicSeconds() + Double($0) }
+    callLimit = timeout ?? receiveTimeout
+    callDeadline = callLimit.map { monotonicSeconds() + Double($0) }
     defer {
       callDeadline = nil
+      callLimit = receiveTimeout
       setReceiveTimeout(receiveTimeout.map(Double.init))  // for what is read after the call
     }
     do throws(ClientError) {
@@ -245,7 +262,7 @@ final class DaemonClient {
       // end it a tick early, so only the deadline says it ran out.
       if let callDeadline {
         let left = callDeadline - monotonicSeconds()
-        guard left > 0 else { throw .timedOut(path: path, seconds: receiveTimeout ?? 0) }
+        guard left > 0 else { throw .timedOut(path: path, seconds: callLimit ?? 0) }
         setReceiveTimeout(left)
       }
       (count, descriptors) = chunk.withUnsafeMutableBytes { buffer in
@@ -263,7 +280,7 @@ final class DaemonClient {
     let code = errno
     switch code {
     case EAGAIN, EWOULDBLOCK:
-      throw .timedOut(path: path, seconds: receiveTimeout ?? 0)
+      throw .timedOut(path: path, seconds: callLimit ?? receiveTimeout ?? 0)
     case ECONNRESET: throw .closed(path: path)
     default: throw .system(path: path, call: "recv", errno: code)
     }

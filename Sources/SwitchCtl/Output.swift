@@ -11,6 +11,11 @@ enum Output {
 
   static func onOff(_ on: Bool) -> String { on ? "on" : "off" }
 
+  /// "1 second", "30 seconds".
+  static func count(_ number: Int, _ noun: String) -> String {
+    number == 1 ? "1 \(noun)" : "\(number) \(noun)s"
+  }
+
   static func yesNo(_ flag: Bool) -> String { flag ? "yes" : "no" }
 
   /// The notes for a Switch or a State that is disabled, read-only or
@@ -53,11 +58,14 @@ enum Output {
     return notes
   }
 
-  /// `40 s`, `52 minutes` (`52 more minutes`), `3 hours`, `2 days`: rounded up.
+  /// `40 s` (`40 more seconds`), `52 minutes` (`52 more minutes`),
+  /// `3 hours`, `2 days`: rounded up.
   static func span(_ milliseconds: Int64, more: Bool = false) -> String {
     let seconds = max(0, (milliseconds + 999) / 1000)
     let extra = more ? "more " : ""
-    if seconds < 120 { return "\(seconds) \(more ? "more " : "")s" }
+    if seconds < 120 {
+      return more ? "\(seconds) more " + (seconds == 1 ? "second" : "seconds") : "\(seconds) s"
+    }
     let minutes = (seconds + 59) / 60
     if minutes < 120 { return "\(minutes) \(extra)minutes" }
     let hours = (minutes + 59) / 60
@@ -274,7 +282,7 @@ enum Output {
         // Only an administrator is shown the errors; anyone their count.
         var text = time(reload.time) + " " + reload.result.wireName
         let count = reload.errorCount
-        if count > 0 { text += count == 1 ? " (1 error)" : " (\(count) errors)" }
+        if count > 0 { text += " (\(Output.count(count, "error")))" }
         lines.append(member.name + ": " + text)
         lines += reload.errors.map { "  " + printable($0) }
       case WireField.readBack:
@@ -327,7 +335,7 @@ enum Output {
       let errors = error.data[WireField.errors]?.arrayValue?.compactMap(\.stringValue),
       !errors.isEmpty
     {
-      let count = errors.count == 1 ? "1 error" : "\(errors.count) errors"
+      let count = Output.count(errors.count, "error")
       return ["switchctl: the configuration was refused (\(count)); the running one stays:"]
         + errors.map { "  " + printable($0) }
     }
@@ -387,6 +395,9 @@ enum Output {
       // Free, yet this caller may not change it: the daemon's sentence says why.
       if !s.writable, let reason = s.writableReason {
         lines.append("Neither read-only nor disabled. " + printable(reason))
+      } else if s.scope == Scope.user.wireName {
+        // Each person's own value: nobody else's right is asked.
+        lines.append("Neither read-only nor disabled: each user sets their own value of it.")
       } else {
         lines.append(
           "Neither read-only nor disabled: anyone who may write switches can change it.")

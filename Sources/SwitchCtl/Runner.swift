@@ -110,6 +110,7 @@ struct Runner {
         socketPath: socketPath, patterns: patterns, since: since, user: try userParam(),
         json: invocation.json, console: console)
       watcher.polkitAgent = polkitAgent
+      watcher.answerTimeout = receiveTimeout
       return try watcher.run()
     }
     return .success
@@ -151,6 +152,8 @@ struct Runner {
     case .watch: return "watch"
     case .history: return "history"
     case .why: return "why"
+    case .confirm: return "confirm"
+    case .revert: return "revert"
     default: return nil
     }
   }

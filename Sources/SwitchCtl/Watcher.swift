@@ -26,6 +26,10 @@ struct Watcher {
   /// polkit's text agent, on a terminal: a watch naming a user may need
   /// polkit's answer (`Runner.call` does the same for the other calls).
   var polkitAgent: PolkitAgent?
+  /// Seconds the watch's answer may take (the events after it, for ever):
+  /// something at the path that accepts and never answers (the varlink
+  /// socket beside switchd's) is said, not waited on without end.
+  var answerTimeout = 30
 
   /// How one connection's watch ended.
   private enum End {
@@ -84,12 +88,14 @@ struct Watcher {
       if let polkitAgent, !user.isEmpty {
         params.append(JSONMember(WireField.allowInteractiveAuthentication, .bool(true)))
         outcome = try polkitAgent.callStartingIfAsked { () throws(ClientError) in
-          try client.call(.watch, params)
+          try client.call(.watch, params, timeout: Runner.interactiveTimeout)
         }
       } else {
-        outcome = try client.call(.watch, params)
+        outcome = try client.call(.watch, params, timeout: answerTimeout)
       }
     } catch {
+      // A daemon slow to start again is waited for; at the start, it is said.
+      if reconnected, case .timedOut = error { return .dropped(watching: false) }
       return try dropped(error, watching: false)
     }
     switch outcome {

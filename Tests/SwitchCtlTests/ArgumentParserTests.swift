@@ -94,6 +94,12 @@ import Testing
     (["--json"], "no command given.", nil),
     (["frobnicate"], "unknown command 'frobnicate'.", nil),
     (["help", "frobnicate"], "unknown command 'frobnicate'.", nil),
+    // A typo names the one command it is near; a switch named first, `set`.
+    (["gte", "wifi"], "unknown command 'gte'; did you mean 'get'?", nil),
+    (["stauts"], "unknown command 'stauts'; did you mean 'status'?", nil),
+    (["help", "hsitory"], "unknown command 'hsitory'; did you mean 'history'?", nil),
+    (["wifi", "on"], "unknown command 'wifi'; to change a switch: switchctl set wifi on.", nil),
+    (["xyz"], "unknown command 'xyz'.", nil),
     (["--frob", "get", "wifi"], "unknown option '--frob'.", nil),
     (["get"], "'get' needs KEY.", "get"),
     (["get", "wifi", "bluetooth"], "unexpected argument 'bluetooth' for 'get'.", "get"),
@@ -161,7 +167,7 @@ import Testing
   @Test(arguments: rejected)
   func usageErrors(arguments: [String], message: String, command: String?) {
     var expected = UsageError(message: message, command: command)
-    expected.json = arguments.contains("--json")
+    expected.json = ArgumentParser.asksForJSON(arguments)
     #expect(ArgumentParser.parse(arguments) == .failure(expected))
   }
 
@@ -183,6 +189,9 @@ import Testing
   @Test func aUsageErrorWithJSONIsAnErrorObjectOnStdout() throws {
     for arguments in [
       ["--json", "get"], ["set", "wifi", "maybe", "--json"], ["--json", "--bogus"],
+      // The error stands before `--json`: the line still asked for it.
+      ["frob", "wifi", "--json"], ["get", "wifi", "--bogus", "--json"],
+      ["history", "--limit", "1", "--limit", "2", "--json"],
     ] {
       let run = runCtl(arguments)
       #expect(run.code == .usage)
@@ -197,6 +206,8 @@ import Testing
     #expect(runCtl(["get"]).out.isEmpty)
     let asValue = runCtl(["--socket", "--json", "get"])
     #expect(asValue.code == .usage && asValue.out.isEmpty)
+    let asLaterValue = runCtl(["frob", "--reason", "--json"])
+    #expect(asLaterValue.code == .usage && asLaterValue.out.isEmpty)
     let afterEnd = runCtl(["set", "wifi", "maybe", "--", "--json"])
     #expect(afterEnd.code == .usage && afterEnd.out.isEmpty)
   }

@@ -76,4 +76,32 @@ import Testing
     }
     server.join()
   }
+
+  /// `watch` waits for events without end, but not for the watch's answer:
+  /// a socket that accepts and never answers (switchd's varlink socket,
+  /// beside its JSON-RPC one) ends it with a sentence that says so.
+  @Test func aWatchWhoseAnswerNeverComesEnds() throws {
+    let directory = try makeTemporaryDirectory()
+    defer { removeTree(directory) }
+    let path = directory + "/io.switchd.Switches"
+    // Reads the request, then says nothing until switchctl leaves.
+    let server = try Self.fakeDaemon(at: path) { fd in
+      var byte: UInt8 = 0
+      _ = recv(fd, &byte, 1, 0)
+    }
+    let console = CapturedConsole()
+    var watcher = Watcher(socketPath: path, patterns: [], since: nil, json: false, console: console)
+    watcher.answerTimeout = 1
+    do {
+      let code = try watcher.run()
+      Issue.record("the watch ended with \(code) instead of timing out")
+    } catch {
+      #expect(
+        error.lines == [
+          "switchctl: switchd at \(path) did not answer within 1 second: that is switchd's "
+            + "varlink socket; switchctl speaks JSON-RPC, on switchd.sock"
+        ])
+    }
+    server.join()
+  }
 }

@@ -47,7 +47,15 @@ import Testing
         "switchctl: switchd is not running: /run/user/1000/switchd/switchd.sock is a stale socket "
           + "left by a daemon that stopped; start it with: switchd --socket "
           + "/run/user/1000/switchd/switchd.sock & (or remove "
-          + "/run/user/1000/switchd/switchd.sock; without it switchctl looks for the next socket)"
+          + "/run/user/1000/switchd/switchd.sock)"
+      ])
+    // Reached but refused: the caller's access, not a stopped daemon.
+    let denied = Failure.client(.unreachable(path: "/run/x.sock", errno: EACCES))
+    #expect(denied.exitCode == .unreachable)
+    #expect(
+      denied.lines == [
+        "switchctl: cannot reach switchd at /run/x.sock: Permission denied: you may not open "
+          + "this socket (its mode, SocketMode= in switchd.conf, or a folder on its path)"
       ])
     let file = Failure.client(.notASocket(path: "/run/x.log", kind: "a regular file"))
     #expect(file.exitCode == .unreachable)

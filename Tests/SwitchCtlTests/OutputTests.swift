@@ -15,7 +15,7 @@ import Testing
     key: String, label: String, checked: Bool, readOnly: String? = nil,
     heldBy: String? = nil, disabled: String? = nil, disabledBy: String? = nil,
     invalidReason: String? = nil, policySource: String? = nil, revision: Int = 0,
-    changedAt: String? = nil, writableReason: String? = nil
+    changedAt: String? = nil, writableReason: String? = nil, scope: String = "system"
   ) -> JSONValue {
     func text(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
     return .object([
@@ -32,7 +32,7 @@ import Testing
       JSONMember("group", .string("")), JSONMember("order", .int(0)),
       JSONMember("policySource", text(policySource)),
       JSONMember("effective", .bool(checked && disabledBy == nil)),
-      JSONMember("scope", .string("system")), JSONMember("user", .null),
+      JSONMember("scope", .string(scope)), JSONMember("user", .null),
       JSONMember("revision", .int(Int64(revision))), JSONMember("changedAt", text(changedAt)),
       JSONMember("writable", .bool(writableReason == nil)),
       JSONMember("writableReason", text(writableReason)),
@@ -356,6 +356,14 @@ import Testing
     let lines = Output.why(Explanation(switchObject: try Sent(both)))
     #expect(lines.contains("Disabled by policy (60-lab.conf:3): Lab."), "\(lines)")
     #expect(lines.contains("Read-only, held by policy: Held."), "\(lines)")
+  }
+
+  /// Each user's own value: no right to write switches is asked for it.
+  @Test func whyOfAFreeUserScopeSwitch() throws {
+    let marketing = Self.switchJSON(
+      key: "email.marketing", label: "Marketing", checked: true, scope: "user")
+    let lines = Output.why(Explanation(switchObject: try Sent(marketing)))
+    #expect(lines.contains("Neither read-only nor disabled: each user sets their own value of it."))
   }
 
   @Test func whyOfAFreeSwitch() throws {

@@ -106,6 +106,8 @@ import Testing
         "held until \(clock) (schedule)", "disabled until \(clock) (schedule)",
       ])
     #expect(Output.span(90_000) == "90 s")
+    #expect(Output.span(90_000, more: true) == "90 more seconds")
+    #expect(Output.span(1, more: true) == "1 more second")
     #expect(Output.span(3 * 3_600_000) == "180 minutes" || Output.span(3 * 3_600_000) == "3 hours")
   }
 }

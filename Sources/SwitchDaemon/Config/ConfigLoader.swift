@@ -158,7 +158,9 @@ extension AccessRules {
     if let name = settings.adminGroup, !name.isEmpty {
       rules.adminGroup = gid(named: name)
       if rules.adminGroup == nil {
-        warnings.append("AdminGroup \(name) does not exist: only root may administer switches")
+        warnings.append(
+          "AdminGroup \(name) does not exist: only root and switchd's own user may administer "
+            + "switches")
       }
     }
     rules.writers = WritersGroup.resolve(settings.writers, lookUp: gid(named:))
