@@ -158,7 +158,7 @@ enum Commands {
       description: """
         Prints past changes, newest first, one a line: revision, time, key, what made \
         the change, the fields it changed (before→after) and who made it (uid and pid, \
-        a policy file, or "another user" when you may not see who). With KEY, only \
+        "policy", or "another user" when you may not see who). With KEY, only \
         that switch's changes; with --user, the changes that user sees ('*': every \
         user's). Prints "no changes" when there are none; --json prints the result \
         as it came.

@@ -486,7 +486,7 @@ enum Output {
     for row in rows {
       for (column, cell) in row.enumerated() {
         if column == widths.count { widths.append(0) }
-        widths[column] = max(widths[column], cell.count)
+        widths[column] = max(widths[column], displayWidth(cell))
       }
     }
     return rows.map { row in
@@ -500,8 +500,34 @@ enum Output {
   }
 }
 
-/// `text` with spaces after it up to `width` characters.
+/// `text` with spaces after it up to `width` terminal columns.
 func pad(_ text: String, _ width: Int) -> String {
-  let count = text.count
+  let count = displayWidth(text)
   return count >= width ? text : text + String(repeating: " ", count: width - count)
+}
+
+/// The terminal columns `text` takes: two for a wide (East Asian) character
+/// or an emoji, none for a combining mark or a format character, one for
+/// the rest (wcwidth(3) needs a UTF-8 locale, which scripts often lack).
+func displayWidth(_ text: String) -> Int {
+  var columns = 0
+  for scalar in text.unicodeScalars {
+    switch scalar.properties.generalCategory {
+    case .nonspacingMark, .enclosingMark, .format: continue
+    default: columns += isWide(scalar.value) ? 2 : 1
+    }
+  }
+  return columns
+}
+
+/// Unicode's East Asian Wide and Fullwidth blocks, and emoji presentation.
+private func isWide(_ value: UInt32) -> Bool {
+  switch value {
+  case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF,
+    0xA000...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60,
+    0xFFE0...0xFFE6, 0x1F300...0x1F64F, 0x1F900...0x1F9FF, 0x20000...0x3FFFD:
+    return true
+  default:
+    return false
+  }
 }

@@ -366,6 +366,14 @@ import Testing
     #expect(lines.contains("Neither read-only nor disabled: each user sets their own value of it."))
   }
 
+  /// A wide label takes two columns a character: the columns after it
+  /// line up on a terminal.
+  @Test func tableAlignsByTerminalColumns() {
+    let lines = Output.table([["日本語", "on", "x"], ["abc", "off", "y"], ["e\u{301}", "on", "z"]])
+    #expect(lines == ["日本語  on   x", "abc     off  y", "é       on   z"])
+    #expect(displayWidth("日本語") == 6 && displayWidth("e\u{301}") == 1)
+  }
+
   @Test func whyOfAFreeSwitch() throws {
     let never = Explanation(switchObject: try Sent(Self.wifi))
     #expect(
