@@ -38,7 +38,8 @@ extension Runner {
         JSONMember(WireField.confirmWithin, .int(seconds)),
         JSONMember(WireField.revertOnDisconnect, .bool(asks)),
       ]
-    let client = try connect()
+    // A write: polkit may ask the person first, as `call(_:_:)` allows for.
+    let client = try connect(receiveTimeout: polkitAgent != nil ? Self.interactiveTimeout : nil)
     let answer = try call(client, method, tried)
     let result = try decode(answer, as: WriteResult.self)
     console.out(invocation.json ? [Output.json(answer)] : [Output.write(result)])

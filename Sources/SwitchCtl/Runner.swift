@@ -240,8 +240,10 @@ struct Runner {
   /// `why`: the switch, then its history pages until every "since" is found
   /// (bounded, so a long history cannot keep it busy).
   private func explain(_ key: String) throws(Failure) -> Explanation {
-    let client = try connect()
     let params = try keyParam(key)
+    // Naming another user may ask polkit, which may ask the person.
+    let asks = polkitAgent != nil && Self.mayNeedRight(.get, params)
+    let client = try connect(receiveTimeout: asks ? Self.interactiveTimeout : nil)
     var explanation = Explanation(switchObject: try Sent(try call(client, .get, params)))
     let pageSize: Int64 = 100
     var before: Int64?

@@ -10,6 +10,17 @@ public enum Method: String, CaseIterable, Sendable {
   /// A copy of the database, handed to the caller as an open descriptor.
   case backup
 
+  /// What a refusal says the caller may not do: `toggle wifi`, `reload`,
+  /// `call history for wifi` (a method whose name is not a verb).
+  public func refusedAction(key: String?) -> String {
+    switch self {
+    case .history, .status, .backup, .unwatch:
+      return "call \(rawValue)" + (key.map { " for \($0)" } ?? "")
+    default:
+      return rawValue + (key.map { " \($0)" } ?? "")
+    }
+  }
+
   /// Methods that may change state: the daemon answers them only after
   /// their transaction commits, and a later read waits for them.
   public var isWrite: Bool {

@@ -131,10 +131,13 @@ public struct RPCError: Error, Equatable, Sendable {
     switch refusal {
     case .unknownSwitch(let key):
       self.init(.unknownSwitch, refusal.message, data: [JSONMember("key", .string(key))])
-    case .permissionDenied(let key, _, _):
+    case .permissionDenied(let key, _, let requirement):
+      // `reason`: why, for a client that shows no message (varlink's
+      // parameters are these members alone).
       self.init(
         .permissionDenied, refusal.message,
-        data: key.map { [JSONMember("key", .string($0))] } ?? [])
+        data: (key.map { [JSONMember(WireField.key, .string($0))] } ?? [])
+          + [JSONMember(WireField.reason, .string(requirement))])
     case .disabled(let key, let reason, let by, let source):
       self.init(
         .disabled, refusal.message,
@@ -206,7 +209,10 @@ extension RPCError {
   public static func permissionDenied(method: Method, requirement: String) -> RPCError {
     RPCError(
       .permissionDenied, "You may not call \(method.rawValue): \(requirement).",
-      data: [JSONMember("method", .string(method.rawValue))])
+      data: [
+        JSONMember("method", .string(method.rawValue)),
+        JSONMember(WireField.reason, .string(requirement)),
+      ])
   }
 }
 
@@ -217,11 +223,12 @@ extension RPCError {
   public static func permissionDeniedByPolkit(
     method: Method, key: String?, why: String, authenticationRequired: Bool
   ) -> RPCError {
-    let what = key.map { "\(method.rawValue) \($0)" } ?? method.rawValue
     var data = [JSONMember]()
     if let key { data.append(JSONMember(WireField.key, .string(key))) }
     data.append(JSONMember("method", .string(method.rawValue)))
     data.append(JSONMember(WireField.authenticationRequired, .bool(authenticationRequired)))
-    return RPCError(.permissionDenied, "You may not \(what): \(why).", data: data)
+    data.append(JSONMember(WireField.reason, .string(why)))
+    return RPCError(
+      .permissionDenied, "You may not \(method.refusedAction(key: key)): \(why).", data: data)
   }
 }

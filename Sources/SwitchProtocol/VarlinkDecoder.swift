@@ -152,6 +152,15 @@ public enum VarlinkDecoder {
         let why = "\"user\" must be a uid (a whole number from 0 to 4294967294)"
         return .call(method, .failure(.invalidParams(why, param: WireField.user)))
       }
+      // Declared by every method that may need a right, so not by Status
+      // (JSON-RPC takes it everywhere; the interface says what varlink takes).
+      if method == .status,
+        members.contains(where: { $0.name == WireField.allowInteractiveAuthentication })
+      {
+        let why = "unknown param \"\(WireField.allowInteractiveAuthentication)\""
+        return .call(
+          method, .failure(.invalidParams(why, param: WireField.allowInteractiveAuthentication)))
+      }
       return .call(method, Call.decode(method, params: .object(members), limits: limits))
     default:
       return .invalid(.varlinkInterfaceNotFound(interface))

@@ -28,7 +28,7 @@ import Testing
           "switches.d/10.conf:1: warning: switch wifi has no Label: always pair a switch with a "
             + "label",
           "switchd.conf: warning: AdminGroup no-such-group-switchd-test does not exist: only root "
-            + "may administer switches",
+            + "and switchd's own user may administer switches",
           "\(directory): ok, 1 switch, 0 policies, 2 warnings",
         ])
     }

@@ -288,6 +288,29 @@ import Testing
     #expect(decoded.observed == observed)
   }
 
+  /// Every PermissionDenied says why in `data.reason`, not only in its
+  /// message: varlink's parameters are the data members alone.
+  @Test func permissionDeniedSaysWhyInItsData() {
+    let byRules = RPCError(
+      Refusal.permissionDenied(
+        key: "wifi", action: "change", requirement: "only human accounts may change it"))
+    let byMethod = RPCError.permissionDenied(method: .reload, requirement: "only administrators")
+    let byPolkit = RPCError.permissionDeniedByPolkit(
+      method: .history, key: "wifi", why: "polkit is not reachable",
+      authenticationRequired: false)
+    for (error, reason) in [
+      (byRules, "only human accounts may change it"), (byMethod, "only administrators"),
+      (byPolkit, "polkit is not reachable"),
+    ] {
+      #expect(error.data.first { $0.name == "reason" }?.value == .string(reason))
+    }
+    // A method whose name is no verb is called, not done.
+    #expect(byPolkit.message == "You may not call history for wifi: polkit is not reachable.")
+    let toggle = RPCError.permissionDeniedByPolkit(
+      method: .toggle, key: "wifi", why: "no", authenticationRequired: true)
+    #expect(toggle.message == "You may not toggle wifi: no.")
+  }
+
   @Test func writableAndItsReasonAreTheCallersAndComeLast() {
     var object = JSONWriter()
     WireEncoding.writeSwitch(

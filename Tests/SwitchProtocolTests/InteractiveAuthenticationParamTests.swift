@@ -41,6 +41,22 @@ import Testing
     }
   }
 
+  /// The interface declares it where a right may be needed, so not on
+  /// Status: varlink refuses it there, as any parameter not declared.
+  @Test func varlinkStatusDoesNotTakeIt() {
+    let frame = Array(
+      #"{"method":"io.switchd.Switches.Status","parameters":{"allowInteractiveAuthentication":true}}"#
+        .utf8)
+    let message = frame.withUnsafeBufferPointer { VarlinkDecoder.decode($0, maxDepth: 32) }
+    guard case .call(.status, .failure(let error)) = message.body else {
+      Issue.record("it was taken: \(message.body)")
+      return
+    }
+    #expect(error.code == .invalidParams)
+    #expect(
+      error.data.first { $0.name == "param" }?.value == .string("allowInteractiveAuthentication"))
+  }
+
   /// The params a method cannot do without.
   static func required(_ method: Method) -> [JSONMember] {
     switch method {
