@@ -185,6 +185,33 @@ public enum Drift {
     return judge(&memory, value: value, state: state, readBack: readBack, now: now)
   }
 
+  /// The switch's State changed with no apply of it (a tried change kept,
+  /// a hold put on or lifted, a policy's): the last reading is judged again
+  /// under the new State, since whether a system that disagrees is adopted
+  /// or re-applied depends on it, and a watch prints only changes, so no
+  /// reading may come. A re-application scheduled for a switch that is now
+  /// free gives way to adopting (rule 19: a writable switch follows the system).
+  public static func stateChanged(
+    _ memory: inout Memory, state: SwitchState, readBack: ReadBack, now: Int64
+  ) -> Verdict {
+    guard memory.applying == nil, let observed = memory.observed,
+      observed != state.isOnAndInEffect
+    else { return .agrees }
+    // What may predate the last apply's effect is judged later: a watch's
+    // line by `settled`, a check's by the check run after the apply.
+    if memory.observedByCheck
+      ? memory.appliedAt != nil && !memory.confirmed
+      : isLate(memory, source: .watch, now: now)
+    {
+      return .expected
+    }
+    if memory.reapplyScheduled {
+      guard adopts(state, readBack) else { return .expected }
+      memory.reapplyScheduled = false
+    }
+    return judge(&memory, value: observed, state: state, readBack: readBack, now: now)
+  }
+
   /// A reading that says nothing (nil): the system's value is unknown. It
   /// is forgotten, so nothing judges a reading from before an apply as if
   /// it were the system's now (a check that printed nonsense after an
@@ -220,6 +247,10 @@ public enum Drift {
   static func judge(
     _ memory: inout Memory, value: Bool, state: SwitchState, readBack: ReadBack, now: Int64
   ) -> Verdict {
+    // A tried change waits to be kept or undone (rule 20), and nothing else
+    // writes the switch meanwhile: judged when it is (`stateChanged`, or
+    // the apply of the revert).
+    if state.pending != nil { return .expected }
     if adopts(state, readBack) {
       if memory.adoptionFailed { return .stillInvalid }
       var next = state

@@ -122,6 +122,29 @@ import Testing
     #expect(daemon.radioApplies() == ["off reconcile", "off set"])
   }
 
+  /// The system changes a switch while a tried change of it waits (rule
+  /// 20): nothing is adopted then, and the reading is judged once the
+  /// change is kept (a watch prints only changes: no reading comes again).
+  @Test func driftDuringATriedChangeIsAdoptedOnceItIsKept() throws {
+    let (daemon, client) = try Self.started(Self.radio())
+    _ = try client.result(
+      "set", #"{"key":"radio","checked":true,"confirmWithin":600,"revertOnDisconnect":false}"#)
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(true) })
+    try daemon.turnRadio("off")
+    #expect(try pollUntil(seconds: 60) { try daemon.observed("radio", client) == .some(false) })
+    let during = try client.result("get", #"{"key":"radio"}"#)
+    #expect(during["checked"]?.boolValue == true)
+    #expect(during["pendingUntil"]?.isNull == false)
+    _ = try client.result("confirm", #"{"key":"radio"}"#)
+    #expect(
+      try pollUntil(seconds: 60) {
+        try client.result("get", #"{"key":"radio"}"#)["checked"]?.boolValue == false
+      })
+    let entries = try Self.history(client)
+    #expect(entries.first?["cause"]?.stringValue == "external")
+    #expect(entries.dropFirst().first?["cause"]?.stringValue == "confirm")
+  }
+
   @Test func reassertReappliesAFreeSwitch() throws {
     let (daemon, client) = try Self.started(Self.radio("OnDrift=reassert"))
     let before = try Self.history(client).count

@@ -354,4 +354,77 @@ struct DriftTests {
       Drift.reappliedLine(time: "2026-12-02T07:00:00.000Z", systemValue: true)
         == "re-applied at 2026-12-02T07:00:00.000Z: the system had turned it on")
   }
+
+  // MARK: a State that changes with no apply
+
+  /// A switch in a tried change (rule 20) waits: nothing writes it until the
+  /// change is kept or undone, the system's value neither.
+  @Test func driftDuringATriedChangeWaitsForItToBeSettled() {
+    var memory = Drift.Memory()
+    var tried = SwitchState(checked: true)
+    tried.pending = TriedChange(
+      maker: .system, makerIsAdministrator: true, bootDeadline: 1, bootID: "b",
+      revertOnDisconnect: false)
+    #expect(watchReading(&memory, false, tried) == .expected)
+    #expect(memory.observed == false)
+    #expect(!memory.confirmed)
+    // Kept: the reading is judged under the State it left.
+    let kept = SwitchState(checked: true)
+    guard
+      case .adopt(let adopted) = Drift.stateChanged(
+        &memory, state: kept, readBack: adopt, now: start)
+    else {
+      Issue.record("not adopted")
+      return
+    }
+    #expect(adopted.checked == false)
+  }
+
+  /// A hold put on a switch the system disagrees with re-applies it; a
+  /// re-application scheduled for a held switch that is freed gives way to
+  /// adopting (rule 19: a writable switch follows the system).
+  /// A line that may predate the last apply's effect waits for `settled`.
+  @Test func aLateLineIsLeftToSettling() {
+    var memory = Drift.Memory()
+    Drift.applyStarted(&memory, value: false)
+    _ = Drift.applyEnded(
+      &memory, state: DriftedSwitch.free.state, reapplyFailure: nil, readBack: adopt, now: start)
+    memory.observed = true
+    let held = DriftedSwitch.heldByAdmin.state
+    #expect(Drift.stateChanged(&memory, state: held, readBack: adopt, now: start + 1) == .expected)
+    #expect(
+      Drift.stateChanged(
+        &memory, state: held, readBack: adopt, now: start + Drift.settleMilliseconds)
+        == .reapply(afterMilliseconds: 0, systemValue: true))
+  }
+
+  @Test func aHoldPutOnOrLiftedJudgesTheLastReadingAgain() {
+    var memory = Drift.Memory()
+    memory.observed = true
+    memory.confirmed = true
+    let held = DriftedSwitch.heldByAdmin.state
+    #expect(
+      Drift.stateChanged(&memory, state: held, readBack: adopt, now: start)
+        == .reapply(afterMilliseconds: 0, systemValue: true))
+    #expect(memory.reapplyScheduled)
+    // Freed before the re-application ran: adopted, and the re-application called off.
+    guard
+      case .adopt(let adopted) = Drift.stateChanged(
+        &memory, state: DriftedSwitch.free.state, readBack: adopt, now: start)
+    else {
+      Issue.record("not adopted")
+      return
+    }
+    #expect(adopted.checked == true)
+    #expect(!memory.reapplyScheduled)
+    // Still held: the scheduled re-application stands.
+    memory.reapplyScheduled = true
+    #expect(Drift.stateChanged(&memory, state: held, readBack: adopt, now: start) == .expected)
+    // Agreeing, or an apply running: nothing.
+    memory.observed = false
+    #expect(Drift.stateChanged(&memory, state: held, readBack: adopt, now: start) == .agrees)
+    memory.observed = true
+    memory.applying = false
+    #expect(Drift.stateChanged(&memory, state: held, readBack: adopt, now: start) == .agrees)
+  }
 }

@@ -64,6 +64,29 @@ extension Writer {
     return carryOut(verdict, key: key)
   }
 
+  /// `changes` are committed: the switches with read-back whose State
+  /// changed with no apply (a kept tried change, a hold, its end) have
+  /// their last reading judged again (`Drift.stateChanged`). Returns the
+  /// changes to commit. Nothing to do, and no look-up, without read-back.
+  func driftStateChanged(_ changes: [Change]) -> [GroupItem] {
+    guard !drift.isEmpty else { return [] }
+    var items: [GroupItem] = []
+    for change in changes
+    where change.user == nil && change.cause != .external && change.cause != .drift
+      && change.previous.isOnAndInEffect == change.state.isOnAndInEffect
+    {
+      let key = change.key
+      guard drift[key] != nil, applying.busy[key] == nil,
+        let readBack = catalog.switches[key]?.readBack, let record = records[key]
+      else { continue }
+      let verdict = Drift.stateChanged(
+        &drift[key, default: Drift.Memory()], state: record.state, readBack: readBack,
+        now: ReadBackClock.now())
+      if let item = carryOut(verdict, key: key) { items.append(item) }
+    }
+    return items
+  }
+
   /// The settling time after an apply of `key` is over: its last reading
   /// judged again.
   func judgeSettled(_ key: String) -> GroupItem? {
@@ -134,9 +157,11 @@ extension Writer {
   /// apply of it runs already or the system came back by itself.
   func reapplyIfStillDrifted(_ key: String) {
     guard var memory = drift[key], memory.reapplyScheduled else { return }
+    // A switch freed meanwhile follows the system instead (rule 19).
     guard applying.busy[key] == nil, let definition = catalog.switches[key],
       let command = definition.apply, let record = records[key],
-      memory.observed != record.state.isOnAndInEffect
+      memory.observed != record.state.isOnAndInEffect,
+      let readBack = definition.readBack, !Drift.adopts(record.state, readBack)
     else {
       memory.reapplyScheduled = false
       drift[key] = memory

@@ -202,7 +202,9 @@ final class Writer {
       // Recorded before the loop announces it (the record may lag, never lead).
       if !output.changes.isEmpty { announced?.record(revision) }
       rearmDeadlines()
+      let drifted = drift.isEmpty ? [] : driftStateChanged(output.changes)
       handOff(output)
+      if !drifted.isEmpty { deliver(commitGroup(drifted)) }
     }
     if let output = applyBookOutput() { deliver(output) }
     // Deadlines that passed while switchd was stopped, before any write.
