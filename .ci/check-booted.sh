@@ -139,9 +139,6 @@ mkdir -p "$root/etc/systemd/system/switchd.service.d"
 printf '[Service]\nWatchdogSec=3s\n' >"$root/etc/systemd/system/switchd.service.d/50-ci-watchdog.conf"
 
 # --- boot ---------------------------------------------------------------------------
-systemd-nspawn --keep-unit --register=no -D "$root" -b --console=pipe </dev/null \
-  >"$work/boot.log" 2>&1 &
-nspawn=$!
 # The container's init: the child of nspawn that is pid 1 in its own pid
 # namespace ("NSpid: HOSTPID 1"). nspawn forks an intermediate child first,
 # which exits once it has started init: a child without that line is not it.
@@ -156,20 +153,28 @@ container_init() {
   done
   return 0
 }
-deadline=$((SECONDS + 30))
-until [ -n "$init" ]; do
-  if ! kill -0 "$nspawn" 2>/dev/null; then
-    nspawn=
-    skip "systemd-nspawn cannot boot a container here: $(grep -v '^$' "$work/boot.log" | tail -3 | tr '\n' ' ')"
-  fi
-  [ $SECONDS -lt $deadline ] || fail "systemd-nspawn started no init within 30 s: $(tail -5 "$work/boot.log")"
-  init=$(container_init)
-  [ -n "$init" ] || sleep 0.1
-done
-t0=$SECONDS
 booted() { [[ $(in_box systemctl is-system-running 2>/dev/null) =~ ^(running|degraded)$ ]]; }
-until_ok 60 "systemd in the container did not finish booting" booted
-say "booted: $(in_box systemctl is-system-running) in about $((SECONDS - t0)) s, $(in_box systemctl --version | head -1)"
+# Boots the root (again, after `halt`) and waits until systemd is up.
+boot_box() {
+  systemd-nspawn --keep-unit --register=no -D "$root" -b --console=pipe </dev/null \
+    >"$work/boot.log" 2>&1 &
+  nspawn=$!
+  init=
+  local deadline=$((SECONDS + 30))
+  until [ -n "$init" ]; do
+    if ! kill -0 "$nspawn" 2>/dev/null; then
+      nspawn=
+      skip "systemd-nspawn cannot boot a container here: $(grep -v '^$' "$work/boot.log" | tail -3 | tr '\n' ' ')"
+    fi
+    [ $SECONDS -lt $deadline ] || fail "systemd-nspawn started no init within 30 s: $(tail -5 "$work/boot.log")"
+    init=$(container_init)
+    [ -n "$init" ] || sleep 0.1
+  done
+  local t0=$SECONDS
+  until_ok 60 "systemd in the container did not finish booting" booted
+  say "booted: $(in_box systemctl is-system-running) in about $((SECONDS - t0)) s, $(in_box systemctl --version | head -1)"
+}
+boot_box
 elapsed "container up"
 
 # --- helpers inside -------------------------------------------------------------------
@@ -512,6 +517,27 @@ if as_user ci-polkit nogroup switchctl --no-ask-password toggle wifi >/dev/null 
 fi
 maps_libsystemd || fail "switchd asked polkit without libsystemd mapped"
 say "polkit under the unit: ok (a rule's write granted, another refused; libsystemd mapped only once asked)"
+
+# --- a reboot: switchd starts with the machine, and carries out what came due -----------
+# Enabled for boot (WantedBy=multi-user.target): a timed value ends, and
+# ExecWatch= reads the system, whether or not a client ever connects.
+[ "$(in_box systemctl is-enabled switchd.service)" = enabled ] ||
+  fail "switchd.service is not enabled for boot: $(in_box systemctl is-enabled switchd.service)"
+was=$(ctl --json get bluetooth | grep -o '"checked":[a-z]*')
+timed=$( [ "$was" = '"checked":true' ] && echo off || echo on)
+ctl "$timed" bluetooth --for 2s >/dev/null || fail "switchctl $timed bluetooth --for 2s failed"
+timed_revision=$(ctl status | sed -n 's/^revision: //p')
+halt
+sleep 2
+boot_box
+# Asked of systemd before any client connects: the boot started it.
+until_ok 30 "switchd.service did not start at boot" is_active switchd.service
+expired() { ctl history bluetooth --limit 1 | grep -q expiry; }
+until_ok 30 "switchd started at boot did not carry out the timed value that had ended" expired
+[ "$(ctl --json get bluetooth | grep -o '"checked":[a-z]*')" = "$was" ] ||
+  fail "bluetooth did not come back to its value after the reboot: $(ctl get bluetooth)"
+[ "$(ctl status | sed -n 's/^revision: //p')" -gt "$timed_revision" ] || fail "no change after the reboot"
+say "reboot: ok (switchd.service started with the machine; the timed value that ended meanwhile was carried out)"
 
 halt
 say "ok in $((SECONDS - started)) s"

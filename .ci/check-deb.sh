@@ -206,6 +206,9 @@ in_root getent group switchd-admin >/dev/null || fail "no group switchd-admin af
   fail "the package made /var/lib/switchd (StateDirectory= or switchd itself makes it)"
 [ -L "$root/etc/systemd/system/sockets.target.wants/switchd.socket" ] ||
   fail "switchd.socket was not enabled (no sockets.target.wants link)"
+# At boot too: what ends at a time and ExecWatch= need switchd running.
+[ -L "$root/etc/systemd/system/multi-user.target.wants/switchd.service" ] ||
+  fail "switchd.service was not enabled for boot (no multi-user.target.wants link)"
 in_root dpkg-query -W -f='${Conffiles}\n' switchd | grep -q ' /etc/switchd/switchd.conf ' ||
   fail "/etc/switchd/switchd.conf is not a conffile"
 in_root switchd --check-config /etc/switchd >/dev/null || fail "the shipped configuration does not check"
