@@ -61,11 +61,31 @@ public enum Rules {
     }
     let next = try nextState(
       operation, key: key, definition: definition, record: record, policy: policy, caller: caller)
-    // A write that changes nothing is a no-op with or without a time (PROTOCOL.md).
-    guard let next else { return nil }
+    // A write that changes nothing is a no-op with or without a time
+    // (PROTOCOL.md), but for the end of a hold: a `lock` or `disable`
+    // without a time makes an administrator's timed hold permanent again
+    // (docs/semantics.md), which is a change of its own.
+    guard let next else {
+      return lasting == nil ? Self.holdMadePermanent(operation, record.state) : nil
+    }
     return timed(
       consume next, from: record.state, operation, lasting: lasting, at: time, boot: boot,
       caller: caller)
+  }
+
+  /// `state` with an administrator's timed hold made permanent by a `lock`
+  /// or `disable` that changed nothing else; nil when there is none.
+  static func holdMadePermanent(_ operation: Operation, _ state: SwitchState) -> SwitchState? {
+    var next = state
+    switch operation {
+    case .lock where state.heldBy == .admin && state.readOnlyUntil != nil:
+      next.readOnlyUntil = nil
+    case .disable where state.disabledBy == .admin && state.disabledUntil != nil:
+      next.disabledUntil = nil
+    default:
+      return nil
+    }
+    return next
   }
 
   /// The state `operation` leaves a declared switch in; nil when it changes nothing.

@@ -146,6 +146,24 @@ import Testing
       readOnlyUntil: Self.now + 5)
     let permanent = try Self.decide(.lock(reason: "r2", checked: nil), timed)
     #expect(permanent?.readOnlyUntil == nil)
+    // With nothing else to change too (its reason kept, or the same given).
+    for reason in [nil, "r"] {
+      let again = try Self.decide(.lock(reason: reason, checked: nil), timed)
+      #expect(
+        again == SwitchState(checked: true, readOnly: true, readOnlyReason: "r", heldBy: .admin))
+    }
+    // With a time, a lock of a locked switch is a no-op (PROTOCOL.md), its end kept.
+    #expect(try Self.decide(.lock(reason: nil, checked: nil), timed, lasting: .seconds(60)) == nil)
+    // A permanent lock locked again: nothing.
+    #expect(try Self.decide(.lock(reason: nil, checked: nil), permanent!) == nil)
+  }
+
+  @Test func aDisableWithoutATimeMakesItPermanentAgain() throws {
+    let timed = SwitchState(
+      checked: true, disabled: true, disabledBy: .admin, disabledUntil: Self.now + 5)
+    let permanent = try Self.decide(.disable(reason: nil), timed)
+    #expect(permanent == SwitchState(checked: true, disabled: true, disabledBy: .admin))
+    #expect(try Self.decide(.disable(reason: nil), timed, lasting: .seconds(60)) == nil)
   }
 
   @Test func aHoldThatIsGoneHasNoEndAndAPolicysEndIsItsSchedules() {
