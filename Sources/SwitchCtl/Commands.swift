@@ -335,7 +335,7 @@ enum Commands {
   /// `switchctl --help`.
   static func overview() -> [String] {
     var lines = [
-      "Usage: switchctl [--socket PATH] [--user USER] [--json] COMMAND [ARGS]",
+      "Usage: switchctl [OPTIONS] COMMAND [ARGS]",
       "",
       "Reads and changes the switches (boolean settings) that switchd keeps.",
       "",

@@ -48,14 +48,20 @@ enum Output {
     if let at = state.readOnlyUntil {
       notes.append(
         state.heldBy == Holder.policy.wireName
-          ? "held until \(localClock(at)) (schedule)" : "read-only until " + localClock(at))
+          ? "held until \(endClock(at)) (schedule)" : "read-only until " + endClock(at))
     }
     if let at = state.disabledUntil {
       notes.append(
-        "disabled until " + localClock(at)
+        "disabled until " + endClock(at)
           + (state.disabledBy == Holder.policy.wireName ? " (schedule)" : ""))
     }
     return notes
+  }
+
+  /// A hold's end: `12:00`, or `10:26:48` when it is not on a whole minute
+  /// (a hold of 5 s said "until 10:26" for the minute it ended in).
+  static func endClock(_ milliseconds: Int64) -> String {
+    localClock(milliseconds, seconds: milliseconds / 1000 % 60 != 0)
   }
 
   /// `40 s` (`40 more seconds`), `52 minutes` (`52 more minutes`),

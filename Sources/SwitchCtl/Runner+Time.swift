@@ -70,7 +70,9 @@ struct KeepQuestion {
   /// (standard output, at once).
   func ask(input: Int32 = 0, draw: (String) -> Void = FileHandleOut.write) -> Bool {
     var line: [UInt8] = []
-    defer { draw("\n") }
+    // The line a person ends with Enter is ended on the terminal already.
+    var ended = false
+    defer { if !ended { draw("\n") } }
     // Redrawn when the seconds left change, not after each key: a redraw
     // after the answer's letter put a second prompt after it.
     var shown: Int64?
@@ -88,7 +90,10 @@ struct KeepQuestion {
       var byte: UInt8 = 0
       let n = read(input, &byte, 1)
       guard n == 1 else { return false }
-      if byte == UInt8(ascii: "\n") { return KeepQuestion.isYes(line) }
+      if byte == UInt8(ascii: "\n") {
+        ended = true
+        return KeepQuestion.isYes(line)
+      }
       line.append(byte)
     }
   }

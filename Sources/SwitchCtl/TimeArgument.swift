@@ -68,7 +68,7 @@ enum TimeArgument {
         unit = found.microseconds
       } else {
         return .failure(
-          Problem(message: "'\(word)' in '\(text)' is not a unit of time (s, m, h, d, w or M)"))
+          Problem(message: "'\(word)' in '\(text)' is not a unit of time (s, m, h, d, w, M or y)"))
       }
       let (product, overflow) = number.multipliedReportingOverflow(by: unit)
       guard !overflow, total <= Int64.max - product else { return .failure(tooLong) }
@@ -85,7 +85,8 @@ enum TimeArgument {
       }
       parts += 1
     }
-    guard parts > 0, total > 0 else {
+    guard parts > 0 else { return .failure(notASpan) }  // empty, or blanks only
+    guard total > 0 else {
       return .failure(Problem(message: "a time span must be longer than 0 s"))
     }
     return .success(total / 1_000_000 + (total % 1_000_000 == 0 ? 0 : 1))

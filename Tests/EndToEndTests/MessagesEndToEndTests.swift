@@ -115,6 +115,17 @@ import Testing
     #expect(status["lastReload"]?["errors"]?.arrayValue?.count == 2)
   }
 
+  /// `--config cfg` is named whole: a client runs in another directory.
+  @Test func aRelativeConfigurationDirectoryIsShownWhole() throws {
+    let daemon = try DaemonFixture(start: false)
+    _ = try daemon.launch(
+      through: ["/usr/bin/env", "--chdir=" + daemon.directory],
+      extraArguments: ["--config", "config"])
+    try daemon.waitUntilServing()
+    let status = try daemon.client().result("status")
+    #expect(status["configDirectory"]?.stringValue == daemon.directory + "/config")
+  }
+
   @Test func statusTellsTheConfigurationTheLastReloadAndTheCaller() throws {
     let daemon = try DaemonFixture(policies: ["50-corp.conf": Self.corpPolicy])
     let client = try daemon.client()

@@ -32,4 +32,11 @@ import Testing
     // End of input without an answer reverts.
     #expect(Self.asked("").kept == false)
   }
+
+  /// An answer ended with Enter ends its line on the terminal: no blank
+  /// line after it. A question that ends otherwise ends its own line.
+  @Test func anAnswerLeavesNoBlankLine() {
+    #expect(!Self.asked("y\n").drawn.hasSuffix("\n"))
+    #expect(Self.asked("").drawn.hasSuffix("\n"))
+  }
 }

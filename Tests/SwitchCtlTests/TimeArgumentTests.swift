@@ -33,6 +33,16 @@ import Testing
     #expect(!problem.message.isEmpty)
   }
 
+  @Test func blanksAreNoSpanAndYearsAUnit() {
+    guard case .failure(let blank) = TimeArgument.span(" ") else {
+      Issue.record("blanks were taken as a span")
+      return
+    }
+    #expect(blank.message == "' ' is not a time span (write 90s, 15m, 1h 30m or 2d)")
+    guard case .failure(let unit) = TimeArgument.span("5x") else { return }
+    #expect(unit.message == "'x' in '5x' is not a unit of time (s, m, h, d, w, M or y)")
+  }
+
   @Test func timesAreTimestampsOrTheNextLocalClockTime() throws {
     let now: Int64 = 1_796_000_000_000
     #expect(
@@ -94,13 +104,21 @@ import Testing
     held.pendingUntil = nil
     held.readOnly = true
     held.heldBy = "admin"
-    held.readOnlyUntil = 1000 + 3_600_000
-    let clock = Output.localClock(1000 + 3_600_000)
+    held.readOnlyUntil = 3_600_000
+    let clock = Output.localClock(3_600_000)
     #expect(Output.timeNotes(held, now: 1000) == ["read-only until " + clock])
+    // An end within a minute says its second.
+    held.readOnlyUntil = 3_605_000
+    #expect(
+      Output.timeNotes(held, now: 1000) == [
+        "read-only until " + Output.localClock(3_605_000, seconds: true)
+      ])
+    #expect(Output.localClock(3_605_000, seconds: true).hasSuffix(":05"))
+    held.readOnlyUntil = 3_600_000
     held.heldBy = "policy"
     held.disabled = true
     held.disabledBy = "policy"
-    held.disabledUntil = 1000 + 3_600_000
+    held.disabledUntil = 3_600_000
     #expect(
       Output.timeNotes(held, now: 1000) == [
         "held until \(clock) (schedule)", "disabled until \(clock) (schedule)",

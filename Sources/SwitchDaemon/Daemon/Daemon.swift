@@ -89,6 +89,10 @@ public enum Daemon {
   }
 
   static func serve(_ options: Options, log: Log) -> Int32 {
+    // Named whole wherever it is shown (`status`, the log): `--config cfg`
+    // said "cfg" to a client that runs elsewhere.
+    var options = options
+    options.configDirectory = absolute(options.configDirectory)
     signal(SIGPIPE, SIG_IGN)
     _ = shim_raise_nofile_limit()
     shim_fix_malloc_thresholds()
