@@ -457,7 +457,8 @@ enum Output {
       text += "an administrator"
       if let uid = entry?.actor.uid { text += " (uid \(uid))" }
     case Holder.dependency.wireName?:
-      text += "a switch it depends on"
+      // Requires= or Conflicts=: the reason names the switch.
+      text += "another switch"
     case let other?:
       text += other
     case nil:

@@ -116,8 +116,8 @@ struct Watcher {
         let current = error.data[WireField.revision]?.int64Value
       {
         console.err(
-          "switchctl: switchd is at revision \(current), behind revision \(last) that this "
-            + "watch had printed (was its database restored?); watching again from \(current)")
+          "switchctl: switchd is at revision \(current), behind revision \(last) where this "
+            + "watch was (was its database restored?); watching again from \(current)")
         resume = nil
         return try follow(client, &resume, reconnected: reconnected)
       }
@@ -129,8 +129,8 @@ struct Watcher {
       if reconnected, error.code == .historyCompacted, let last = resume {
         let oldest = error.data[WireField.oldest]?.int64Value.map { " (its oldest is \($0))" } ?? ""
         console.err(
-          "switchctl: switchd no longer has the changes after revision \(last) that this watch "
-            + "printed\(oldest): some were missed; watching again from its current revision")
+          "switchctl: switchd no longer has the changes after revision \(last) where this watch "
+            + "was\(oldest): some were missed; watching again from its current revision")
         resume = nil
         return try follow(client, &resume, reconnected: reconnected)
       }

@@ -147,7 +147,7 @@ import Testing
     #expect(pollUntil(seconds: 30) { printed(#""revision":9,"#, in: watchLog) })
     #expect(
       printed(
-        "switchd no longer has the changes after revision 7 that this watch printed "
+        "switchd no longer has the changes after revision 7 where this watch was "
           + "(its oldest is 9)", in: watchLog))
     #expect(!watch.hasExited && !documented.hasExited)
   }
@@ -181,7 +181,7 @@ import Testing
       })
     #expect(daemon.ctl(["toggle", "wifi"]).status == 0)
     #expect(pollUntil(seconds: 30) { printed(#""revision":1,"#) })
-    #expect(printed("switchd is at revision 0, behind revision 4 that this watch had printed"))
+    #expect(printed("switchd is at revision 0, behind revision 4 where this watch was"))
     #expect(!watch.hasExited)
   }
 
