@@ -42,6 +42,9 @@ public enum Drift {
     /// answers for it, so it is never judged again by waiting
     /// (`needsSettling` is for a watch, which prints only changes).
     public var observedByCheck = false
+    /// When the check that read `observed` was started (nil: a watch's
+    /// line): whether it predates the last apply (`isLate`).
+    public var observedCheckStartedAt: Int64?
     /// Adopting the system's value failed (a dependent's apply command
     /// failed, so nothing changed): the switch is `invalid` and waits for
     /// the system to agree, or a write, instead of adopting again at every
@@ -167,6 +170,11 @@ public enum Drift {
   ) -> Verdict {
     memory.observed = value
     memory.observedByCheck = source != .watch
+    if case .check(let startedAt) = source {
+      memory.observedCheckStartedAt = startedAt
+    } else {
+      memory.observedCheckStartedAt = nil
+    }
     if let target = memory.applying {
       if value == target {
         memory.confirmed = true
@@ -198,13 +206,10 @@ public enum Drift {
       observed != state.isOnAndInEffect
     else { return .agrees }
     // What may predate the last apply's effect is judged later: a watch's
-    // line by `settled`, a check's by the check run after the apply.
-    if memory.observedByCheck
-      ? memory.appliedAt != nil && !memory.confirmed
-      : isLate(memory, source: .watch, now: now)
-    {
-      return .expected
-    }
+    // line by `settled`, a check started before the apply ended by the
+    // check run after it.
+    let source = memory.observedCheckStartedAt.map { Source.check(startedAt: $0) } ?? .watch
+    if isLate(memory, source: source, now: now) { return .expected }
     if memory.reapplyScheduled {
       guard adopts(state, readBack) else { return .expected }
       memory.reapplyScheduled = false
@@ -219,6 +224,7 @@ public enum Drift {
   public static func unknown(_ memory: inout Memory) {
     memory.observed = nil
     memory.observedByCheck = false
+    memory.observedCheckStartedAt = nil
   }
 
   /// Adopting the system's value for a writable switch failed (`reason`:
@@ -247,11 +253,12 @@ public enum Drift {
   static func judge(
     _ memory: inout Memory, value: Bool, state: SwitchState, readBack: ReadBack, now: Int64
   ) -> Verdict {
-    // A tried change waits to be kept or undone (rule 20), and nothing else
-    // writes the switch meanwhile: judged when it is (`stateChanged`, or
-    // the apply of the revert).
-    if state.pending != nil { return .expected }
     if adopts(state, readBack) {
+      // A tried change waits to be kept or undone (rule 20), and nothing
+      // else writes its value meanwhile: the system's is judged when it is
+      // (`stateChanged`, or the apply of the revert). A held switch is
+      // re-applied at once all the same: that writes no State.
+      if state.pending != nil { return .expected }
       if memory.adoptionFailed { return .stillInvalid }
       var next = state
       next.checked = value

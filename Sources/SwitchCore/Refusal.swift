@@ -47,7 +47,8 @@ public enum Refusal: Error, Equatable, Sendable {
     switch holder {
     case .policy: return "\(head) by a policy of your organisation."
     case .admin: return "\(head) by an administrator."
-    case .dependency: return "\(head) because a switch it depends on is off."
+    // Requires= (one it needs is off) or Conflicts= (one it excludes is on).
+    case .dependency: return "\(head) because of another switch."
     case nil: return "\(head)."
     }
   }

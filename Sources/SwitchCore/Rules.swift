@@ -76,16 +76,18 @@ public enum Rules {
   /// `state` with an administrator's timed hold made permanent by a `lock`
   /// or `disable` that changed nothing else; nil when there is none.
   static func holdMadePermanent(_ operation: Operation, _ state: SwitchState) -> SwitchState? {
-    var next = state
     switch operation {
     case .lock where state.heldBy == .admin && state.readOnlyUntil != nil:
+      var next = state
       next.readOnlyUntil = nil
+      return next
     case .disable where state.disabledBy == .admin && state.disabledUntil != nil:
+      var next = state
       next.disabledUntil = nil
+      return next
     default:
       return nil
     }
-    return next
   }
 
   /// The state `operation` leaves a declared switch in; nil when it changes nothing.

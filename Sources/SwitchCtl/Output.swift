@@ -520,7 +520,8 @@ func displayWidth(_ text: String) -> Int {
   var columns = 0
   for scalar in text.unicodeScalars {
     switch scalar.properties.generalCategory {
-    case .nonspacingMark, .enclosingMark, .format: continue
+    case .nonspacingMark, .enclosingMark: continue
+    case .format where scalar.value != 0xAD: continue  // a soft hyphen shows
     default: columns += isWide(scalar.value) ? 2 : 1
     }
   }
@@ -532,7 +533,8 @@ private func isWide(_ value: UInt32) -> Bool {
   switch value {
   case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF,
     0xA000...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60,
-    0xFFE0...0xFFE6, 0x1F300...0x1F64F, 0x1F900...0x1F9FF, 0x20000...0x3FFFD:
+    0xFFE0...0xFFE6, 0x1F300...0x1F64F, 0x1F680...0x1F6FF, 0x1F900...0x1F9FF,
+    0x1FA70...0x1FAFF, 0x20000...0x3FFFD:
     return true
   default:
     return false

@@ -380,9 +380,6 @@ struct DriftTests {
     #expect(adopted.checked == false)
   }
 
-  /// A hold put on a switch the system disagrees with re-applies it; a
-  /// re-application scheduled for a held switch that is freed gives way to
-  /// adopting (rule 19: a writable switch follows the system).
   /// A line that may predate the last apply's effect waits for `settled`.
   @Test func aLateLineIsLeftToSettling() {
     var memory = Drift.Memory()
@@ -398,6 +395,9 @@ struct DriftTests {
         == .reapply(afterMilliseconds: 0, systemValue: true))
   }
 
+  /// A hold put on a switch the system disagrees with re-applies it; a
+  /// re-application scheduled for a held switch that is freed gives way to
+  /// adopting (rule 19: a writable switch follows the system).
   @Test func aHoldPutOnOrLiftedJudgesTheLastReadingAgain() {
     var memory = Drift.Memory()
     memory.observed = true
@@ -426,5 +426,62 @@ struct DriftTests {
     memory.observed = true
     memory.applying = false
     #expect(Drift.stateChanged(&memory, state: held, readBack: adopt, now: start) == .agrees)
+  }
+
+  /// A check's reading: only one started before the last apply ended waits
+  /// for the check after it; one started after is judged (with the default
+  /// CheckIntervalSec=0 no other check may come).
+  @Test func aChecksReadingIsJudgedUnlessItPredatesTheApply() {
+    var memory = Drift.Memory()
+    Drift.applyStarted(&memory, value: true)
+    _ = Drift.applyEnded(
+      &memory, state: SwitchState(checked: true), reapplyFailure: nil, readBack: adopt,
+      now: start)
+    var tried = SwitchState(checked: true)
+    tried.pending = TriedChange(
+      maker: .system, makerIsAdministrator: true, bootDeadline: 1, bootID: "b",
+      revertOnDisconnect: false)
+    // The check after the apply disagrees during the trial: it waits.
+    #expect(
+      Drift.reading(
+        &memory, value: false, source: .check(startedAt: start + 10), state: tried,
+        readBack: adopt, now: start + 20) == .expected)
+    // Kept: judged, though nothing ever showed the applied value.
+    guard
+      case .adopt(let adopted) = Drift.stateChanged(
+        &memory, state: SwitchState(checked: true), readBack: adopt, now: start + 30)
+    else {
+      Issue.record("not adopted")
+      return
+    }
+    #expect(adopted.checked == false)
+    // One started before the apply ended waits for the next check.
+    var early = Drift.Memory()
+    Drift.applyStarted(&early, value: true)
+    _ = Drift.applyEnded(
+      &early, state: SwitchState(checked: true), reapplyFailure: nil, readBack: adopt, now: start)
+    _ = Drift.reading(
+      &early, value: false, source: .check(startedAt: start - 5), state: tried, readBack: adopt,
+      now: start + 20)
+    #expect(
+      Drift.stateChanged(
+        &early, state: SwitchState(checked: true), readBack: adopt, now: start + 30)
+        == .expected)
+  }
+
+  /// A held switch is re-applied during a tried change too (a lock that
+  /// keeps the value may come while one is tried): only adopting waits.
+  @Test func aHeldSwitchIsReappliedDuringATriedChange() {
+    var memory = Drift.Memory()
+    memory.observed = false
+    memory.confirmed = true
+    var held = DriftedSwitch.heldByAdmin.state
+    held.checked = true
+    held.pending = TriedChange(
+      maker: .system, makerIsAdministrator: true, bootDeadline: 1, bootID: "b",
+      revertOnDisconnect: false)
+    #expect(
+      watchReading(&memory, false, held, at: start + 10)
+        == .reapply(afterMilliseconds: 0, systemValue: false))
   }
 }

@@ -167,7 +167,7 @@ import Testing
   @Test(arguments: rejected)
   func usageErrors(arguments: [String], message: String, command: String?) {
     var expected = UsageError(message: message, command: command)
-    expected.json = ArgumentParser.asksForJSON(arguments)
+    expected.json = arguments.contains("--json")
     #expect(ArgumentParser.parse(arguments) == .failure(expected))
   }
 

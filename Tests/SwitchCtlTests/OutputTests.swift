@@ -372,6 +372,7 @@ import Testing
     let lines = Output.table([["日本語", "on", "x"], ["abc", "off", "y"], ["e\u{301}", "on", "z"]])
     #expect(lines == ["日本語  on   x", "abc     off  y", "é       on   z"])
     #expect(displayWidth("日本語") == 6 && displayWidth("e\u{301}") == 1)
+    #expect(displayWidth("🚀") == 2 && displayWidth("a\u{AD}b") == 3)
   }
 
   @Test func whyOfAFreeSwitch() throws {

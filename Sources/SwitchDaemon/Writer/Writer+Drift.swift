@@ -67,15 +67,16 @@ extension Writer {
   /// `changes` are committed: the switches with read-back whose State
   /// changed with no apply (a kept tried change, a hold, its end) have
   /// their last reading judged again (`Drift.stateChanged`). Returns the
-  /// changes to commit. Nothing to do, and no look-up, without read-back.
+  /// changes to commit. (`run` calls it only while a switch has read-back.)
   func driftStateChanged(_ changes: [Change]) -> [GroupItem] {
-    guard !drift.isEmpty else { return [] }
     var items: [GroupItem] = []
-    for change in changes
-    where change.user == nil && change.cause != .external && change.cause != .drift
-      && change.previous.isOnAndInEffect == change.state.isOnAndInEffect
-    {
-      let key = change.key
+    // By index, each read in place: a `for` copied every change out.
+    for index in changes.indices {
+      guard changes[index].user == nil, changes[index].cause != .external,
+        changes[index].cause != .drift,
+        changes[index].previous.isOnAndInEffect == changes[index].state.isOnAndInEffect
+      else { continue }
+      let key = changes[index].key
       guard drift[key] != nil, applying.busy[key] == nil,
         let readBack = catalog.switches[key]?.readBack, let record = records[key]
       else { continue }
