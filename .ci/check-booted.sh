@@ -525,6 +525,19 @@ fi
 maps_libsystemd || fail "switchd asked polkit without libsystemd mapped"
 say "polkit under the unit: ok (a rule's write granted, another refused; libsystemd mapped only once asked)"
 
+# --- a restart keeps a tried change (rule 20: only a reboot reverts it) ------------------
+# The unit's sandbox once hid /proc/sys/kernel/random/boot_id
+# (ProcSubset=pid): every start looked like a reboot and reverted them all.
+ctl toggle bluetooth --confirm 10m --no-ask >/dev/null || fail "switchctl toggle --confirm failed"
+in_box systemctl restart switchd.service
+until_ok 30 "switchd did not come back after a restart" is_active switchd.service
+ctl --json get bluetooth | grep -q '"pendingUntil":"' ||
+  fail "a restart of switchd.service reverted a tried change: $(ctl history bluetooth --limit 2)"
+! in_box journalctl -b -u switchd.service -o cat | grep "cannot read this boot's id" ||
+  fail "switchd cannot read the boot id under its unit (above)"
+ctl confirm bluetooth >/dev/null || fail "switchctl confirm failed"
+say "restart: ok (a tried change survived it; the boot id is readable in the sandbox)"
+
 # --- a reboot: switchd starts with the machine, and carries out what came due -----------
 # Enabled for boot (WantedBy=multi-user.target): a timed value ends, and
 # ExecWatch= reads the system, whether or not a client ever connects. The

@@ -61,6 +61,10 @@ public enum Drift {
     public var pending: Bool?
     /// A re-application is decided and not started yet.
     public var reapplyScheduled = false
+    /// Which decision `reapplyScheduled` is: a backoff's timer that fires
+    /// for one called off since (its switch freed, the system back) must
+    /// not start the next one early.
+    public var reapplyGeneration = 0
     /// When each re-application within the window was decided.
     public var reapplications: [Int64] = []
     /// The last re-application: when, and what the system had turned the switch to.
@@ -212,9 +216,19 @@ public enum Drift {
     if isLate(memory, source: source, now: now) { return .expected }
     if memory.reapplyScheduled {
       guard adopts(state, readBack) else { return .expected }
-      memory.reapplyScheduled = false
+      reapplicationCalledOff(&memory)
     }
     return judge(&memory, value: observed, state: state, readBack: readBack, now: now)
+  }
+
+  /// The scheduled re-application will not run (the switch was freed, the
+  /// system came back, an apply of it runs): it counts neither towards
+  /// `DriftLimit=` nor as one made.
+  public static func reapplicationCalledOff(_ memory: inout Memory) {
+    guard memory.reapplyScheduled else { return }
+    memory.reapplyScheduled = false
+    if !memory.reapplications.isEmpty { memory.reapplications.removeLast() }
+    memory.reapplicationCount = max(0, memory.reapplicationCount - 1)
   }
 
   /// A reading that says nothing (nil): the system's value is unknown. It
@@ -273,6 +287,7 @@ public enum Drift {
     }
     memory.reapplications.append(now)
     memory.reapplyScheduled = true
+    memory.reapplyGeneration += 1
     memory.lastReapplied = Reapplied(time: now, systemValue: value)
     memory.reapplicationCount += 1
     return .reapply(afterMilliseconds: backoff(after: count), systemValue: value)

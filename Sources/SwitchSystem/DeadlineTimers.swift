@@ -122,15 +122,24 @@ public func bootClockMilliseconds() -> Int64 { shim_boot_clock_milliseconds() }
 /// when it cannot be read, so that a tried change of an unknown boot is
 /// treated as one from another boot (reverted), never kept by mistake.
 public func currentBootID() -> String {
-  let fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC)
-  if fd >= 0 {
-    defer { close(fd) }
-    var bytes = [UInt8](repeating: 0, count: 64)
-    let n = read(fd, &bytes, 64)
-    if n > 0 {
-      let id = String(decoding: bytes[..<n], as: UTF8.self).filter { !$0.isWhitespace }
-      if !id.isEmpty { return id }
-    }
-  }
-  return "unknown-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+  (try? readBootID(from: bootIDPath).get())
+    ?? "unknown-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+}
+
+/// Where the kernel shows the boot's id. A sandbox that hides /proc/sys
+/// (systemd's `ProcSubset=pid`) hides it: every start then looks like a
+/// new boot, and every tried change is reverted at it.
+public let bootIDPath = "/proc/sys/kernel/random/boot_id"
+
+/// The boot id in the file at `path`, or why it cannot be read (for the
+/// warning at start: `currentBootID` then makes one up).
+public func readBootID(from path: String) -> Result<String, SystemError> {
+  let fd = open(path, O_RDONLY | O_CLOEXEC)
+  guard fd >= 0 else { return .failure(.last("open \(path)")) }
+  defer { close(fd) }
+  var bytes = [UInt8](repeating: 0, count: 64)
+  let n = read(fd, &bytes, 64)
+  guard n >= 0 else { return .failure(.last("read \(path)")) }
+  let id = String(decoding: bytes[..<n], as: UTF8.self).filter { !$0.isWhitespace }
+  return id.isEmpty ? .failure(SystemError(errno: ENODATA, call: "read \(path)")) : .success(id)
 }

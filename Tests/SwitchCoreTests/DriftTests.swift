@@ -407,6 +407,7 @@ struct DriftTests {
       Drift.stateChanged(&memory, state: held, readBack: adopt, now: start)
         == .reapply(afterMilliseconds: 0, systemValue: true))
     #expect(memory.reapplyScheduled)
+    #expect(memory.reapplyGeneration == 1 && memory.reapplicationCount == 1)
     // Freed before the re-application ran: adopted, and the re-application called off.
     guard
       case .adopt(let adopted) = Drift.stateChanged(
@@ -417,6 +418,8 @@ struct DriftTests {
     }
     #expect(adopted.checked == true)
     #expect(!memory.reapplyScheduled)
+    // Called off, it counts neither towards DriftLimit= nor as one made.
+    #expect(memory.reapplications.isEmpty && memory.reapplicationCount == 0)
     // Still held: the scheduled re-application stands.
     memory.reapplyScheduled = true
     #expect(Drift.stateChanged(&memory, state: held, readBack: adopt, now: start) == .expected)

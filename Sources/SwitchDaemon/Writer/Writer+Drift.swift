@@ -136,37 +136,42 @@ extension Writer {
         SystemApply(id: id, key: key, target: nil, cause: .drift, counted: false),
         failure: state.invalid ? state.invalidReason : nil)
     case .reapply(let wait, let systemValue):
-      if readBackReports[key] != nil {
-        readBackReports[key]?.reapplied += 1
-        readBackReports[key]?.lastReapplied = wallClockMilliseconds()
-        readBackReports[key]?.systemHad = systemValue
-        readBackReportsChanged = true
-      }
       log.notice(
         "\(key) was turned \(systemValue ? "on" : "off") outside switchd: re-applying"
           + (wait > 0 ? " in \(ApplyCommand.seconds(Int(wait)))s" : ""))
+      let generation = drift[key]?.reapplyGeneration ?? 0
       if wait == 0 {
-        reapplyIfStillDrifted(key)
+        reapplyIfStillDrifted(key, generation: generation)
       } else {
-        after(wait, post: .reapplyDue(key: key))
+        after(wait, post: .reapplyDue(key: key, generation: generation))
       }
       return nil
     }
   }
 
   /// Runs `key`'s apply command again with its effective value, unless an
-  /// apply of it runs already or the system came back by itself.
-  func reapplyIfStillDrifted(_ key: String) {
-    guard var memory = drift[key], memory.reapplyScheduled else { return }
+  /// apply of it runs already or the system came back by itself; shown
+  /// (`status`, `why`) once it runs. `generation`: the decision it carries
+  /// out; a timer of one called off since does nothing.
+  func reapplyIfStillDrifted(_ key: String, generation: Int) {
+    guard var memory = drift[key], memory.reapplyScheduled,
+      memory.reapplyGeneration == generation
+    else { return }
     // A switch freed meanwhile follows the system instead (rule 19).
     guard applying.busy[key] == nil, let definition = catalog.switches[key],
       let command = definition.apply, let record = records[key],
       memory.observed != record.state.isOnAndInEffect,
       let readBack = definition.readBack, !Drift.adopts(record.state, readBack)
     else {
-      memory.reapplyScheduled = false
+      Drift.reapplicationCalledOff(&memory)
       drift[key] = memory
       return
+    }
+    if readBackReports[key] != nil {
+      readBackReports[key]?.reapplied += 1
+      readBackReports[key]?.lastReapplied = wallClockMilliseconds()
+      readBackReports[key]?.systemHad = memory.observed
+      readBackReportsChanged = true
     }
     _ = parkSystemApply(
       key, command: command, state: record.state, target: nil, cause: .drift, counted: false,

@@ -161,6 +161,11 @@ final class Writer {
     // or switchd crashed between a command and its commit.
     _ = try writer.apply(
       writer.inEffectNow(catalog, access), access: access, reconcilingEvery: true)
+    if case .failure(let problem) = readBootID(from: bootIDPath) {
+      log.warning(
+        "cannot read this boot's id (\(problem)): every start looks like a reboot, so a tried "
+          + "change is reverted at each (rule 20); let switchd read \(bootIDPath)")
+    }
     writer.startReadBack(jobs: jobs)
     writer.startDeadlines(jobs: jobs)
     writer.announced = announced?.record
@@ -268,9 +273,9 @@ final class Writer {
           }
         case .watchEnded(let key, let reason):
           watchEnded(key, reason: reason)
-        case .reapplyDue(let key):
+        case .reapplyDue(let key, let generation):
           flushItems()
-          reapplyIfStillDrifted(key)
+          reapplyIfStillDrifted(key, generation: generation)
         case .settled(let key):
           flushItems()
           if let item = judgeSettled(key) { deliver(commitGroup([item])) }

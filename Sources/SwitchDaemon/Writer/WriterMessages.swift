@@ -44,7 +44,8 @@ enum WriterJob: Sendable {
   /// A switch's `ExecWatch=` program ended; it is started again later.
   case watchEnded(key: String, reason: String)
   /// A re-application's backoff is over (`Drift.Verdict.reapply`).
-  case reapplyDue(key: String)
+  /// `generation`: the decision it carries out (`Drift.Memory.reapplyGeneration`).
+  case reapplyDue(key: String, generation: Int)
   /// The settling time after an apply is over (`Drift.needsSettling`).
   case settled(key: String)
 
