@@ -531,11 +531,12 @@ say "polkit under the unit: ok (a rule's write granted, another refused; libsyst
 ctl toggle bluetooth --confirm 10m --no-ask >/dev/null || fail "switchctl toggle --confirm failed"
 # The checks above restarted it often enough to reach systemd's start limit.
 in_box systemctl reset-failed switchd.service
-in_box systemctl restart switchd.service
+in_box systemctl restart switchd.service || fail "systemctl restart switchd.service failed"
 until_ok 30 "switchd did not come back after a restart" is_active switchd.service
 ctl --json get bluetooth | grep -q '"pendingUntil":"' ||
   fail "a restart of switchd.service reverted a tried change: $(ctl history bluetooth --limit 2)"
-! in_box journalctl -b -u switchd.service -o cat | grep "cannot read this boot's id" ||
+started_log=$(in_box journalctl -b -u switchd.service -o cat) || fail "cannot read switchd's journal"
+! grep "cannot read this boot's id" <<<"$started_log" ||
   fail "switchd cannot read the boot id under its unit (above)"
 ctl confirm bluetooth >/dev/null || fail "switchctl confirm failed"
 say "restart: ok (a tried change survived it; the boot id is readable in the sandbox)"

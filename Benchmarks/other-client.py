@@ -53,7 +53,8 @@ def start(server, directory, switchd, out):
         argv = ["redis-server", "--port", "0", "--unixsocket", path, "--appendonly", "yes",
                 "--appendfsync", "always", "--dir", data, "--save", ""]
     process = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + argv,
+        ["valgrind", "--tool=callgrind", "--trace-children=no", "--callgrind-out-file=" + out]
+        + argv,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while True:
@@ -81,21 +82,29 @@ def request(server, kind, i, c):
 
 
 def client(server, kind, path, c, calls, failures):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(path)
-    f = s.makefile("rb")
-    if server == "redis" and kind == "get":
-        s.sendall(b"*3\r\n$3\r\nSET\r\n$2\r\nk0\r\n$1\r\n1\r\n")
-        f.readline()
-    for i in range(calls):
-        s.sendall(request(server, kind, i, c))
-        line = f.readline()
-        if server == "switchd" and b'"error"' in line:
-            failures.append(line)
-            return
-        if server == "redis" and line.startswith(b"$") and not line.startswith(b"$-1"):
+    """Makes `calls` calls; anything but an answer (an error, the end of
+    the connection, no answer within 60 s) is a failure, which voids the
+    count."""
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(60)
+        s.connect(path)
+        f = s.makefile("rb")
+        if server == "redis" and kind == "get":
+            s.sendall(b"*3\r\n$3\r\nSET\r\n$2\r\nk0\r\n$1\r\n1\r\n")
             f.readline()
-    s.close()
+        for i in range(calls):
+            s.sendall(request(server, kind, i, c))
+            line = f.readline()
+            if line == b"" or (server == "switchd" and b'"error"' in line) or (
+                    server == "redis" and line.startswith(b"-")):
+                failures.append(line or b"the connection ended")
+                return
+            if server == "redis" and line.startswith(b"$") and not line.startswith(b"$-1"):
+                f.readline()
+        s.close()
+    except OSError as error:
+        failures.append(repr(error))
 
 
 def count(server, kind, calls, switchd):

@@ -109,9 +109,18 @@ public enum Drift {
 
   /// An apply of the switch starts, making `value` real (a write's, a
   /// reconcile's or a re-application).
-  public static func applyStarted(_ memory: inout Memory, value: Bool) {
+  public static func applyStarted(
+    _ memory: inout Memory, value: Bool, reapplication: Bool = false
+  ) {
     memory.applying = value
-    memory.reapplyScheduled = false
+    // The scheduled re-application is made (`reapplication`), or another
+    // apply (a write, `apply`, a reload's) comes in its place: then it is
+    // not made, and not counted.
+    if reapplication {
+      memory.reapplyScheduled = false
+    } else {
+      reapplicationCalledOff(&memory)
+    }
     memory.pending = nil
     memory.adoptionFailed = false
     // The system already showing the value is a confirmation: a watch

@@ -105,7 +105,7 @@ struct DriftTests {
       waits.append(wait)
       now += wait
       // The re-application runs and the system shows it, then the competitor again.
-      Drift.applyStarted(&memory, value: false)
+      Drift.applyStarted(&memory, value: false, reapplication: true)
       #expect(watchReading(&memory, false, held, at: now) == .expected)
       #expect(
         Drift.applyEnded(
@@ -275,7 +275,7 @@ struct DriftTests {
     var memory = Drift.Memory()
     let held = DriftedSwitch.heldByPolicy.state
     #expect(watchReading(&memory, true, held) == .reapply(afterMilliseconds: 0, systemValue: true))
-    Drift.applyStarted(&memory, value: false)
+    Drift.applyStarted(&memory, value: false, reapplication: true)
     #expect(
       Drift.applyEnded(&memory, state: held, reapplyFailure: nil, readBack: adopt, now: start)
         == .agrees)
@@ -486,5 +486,20 @@ struct DriftTests {
     #expect(
       watchReading(&memory, false, held, at: start + 10)
         == .reapply(afterMilliseconds: 0, systemValue: false))
+  }
+
+  /// Another apply started in place of a scheduled re-application: that
+  /// one is not made, and does not count towards DriftLimit=.
+  @Test func anApplyInPlaceOfAScheduledReapplicationCallsItOff() {
+    var memory = Drift.Memory()
+    memory.observed = true
+    memory.confirmed = true
+    #expect(
+      Drift.stateChanged(
+        &memory, state: DriftedSwitch.heldByAdmin.state, readBack: adopt, now: start)
+        == .reapply(afterMilliseconds: 0, systemValue: true))
+    Drift.applyStarted(&memory, value: false)
+    #expect(!memory.reapplyScheduled)
+    #expect(memory.reapplications.isEmpty && memory.reapplicationCount == 0)
   }
 }

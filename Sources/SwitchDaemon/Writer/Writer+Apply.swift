@@ -290,7 +290,7 @@ extension Writer {
         SystemApply(
           id: id, key: key, target: target, cause: cause, counted: counted, reapplied: reapplied)),
       keys: [key])
-    driftApplyStarted(key, value: state.isOnAndInEffect)
+    driftApplyStarted(key, value: state.isOnAndInEffect, reapplication: reapplied)
     // SWITCH_CAUSE is `policy` for what a configuration made, dependents
     // included, and `drift` for a re-application (CONFIG.md, SEMANTICS.md rule 19).
     let cause: Cause = target == nil ? (cause == .drift ? .drift : .reconcile) : .policy

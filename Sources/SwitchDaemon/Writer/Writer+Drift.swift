@@ -11,9 +11,10 @@ import SwitchSystem
 // or an `invalid` change (cause `drift`).
 extension Writer {
   /// An apply of `key` starts, making `value` real.
-  func driftApplyStarted(_ key: String, value: Bool) {
+  func driftApplyStarted(_ key: String, value: Bool, reapplication: Bool = false) {
     guard catalog.switches[key]?.readBack != nil else { return }
-    Drift.applyStarted(&drift[key, default: Drift.Memory()], value: value)
+    Drift.applyStarted(
+      &drift[key, default: Drift.Memory()], value: value, reapplication: reapplication)
   }
 
   /// The apply commands of `keys` have ended, now (on the read-back clock).
@@ -157,10 +158,11 @@ extension Writer {
     guard var memory = drift[key], memory.reapplyScheduled,
       memory.reapplyGeneration == generation
     else { return }
-    // A switch freed meanwhile follows the system instead (rule 19).
+    // A switch freed meanwhile follows the system instead (rule 19); one
+    // whose value is unknown now waits for the next reading.
     guard applying.busy[key] == nil, let definition = catalog.switches[key],
       let command = definition.apply, let record = records[key],
-      memory.observed != record.state.isOnAndInEffect,
+      let observed = memory.observed, observed != record.state.isOnAndInEffect,
       let readBack = definition.readBack, !Drift.adopts(record.state, readBack)
     else {
       Drift.reapplicationCalledOff(&memory)
@@ -170,7 +172,7 @@ extension Writer {
     if readBackReports[key] != nil {
       readBackReports[key]?.reapplied += 1
       readBackReports[key]?.lastReapplied = wallClockMilliseconds()
-      readBackReports[key]?.systemHad = memory.observed
+      readBackReports[key]?.systemHad = observed
       readBackReportsChanged = true
     }
     _ = parkSystemApply(
