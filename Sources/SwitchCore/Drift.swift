@@ -38,13 +38,16 @@ public enum Drift {
     /// The last reading (`observed`); nil while unknown (a check that
     /// failed or printed nonsense, a watch that ended: `unknown`).
     public var observed: Bool?
+    /// Where the last reading came from (nil while `observed` is): a
+    /// check's start says whether it predates the last apply (`isLate`).
+    public var observedSource: Source?
     /// The last reading was a check's: the check run after each apply
     /// answers for it, so it is never judged again by waiting
     /// (`needsSettling` is for a watch, which prints only changes).
-    public var observedByCheck = false
-    /// When the check that read `observed` was started (nil: a watch's
-    /// line): whether it predates the last apply (`isLate`).
-    public var observedCheckStartedAt: Int64?
+    public var observedByCheck: Bool {
+      if case .check = observedSource { return true }
+      return false
+    }
     /// Adopting the system's value failed (a dependent's apply command
     /// failed, so nothing changed): the switch is `invalid` and waits for
     /// the system to agree, or a write, instead of adopting again at every
@@ -182,12 +185,7 @@ public enum Drift {
     readBack: ReadBack, now: Int64
   ) -> Verdict {
     memory.observed = value
-    memory.observedByCheck = source != .watch
-    if case .check(let startedAt) = source {
-      memory.observedCheckStartedAt = startedAt
-    } else {
-      memory.observedCheckStartedAt = nil
-    }
+    memory.observedSource = source
     if let target = memory.applying {
       if value == target {
         memory.confirmed = true
@@ -221,8 +219,7 @@ public enum Drift {
     // What may predate the last apply's effect is judged later: a watch's
     // line by `settled`, a check started before the apply ended by the
     // check run after it.
-    let source = memory.observedCheckStartedAt.map { Source.check(startedAt: $0) } ?? .watch
-    if isLate(memory, source: source, now: now) { return .expected }
+    if isLate(memory, source: memory.observedSource ?? .watch, now: now) { return .expected }
     if memory.reapplyScheduled {
       guard adopts(state, readBack) else { return .expected }
       reapplicationCalledOff(&memory)
@@ -246,8 +243,7 @@ public enum Drift {
   /// apply had the earlier reading adopted: a value the system never had).
   public static func unknown(_ memory: inout Memory) {
     memory.observed = nil
-    memory.observedByCheck = false
-    memory.observedCheckStartedAt = nil
+    memory.observedSource = nil
   }
 
   /// Adopting the system's value for a writable switch failed (`reason`:

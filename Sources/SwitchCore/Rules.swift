@@ -64,30 +64,21 @@ public enum Rules {
     // A write that changes nothing is a no-op with or without a time
     // (PROTOCOL.md), but for the end of a hold: a `lock` or `disable`
     // without a time makes an administrator's timed hold permanent again
-    // (docs/semantics.md), which is a change of its own.
+    // (docs/semantics.md), which `timed` does, and is a change of its own.
     guard let next else {
-      return lasting == nil ? Self.holdMadePermanent(operation, record.state) : nil
+      switch (operation, lasting) {
+      case (.lock, nil), (.disable, nil):
+        let permanent = timed(
+          record.state, from: record.state, operation, lasting: nil, at: time, boot: boot,
+          caller: caller)
+        return permanent == record.state ? nil : permanent
+      default:
+        return nil
+      }
     }
     return timed(
       consume next, from: record.state, operation, lasting: lasting, at: time, boot: boot,
       caller: caller)
-  }
-
-  /// `state` with an administrator's timed hold made permanent by a `lock`
-  /// or `disable` that changed nothing else; nil when there is none.
-  static func holdMadePermanent(_ operation: Operation, _ state: SwitchState) -> SwitchState? {
-    switch operation {
-    case .lock where state.heldBy == .admin && state.readOnlyUntil != nil:
-      var next = state
-      next.readOnlyUntil = nil
-      return next
-    case .disable where state.disabledBy == .admin && state.disabledUntil != nil:
-      var next = state
-      next.disabledUntil = nil
-      return next
-    default:
-      return nil
-    }
   }
 
   /// The state `operation` leaves a declared switch in; nil when it changes nothing.

@@ -280,7 +280,7 @@ final class DaemonClient {
     let code = errno
     switch code {
     case EAGAIN, EWOULDBLOCK:
-      throw .timedOut(path: path, seconds: callLimit ?? receiveTimeout ?? 0)
+      throw .timedOut(path: path, seconds: callLimit ?? 0)
     case ECONNRESET: throw .closed(path: path)
     default: throw .system(path: path, call: "recv", errno: code)
     }

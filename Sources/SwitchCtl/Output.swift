@@ -69,9 +69,7 @@ enum Output {
   static func span(_ milliseconds: Int64, more: Bool = false) -> String {
     let seconds = max(0, (milliseconds + 999) / 1000)
     let extra = more ? "more " : ""
-    if seconds < 120 {
-      return more ? "\(seconds) more " + (seconds == 1 ? "second" : "seconds") : "\(seconds) s"
-    }
+    if seconds < 120 { return more ? count(Int(seconds), "more second") : "\(seconds) s" }
     let minutes = (seconds + 59) / 60
     if minutes < 120 { return "\(minutes) \(extra)minutes" }
     let hours = (minutes + 59) / 60

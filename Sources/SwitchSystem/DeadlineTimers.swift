@@ -120,10 +120,14 @@ public func bootClockMilliseconds() -> Int64 { shim_boot_clock_milliseconds() }
 
 /// This boot's id (`/proc/sys/kernel/random/boot_id`); a fresh random one
 /// when it cannot be read, so that a tried change of an unknown boot is
-/// treated as one from another boot (reverted), never kept by mistake.
-public func currentBootID() -> String {
-  (try? readBootID(from: bootIDPath).get())
-    ?? "unknown-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+/// treated as one from another boot (reverted), never kept by mistake, and
+/// then why (`problem`, for the warning at start).
+public func currentBootID() -> (id: String, problem: SystemError?) {
+  switch readBootID(from: bootIDPath) {
+  case .success(let id): return (id, nil)
+  case .failure(let problem):
+    return ("unknown-" + String(UInt64.random(in: 0...UInt64.max), radix: 16), problem)
+  }
 }
 
 /// Where the kernel shows the boot's id. A sandbox that hides /proc/sys
@@ -131,8 +135,7 @@ public func currentBootID() -> String {
 /// new boot, and every tried change is reverted at it.
 public let bootIDPath = "/proc/sys/kernel/random/boot_id"
 
-/// The boot id in the file at `path`, or why it cannot be read (for the
-/// warning at start: `currentBootID` then makes one up).
+/// The boot id in the file at `path`, or why it cannot be read.
 public func readBootID(from path: String) -> Result<String, SystemError> {
   let fd = open(path, O_RDONLY | O_CLOEXEC)
   guard fd >= 0 else { return .failure(.last("open \(path)")) }

@@ -10,7 +10,7 @@ import Testing
 @Suite struct BootIDTests {
   @Test func theKernelsIsReadAndOneThatCannotBeSaysWhy() throws {
     let id = try readBootID(from: bootIDPath).get()
-    #expect(id.count == 36 && id == currentBootID())
+    #expect(id.count == 36 && id == currentBootID().id)
     guard case .failure(let problem) = readBootID(from: "/proc/sys/no-such-file") else {
       Issue.record("a missing file gave a boot id")
       return

@@ -91,7 +91,7 @@ extension Writer {
   }
 
   /// Where the boot clock is now.
-  var bootMoment: BootMoment { BootMoment(milliseconds: bootClockMilliseconds(), id: bootID) }
+  var bootMoment: BootMoment { BootMoment(milliseconds: bootClockMilliseconds(), id: boot.id) }
 
   /// Indexes every switch's deadlines and starts the timers. What passed
   /// while switchd was stopped (and a tried change of another boot) is due

@@ -82,8 +82,9 @@ final class Writer {
   /// one of them next starts or ends a window.
   var configured: (catalog: Catalog, access: AccessRules)?
   var scheduleChangesAt: Int64?
-  /// This boot's id, read once: a tried change of another boot is reverted.
-  let bootID = currentBootID()
+  /// This boot's id, read once: a tried change of another boot is reverted
+  /// (and why it could not be read: `start` warns).
+  let boot = currentBootID()
 
   /// Opens the database, loads every switch, and applies `catalog`: rows for
   /// new switches, policy changes with `cause: policy`.
@@ -161,7 +162,7 @@ final class Writer {
     // or switchd crashed between a command and its commit.
     _ = try writer.apply(
       writer.inEffectNow(catalog, access), access: access, reconcilingEvery: true)
-    if case .failure(let problem) = readBootID(from: bootIDPath) {
+    if let problem = writer.boot.problem {
       log.warning(
         "cannot read this boot's id (\(problem)): every start looks like a reboot, so a tried "
           + "change is reverted at each (rule 20); let switchd read \(bootIDPath)")
