@@ -10,10 +10,19 @@ for each count; two runs of N and 3N calls a connection are differenced,
 so start-up and shutdown cancel out.
 
     python3 Benchmarks/other-client.py [--calls N] [--switchd PATH]
+                                       [--kinds toggle,get,...] [--shipped]
+
+Kinds: `toggle` and `get` (the default), `set` (`set` with `checked`
+alternating, against SET), `shared` (all eight connections toggle one
+switch, against SET of one key), `user` (each connection toggles its own
+value of a user-scope switch, as root). `--shipped` runs switchd with the
+repository's Config/ and toggles (or gets) the shipped `wifi`, which lists
+`airplane-mode`, and for `user` the shipped `notifications.chat` (a key
+past 15 bytes: every copy of it is a reference count).
 
 Needs valgrind and redis-server (`apt-get install -y valgrind redis-server`)
-and a release build (`swift build -c release`). About 4 minutes with the
-default 150 calls a connection.
+and a release build (`swift build -c release`). About 2 minutes a kind
+with the default 150 calls a connection.
 """
 
 import argparse
@@ -30,23 +39,41 @@ import time
 CONNECTIONS = 8
 
 
-def switchd_config(directory):
+def switchd_config(directory, shipped):
     config = os.path.join(directory, "config")
+    if shipped:
+        # A copy: switchd trusts only files of root (or its own user) that
+        # nobody else may write, and the clone's may be anyone's.
+        here = os.path.dirname(os.path.abspath(__file__))
+        shutil.copytree(os.path.join(here, "..", "Config"), config)
+        for folder, _, files in os.walk(config):
+            os.chmod(folder, 0o755)
+            for name in files:
+                os.chmod(os.path.join(folder, name), 0o644)
+        # Who administers does not matter to root, and the group may not exist here.
+        conf = os.path.join(config, "switchd.conf")
+        with open(conf) as f:
+            text = re.sub(r"(?m)^AdminGroup=.*$", "AdminGroup=", f.read())
+        with open(conf, "w") as f:
+            f.write(text)
+        return config
     os.makedirs(os.path.join(config, "switches.d"))
     with open(os.path.join(config, "switchd.conf"), "w") as f:
         f.write("[Daemon]\nAdminGroup=\n")
     with open(os.path.join(config, "switches.d", "10-bench.conf"), "w") as f:
         for c in range(CONNECTIONS):
             f.write(f"[b{c}]\nLabel=B{c}\nDefault=off\n\n")
+        # Each connection's own value (all are root's: one value, toggled by all).
+        f.write("[u0]\nLabel=U0\nDefault=off\nScope=user\n")
     return config
 
 
-def start(server, directory, switchd, out):
+def start(server, directory, switchd, out, shipped):
     data = os.path.join(directory, "data")
     os.makedirs(data, mode=0o700)
     if server == "switchd":
         path = os.path.join(directory, "s.sock")
-        argv = [switchd, "--config", switchd_config(directory), "--socket", path,
+        argv = [switchd, "--config", switchd_config(directory, shipped), "--socket", path,
                 "--database", os.path.join(data, "switches.db")]
     else:
         path = os.path.join(directory, "r.sock")
@@ -69,19 +96,31 @@ def start(server, directory, switchd, out):
             time.sleep(0.1)
 
 
-def request(server, kind, i, c):
+def switchd_key(kind, c, shipped):
+    if kind == "user":
+        return "notifications.chat" if shipped else "u0"
+    if shipped:
+        return "wifi"
+    return "b0" if kind in ("get", "shared") else f"b{c}"
+
+
+def request(server, kind, i, c, shipped):
     if server == "switchd":
-        method, key = ("toggle", f"b{c}") if kind == "toggle" else ("get", "b0")
+        key = switchd_key(kind, c, shipped)
+        method, extra = ("get" if kind == "get" else "toggle"), ""
+        if kind == "set":
+            # Every call a change: each connection's switch starts off.
+            method, extra = "set", ',"checked":' + ("false" if i % 2 else "true")
         return (f'{{"jsonrpc":"2.0","id":{i},"method":"{method}",'
-                f'"params":{{"key":"{key}"}}}}\n').encode()
-    if kind == "toggle":
+                f'"params":{{"key":"{key}"{extra}}}}}\n').encode()
+    if kind != "get":
         value = b"1" if i % 2 else b"0"
-        key = f"k{c}".encode()
+        key = (f"k{c}" if kind in ("toggle", "set") else "k0").encode()
         return b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\n%s\r\n" % (len(key), key, value)
     return b"*2\r\n$3\r\nGET\r\n$2\r\nk0\r\n"
 
 
-def client(server, kind, path, c, calls, failures):
+def client(server, kind, path, c, calls, failures, shipped):
     """Makes `calls` calls; anything but an answer (an error, the end of
     the connection, no answer within 60 s) is a failure, which voids the
     count."""
@@ -94,7 +133,7 @@ def client(server, kind, path, c, calls, failures):
             s.sendall(b"*3\r\n$3\r\nSET\r\n$2\r\nk0\r\n$1\r\n1\r\n")
             f.readline()
         for i in range(calls):
-            s.sendall(request(server, kind, i, c))
+            s.sendall(request(server, kind, i, c, shipped))
             line = f.readline()
             if line == b"" or (server == "switchd" and b'"error"' in line) or (
                     server == "redis" and line.startswith(b"-")):
@@ -107,13 +146,14 @@ def client(server, kind, path, c, calls, failures):
         failures.append(repr(error))
 
 
-def count(server, kind, calls, switchd):
+def count(server, kind, calls, switchd, shipped):
     directory = tempfile.mkdtemp(prefix="switchd-other-client-")
     try:
         out = os.path.join(directory, "callgrind.out")
-        process, path = start(server, directory, switchd, out)
+        process, path = start(server, directory, switchd, out, shipped)
         failures = []
-        threads = [threading.Thread(target=client, args=(server, kind, path, c, calls, failures))
+        threads = [threading.Thread(target=client,
+                                    args=(server, kind, path, c, calls, failures, shipped))
                    for c in range(CONNECTIONS)]
         for t in threads:
             t.start()
@@ -133,9 +173,9 @@ def count(server, kind, calls, switchd):
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def per_call(server, kind, calls, switchd):
-    short = count(server, kind, calls, switchd)
-    long = count(server, kind, 3 * calls, switchd)
+def per_call(server, kind, calls, switchd, shipped):
+    short = count(server, kind, calls, switchd, shipped)
+    long = count(server, kind, 3 * calls, switchd, shipped)
     return (long - short) / (2 * calls * CONNECTIONS)
 
 
@@ -144,17 +184,29 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=150, help="calls a connection (shorter run)")
     parser.add_argument("--switchd", default=os.path.join(here, "..", ".build", "release", "switchd"))
+    parser.add_argument("--kinds", default="toggle,get",
+                        help="comma-separated: toggle, get, set, shared, user")
+    parser.add_argument("--shipped", action="store_true",
+                        help="the repository's Config/ and its wifi (notifications.chat for user)")
     options = parser.parse_args()
+    targets = {"toggle": 2.0, "set": 2.0, "shared": 2.0, "user": 2.0, "get": 1.5}
+    kinds = options.kinds.split(",")
+    for kind in kinds:
+        if kind not in targets:
+            raise SystemExit(f"unknown kind {kind!r}: one of {', '.join(targets)}")
     for tool in ["valgrind", "redis-server"]:
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} is not installed")
-    for kind, target in [("toggle", 2.0), ("get", 1.5)]:
-        ours = per_call("switchd", kind, options.calls, options.switchd)
-        theirs = per_call("redis", kind, options.calls, options.switchd)
+    for kind in kinds:
+        target = targets[kind]
+        ours = per_call("switchd", kind, options.calls, options.switchd, options.shipped)
+        theirs = per_call("redis", kind, options.calls, options.switchd, options.shipped)
         ratio = ours / theirs
         verdict = "pass" if ratio <= target else "FAIL"
-        print(f"{kind}, {CONNECTIONS} connections: switchd {ours:,.0f}, Redis {theirs:,.0f} "
-              f"instructions a call, {ratio:.2f}x (target <= {target}x): {verdict}", flush=True)
+        key = switchd_key(kind, 0, options.shipped)
+        print(f"{kind} ({key}), {CONNECTIONS} connections: switchd {ours:,.0f}, "
+              f"Redis {theirs:,.0f} instructions a call, {ratio:.2f}x (target <= {target}x): "
+              f"{verdict}", flush=True)
 
 
 if __name__ == "__main__":

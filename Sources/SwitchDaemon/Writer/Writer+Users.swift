@@ -51,10 +51,13 @@ struct WriterUserValues {
 
   /// The group committed: its values stay, and go into the next checkpoint.
   mutating func committed() {
-    for entry in undo {
+    // Each entry moved out as it is taken (the order does not matter: the
+    // checkpoint makes them unique): iterating copied each one, value
+    // included, and emptying the array destroyed them one by one after
+    // (~250 instructions a toggle of a user's value, callgrind).
+    while let entry = undo.popLast() {
       changedSinceCheckpoint.append(UserKey(hashedKey: entry.key, user: entry.user))
     }
-    undo.removeAll(keepingCapacity: true)
     if changedSinceCheckpoint.count > Self.changedBound {
       changedSinceCheckpoint = Array(Set(changedSinceCheckpoint))
     }
