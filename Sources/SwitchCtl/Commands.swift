@@ -75,7 +75,8 @@ enum Commands {
         Prints one line per switch, sorted by key: the key, on or off, the label, and a \
         note in parentheses for a switch that is disabled or read-only, with who holds \
         it and the reason. With PREFIX, only keys that start with it ("notifications." \
-        or "notifications.*").
+        or "notifications.*"). Prints "no switches" (or "no switch key starts with \
+        PREFIX") when none is listed; --json prints the result as it came.
         """),
     CommandSpec(
       name: "get", arguments: "KEY",

@@ -156,8 +156,15 @@ enum Output {
     withNotes(onOff(switchObject.state.checked), switchObject.state)
   }
 
-  /// `list`: key, on/off, label and notes, in aligned columns.
-  static func list(_ result: ListResult) -> [String] {
+  /// `list`: key, on/off, label and notes, in aligned columns; a line
+  /// that says none matched when none did (`prefix`: the one asked for),
+  /// so that a person sees the command worked and a typo is noticed.
+  static func list(_ result: ListResult, prefix: String? = nil) -> [String] {
+    if result.switches.isEmpty {
+      guard let prefix else { return ["no switches"] }
+      let stem = prefix.hasSuffix("*") ? String(prefix.dropLast()) : prefix
+      return ["no switch key starts with " + printable(stem)]
+    }
     let rows = result.switches.map { item -> [String] in
       var row = [item.key, onOff(item.state.checked), printable(item.label)]
       let notes = notes(item.state)

@@ -41,7 +41,9 @@ struct Runner {
       console.out("switchctl " + SwitchdVersion.current)
     case .list(let prefix):
       let params = prefix.map { [JSONMember(WireField.prefix, .string($0))] } ?? []
-      try show(try call(.list, params + userParam()), as: ListResult.self, Output.list)
+      try show(try call(.list, params + userParam()), as: ListResult.self) {
+        Output.list($0, prefix: prefix)
+      }
     case .get(let key):
       try show(try call(.get, try keyParam(key)), as: SwitchObject.self) { [Output.get($0)] }
     case .isOn(let key):

@@ -65,7 +65,10 @@ import Testing
         "email.marketing  on   Marketing emails  (disabled by admin: Gone.)",
         "wifi             on   Wi-Fi",
       ])
-    #expect(Output.list(try Self.sent(json(#"{"revision":0,"switches":[]}"#))) == [])
+    let none = try Self.sent(json(#"{"revision":0,"switches":[]}"#)) as ListResult
+    #expect(Output.list(none) == ["no switches"])
+    #expect(Output.list(none, prefix: "nosuch") == ["no switch key starts with nosuch"])
+    #expect(Output.list(none, prefix: "nosuch.*") == ["no switch key starts with nosuch."])
   }
 
   @Test func getPrintsValueAndNotesDisabledFirst() throws {
