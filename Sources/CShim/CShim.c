@@ -170,6 +170,27 @@ int shim_signalfd_termination_and_reload(void) {
   return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
+int shim_signalfd_interrupt(void) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) return -1;
+  int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (fd < 0) pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+  return fd;
+}
+
+void shim_signalfd_interrupt_end(int fd) {
+  // Taken first: unblocked while pending, a ^C already answered would end the process.
+  while (shim_signalfd_read(fd) > 0) {
+  }
+  close(fd);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
 int shim_signalfd_read(int fd) {
   struct signalfd_siginfo info;
   ssize_t n = read(fd, &info, sizeof(info));

@@ -105,7 +105,7 @@ enum Commands {
         nothing changed then and no event was sent. With --for or --until the value \
         lasts that long and the one from before comes back; with --confirm the \
         change is tried: on a terminal switchctl asks "Keep this change? [y/N]" with \
-        the time left, and anything but yes (or losing the session) puts it back.
+        the time left, and anything but yes (^C too, or losing the session) puts it back.
         """,
       options: valueOptions),
     CommandSpec(

@@ -1,3 +1,4 @@
+import CShim
 import Glibc
 import SwitchProtocol
 import SwitchSystem
@@ -53,7 +54,12 @@ extension Runner {
       }
       return
     }
-    let keep = KeepQuestion(until: until).ask()
+    // ^C at the question is its answer "no": the change is reverted and
+    // the line says so (killed by the signal, switchctl left the revert to
+    // the closed connection, and the person saw nothing of it).
+    let interrupt = shim_signalfd_interrupt()
+    let keep = KeepQuestion(until: until).ask(interrupt: interrupt)
+    if interrupt >= 0 { shim_signalfd_interrupt_end(interrupt) }
     let settling: SwitchProtocol.Method = keep ? .confirm : .revert
     let settled = try decode(
       try call(client, settling, try keyParam(key)), as: WriteResult.self)
@@ -62,13 +68,16 @@ extension Runner {
 }
 
 /// "Keep this change? [y/N]" with the seconds left, redrawn each second;
-/// yes keeps, anything else, no answer in time or end of input reverts.
+/// yes keeps, anything else, no answer in time, end of input or ^C reverts.
 struct KeepQuestion {
   var until: Int64
 
   /// Asks on `input` (standard input), drawing the question with `draw`
-  /// (standard output, at once).
-  func ask(input: Int32 = 0, draw: (String) -> Void = FileHandleOut.write) -> Bool {
+  /// (standard output, at once); `interrupt`, when not -1, becomes
+  /// readable on ^C (`shim_signalfd_interrupt`), which answers no.
+  func ask(
+    input: Int32 = 0, interrupt: Int32 = -1, draw: (String) -> Void = FileHandleOut.write
+  ) -> Bool {
     var line: [UInt8] = []
     // The line a person ends with Enter is ended on the terminal already.
     var ended = false
@@ -83,10 +92,15 @@ struct KeepQuestion {
         draw("\rKeep this change? [y/N] (\(left) s left) ")
         shown = left
       }
-      var fds = pollfd(fd: input, events: Int16(POLLIN), revents: 0)
-      let ready = poll(&fds, 1, 1000)
+      // A descriptor of -1 is one poll leaves alone.
+      var fds = [
+        pollfd(fd: input, events: Int16(POLLIN), revents: 0),
+        pollfd(fd: interrupt, events: Int16(POLLIN), revents: 0),
+      ]
+      let ready = poll(&fds, 2, 1000)
       if ready < 0 && errno != EINTR { return false }
       guard ready > 0 else { continue }
+      if fds[1].revents != 0 { return false }
       var byte: UInt8 = 0
       let n = read(input, &byte, 1)
       guard n == 1 else { return false }

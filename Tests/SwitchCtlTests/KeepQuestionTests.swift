@@ -33,6 +33,26 @@ import Testing
     #expect(Self.asked("").kept == false)
   }
 
+  /// ^C (its signalfd readable, here a pipe) answers no at once, with the
+  /// question's line ended, while nothing was typed.
+  @Test func anInterruptAnswersNo() {
+    var input: [Int32] = [0, 0]
+    var interrupt: [Int32] = [0, 0]
+    guard pipe(&input) == 0, pipe(&interrupt) == 0 else {
+      Issue.record("no pipe")
+      return
+    }
+    defer { for fd in input + interrupt { close(fd) } }
+    var byte: UInt8 = 3
+    _ = write(interrupt[1], &byte, 1)
+    var drawn = ""
+    let question = KeepQuestion(until: wallClockMilliseconds() + 30_000)
+    let kept = question.ask(input: input[0], interrupt: interrupt[0]) { drawn += $0 }
+    #expect(!kept)
+    #expect(drawn.hasPrefix("\rKeep this change? [y/N]"))
+    #expect(drawn.hasSuffix("\n"))
+  }
+
   /// An answer ended with Enter ends its line on the terminal: no blank
   /// line after it. A question that ends otherwise ends its own line.
   @Test func anAnswerLeavesNoBlankLine() {

@@ -111,6 +111,13 @@ int shim_signalfd_termination_and_reload(void);
 /// Reads one signal number from a signalfd, or -1 (EAGAIN when none).
 int shim_signalfd_read(int fd);
 
+/// Blocks SIGINT in the calling thread and returns a non-blocking signalfd
+/// that becomes readable on ^C; -1 (nothing blocked) when it cannot.
+int shim_signalfd_interrupt(void);
+
+/// Takes the SIGINTs `fd` holds, closes it and unblocks SIGINT again.
+void shim_signalfd_interrupt_end(int fd);
+
 /// Raises RLIMIT_NOFILE's soft limit to its hard limit; returns the new soft limit.
 long shim_raise_nofile_limit(void);
 
