@@ -15,7 +15,9 @@ public struct PolkitQuestion: Equatable, Sendable {
   }
 
   public var actions: [Action]
-  /// `key`, `checked`, `user` and `method`, always all four, in that order.
+  /// `key`, `checked`, `user` and `method`, always all four, in that
+  /// order; then `polkit.message` for a call the shipped action's message
+  /// cannot name (`prompt(method:key:user:)`).
   public var details: [(name: String, value: String)]
   /// The switch asked about (nil for a call on none).
   public var key: String?
@@ -35,12 +37,35 @@ public struct PolkitQuestion: Equatable, Sendable {
   /// method (`reload` and `backup` both name no switch: a rule tells them
   /// apart by it).
   public static func details(
-    key: String?, checked: Bool?, user: String, method: String
+    key: String?, checked: Bool?, user: String, method: String, prompt: String? = nil
   ) -> [(name: String, value: String)] {
-    [
+    var details = [
       ("key", key ?? ""), ("checked", checked.map { $0 ? "true" : "false" } ?? ""),
       ("user", user), ("method", method),
     ]
+    if let prompt { details.append(("polkit.message", prompt)) }
+    return details
+  }
+
+  /// The sentence an authentication agent shows for an administering call
+  /// that names no switch, or a read as another user: the shipped
+  /// io.switchd.administer says "administer switches ($(key))", which read
+  /// "administer switches ()" for `reload`. polkit shows it in place of the
+  /// action's message (it takes details only from a trusted caller: root
+  /// or the actions' owner, the `switchd` user, as switchd runs). nil for
+  /// the calls that message names well (a switch administered).
+  static func prompt(method: String, key: String?, user: String?) -> String? {
+    let ask = "Authentication is required to "
+    if let user {
+      let whose = user == "*" ? "every user's" : "user \(user)'s"
+      return ask + "read \(whose) " + (key.map { "value of the switch \($0)." } ?? "switches.")
+    }
+    guard key == nil else { return nil }
+    switch method {
+    case "reload": return ask + "reload switchd's configuration."
+    case "backup": return ask + "back up switchd's database."
+    default: return ask + "administer switches."
+    }
   }
 
   /// A method only administrators may call (lock, unlock, disable, enable,
@@ -54,7 +79,9 @@ public struct PolkitQuestion: Equatable, Sendable {
     if caller.isAdmin { return nil }
     return PolkitQuestion(
       actions: [.administer],
-      details: details(key: key, checked: checked, user: "\(caller.subject)", method: method),
+      details: details(
+        key: key, checked: checked, user: "\(caller.subject)", method: method,
+        prompt: prompt(method: method, key: key, user: nil)),
       key: key, checked: nil)
   }
 
@@ -77,7 +104,9 @@ public struct PolkitQuestion: Equatable, Sendable {
     }
     return PolkitQuestion(
       actions: [.administer],
-      details: details(key: key, checked: nil, user: user, method: method),
+      details: details(
+        key: key, checked: nil, user: user, method: method,
+        prompt: prompt(method: method, key: key, user: user)),
       key: key, checked: nil)
   }
 

@@ -100,6 +100,28 @@ struct PolkitEndToEndTests {
     #expect(Self.checked(daemon, "wifi") == "off")
   }
 
+  /// A call on no switch carries the sentence an agent shows
+  /// (`polkit.message`), which polkit takes from switchd (a trusted
+  /// caller): the action's own message read "administer switches ()".
+  @Test func aReloadAsksWithItsOwnPromptForTheAgent() throws {
+    let rule = """
+      polkit.addRule(function(action, subject) {
+        if (action.id == "io.switchd.administer" && action.lookup("method") == "reload" &&
+            action.lookup("polkit.message") ==
+              "Authentication is required to reload switchd's configuration.") {
+          return polkit.Result.YES;
+        }
+        if (action.id == "io.switchd.administer") return polkit.Result.NO;
+      });
+      """
+    let world = try PolkitWorld(rules: ["50-reload.rules": rule])
+    let daemon = try Self.daemon(world)
+    let reload = daemon.ctl(["reload"], asUser: Self.user)
+    #expect(reload.status == 0, "\(reload.stderr)\n\(world.logs)")
+    // A call that names a switch keeps the action's message (no fifth detail).
+    #expect(daemon.ctl(["lock", "wifi"], asUser: Self.user).status == 6)
+  }
+
   @Test func authAdminIsPermissionDeniedWithAuthenticationRequired() throws {
     let rule = """
       polkit.addRule(function(action, subject) {

@@ -86,11 +86,24 @@ import Testing
     let q = PolkitQuestion.administering(
       method: "reload", key: nil, checked: nil, caller: Self.peer(1000))
     #expect(q?.actions == [.administer])
-    #expect(Self.details(q) == ["key=", "checked=", "user=1000", "method=reload"])
+    // A call that names no switch says what it is in the agent's prompt
+    // (the action's message would read "administer switches ()").
+    #expect(
+      Self.details(q) == [
+        "key=", "checked=", "user=1000", "method=reload",
+        "polkit.message=Authentication is required to reload switchd's configuration.",
+      ])
     // These calls set no value: the grant is not bound to one.
     #expect(q?.checked == nil)
     let lock = Self.question(.lock(reason: nil, checked: false))
     #expect(lock?.actions == [.administer])
+    // One that names a switch keeps the action's message, which names it.
+    #expect(Self.details(lock).count == 4)
+    let backup = PolkitQuestion.administering(
+      method: "backup", key: nil, checked: nil, caller: Self.peer(1000))
+    #expect(
+      Self.details(backup).last
+        == "polkit.message=Authentication is required to back up switchd's database.")
   }
 
   @Test func aReadAsAnotherUserAsksAdministerOneOfOnesOwnNothing() {
@@ -98,10 +111,18 @@ import Testing
     let other = PolkitQuestion.reading(
       method: "get", key: "notes", named: .user(1001), caller: caller)
     #expect(other?.actions == [.administer])
-    #expect(Self.details(other) == ["key=notes", "checked=", "user=1001", "method=get"])
+    #expect(
+      Self.details(other) == [
+        "key=notes", "checked=", "user=1001", "method=get",
+        "polkit.message=Authentication is required to read user 1001's value of the switch notes.",
+      ])
     let everyone = PolkitQuestion.reading(
       method: "watch", key: nil, named: .everyone, caller: caller)
-    #expect(Self.details(everyone) == ["key=", "checked=", "user=*", "method=watch"])
+    #expect(
+      Self.details(everyone) == [
+        "key=", "checked=", "user=*", "method=watch",
+        "polkit.message=Authentication is required to read every user's switches.",
+      ])
     for named: Viewpoint? in [nil, .user(1000)] {
       #expect(PolkitQuestion.reading(method: "list", key: nil, named: named, caller: caller) == nil)
     }
