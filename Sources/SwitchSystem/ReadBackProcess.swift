@@ -14,6 +14,9 @@ public enum ReadBackProcess {
   public static let maxCheckOutputBytes = 4096
   /// The longest line a watch may print; a longer one is read as garbage.
   public static let maxWatchLineBytes = 4096
+  /// How long a watch program that closed its output has to exit before
+  /// its group is killed.
+  static let watchEndGraceSeconds = 1.0
 
   /// What a line says: on, off, or something else (nil).
   public static func state(of line: some Collection<UInt8>) -> Bool? {
@@ -42,7 +45,12 @@ public enum ReadBackProcess {
     let deadline = monotonicSeconds() + Double(timeoutMilliseconds) / 1000
     var output: [UInt8] = []
     var errors = ErrorOutputCollector()
-    let finished = spawned.drain(until: deadline, output: &output, errors: &errors)
+    // Its pipes close before it ends when it closes them itself (coreutils'
+    // echo does, in an exit handler): killed then, it read as "killed by
+    // signal 9" in about half the checks (`ExecCheck=/bin/echo off`).
+    let finished =
+      spawned.drain(until: deadline, output: &output, errors: &errors)
+      && Spawned.waitForExit(spawned.pid, until: deadline)
     let status = spawned.end()
     if !finished {
       let seconds =
@@ -105,6 +113,9 @@ public enum ReadBackProcess {
         }
       }
     }
+    // Given a moment to end by itself once its pipes are closed, so that
+    // how it ended is its own exit status, not the kill that follows.
+    _ = Spawned.waitForExit(spawned.pid, until: monotonicSeconds() + Self.watchEndGraceSeconds)
     let status = running.reap()
     let signal = status & 0x7f
     if running.wasStopped { return "stopped" }
@@ -270,6 +281,22 @@ private final class Spawned {
         let stillOpen = Self.read(entry.fd, into: &chunk) { each(entry.fd, $0) }
         if !stillOpen { open.removeAll { $0 == entry.fd } }
       }
+    }
+  }
+
+  /// Waits until the program `pid` (a child not reaped yet) has exited
+  /// (true), or `deadline` passes (false).
+  static func waitForExit(_ pid: Int32, until deadline: Double) -> Bool {
+    let exitFD = shim_pidfd_open(pid)
+    defer { if exitFD >= 0 { _ = close(exitFD) } }
+    while true {
+      if shim_child_exited(pid) == 1 { return true }
+      let remaining = Int64(((deadline - monotonicSeconds()) * 1000).rounded(.up))
+      if remaining <= 0 { return false }
+      // Without a pidfd (an old kernel) the exit is looked for every 10 ms.
+      var polled = pollfd(fd: exitFD, events: Int16(POLLIN), revents: 0)
+      let wait = exitFD >= 0 ? remaining : min(remaining, 10)
+      _ = poll(&polled, 1, Int32(min(wait, Int64(Int32.max))))
     }
   }
 

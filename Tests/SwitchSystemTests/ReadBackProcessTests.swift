@@ -37,6 +37,27 @@ import Testing
     #expect(failure.reason.hasPrefix("could not be started: "))
   }
 
+  /// A program that closes its output before it exits (coreutils' echo
+  /// does, in an exit handler) is read when it has exited, not killed
+  /// when its pipes close: it read as "killed by signal 9".
+  @Test func aCheckThatClosesItsOutputBeforeItEndsIsRead() {
+    #expect(Self.check("echo off; exec >&- 2>&-; sleep 0.2") == .success(false))
+    #expect(
+      Self.check("echo on; exec >&- 2>&-; sleep 0.2; exit 2")
+        == .failure(.init(reason: "exit status 2")))
+    // Still bounded by its time limit.
+    #expect(
+      Self.check("echo on; exec >&- 2>&-; exec sleep 1000", timeout: 200)
+        == .failure(.init(reason: "timed out after 0.2s")))
+  }
+
+  @Test func aWatchThatClosesItsOutputBeforeItEndsEndsByItsOwnStatus() {
+    let end = ReadBackProcess.follow(
+      arguments: ["/bin/sh", "-c", "echo on; exec >&- 2>&-; sleep 0.2; exit 3"],
+      environment: Self.environment, started: { _ in }, line: { _ in }, errorLine: { _ in })
+    #expect(end == "exit status 3")
+  }
+
   @Test func aCheckThatHangsIsKilledAtItsTimeout() {
     // The time limit is the program's, not the test's: it never ends by itself.
     #expect(
