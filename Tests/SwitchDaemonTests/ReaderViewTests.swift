@@ -121,11 +121,33 @@ import Testing
     }
   }
 
-  private func withStore(_ body: (SwitchStore) throws -> Void) throws {
+  /// A change that alters nothing a viewer is shown (here only
+  /// `valueFixed`, which is no wire field: a lock whose fixed value is
+  /// the one everyone read) is on no page, for no viewer: the whole log's
+  /// for everyone left it in, while the watch and a key's page did not.
+  @Test(arguments: [Viewpoint.everyone, .user(1000)])
+  func aChangeThatShowsNothingIsOnNoPage(viewpoint: Viewpoint) throws {
+    let silent = Change(
+      revision: 301, time: 1_790_000_000_301, key: "notifications.chat", cause: .lock,
+      actor: .peer(uid: 0, gid: 0, pid: 1),
+      state: SwitchState(checked: true, readOnly: true, heldBy: .admin, valueFixed: true),
+      previous: SwitchState(checked: true, readOnly: true, heldBy: .admin))
+    #expect(silent.fields.isEmpty)
+    try withStore(then: [silent]) { store in
+      let view = ReaderView(viewpoint: viewpoint)
+      let whole = try view.history(store, key: nil, before: 302, limit: 10, newest: nil)
+      #expect(!whole.contains { $0.revision == 301 })
+      #expect(whole.count == 10)
+      let replay = try view.replay(store, after: 290, upTo: 301, limit: 256)
+      #expect(!replay.shown.contains { $0.revision == 301 })
+    }
+  }
+
+  private func withStore(then more: [Change] = [], _ body: (SwitchStore) throws -> Void) throws {
     try withTemporaryDirectory { directory in
       let store = try SwitchStore(path: "\(directory)/s.db")
       defer { store.close() }
-      try store.commit(Self.changes())
+      try store.commit(Self.changes() + more)
       try body(store)
     }
   }

@@ -98,14 +98,12 @@ struct ReaderView: Sendable {
     while entries.count < limit {
       let left = limit - entries.count
       let wanted = key == nil ? min(Self.rowsPerRead, left) : left
-      let rows: [Change]
-      if key == nil && viewpoint == .everyone {
-        rows = try store.history(key: nil, before: cursor, limit: wanted)
-        entries += rows
-      } else {
-        rows = try self.rows(store, key: key, before: cursor, limit: wanted, newest: newest)
-        entries += try shown(rows, store)
-      }
+      // Through `shown` for every viewer: a change that alters nothing
+      // anyone sees (a lock whose fixed value is the default on a switch
+      // locked already) was on everyone's page of the whole log, while the
+      // watch, the replay and a key's page left it out (chaos audit).
+      let rows = try self.rows(store, key: key, before: cursor, limit: wanted, newest: newest)
+      entries += try shown(rows, store)
       guard let last = rows.last, rows.count == wanted else { break }
       cursor = last.revision
       pause()
