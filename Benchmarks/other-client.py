@@ -13,12 +13,15 @@ so start-up and shutdown cancel out.
                                        [--kinds toggle,get,...] [--shipped]
 
 Kinds: `toggle` and `get` (the default), `set` (`set` with `checked`
-alternating, against SET), `shared` (all eight connections toggle one
-switch, against SET of one key), `user` (each connection toggles its own
-value of a user-scope switch, as root). `--shipped` runs switchd with the
-repository's Config/ and toggles (or gets) the shipped `wifi`, which lists
-`airplane-mode`, and for `user` the shipped `notifications.chat` (a key
-past 15 bytes: every copy of it is a reference count).
+alternating, each connection its own switch, against SET), `shared` (all
+eight connections toggle one switch, against SET of one key), `user` (a
+user-scope switch toggled from all eight connections; all are root's, so
+they toggle one value, against SET of one key). `--shipped` runs switchd
+with the repository's Config/ and toggles (or gets) the shipped `wifi`,
+which lists `airplane-mode`, from all eight connections (so Redis sets one
+key too), and for `user` the shipped `notifications.chat` (a key past 15
+bytes: every copy of it is a reference count); `set` and `shared` are not
+taken with it.
 
 Needs valgrind and redis-server (`apt-get install -y valgrind redis-server`)
 and a release build (`swift build -c release`). About 2 minutes a kind
@@ -50,7 +53,8 @@ def switchd_config(directory, shipped):
             os.chmod(folder, 0o755)
             for name in files:
                 os.chmod(os.path.join(folder, name), 0o644)
-        # Who administers does not matter to root, and the group may not exist here.
+        # Who administers does not matter to root; the shipped group may not
+        # exist here, which switchd would warn of at each start.
         conf = os.path.join(config, "switchd.conf")
         with open(conf) as f:
             text = re.sub(r"(?m)^AdminGroup=.*$", "AdminGroup=", f.read())
@@ -115,7 +119,9 @@ def request(server, kind, i, c, shipped):
                 f'"params":{{"key":"{key}"{extra}}}}}\n').encode()
     if kind != "get":
         value = b"1" if i % 2 else b"0"
-        key = (f"k{c}" if kind in ("toggle", "set") else "k0").encode()
+        # One key where switchd's connections share one value.
+        own = kind in ("toggle", "set") and not shipped
+        key = (f"k{c}" if own else "k0").encode()
         return b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\n%s\r\n" % (len(key), key, value)
     return b"*2\r\n$3\r\nGET\r\n$2\r\nk0\r\n"
 
@@ -194,6 +200,10 @@ def main():
     for kind in kinds:
         if kind not in targets:
             raise SystemExit(f"unknown kind {kind!r}: one of {', '.join(targets)}")
+        if options.shipped and kind in ("set", "shared"):
+            # One shipped switch from all connections: a set would often set
+            # the value it has, and shared is what toggle is then.
+            raise SystemExit(f"--shipped does not take {kind!r}")
     for tool in ["valgrind", "redis-server"]:
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} is not installed")
@@ -204,6 +214,8 @@ def main():
         ratio = ours / theirs
         verdict = "pass" if ratio <= target else "FAIL"
         key = switchd_key(kind, 0, options.shipped)
+        if kind in ("toggle", "set") and not options.shipped:
+            key = f"b0…b{CONNECTIONS - 1}"
         print(f"{kind} ({key}), {CONNECTIONS} connections: switchd {ours:,.0f}, "
               f"Redis {theirs:,.0f} instructions a call, {ratio:.2f}x (target <= {target}x): "
               f"{verdict}", flush=True)

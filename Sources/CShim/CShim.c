@@ -170,13 +170,19 @@ int shim_signalfd_termination_and_reload(void) {
   return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
+// The mask before `shim_signalfd_interrupt` (one question at a time: switchctl).
+static sigset_t interruptSavedMask;
+
 int shim_signalfd_interrupt(void) {
+  // A ^C the caller ignores (`trap '' INT`) stays ignored: it answers nothing.
+  struct sigaction current;
+  if (sigaction(SIGINT, NULL, &current) != 0 || current.sa_handler == SIG_IGN) return -1;
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
-  if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) return -1;
+  if (pthread_sigmask(SIG_BLOCK, &set, &interruptSavedMask) != 0) return -1;
   int fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-  if (fd < 0) pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+  if (fd < 0) pthread_sigmask(SIG_SETMASK, &interruptSavedMask, NULL);
   return fd;
 }
 
@@ -185,10 +191,8 @@ void shim_signalfd_interrupt_end(int fd) {
   while (shim_signalfd_read(fd) > 0) {
   }
   close(fd);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+  // As it was: SIGINT stays blocked for a caller that had it blocked.
+  pthread_sigmask(SIG_SETMASK, &interruptSavedMask, NULL);
 }
 
 int shim_signalfd_read(int fd) {

@@ -161,9 +161,8 @@ enum Output {
   /// so that a person sees the command worked and a typo is noticed.
   static func list(_ result: ListResult, prefix: String? = nil) -> [String] {
     if result.switches.isEmpty {
-      guard let prefix else { return ["no switches"] }
-      let stem = prefix.hasSuffix("*") ? String(prefix.dropLast()) : prefix
-      return ["no switch key starts with " + printable(stem)]
+      let stem = prefix.map { $0.hasSuffix("*") ? String($0.dropLast()) : $0 } ?? ""
+      return [stem.isEmpty ? "no switches" : "no switch key starts with " + printable(stem)]
     }
     let rows = result.switches.map { item -> [String] in
       var row = [item.key, onOff(item.state.checked), printable(item.label)]

@@ -25,7 +25,9 @@ extension Runner {
 
   /// set or toggle with its time options. A tried change that asks keeps
   /// its connection open while it asks: the connection is the change's
-  /// maker, so ^C or a lost session reverts it (`revertOnDisconnect`).
+  /// maker, so a lost session (or a second ^C, once the question is
+  /// answered) reverts it (`revertOnDisconnect`); ^C at the question is its
+  /// answer no.
   func timedWrite(_ method: SwitchProtocol.Method, key: String, _ params: [JSONMember])
     throws(Failure)
   {

@@ -16,7 +16,7 @@ public enum ReadBackProcess {
   public static let maxWatchLineBytes = 4096
   /// How long a watch program that closed its output has to exit before
   /// its group is killed.
-  static let watchEndGraceSeconds = 1.0
+  public static let watchEndGraceSeconds = 1.0
 
   /// What a line says: on, off, or something else (nil).
   public static func state(of line: some Collection<UInt8>) -> Bool? {
@@ -90,7 +90,8 @@ public enum ReadBackProcess {
   /// that another thread may stop it. Returns why it ended.
   public static func follow(
     arguments: [String], environment: [String], started: (RunningWatch) -> Void,
-    line: (Bool?) -> Void, errorLine: (String) -> Void
+    line: (Bool?) -> Void, errorLine: (String) -> Void,
+    endGraceSeconds: Double = watchEndGraceSeconds
   ) -> String {
     let run = Spawned.start(arguments: arguments, environment: environment)
     guard case .success(let spawned) = run else {
@@ -115,7 +116,7 @@ public enum ReadBackProcess {
     }
     // Given a moment to end by itself once its pipes are closed, so that
     // how it ended is its own exit status, not the kill that follows.
-    _ = Spawned.waitForExit(spawned.pid, until: monotonicSeconds() + Self.watchEndGraceSeconds)
+    _ = Spawned.waitForExit(spawned.pid, until: monotonicSeconds() + endGraceSeconds)
     let status = running.reap()
     let signal = status & 0x7f
     if running.wasStopped { return "stopped" }
@@ -290,10 +291,12 @@ private final class Spawned {
     let exitFD = shim_pidfd_open(pid)
     defer { if exitFD >= 0 { _ = close(exitFD) } }
     while true {
-      if shim_child_exited(pid) == 1 { return true }
+      // 1: exited; -1: not a child to wait for (nothing would change).
+      if shim_child_exited(pid) != 0 { return true }
       let remaining = Int64(((deadline - monotonicSeconds()) * 1000).rounded(.up))
       if remaining <= 0 { return false }
-      // Without a pidfd (an old kernel) the exit is looked for every 10 ms.
+      // Without a pidfd (an old kernel) the exit is looked for every 10 ms:
+      // poll leaves an entry of fd -1 alone, and only sleeps.
       var polled = pollfd(fd: exitFD, events: Int16(POLLIN), revents: 0)
       let wait = exitFD >= 0 ? remaining : min(remaining, 10)
       _ = poll(&polled, 1, Int32(min(wait, Int64(Int32.max))))

@@ -118,7 +118,8 @@ struct PolkitEndToEndTests {
     let daemon = try Self.daemon(world)
     let reload = daemon.ctl(["reload"], asUser: Self.user)
     #expect(reload.status == 0, "\(reload.stderr)\n\(world.logs)")
-    // A call that names a switch keeps the action's message (no fifth detail).
+    // The rule grants only by that sentence: a lock (which names its
+    // switch, and keeps the action's message) is not granted by it.
     #expect(daemon.ctl(["lock", "wifi"], asUser: Self.user).status == 6)
   }
 

@@ -69,6 +69,7 @@ import Testing
     #expect(Output.list(none) == ["no switches"])
     #expect(Output.list(none, prefix: "nosuch") == ["no switch key starts with nosuch"])
     #expect(Output.list(none, prefix: "nosuch.*") == ["no switch key starts with nosuch."])
+    #expect(Output.list(none, prefix: "*") == ["no switches"])
   }
 
   @Test func getPrintsValueAndNotesDisabledFirst() throws {

@@ -54,7 +54,8 @@ import Testing
   @Test func aWatchThatClosesItsOutputBeforeItEndsEndsByItsOwnStatus() {
     let end = ReadBackProcess.follow(
       arguments: ["/bin/sh", "-c", "echo on; exec >&- 2>&-; sleep 0.2; exit 3"],
-      environment: Self.environment, started: { _ in }, line: { _ in }, errorLine: { _ in })
+      environment: Self.environment, started: { _ in }, line: { _ in }, errorLine: { _ in },
+      endGraceSeconds: 60)  // a program that exits ends the wait at once
     #expect(end == "exit status 3")
   }
 

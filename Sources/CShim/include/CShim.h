@@ -112,10 +112,13 @@ int shim_signalfd_termination_and_reload(void);
 int shim_signalfd_read(int fd);
 
 /// Blocks SIGINT in the calling thread and returns a non-blocking signalfd
-/// that becomes readable on ^C; -1 (nothing blocked) when it cannot.
+/// that becomes readable on ^C; -1 (nothing changed) when it cannot, or
+/// when SIGINT is ignored. One at a time: the mask before is kept for
+/// `shim_signalfd_interrupt_end`.
 int shim_signalfd_interrupt(void);
 
-/// Takes the SIGINTs `fd` holds, closes it and unblocks SIGINT again.
+/// Takes the SIGINTs `fd` holds, closes it and puts the signal mask back
+/// as it was before `shim_signalfd_interrupt`.
 void shim_signalfd_interrupt_end(int fd);
 
 /// Raises RLIMIT_NOFILE's soft limit to its hard limit; returns the new soft limit.
