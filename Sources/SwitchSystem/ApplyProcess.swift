@@ -61,9 +61,10 @@ public enum ApplyProcess {
       return Result(outcome: .couldNotStart(errno: spawned), firstErrorLine: nil)
     }
     var collector = ErrorOutputCollector()
-    let finished = waitForExit(
-      pid: pid, errorOutput: errorOutput.raw, collector: &collector,
-      timeoutMilliseconds: timeoutMilliseconds)
+    let finished = ChildExit.wait(
+      pid, until: monotonicSeconds() + Double(timeoutMilliseconds) / 1000,
+      draining: errorOutput.raw
+    ) { collector.read($0) }
     // The leader is exited but not reaped (or still running, when timed
     // out), so its process group id cannot have been reused: kill the group.
     _ = kill(-pid, SIGKILL)
@@ -75,35 +76,6 @@ public enum ApplyProcess {
     let signal = status & 0x7f
     if signal != 0 { return Result(outcome: .killed(signal: signal), firstErrorLine: line) }
     return Result(outcome: .exited(status: (status >> 8) & 0xff), firstErrorLine: line)
-  }
-
-  /// Polls standard error and the child's exit until it exits (true) or
-  /// the time is up (false), draining standard error meanwhile so that a
-  /// program that writes a lot never blocks on a full pipe.
-  private static func waitForExit(
-    pid: Int32, errorOutput: Int32, collector: inout ErrorOutputCollector,
-    timeoutMilliseconds: Int
-  ) -> Bool {
-    let exitFD = shim_pidfd_open(pid)
-    defer { if exitFD >= 0 { _ = close(exitFD) } }
-    let deadline = monotonicSeconds() + Double(timeoutMilliseconds) / 1000
-    var outputOpen = true
-    while true {
-      if shim_child_exited(pid) == 1 { return true }
-      let remaining = Int64(((deadline - monotonicSeconds()) * 1000).rounded(.up))
-      if remaining <= 0 { return false }
-      var polled: [pollfd] = []
-      if outputOpen { polled.append(pollfd(fd: errorOutput, events: Int16(POLLIN), revents: 0)) }
-      if exitFD >= 0 { polled.append(pollfd(fd: exitFD, events: Int16(POLLIN), revents: 0)) }
-      // Without a pidfd (an old kernel) the exit is looked for every 10 ms.
-      let wait = exitFD >= 0 ? remaining : min(remaining, 10)
-      let ready = polled.withUnsafeMutableBufferPointer { buffer in
-        poll(buffer.baseAddress, nfds_t(buffer.count), Int32(min(wait, Int64(Int32.max))))
-      }
-      if ready > 0, outputOpen, polled[0].revents != 0 {
-        outputOpen = collector.read(errorOutput)
-      }
-    }
   }
 
   /// Calls `body` with a NULL-terminated array of C strings that live for the call.

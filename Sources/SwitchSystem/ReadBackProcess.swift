@@ -50,7 +50,7 @@ public enum ReadBackProcess {
     // signal 9" in about half the checks (`ExecCheck=/bin/echo off`).
     let finished =
       spawned.drain(until: deadline, output: &output, errors: &errors)
-      && Spawned.waitForExit(spawned.pid, until: deadline)
+      && ChildExit.wait(spawned.pid, until: deadline)
     let status = spawned.end()
     if !finished {
       let seconds =
@@ -116,7 +116,7 @@ public enum ReadBackProcess {
     }
     // Given a moment to end by itself once its pipes are closed, so that
     // how it ended is its own exit status, not the kill that follows.
-    _ = Spawned.waitForExit(spawned.pid, until: monotonicSeconds() + endGraceSeconds)
+    _ = ChildExit.wait(spawned.pid, until: monotonicSeconds() + endGraceSeconds)
     let status = running.reap()
     let signal = status & 0x7f
     if running.wasStopped { return "stopped" }
@@ -282,24 +282,6 @@ private final class Spawned {
         let stillOpen = Self.read(entry.fd, into: &chunk) { each(entry.fd, $0) }
         if !stillOpen { open.removeAll { $0 == entry.fd } }
       }
-    }
-  }
-
-  /// Waits until the program `pid` (a child not reaped yet) has exited
-  /// (true), or `deadline` passes (false).
-  static func waitForExit(_ pid: Int32, until deadline: Double) -> Bool {
-    let exitFD = shim_pidfd_open(pid)
-    defer { if exitFD >= 0 { _ = close(exitFD) } }
-    while true {
-      // 1: exited; -1: not a child to wait for (nothing would change).
-      if shim_child_exited(pid) != 0 { return true }
-      let remaining = Int64(((deadline - monotonicSeconds()) * 1000).rounded(.up))
-      if remaining <= 0 { return false }
-      // Without a pidfd (an old kernel) the exit is looked for every 10 ms:
-      // poll leaves an entry of fd -1 alone, and only sleeps.
-      var polled = pollfd(fd: exitFD, events: Int16(POLLIN), revents: 0)
-      let wait = exitFD >= 0 ? remaining : min(remaining, 10)
-      _ = poll(&polled, 1, Int32(min(wait, Int64(Int32.max))))
     }
   }
 
