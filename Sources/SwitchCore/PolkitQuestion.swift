@@ -17,7 +17,7 @@ public struct PolkitQuestion: Equatable, Sendable {
   public var actions: [Action]
   /// `key`, `checked`, `user` and `method`, always all four, in that
   /// order; then `polkit.message` for a call the shipped action's message
-  /// cannot name (`prompt(method:key:user:)`).
+  /// cannot name (`prompt(key:user:purpose:)`).
   public var details: [(name: String, value: String)]
   /// The switch asked about (nil for a call on none).
   public var key: String?
@@ -48,24 +48,21 @@ public struct PolkitQuestion: Equatable, Sendable {
   }
 
   /// The sentence an authentication agent shows for an administering call
-  /// that names no switch, or a read as another user: the shipped
+  /// that names no switch (`purpose`: what it does, "reload switchd's
+  /// configuration"), or a read as another user: the shipped
   /// io.switchd.administer says "administer switches ($(key))", which read
   /// "administer switches ()" for `reload`. polkit shows it in place of the
   /// action's message (it takes details only from a trusted caller: root
   /// or the actions' owner, the `switchd` user, as switchd runs). nil for
   /// the calls that message names well (a switch administered).
-  static func prompt(method: String, key: String?, user: String?) -> String? {
+  static func prompt(key: String?, user: String?, purpose: String?) -> String? {
     let ask = "Authentication is required to "
     if let user {
       let whose = user == "*" ? "every user's" : "user \(user)'s"
       return ask + "read \(whose) " + (key.map { "value of the switch \($0)." } ?? "switches.")
     }
     guard key == nil else { return nil }
-    switch method {
-    case "reload": return ask + "reload switchd's configuration."
-    case "backup": return ask + "back up switchd's database."
-    default: return ask + "administer switches."
-    }
+    return ask + (purpose ?? "administer switches") + "."
   }
 
   /// A method only administrators may call (lock, unlock, disable, enable,
@@ -74,14 +71,14 @@ public struct PolkitQuestion: Equatable, Sendable {
   /// informs a rule only: these calls set no value, so the grant is not
   /// bound to one.
   public static func administering(
-    method: String, key: String?, checked: Bool?, caller: Caller
+    method: String, key: String?, checked: Bool?, caller: Caller, purpose: String? = nil
   ) -> PolkitQuestion? {
     if caller.isAdmin { return nil }
     return PolkitQuestion(
       actions: [.administer],
       details: details(
         key: key, checked: checked, user: "\(caller.subject)", method: method,
-        prompt: prompt(method: method, key: key, user: nil)),
+        prompt: prompt(key: key, user: nil, purpose: purpose)),
       key: key, checked: nil)
   }
 
@@ -106,7 +103,7 @@ public struct PolkitQuestion: Equatable, Sendable {
       actions: [.administer],
       details: details(
         key: key, checked: nil, user: user, method: method,
-        prompt: prompt(method: method, key: key, user: user)),
+        prompt: prompt(key: key, user: user, purpose: nil)),
       key: key, checked: nil)
   }
 

@@ -13,21 +13,10 @@ extension Rules {
   /// (rule 21), ending at its deadline from `time`; a write that changes
   /// the value without one ends the user's timer. `.expire` is that end,
   /// carried out by switchd's timer as the user (`expireOwn`).
-  public static func decideUserValue(
-    _ operation: Operation, key: String, definition: SwitchDefinition?, record: SwitchRecord?,
-    own: UserValue?, policy: PolicyRule?, caller: Caller, lasting: Lasting? = nil,
-    at time: Int64 = 0, boot: BootMoment? = nil
-  ) -> Result<UserDecision, Refusal> {
-    Result { () throws(Refusal) in
-      try nextUserValue(
-        operation, key: key, definition: definition, record: record, own: own, policy: policy,
-        caller: caller, lasting: lasting, at: time, boot: boot)
-    }
-  }
-
-  /// `decideUserValue`, thrown rather than returned as a `Result`: the
-  /// writer's path, where the Result was copied out and destroyed on every
-  /// write of a user's value (~0.2k instructions, callgrind).
+  ///
+  /// Thrown, not returned as a `Result`: the writer's path, where a Result
+  /// was copied out and destroyed on every write of a user's value (~0.2k
+  /// instructions, callgrind).
   public static func nextUserValue(
     _ operation: Operation, key: String, definition: SwitchDefinition?, record: SwitchRecord?,
     own: UserValue?, policy: PolicyRule?, caller: Caller, lasting: Lasting? = nil,

@@ -21,6 +21,17 @@ public enum Method: String, CaseIterable, Sendable {
     }
   }
 
+  /// What a call that names no switch does, for the sentence polkit's
+  /// agent shows (`PolkitQuestion.administering`'s `purpose`); nil for the
+  /// others.
+  public var purposeOnNoSwitch: String? {
+    switch self {
+    case .reload: return "reload switchd's configuration"
+    case .backup: return "back up switchd's database"
+    default: return nil
+    }
+  }
+
   /// Methods that may change state: the daemon answers them only after
   /// their transaction commits, and a later read waits for them.
   public var isWrite: Bool {

@@ -84,7 +84,8 @@ import Testing
 
   @Test func administratorsMethodsAskAdministerWithEveryDetail() {
     let q = PolkitQuestion.administering(
-      method: "reload", key: nil, checked: nil, caller: Self.peer(1000))
+      method: "reload", key: nil, checked: nil, caller: Self.peer(1000),
+      purpose: "reload switchd's configuration")
     #expect(q?.actions == [.administer])
     // A call that names no switch says what it is in the agent's prompt
     // (the action's message would read "administer switches ()").
@@ -100,7 +101,8 @@ import Testing
     // One that names a switch keeps the action's message, which names it.
     #expect(Self.details(lock).count == 4)
     let backup = PolkitQuestion.administering(
-      method: "backup", key: nil, checked: nil, caller: Self.peer(1000))
+      method: "backup", key: nil, checked: nil, caller: Self.peer(1000),
+      purpose: "back up switchd's database")
     #expect(
       Self.details(backup).last
         == "polkit.message=Authentication is required to back up switchd's database.")

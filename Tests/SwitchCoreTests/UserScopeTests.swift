@@ -18,9 +18,11 @@ import Testing
   static func decide(
     _ operation: Operation, _ caller: Caller, record: SwitchRecord = free, own: UserValue? = nil
   ) -> Result<UserDecision, Refusal> {
-    Rules.decideUserValue(
-      operation, key: definition.key, definition: definition, record: record, own: own,
-      policy: nil, caller: caller)
+    Result { () throws(Refusal) in
+      try Rules.nextUserValue(
+        operation, key: definition.key, definition: definition, record: record, own: own,
+        policy: nil, caller: caller)
+    }
   }
 
   static func writability(_ state: SwitchState, _ caller: Caller) -> Writability {

@@ -15,10 +15,9 @@ import Testing
     _ operation: Operation, _ caller: Caller, record: SwitchRecord = free, own: UserValue? = nil,
     lasting: Lasting? = nil, at time: Int64 = now
   ) throws -> UserDecision {
-    try Rules.decideUserValue(
+    try Rules.nextUserValue(
       operation, key: definition.key, definition: definition, record: record, own: own,
-      policy: nil, caller: caller, lasting: lasting, at: time
-    ).get()
+      policy: nil, caller: caller, lasting: lasting, at: time)
   }
 
   static func change(_ decision: UserDecision, revision: Int64 = 1) -> Change? {
@@ -100,11 +99,10 @@ import Testing
   /// a hold that fixes the value came since.
   @Test func aUsersOwnValueIsTriedAndSettledByItsMakerOrAnAdministrator() throws {
     let boot = BootMoment(milliseconds: 5_000, id: "boot-a")
-    let tried = try Rules.decideUserValue(
+    let tried = try Rules.nextUserValue(
       .set(checked: false, ifRevision: nil), key: Self.definition.key,
       definition: Self.definition, record: Self.free, own: nil, policy: nil, caller: Self.alice,
-      lasting: .confirmWithin(seconds: 30, revertOnDisconnect: true), at: Self.now, boot: boot
-    ).get()
+      lasting: .confirmWithin(seconds: 30, revertOnDisconnect: true), at: Self.now, boot: boot)
     let own = try #require(Self.change(tried)).userValue
     #expect(own.checked == false && own.pendingUntil == Self.now + 30_000 && own.expiresAt == nil)
     #expect(own.pending?.maker == Self.alice.actor && own.pending?.bootDeadline == 35_000)
@@ -132,11 +130,10 @@ import Testing
     // Nothing tried: a no-op.
     #expect(try Self.decide(.confirm, Self.alice, own: confirmed.userValue).next == nil)
     // A trial an administrator made of Alice's value is theirs to settle, not hers.
-    let byAdmin = try Rules.decideUserValue(
+    let byAdmin = try Rules.nextUserValue(
       .set(checked: false, ifRevision: nil), key: Self.definition.key,
       definition: Self.definition, record: Self.free, own: nil, policy: nil, caller: admin,
-      lasting: .confirmWithin(seconds: 30, revertOnDisconnect: true), at: Self.now, boot: boot
-    ).get()
+      lasting: .confirmWithin(seconds: 30, revertOnDisconnect: true), at: Self.now, boot: boot)
     let adminsTrial = try #require(Self.change(byAdmin)).userValue
     #expect(adminsTrial.pending?.makerIsAdministrator == true)
     #expect(

@@ -36,7 +36,8 @@ extension Server {
       if case .lock(_, let held?) = operation { checked = held }
     }
     return PolkitQuestion.administering(
-      method: pending.method?.rawValue ?? "", key: key, checked: checked, caller: caller)
+      method: pending.method?.rawValue ?? "", key: key, checked: checked, caller: caller,
+      purpose: pending.method?.purposeOnNoSwitch)
   }
 
   /// The question for set, toggle or reset of `key` by `caller` (acting as
