@@ -206,17 +206,70 @@ public enum Visibility {
   }
 
   /// `change` as `viewpoint` sees it, or nil when it is not shown (another
-  /// user's value) or changes nothing that viewer sees. A switch-level
-  /// change of a user-scope switch gets the viewer's own value (`own`, as
-  /// of that change; nil: never set) wherever no hold fixes the value.
-  public static func view(_ change: Change, for viewpoint: Viewpoint, own: Bool?) -> Change? {
+  /// user's value) or changes nothing that viewer sees.
+  ///
+  /// A switch-level change of a user-scope switch gets the viewer's own
+  /// value as of that change (`own`; nil: never set): what they set,
+  /// wherever no hold fixes the value, and their timers, which `get` shows
+  /// them with it (rules 20–21). A change of a user's own value under a hold
+  /// that fixes the value shows the value the hold fixes (`fixed`: the
+  /// switch's `checked` as of that change), which that user reads, not the
+  /// value they keep beneath it: a timer's end, a confirm or a revert there
+  /// changes their timer, not what they read (chaos audit, stop 65).
+  public static func view(
+    _ change: Change, for viewpoint: Viewpoint, own: SeenOwnValue?, fixed: Bool? = nil
+  ) -> Change? {
     guard shows(change, to: viewpoint) else { return nil }
-    guard change.user == nil, let own, viewpoint != .everyone else {
-      return change.fields.isEmpty ? nil : change
-    }
     var seen = change
-    if !seen.state.valueFixed { seen.state.checked = own }
-    if !seen.previous.valueFixed { seen.previous.checked = own }
+    if change.user != nil {
+      guard let fixed else { return change.fields.isEmpty ? nil : change }
+      if seen.state.valueFixed { seen.state.checked = fixed }
+      if seen.previous.valueFixed { seen.previous.checked = fixed }
+    } else if let own, viewpoint != .everyone {
+      own.show(in: &seen.state)
+      own.show(in: &seen.previous)
+    }
     return seen.fields.isEmpty ? nil : seen
+  }
+}
+
+/// What a view of a switch-level change of a user-scope switch shows of
+/// one user's own value as of that change (`Visibility.view`): the value
+/// they set and their timers. Not a `UserValue`: the log may only tell it
+/// from what a later change of theirs replaced, whose time it does not keep.
+public struct SeenOwnValue: Equatable, Sendable {
+  public var checked: Bool
+  public var expiresAt: Int64?
+  public var expiryByAdministrator: Bool
+  public var pendingUntil: Int64?
+  public var pending: TriedChange?
+
+  public init(_ value: UserValue) {
+    checked = value.checked
+    expiresAt = value.expiresAt
+    expiryByAdministrator = value.expiryByAdministrator
+    pendingUntil = value.pendingUntil
+    pending = value.pending
+  }
+
+  /// The value a change of the user's own value leaves (its `state`) or
+  /// found (its `previous`): both hold that user's value and timers.
+  public init(userState state: SwitchState) {
+    checked = state.checked
+    expiresAt = state.expiresAt
+    expiryByAdministrator = state.expiryByAdministrator
+    pendingUntil = state.pendingUntil
+    pending = state.pending
+  }
+
+  /// Whether it has a timer: its view is that user's alone.
+  public var hasDeadlines: Bool { expiresAt != nil || pendingUntil != nil }
+
+  /// `state` (a switch-level State) as this user reads it.
+  func show(in state: inout SwitchState) {
+    if !state.valueFixed { state.checked = checked }
+    state.setUserDeadlines(
+      expiresAt: expiresAt, byAdministrator: expiryByAdministrator, pendingUntil: pendingUntil,
+      pending: pending)
   }
 }

@@ -224,32 +224,61 @@ extension SwitchStore {
     }
   }
 
-  /// What `user` had set of `key` just after revision `at` (nil: nothing), given their
-  /// current value `head` (the newest in their chain). Walks their chain down from the head
-  /// to `at`: a row after `at` that is the oldest retained tells the value before it.
+  /// What `user` had set of `key` just after revision `at`, with its timers (nil: nothing),
+  /// given their current value `head` (the newest in their chain). Walks their chain down
+  /// from the head to `at`: a row after `at` that is the oldest retained tells the value
+  /// before it.
   public func userValue(
     key: String, user: UInt32, at revision: Int64, head: UserValue?
-  ) throws(StoreError) -> Bool? {
+  ) throws(StoreError) -> SeenOwnValue? {
     guard let head else { return nil }
-    if head.revision <= revision { return head.checked }
+    if head.revision <= revision { return SeenOwnValue(head) }
     return try run { () throws(SQLiteError) in
-      var next: Int64? = head.revision
-      var oldestAfter: Change?
-      let statement = statements.changeAndPrevious
-      while let current = next {
-        defer { statement.reset() }
-        try statement.bind(current, at: 1)
-        guard try statement.step() else { break }
-        let change = try statement.readChange()
-        if change.revision <= revision { return change.state.checked }
-        oldestAfter = change
-        next = statement.optionalInt64(at: StoreStatements.SQL.keyPreviousColumn)
-      }
+      let found = try chainAt(revision, from: head.revision)
+      if let atOrBefore = found.atOrBefore { return SeenOwnValue(userState: atOrBefore.state) }
       // Their first change after `at`: what it replaced is what they read at `at` (the
       // default, when they had never set it, which is what nil means to a viewer too).
-      guard let oldestAfter, next != nil else { return nil }
-      return oldestAfter.previous.checked
+      guard let oldestAfter = found.oldestAfter, found.olderPruned else { return nil }
+      return SeenOwnValue(userState: oldestAfter.previous)
     }
+  }
+
+  /// The switch-level State of `key` just after revision `at`, from the log: its newest
+  /// change at or before `at`, else what its oldest retained change after `at` replaced;
+  /// nil when the log has no change of it after the checkpoint's row either way (its row,
+  /// which a caller has as its current record, is then that State). The walk starts at the
+  /// key's mark just above `at` (`markSpacing` rows at most), else at its newest change.
+  public func switchState(key: String, at revision: Int64) throws(StoreError) -> SwitchState? {
+    try run { () throws(SQLiteError) in
+      var start = try markAtOrAbove(key: key, revision: revision + 1)
+      if start == nil {
+        let newest = try newestRevision(of: ChainKey(key: key))
+        if newest > 0 { start = newest }
+      }
+      guard let start else { return nil }
+      let found = try chainAt(revision, from: start)
+      return found.atOrBefore?.state ?? found.oldestAfter?.previous
+    }
+  }
+
+  /// Walks a chain down from `start` to the first change at or before `revision`, or to
+  /// where it ends (its first change, or the first row pruned: `olderPruned`).
+  private func chainAt(_ revision: Int64, from start: Int64) throws(SQLiteError) -> (
+    atOrBefore: Change?, oldestAfter: Change?, olderPruned: Bool
+  ) {
+    var next: Int64? = start
+    var oldestAfter: Change?
+    let statement = statements.changeAndPrevious
+    while let current = next {
+      defer { statement.reset() }
+      try statement.bind(current, at: 1)
+      guard try statement.step() else { break }
+      let change = try statement.readChange()
+      if change.revision <= revision { return (change, oldestAfter, false) }
+      oldestAfter = change
+      next = statement.optionalInt64(at: StoreStatements.SQL.keyPreviousColumn)
+    }
+    return (nil, oldestAfter, next != nil)
   }
 
   /// Whether the store knows `key`: it has a row, or changes not yet checkpointed into one.

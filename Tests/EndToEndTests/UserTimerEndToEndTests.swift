@@ -54,6 +54,77 @@ struct UserTimerEndToEndTests {
     #expect(try everyone.result("status")["revision"]?.int64Value == 3)
   }
 
+  /// "`state` and `previous` as that user sees them" (PROTOCOL.md), live,
+  /// replayed and in history alike: a lock reaches Alice with her timer,
+  /// which `get` shows her; her confirm under a hold that fixes the value
+  /// shows the fixed value she reads, not the one she keeps beneath it
+  /// (the chaos audit's findings; before, the timer was null and the value hers).
+  @Test func aUsersEventsShowTheirTimerAndTheValueAHoldFixes() throws {
+    let daemon = try Self.fixture()
+    let root = try daemon.client()
+    let alice = try daemon.client(asUser: Self.alice)
+    let keys = #"["email.marketing","notifications.chat"]"#
+    let start = try #require(
+      try alice.result("watch", "{\"keys\":\(keys)}")["revision"]?.int64Value)
+    _ = try root.result("watch", "{\"keys\":\(keys),\"user\":\"*\"}")
+
+    let timed = try alice.result("set", #"{"key":"email.marketing","checked":false,"for":3600}"#)
+    let expiresAt = try #require(timed["switch"]?["expiresAt"]?.stringValue)
+    _ = try root.result("lock", #"{"key":"email.marketing","reason":"IT"}"#)
+    _ = try alice.result(
+      "set",
+      #"{"key":"notifications.chat","checked":true,"confirmWithin":600,"revertOnDisconnect":false}"#
+    )
+    _ = try root.result("lock", #"{"key":"notifications.chat","checked":false}"#)
+    #expect(try alice.result("get", #"{"key":"notifications.chat"}"#).checked == false)
+    let confirmed = try alice.result("confirm", #"{"key":"notifications.chat"}"#)
+    #expect(confirmed["switch"]?.checked == false)
+
+    var live: [JSONValue] = []
+    for _ in 0..<5 { live.append(try alice.nextEvent()) }
+    #expect(live.map { $0["cause"]?.stringValue } == ["set", "lock", "set", "lock", "confirm"])
+    let lock = live[1]
+    #expect(lock["state"]?["expiresAt"]?.stringValue == expiresAt)
+    #expect(lock["previous"]?["expiresAt"]?.stringValue == expiresAt)
+    #expect(lock["state"]?.checked == false)
+    #expect(
+      lock["fields"]?.arrayValue == [
+        .string("readOnly"), .string("readOnlyReason"), .string("heldBy"),
+      ])
+    let fixing = live[3]
+    #expect(fixing["state"]?["pendingUntil"]?.isNull == false)
+    #expect(fixing["state"]?.checked == false && fixing["previous"]?.checked == true)
+    let confirm = live[4]
+    #expect(confirm["state"]?.checked == false && confirm["previous"]?.checked == false)
+    #expect(confirm["fields"]?.arrayValue == [.string("pendingUntil")])
+    // Everyone's watch: her confirm as she reads it, the lock without her timer.
+    var everyone: [JSONValue] = []
+    for _ in 0..<5 { everyone.append(try root.nextEvent()) }
+    #expect(everyone[1]["state"]?["expiresAt"]?.isNull == true)
+    #expect(everyone[4]["state"]?.checked == false && everyone[4]["user"] == .int(1000))
+
+    // A replay from before shows her the same lines, and her history the same entries.
+    func withoutWatch(_ event: JSONValue) -> JSONValue {
+      guard case .object(let members) = event else { return event }
+      return .object(members.filter { $0.name != "watch" })
+    }
+    let replaying = try daemon.client(asUser: Self.alice)
+    _ = try replaying.result("watch", "{\"keys\":\(keys),\"since\":\(start)}")
+    for event in live {
+      #expect(withoutWatch(try replaying.nextEvent()) == withoutWatch(event))
+    }
+    let history = try alice.result("history", #"{"key":"email.marketing"}"#)
+    let lockEntry = history["entries"]?.arrayValue?.first
+    #expect(lockEntry?["cause"]?.stringValue == "lock")
+    #expect(lockEntry?["state"]?["expiresAt"]?.stringValue == expiresAt)
+    let chat = try alice.result("history", #"{"key":"notifications.chat"}"#)
+    let confirmEntry = chat["entries"]?.arrayValue?.first
+    #expect(confirmEntry?["cause"]?.stringValue == "confirm")
+    #expect(confirmEntry?["state"]?.checked == false)
+    let all = try root.result("history", #"{"key":"notifications.chat","user":"*"}"#)
+    #expect(all["entries"]?.arrayValue?.first?["state"]?.checked == false)
+  }
+
   @Test func aUsersTimerIsKeptAcrossAKillAndCarriedOutOnceAtStart() throws {
     let daemon = try Self.fixture()
     let alice = try daemon.client(asUser: Self.alice)

@@ -284,6 +284,10 @@ import Testing
     #expect(Visibility.view(aliceChange, for: .everyone, own: nil) == aliceChange)
   }
 
+  static func own(_ checked: Bool, expiresAt: Int64? = nil) -> SeenOwnValue {
+    SeenOwnValue(UserValue(checked: checked, revision: 1, changedAt: 0, expiresAt: expiresAt))
+  }
+
   @Test func aSwitchLevelChangeIsShownAsEachViewerSeesIt() throws {
     var held = SwitchState(checked: false, readOnly: true, heldBy: .admin, valueFixed: true)
     held.readOnlyReason = "corp"
@@ -291,14 +295,64 @@ import Testing
       revision: 9, time: 1, key: Self.definition.key, cause: .unlock, actor: Self.admin.actor,
       state: SwitchState(checked: true), previous: held)
     // A user whose own value is off: the fixed off stays off, the hold goes.
-    let off = try #require(Visibility.view(unlock, for: .user(1000), own: false))
+    let off = try #require(Visibility.view(unlock, for: .user(1000), own: Self.own(false)))
     #expect(off.state.checked == false && off.previous.checked == false)
     #expect(off.fields == [.readOnly, .readOnlyReason, .heldBy])
     // One whose own value is on, and one who never set it: on comes back.
-    let on = try #require(Visibility.view(unlock, for: .user(1001), own: true))
+    let on = try #require(Visibility.view(unlock, for: .user(1001), own: Self.own(true)))
     #expect(on.fields.first == .checked)
     #expect(Visibility.view(unlock, for: .user(1002), own: nil) == unlock)
     #expect(Visibility.view(unlock, for: .everyone, own: nil) == unlock)
+  }
+
+  /// A user's timer is theirs, and `get` shows it with every switch-level
+  /// change: so does that change's event, before and after alike (so it is
+  /// not a field the change altered). Everyone's view has no user's timer.
+  @Test func aSwitchLevelChangeShowsTheViewersOwnTimer() throws {
+    let lock = Change(
+      revision: 9, time: 1, key: Self.definition.key, cause: .lock, actor: Self.admin.actor,
+      state: SwitchState(checked: true, readOnly: true, heldBy: .admin),
+      previous: SwitchState(checked: true))
+    let timed = Self.own(false, expiresAt: 7_200_000)
+    let seen = try #require(Visibility.view(lock, for: .user(1000), own: timed))
+    #expect(seen.state.expiresAt == 7_200_000 && seen.previous.expiresAt == 7_200_000)
+    #expect(seen.state.checked == false)
+    #expect(seen.fields == [.readOnly, .heldBy])
+    let tried = SeenOwnValue(
+      userState: SwitchState(
+        checked: true, pendingUntil: 5_000,
+        pending: TriedChange(
+          maker: Self.alice.actor, makerIsAdministrator: false, bootDeadline: 5_000,
+          bootID: "b", revertOnDisconnect: true)))
+    let trying = try #require(Visibility.view(lock, for: .user(1000), own: tried))
+    #expect(trying.state.pendingUntil == 5_000 && trying.previous.pendingUntil == 5_000)
+    #expect(Visibility.view(lock, for: .everyone, own: timed) == lock)
+  }
+
+  /// A user's own change under a hold that fixes the value (a timer's end,
+  /// a confirm, a revert) shows the fixed value they read: only the timer
+  /// changes for them. Without the fixed value it showed the one they keep.
+  @Test func anOwnChangeUnderAFixingHoldShowsTheFixedValue() throws {
+    var previous = SwitchState(
+      checked: false, readOnly: true, heldBy: .admin, valueFixed: true, expiresAt: 60_000)
+    previous.expiryByAdministrator = false
+    var state = previous
+    state.checked = true
+    state.expiresAt = nil
+    let expiry = Change(
+      revision: 12, time: 60_000, key: Self.definition.key, cause: .expiry, actor: .timer,
+      state: state, previous: previous, user: 1000)
+    for viewer in [Viewpoint.user(1000), .everyone] {
+      let seen = try #require(Visibility.view(expiry, for: viewer, own: nil, fixed: true))
+      #expect(seen.state.checked == true && seen.previous.checked == true)
+      #expect(seen.fields == [.expiresAt])
+    }
+    // Where no hold fixes the value, theirs is what they read.
+    var free = expiry
+    free.state.valueFixed = false
+    free.previous.valueFixed = false
+    #expect(Visibility.view(free, for: .user(1000), own: nil, fixed: true) == free)
+    #expect(Visibility.view(expiry, for: .user(1001), own: nil, fixed: true) == nil)
   }
 
   @Test func scopeIsReadFromTheSchema() throws {

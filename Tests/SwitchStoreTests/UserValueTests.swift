@@ -151,28 +151,70 @@ import Testing
     }
   }
 
-  @Test func aUsersValueAsOfAnyRevision() throws {
+  @Test func aUsersValueAsOfAnyRevisionWithItsTimers() throws {
     try withTemporaryDirectory { directory in
       let store = try SwitchStore(path: directory + "/s.db")
       defer { store.close() }
+      // Their value at 4 is timed: a view of the lock at 5 shows the timer too.
+      var timed = Self.userChange(4, user: 1000, checked: true)
+      timed.state.expiresAt = 3_600_000
+      // Their change at 6 found the value at 4, timer and all, as the writer writes it.
+      var untimed = Self.userChange(6, user: 1000, checked: false)
+      untimed.previous = timed.state
       try store.commit([
         Self.lockChange(1, fixed: false),
         Self.userChange(2, user: 1000, checked: false),
         Self.lockChange(3, fixed: false),
-        Self.userChange(4, user: 1000, checked: true),
+        timed,
         Self.lockChange(5, fixed: false),
+        untimed,
       ])
-      let head = UserValue(checked: true, revision: 4, changedAt: 0)
-      func value(at revision: Int64) throws -> Bool? {
+      let head = UserValue(checked: false, revision: 6, changedAt: 0)
+      func value(at revision: Int64) throws -> SeenOwnValue? {
         try store.userValue(key: "email", user: 1000, at: revision, head: head)
       }
       #expect(try value(at: 1) == nil)
-      #expect(try value(at: 3) == false)
-      #expect(try value(at: 5) == true)
+      #expect(try value(at: 3)?.checked == false)
+      #expect(try value(at: 3)?.expiresAt == nil)
+      #expect(try value(at: 5)?.checked == true)
+      #expect(try value(at: 5)?.expiresAt == 3_600_000)
+      #expect(try value(at: 6) == SeenOwnValue(head))
       #expect(try store.userValue(key: "email", user: 1001, at: 5, head: nil) == nil)
       // Once the older rows are pruned, the oldest retained row tells what it replaced.
-      _ = try store.prune(keep: 2)
-      #expect(try value(at: 3) == false)
+      _ = try store.prune(keep: 1)
+      #expect(try value(at: 5)?.checked == true)
+      #expect(try value(at: 5)?.expiresAt == 3_600_000)
+    }
+  }
+
+  /// The switch as of any revision, for a user's change under a hold that
+  /// fixes the value: its newest switch-level change at or before it (from
+  /// the key's mark above it, past many), else what the oldest retained one after it replaced.
+  @Test func aSwitchsStateAsOfAnyRevision() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db")
+      defer { store.close() }
+      #expect(try store.switchState(key: "email", at: 1) == nil)
+      var changes = [
+        Self.lockChange(1, fixed: true), Self.userChange(2, user: 1000, checked: true),
+      ]
+      // Enough switch-level changes after it for marks (`markSpacing`) to be used.
+      for revision in Int64(3)...300 {
+        var unlock = Self.lockChange(revision, fixed: revision % 2 == 1)
+        unlock.state.checked = revision % 4 == 1
+        changes.append(unlock)
+      }
+      try store.commit(changes)
+      #expect(try store.switchState(key: "email", at: 2)?.valueFixed == true)
+      #expect(try store.switchState(key: "email", at: 2)?.checked == false)
+      #expect(try store.switchState(key: "email", at: 101)?.checked == true)
+      #expect(try store.switchState(key: "email", at: 102)?.valueFixed == false)
+      #expect(try store.switchState(key: "email", at: 500)?.checked == false)
+      #expect(try store.switchState(key: "other", at: 500) == nil)
+      // Pruned below: what the oldest retained change replaced.
+      _ = try store.prune(keep: 10)
+      #expect(try store.switchState(key: "email", at: 2)?.checked == true)
+      #expect(try store.switchState(key: "email", at: 297)?.checked == true)
     }
   }
 

@@ -113,13 +113,17 @@ extension Server {
   }
 
   /// The viewer's own values of user-scope switches, for the log reader to
-  /// show them as of each change (`ReaderView`).
+  /// show them as of each change, and the values holds fix now where
+  /// users' values are shown (`ReaderView`). Only keys someone set: no
+  /// other has a user's change to show.
   func readerView(_ viewpoint: Viewpoint) -> ReaderView {
-    guard case .user(let uid) = viewpoint else { return ReaderView(viewpoint: viewpoint) }
-    var own: [String: UserValue] = [:]
+    var view = ReaderView(viewpoint: viewpoint)
     for (key, users) in userValues where catalog.switches[key]?.scope == .user {
-      if let value = users[uid] { own[key] = value }
+      let value = viewpoint.uid.flatMap { users[$0] }
+      if viewpoint.uid != nil && value == nil { continue }
+      if let value { view.own[key] = value }
+      if let state = records[key]?.state, state.valueFixed { view.fixedNow[key] = state.checked }
     }
-    return ReaderView(viewpoint: viewpoint, own: own)
+    return view
   }
 }

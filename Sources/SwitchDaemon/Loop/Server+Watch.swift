@@ -270,30 +270,48 @@ extension Server {
   }
 
   /// A change of a user-scope switch to each live watch as its viewer sees
-  /// it: another user's value never; a switch-level change with the
-  /// viewer's own value where no hold fixes it. A viewer reads one of three
-  /// values (on, off, never set), so each is encoded at most six times.
+  /// it (`Visibility.view`): another user's value never; a switch-level
+  /// change with the viewer's own value where no hold fixes it, and their
+  /// timers; a user's own change under a hold that fixes the value with
+  /// that value (the switch's, adopted up to this change). A viewer with no
+  /// timer reads one of three values (on, off, never set), so each is
+  /// encoded at most six times; one with a timer is encoded for alone.
   private func publishPerViewer(
     _ change: borrowing Change, mark: Int64, touched: inout [Connection]
   ) {
     var encoded: [Int: [UInt8]] = [:]
+    var fixed: Bool?
+    if change.user != nil, change.state.valueFixed || change.previous.valueFixed,
+      let state = records[change.key]?.state, state.valueFixed
+    {
+      fixed = state.checked
+    }
     hub.forEachMatch(change.key) { watch in
       guard watch.replayCursor == nil, let connection = watch.owner, !connection.isClosed else {
         return
       }
-      var own: Bool?
-      if change.user == nil, case .user(let uid) = watch.viewpoint {
-        own = userValues[change.key]?[uid]?.checked
+      var own: SeenOwnValue?
+      if change.user == nil, case .user(let uid) = watch.viewpoint,
+        let value = userValues[change.key]?[uid]
+      {
+        own = SeenOwnValue(value)
       }
-      guard let seen = Visibility.view(change, for: watch.viewpoint, own: own) else { return }
+      guard let seen = Visibility.view(change, for: watch.viewpoint, own: own, fixed: fixed)
+      else { return }
       let showingActor = connection.caller.seesActor(change.actor)
-      let slot =
-        ((own.map { $0 ? 1 : 2 } ?? 0) * 2 + (showingActor ? 1 : 0)) * 2
-        + (watch.isVarlink ? 1 : 0)
-      if encoded[slot] == nil {
-        encoded[slot] = Self.eventRest(seen, showingActor: showingActor, end: watch.eventEnd)
+      let rest: [UInt8]
+      if let own, own.hasDeadlines {
+        rest = Self.eventRest(seen, showingActor: showingActor, end: watch.eventEnd)
+      } else {
+        let slot =
+          ((own.map { $0.checked ? 1 : 2 } ?? 0) * 2 + (showingActor ? 1 : 0)) * 2
+          + (watch.isVarlink ? 1 : 0)
+        if encoded[slot] == nil {
+          encoded[slot] = Self.eventRest(seen, showingActor: showingActor, end: watch.eventEnd)
+        }
+        rest = encoded[slot]!
       }
-      connection.queueEvent(head: watch.eventHead, rest: encoded[slot]!)
+      connection.queueEvent(head: watch.eventHead, rest: rest)
       if connection.publishMark != mark {
         connection.publishMark = mark
         touched.append(connection)

@@ -24,6 +24,10 @@ struct ReaderView: Sendable {
   var own: [String: UserValue] = [:]
   /// For a history of one key: it is user-scope, so users' rows exist to merge.
   var keyIsUserScope = false
+  /// The value each user-scope switch whose value a hold fixes now has, as
+  /// the loop has it: what a change of a user's own value under that hold
+  /// shows when the log has no switch-level change to tell it.
+  var fixedNow: [String: Bool] = [:]
 
   /// A `since` replay page: the log rows after `after`, up to `upTo`, at
   /// most `limit`, read `rowsPerRead` at a time with `pause()` between, as
@@ -69,12 +73,31 @@ struct ReaderView: Sendable {
     return result
   }
 
+  /// `change` as the viewer saw it live (`Server.publishPerViewer`): with
+  /// their own value and timers as of it, or, a change of a user's own
+  /// value under a hold that fixes it, with the fixed value as of it.
   private func view(_ change: Change, _ store: SwitchStore) throws(StoreError) -> Change? {
-    var ownThen: Bool?
-    if change.user == nil, case .user(let uid) = viewpoint, let head = own[change.key] {
-      ownThen = try store.userValue(key: change.key, user: uid, at: change.revision, head: head)
+    guard Visibility.shows(change, to: viewpoint) else { return nil }
+    var ownThen: SeenOwnValue?
+    var fixed: Bool?
+    if change.user == nil {
+      if case .user(let uid) = viewpoint, let head = own[change.key] {
+        ownThen = try store.userValue(key: change.key, user: uid, at: change.revision, head: head)
+      }
+    } else if change.state.valueFixed || change.previous.valueFixed {
+      // Rare (a timer's end, a confirm or a revert under such a hold): a
+      // walk of the switch's chain from its mark just above.
+      if let switchThen = try store.switchState(key: change.key, at: change.revision),
+        switchThen.valueFixed
+      {
+        fixed = switchThen.checked
+      } else if let current = fixedNow[change.key] {
+        // No switch-level change after the checkpoint's row: the switch
+        // is as it is now, whose fixed value the loop gave.
+        fixed = current
+      }
     }
-    return Visibility.view(change, for: viewpoint, own: ownThen)
+    return Visibility.view(change, for: viewpoint, own: ownThen, fixed: fixed)
   }
 
   /// A `history` page as the viewer sees it, newest first. One key: the
