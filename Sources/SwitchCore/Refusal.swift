@@ -22,7 +22,7 @@ public enum Refusal: Error, Equatable, Sendable {
   public var message: String {
     switch self {
     case .unknownSwitch(let key):
-      return "No switch has the key \(key)."
+      return key.isEmpty ? "No switch has an empty key." : "No switch has the key \(key)."
     case .permissionDenied(let key, let action, let requirement):
       if let key { return "You may not \(action) \(key): \(requirement)." }
       return "You may not \(action): \(requirement)."

@@ -164,7 +164,10 @@ struct Runner {
     if let problem = SwitchKey.problem(key) {
       throw .remote(
         RemoteError(
-          code: .unknownSwitch, message: "No switch has the key \(key): \(problem).",
+          code: .unknownSwitch,
+          message: key.isEmpty
+            ? "No switch has an empty key: name one (`switchctl list` lists them)."
+            : "No switch has the key \(key): \(problem).",
           data: .object([
             JSONMember("name", .string(RPCErrorCode.unknownSwitch.name)),
             JSONMember(WireField.key, .string(key)),

@@ -123,6 +123,13 @@ import Testing
       run.err == [
         "switchctl: No switch has the key Wi_Fi: a switch key starts with a lowercase letter a-z."
       ])
+    // Not "the key : …": an empty key is said as one.
+    let empty = runCtl(["--socket", "/nonexistent/s", "get", ""])
+    #expect(empty.code.rawValue == 5)
+    #expect(
+      empty.err == [
+        "switchctl: No switch has an empty key: name one (`switchctl list` lists them)."
+      ])
   }
 }
 

@@ -452,6 +452,10 @@ import Testing
       #"{"jsonrpc":"2.0","id":7,"error":{"code":-32001,"message":"No switch has the key nope.","data":{"name":"UnknownSwitch","key":"nope"}}}"#
     ),
     (
+      Refusal.unknownSwitch(key: ""),
+      #"{"jsonrpc":"2.0","id":7,"error":{"code":-32001,"message":"No switch has an empty key.","data":{"name":"UnknownSwitch","key":""}}}"#
+    ),
+    (
       Refusal.conflict(key: "wifi", expected: 3, current: 5),
       #"{"jsonrpc":"2.0","id":7,"error":{"code":-32005,"message":"wifi changed since revision 3; it is now at revision 5.","data":{"name":"Conflict","key":"wifi","revision":5}}}"#
     ),
