@@ -41,7 +41,7 @@ extension Rules {
         operation, key: key, definition: definition, record: record, policy: policy,
         caller: caller
       ).get()
-      return UserDecision(definition, record, policy, user: user, own: own, next: nil)
+      return UserDecision(user: user, next: nil)
     }
     if let refusal = writeRefusal(
       key: key, state: record.state, policy: policy, caller: caller, scope: .user)
@@ -74,10 +74,10 @@ extension Rules {
       throw refusal
     }
     guard next != current else {
-      return UserDecision(definition, record, policy, user: user, own: own, next: nil)
+      return UserDecision(user: user, next: nil)
     }
     if case .confirmWithin(let seconds, let onDisconnect) = lasting, let boot {
-      var decision = UserDecision(definition, record, policy, user: user, own: own, next: next)
+      var decision = UserDecision(user: user, next: next)
       decision.pendingUntil = time + seconds * 1000
       decision.pending = TriedChange(
         maker: caller.actor, makerIsAdministrator: caller.isAdmin,
@@ -86,8 +86,8 @@ extension Rules {
       return decision
     }
     return UserDecision(
-      definition, record, policy, user: user, own: own, next: next,
-      expiresAt: lasting?.deadline(committedAt: time), expiryByAdministrator: caller.isAdmin)
+      user: user, next: next, expiresAt: lasting?.deadline(committedAt: time),
+      expiryByAdministrator: caller.isAdmin)
   }
 
   /// `confirm` or `revert` of a user's tried change (rule 20), as
@@ -100,7 +100,7 @@ extension Rules {
     _ policy: PolicyRule?, user: UInt32, own: UserValue?, caller: Caller
   ) -> Result<UserDecision, Refusal> {
     guard let own, let pending = own.pending else {
-      return .success(UserDecision(definition, record, policy, user: user, own: own, next: nil))
+      return .success(UserDecision(user: user, next: nil))
     }
     if let refusal = settlingRefusal(operation, key: key, pending, caller: caller) {
       return .failure(refusal)
@@ -110,9 +110,7 @@ extension Rules {
       && !holdWinsOverUndo(
         key: key, state: record.state, policy: policy,
         makerIsAdministrator: pending.makerIsAdministrator)
-    return .success(
-      UserDecision(
-        definition, record, policy, user: user, own: own, next: back ? !own.checked : own.checked))
+    return .success(UserDecision(user: user, next: back ? !own.checked : own.checked))
   }
 
   /// The end of a user's timed value whose deadline passed by `time`: their
@@ -125,14 +123,12 @@ extension Rules {
     own: UserValue?, at time: Int64
   ) -> UserDecision {
     guard let own, let deadline = own.expiresAt, deadline <= time else {
-      return UserDecision(definition, record, policy, user: user, own: own, next: nil)
+      return UserDecision(user: user, next: nil)
     }
     let held = holdWinsOverUndo(
       key: definition.key, state: record.state, policy: policy,
       makerIsAdministrator: own.expiryByAdministrator)
-    return UserDecision(
-      definition, record, policy, user: user, own: own, next: held ? own.checked : !own.checked,
-      expiresAt: nil)
+    return UserDecision(user: user, next: held ? own.checked : !own.checked, expiresAt: nil)
   }
 
   /// Whose world a read sees: the user it names (`viewpoint`), else the
@@ -238,16 +234,14 @@ extension Rules {
   }
 }
 
-/// What the rules decided for a write of one user's own value.
+/// What the rules decided for a write of one user's own value: whose, and
+/// their new value with its timers. Not the switch, its definition, policy
+/// or the user's value before: the writer has them and passes them on, and
+/// a decision that held copies of them cost a user's toggle ~0.4k
+/// instructions in copies made and destroyed (callgrind).
 public struct UserDecision: Equatable, Sendable {
-  public var definition: SwitchDefinition
-  /// The switch-level record (holds, disables) before the call.
-  public var record: SwitchRecord
-  public var policy: PolicyRule?
   /// Whose value.
   public var user: UInt32
-  /// Their value before the call (nil: never set).
-  public var own: UserValue?
   /// Their new value; nil when the call changes nothing.
   public var next: Bool?
   /// When the new value ends (their timed value); nil: it lasts.
@@ -260,31 +254,30 @@ public struct UserDecision: Equatable, Sendable {
   public var pending: TriedChange? = nil
 
   public init(
-    _ definition: SwitchDefinition, _ record: SwitchRecord, _ policy: PolicyRule?, user: UInt32,
-    own: UserValue?, next: Bool?, expiresAt: Int64? = nil, expiryByAdministrator: Bool = false
+    user: UInt32, next: Bool?, expiresAt: Int64? = nil, expiryByAdministrator: Bool = false
   ) {
-    self.definition = definition
-    self.record = record
-    self.policy = policy
     self.user = user
-    self.own = own
     self.next = next
     self.expiresAt = expiresAt
     self.expiryByAdministrator = expiresAt != nil && expiryByAdministrator
   }
 
-  /// The change this write makes, at `revision` and `time`; nil for a no-op.
-  public func change(revision: Int64, time: Int64, cause: Cause, actor: Actor) -> Change? {
+  /// The change this write makes, at `revision` and `time`, of the switch
+  /// `record` (of `definition`) whose value the user had as `own` (nil:
+  /// never set), as `nextUserValue` was given them; nil for a no-op.
+  public func change(
+    revision: Int64, time: Int64, cause: Cause, actor: Actor, record: borrowing SwitchRecord,
+    own: UserValue?, defaultChecked: Bool
+  ) -> Change? {
     guard let next else { return nil }
     // What the user read before, without a copy of the whole record.
     var previous = Visibility.state(
       record.state,
-      checked: Visibility.value(record, own: own, defaultChecked: definition.defaultChecked)
-        .checked,
+      checked: Visibility.value(record, own: own, defaultChecked: defaultChecked).checked,
       own: own)
     // Under a hold that fixes the value, only a timer's end comes here: the
     // change is of the user's own value, which stays.
-    if record.state.valueFixed { previous.checked = own?.checked ?? definition.defaultChecked }
+    if record.state.valueFixed { previous.checked = own?.checked ?? defaultChecked }
     var state = previous
     state.checked = next
     state.setUserDeadlines(

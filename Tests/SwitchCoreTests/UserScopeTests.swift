@@ -62,7 +62,9 @@ import Testing
     #expect(decided.user == 1000)
     #expect(decided.next == false)
     let change = try #require(
-      decided.change(revision: 7, time: 1, cause: .set, actor: Self.alice.actor))
+      decided.change(
+        revision: 7, time: 1, cause: .set, actor: Self.alice.actor, record: Self.free, own: nil,
+        defaultChecked: Self.definition.defaultChecked))
     #expect(change.user == 1000)
     #expect(change.fields == [.checked])
     // A toggle flips what the user reads; setting what they read is a no-op.

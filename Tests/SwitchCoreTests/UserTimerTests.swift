@@ -11,17 +11,30 @@ import Testing
   static let timer = Caller(actor: .timer, isAdmin: true, mayWrite: true).acting(as: 1000)
   static let now: Int64 = 1_800_000_000_000
 
+  /// A decision with the switch and the value it was decided on, which
+  /// its change is made from (as the writer passes them).
+  @dynamicMemberLookup
+  struct Decided {
+    var decision: UserDecision
+    var record: SwitchRecord = free
+    var own: UserValue? = nil
+    subscript<T>(dynamicMember path: KeyPath<UserDecision, T>) -> T { decision[keyPath: path] }
+  }
+
   static func decide(
     _ operation: Operation, _ caller: Caller, record: SwitchRecord = free, own: UserValue? = nil,
     lasting: Lasting? = nil, at time: Int64 = now
-  ) throws -> UserDecision {
-    try Rules.nextUserValue(
+  ) throws -> Decided {
+    let decision = try Rules.nextUserValue(
       operation, key: definition.key, definition: definition, record: record, own: own,
       policy: nil, caller: caller, lasting: lasting, at: time)
+    return Decided(decision: decision, record: record, own: own)
   }
 
-  static func change(_ decision: UserDecision, revision: Int64 = 1) -> Change? {
-    decision.change(revision: revision, time: now, cause: .set, actor: alice.actor)
+  static func change(_ decided: Decided, revision: Int64 = 1) -> Change? {
+    decided.decision.change(
+      revision: revision, time: now, cause: .set, actor: alice.actor, record: decided.record,
+      own: decided.own, defaultChecked: definition.defaultChecked)
   }
 
   @Test func aTimedOwnValueCarriesItsDeadlineIntoTheChangeAndTheValue() throws {
@@ -103,7 +116,7 @@ import Testing
       .set(checked: false, ifRevision: nil), key: Self.definition.key,
       definition: Self.definition, record: Self.free, own: nil, policy: nil, caller: Self.alice,
       lasting: .confirmWithin(seconds: 30, revertOnDisconnect: true), at: Self.now, boot: boot)
-    let own = try #require(Self.change(tried)).userValue
+    let own = try #require(Self.change(Decided(decision: tried))).userValue
     #expect(own.checked == false && own.pendingUntil == Self.now + 30_000 && own.expiresAt == nil)
     #expect(own.pending?.maker == Self.alice.actor && own.pending?.bootDeadline == 35_000)
     #expect(own.pending?.makerIsAdministrator == false)
@@ -134,7 +147,7 @@ import Testing
       .set(checked: false, ifRevision: nil), key: Self.definition.key,
       definition: Self.definition, record: Self.free, own: nil, policy: nil, caller: admin,
       lasting: .confirmWithin(seconds: 30, revertOnDisconnect: true), at: Self.now, boot: boot)
-    let adminsTrial = try #require(Self.change(byAdmin)).userValue
+    let adminsTrial = try #require(Self.change(Decided(decision: byAdmin))).userValue
     #expect(adminsTrial.pending?.makerIsAdministrator == true)
     #expect(
       throws: Refusal.self,

@@ -133,25 +133,41 @@ extension Writer {
     // Read from `write` where used, not copied out (a Caller's and a
     // Ticket's copies cost ~250 instructions a write, callgrind).
     let user = write.caller.subject
+    // Looked up once, lent to the rules, the change and the answer.
+    let record = records[write.hashedKey]
+    let own = users.value(write.hashedKey, user: user)
+    let policy = catalog.policies[write.hashedKey]
     let decided: UserDecision
     do throws(Refusal) {
       // Thrown, not a `Result`: the Result was copied out and destroyed
       // on every write (callgrind).
       decided = try Rules.nextUserValue(
-        write.operation, key: write.key, definition: definition, record: records[write.hashedKey],
-        own: users.value(write.hashedKey, user: user), policy: catalog.policies[write.hashedKey],
-        caller: write.caller, lasting: write.lasting, at: time,
+        write.operation, key: write.key, definition: definition, record: record, own: own,
+        policy: policy, caller: write.caller, lasting: write.lasting, at: time,
         boot: write.lasting.map { _ in bootMoment })
     } catch {
       answers.append((write.ticket, .refused(error)))
       return nil
     }
+    guard let definition, let record else {
+      // The rules refused it already (`UnknownSwitch`): not reached.
+      answers.append((write.ticket, .refused(.unknownSwitch(key: write.key))))
+      return nil
+    }
     guard
       let change = decided.change(
         revision: revision + 1, time: time, cause: write.operation.cause,
-        actor: write.caller.actor)
+        actor: write.caller.actor, record: record, own: own,
+        defaultChecked: definition.defaultChecked)
     else {
-      answers.append((write.ticket, .write(.success(WriteOutcome(decided, changed: false)))))
+      answers.append(
+        (
+          write.ticket,
+          .write(
+            .success(
+              WriteOutcome(
+                user: user, record, definition, policy, changed: false, after: own)))
+        ))
       return nil
     }
     revision += 1
@@ -162,19 +178,28 @@ extension Writer {
       deadlines.userMakers[UserKey(hashedKey: write.hashedKey, user: user)] =
         write.ticket.connection
     }
-    answers.append((write.ticket, .write(.success(WriteOutcome(decided, changed: true, value)))))
+    answers.append(
+      (
+        write.ticket,
+        .write(
+          .success(
+            WriteOutcome(user: user, record, definition, policy, changed: true, after: value)))
+      ))
     return change
   }
 }
 
 extension WriteOutcome {
-  /// A write of one user's value: the switch as that user reads it after it.
-  init(_ decision: borrowing UserDecision, changed: Bool, _ after: UserValue? = nil) {
+  /// A write of one user's value: the switch as that user reads it after
+  /// it (`after`: their value then; nil: never set).
+  init(
+    user: UInt32, _ record: borrowing SwitchRecord, _ definition: SwitchDefinition,
+    _ policy: PolicyRule?, changed: Bool, after: UserValue?
+  ) {
     self.changed = changed
-    record = Visibility.record(
-      decision.record, own: after ?? decision.own, definition: decision.definition)
-    definition = decision.definition
-    policySource = Rules.policySource(state: decision.record.state, rule: decision.policy)
-    user = decision.user
+    self.record = Visibility.record(record, own: after, definition: definition)
+    self.definition = definition
+    policySource = Rules.policySource(state: record.state, rule: policy)
+    self.user = user
   }
 }
