@@ -245,6 +245,6 @@ public enum WritersGroup: Equatable, Sendable {
   /// The warning to log for a group that does not exist, nil otherwise.
   public var warning: String? {
     guard case .missing(let name) = self else { return nil }
-    return "Writers group \(name) does not exist: only administrators may change switches"
+    return "Writers group \(name) does not exist: only administrators may change system switches"
   }
 }

@@ -417,7 +417,8 @@ public struct Catalog: Sendable {
       settings: settings, switches: definitions, policies: rules, warnings: warnings)
   }
 
-  /// The number of policy sections in force for declared switches.
+  /// The number of declared switches a policy file names (merged across
+  /// files; a closed `Schedule=` window counts too).
   public var policyCount: Int { policies.keys.filter { switches[$0] != nil }.count }
 }
 

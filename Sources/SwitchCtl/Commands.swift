@@ -260,11 +260,11 @@ enum Commands {
       name: "reload", arguments: "",
       summary: "re-read the configuration (administrator)",
       description: """
-        Makes switchd re-read its schema and policy files as one step. An invalid \
-        configuration is refused with every problem's file and line, and the running \
-        one stays. Prints the number of switches and policies now in effect, and the \
-        settings (Socket=, SocketMode=, Database=) that changed but take effect only \
-        when switchd restarts.
+        Makes switchd re-read switchd.conf, its schema and its policy files as one \
+        step. An invalid configuration is refused with every problem's file and line, \
+        and the running one stays. Prints the number of switches and policies now in \
+        effect, and the settings (Socket=, VarlinkSocket=, SocketMode=, Database=) \
+        that changed but take effect only when switchd restarts.
         """,
       user: .refused),
     CommandSpec(
@@ -361,9 +361,10 @@ enum Commands {
       "  -h, --help     show help; 'switchctl help COMMAND' for one command",
       "  --version      print switchctl's version",
       "",
-      "Exit status: 0 done, 1 failed (or is-on: off), 2 usage error, 3 read-only,",
-      "4 disabled, 5 unknown switch, 6 permission denied, 7 switchd not reachable,",
-      "8 conflict (the switch changed since --if-revision N).",
+      "Exit status: 0 done, 1 failed (or is-on: off or disabled), 2 usage error,",
+      "3 read-only, 4 disabled, 5 unknown switch, 6 permission denied, 7 switchd not",
+      "reachable, 8 conflict (the switch changed since --if-revision N, or a tried",
+      "change of it waits for confirm or revert).",
     ]
     return lines
   }

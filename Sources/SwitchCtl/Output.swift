@@ -299,7 +299,9 @@ enum Output {
         let reapplied = report.readBack.reduce(0) { $0 + $1.reapplied }
         let down = report.readBack.filter { $0.watchProblem != nil }.map(\.key)
         lines.append(
-          member.name + ": \(report.readBack.count) switches, re-applied \(reapplied) times"
+          member.name + ": "
+            + (report.readBack.count == 1 ? "1 switch" : "\(report.readBack.count) switches")
+            + ", re-applied \(reapplied == 1 ? "once" : "\(reapplied) times")"
             + (down.isEmpty ? "" : ", watch not running: " + down.joined(separator: ", ")))
       case WireField.caller:
         let c = report.caller

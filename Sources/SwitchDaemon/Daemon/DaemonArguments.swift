@@ -6,6 +6,7 @@ enum DaemonArguments {
   static let usage = """
     Usage: switchd [--config DIR] [--socket PATH] [--database PATH]
            switchd --check-config [DIR]
+           switchd --help | --version
 
     Keeps boolean settings with the rules of a UI switch, serves them over a
     Unix-socket JSON-RPC 2.0 API, and tells watchers of every change.
