@@ -188,12 +188,19 @@ enum Output {
   /// deadline (the question waits out the last second): it says so, not
   /// "unchanged".
   static func settled(keep: Bool, tried: WriteResult, settled: WriteResult) -> String {
-    if !keep && !settled.changed
-      && settled.switchObject.state.checked != tried.switchObject.state.checked
-    {
+    if !settled.changed && settled.switchObject.state.checked != tried.switchObject.state.checked {
+      // Found reverted already: a "no" came after the deadline, or a "yes"
+      // after switchd restarted and the deadline passed.
       return "reverted: " + write(settled, note: "switchd reverted it at its deadline")
     }
     return (keep ? "kept: " : "reverted: ") + write(settled)
+  }
+
+  /// Whether the tried change stays after `settled`: kept, and not found
+  /// reverted already.
+  static func wasKept(keep: Bool, tried: WriteResult, settled: WriteResult) -> Bool {
+    keep
+      && (settled.changed || settled.switchObject.state.checked == tried.switchObject.state.checked)
   }
 
   /// `history`: `43  2026-11-30T03:41:07.002Z  wifi  toggle  checked: on→off  by uid 1000 (pid 4321)`,

@@ -63,9 +63,44 @@ extension Runner {
     let keep = KeepQuestion(until: until).ask(interrupt: interrupt)
     if interrupt >= 0 { shim_signalfd_interrupt_end(interrupt) }
     let settling: SwitchProtocol.Method = keep ? .confirm : .revert
-    let settled = try decode(
-      try call(client, settling, try keyParam(key)), as: WriteResult.self)
+    let settled = try settle(settling, key: key, on: client, until: until)
     console.out(Output.settled(keep: keep, tried: result, settled: settled))
+    // Exit status 0 only when the change stays: `switchctl on wifi
+    // --confirm 30s && …` goes on only if it was kept (an audit).
+    if !Output.wasKept(keep: keep, tried: result, settled: settled) {
+      throw .local("\(key) was not kept: the change was reverted")
+    }
+  }
+
+  /// `confirm` or `revert` of the change tried on `client`. The change
+  /// outlives a restart of switchd (rule 20: only its deadline decides
+  /// then), so an answer the person gave while switchd restarted is not
+  /// lost: on a connection that closed, switchctl connects again until the
+  /// change's deadline (`until`) and settles it there; any connection of
+  /// the maker's uid may (an audit: the "y" was lost, and the change reverted).
+  func settle(
+    _ settling: SwitchProtocol.Method, key: String, on client: DaemonClient, until: Int64
+  ) throws(Failure) -> WriteResult {
+    do throws(Failure) {
+      return try decode(try call(client, settling, try keyParam(key)), as: WriteResult.self)
+    } catch .client(.closed(let path)) {
+      console.err("switchctl: switchd at \(path) closed the connection; connecting again")
+      while true {
+        do throws(Failure) {
+          let again = try connect()
+          return try decode(try call(again, settling, try keyParam(key)), as: WriteResult.self)
+        } catch .client(let error) {
+          switch error {
+          case .unreachable, .closed: break
+          default: throw .client(error)
+          }
+          // A second past the deadline: by then switchd has reverted it,
+          // which the answer then says.
+          guard wallClockMilliseconds() < until + 1000 else { throw .client(error) }
+          usleep(200_000)
+        }
+      }
+    }
   }
 }
 

@@ -141,3 +141,73 @@ import Testing
     #expect(try client.result("status")["revision"]?.int64Value == 0)
   }
 }
+
+/// switchctl's question on a terminal (through `script`, which gives it a
+/// pty), for what a person does at it: the exit status says whether the
+/// change stays, and a "yes" given while switchd restarted still keeps it.
+@Suite struct TriedChangeOnATerminalTests {
+  /// `switchctl ARGS` on a pty, its input written by the test; its output
+  /// (the pty's, through `script`) in a log.
+  final class Terminal {
+    let child: Child
+    let input: Int32
+    let logPath: String
+
+    init(_ daemon: DaemonFixture, _ arguments: [String], name: String) throws {
+      var fds: [Int32] = [0, 0]
+      guard pipe(&fds) == 0 else { throw FixtureError("pipe failed") }
+      logPath = daemon.directory + "/\(name).log"
+      let command = ([Products.path("switchctl"), "--socket", daemon.socketPath] + arguments)
+        .joined(separator: " ")
+      let pid = try spawn(
+        ["/usr/bin/script", "-qec", command, "/dev/null"], stdin: fds[0], stdoutPath: logPath,
+        stderrPath: logPath)
+      close(fds[0])
+      input = fds[1]
+      child = try Child(adopting: pid)
+    }
+
+    deinit { close(input) }
+
+    var output: String { (try? readWholeFile(logPath)) ?? "" }
+
+    func type(_ text: String) {
+      var bytes = Array(text.utf8)
+      _ = write(input, &bytes, bytes.count)
+    }
+  }
+
+  @Test func theExitStatusSaysWhetherTheChangeStays() throws {
+    try #require(access("/usr/bin/script", X_OK) == 0, "needs util-linux's script")
+    let daemon = try DaemonFixture()
+    let asked = try Terminal(daemon, ["off", "wifi", "--confirm", "60s"], name: "no")
+    #expect(pollUntil(seconds: 60) { asked.output.contains("Keep this change?") })
+    asked.type("n\n")
+    #expect(asked.child.wait(seconds: 60) == 1)
+    #expect(asked.output.contains("reverted: wifi: on"))
+    #expect(asked.output.contains("switchctl: wifi was not kept: the change was reverted"))
+    let kept = try Terminal(daemon, ["off", "wifi", "--confirm", "60s"], name: "yes")
+    #expect(pollUntil(seconds: 60) { kept.output.contains("Keep this change?") })
+    kept.type("y\n")
+    #expect(kept.child.wait(seconds: 60) == 0)
+    #expect(kept.output.contains("kept: wifi: off"))
+  }
+
+  /// Rule 20: the change outlives a restart of switchd, and any connection
+  /// of its maker's uid may confirm it. Before, the "y" went to the closed
+  /// connection: switchctl failed, and the change reverted at its deadline.
+  @Test func aYesGivenWhileSwitchdRestartedKeepsTheChange() throws {
+    try #require(access("/usr/bin/script", X_OK) == 0, "needs util-linux's script")
+    let daemon = try DaemonFixture()
+    let terminal = try Terminal(daemon, ["off", "wifi", "--confirm", "120s"], name: "restart")
+    #expect(pollUntil(seconds: 60) { terminal.output.contains("Keep this change?") })
+    #expect(daemon.stop() == 0)
+    try daemon.start()
+    terminal.type("y\n")
+    #expect(terminal.child.wait(seconds: 60) == 0, "\(terminal.output)")
+    #expect(terminal.output.contains("connecting again"))
+    #expect(terminal.output.contains("kept: wifi: off"))
+    let wifi = try daemon.client().result("get", #"{"key":"wifi"}"#)
+    #expect(wifi.checked == false && wifi["pendingUntil"]?.isNull == true)
+  }
+}

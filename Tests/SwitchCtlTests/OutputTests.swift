@@ -127,6 +127,17 @@ import Testing
     #expect(
       Output.settled(keep: true, tried: tried, settled: try result(true, checked: false))
         == "kept: wifi: off")
+    // A "yes" that came after the deadline (switchd restarted meanwhile): reverted.
+    let late = try result(false, checked: true)
+    #expect(
+      Output.settled(keep: true, tried: tried, settled: late)
+        == "reverted: wifi: on (switchd reverted it at its deadline)")
+    // Only a change that stays exits 0.
+    #expect(!Output.wasKept(keep: true, tried: tried, settled: late))
+    #expect(!Output.wasKept(keep: false, tried: tried, settled: try result(true, checked: true)))
+    #expect(Output.wasKept(keep: true, tried: tried, settled: try result(true, checked: false)))
+    // Confirmed from another connection first: nothing pending, the value stays.
+    #expect(Output.wasKept(keep: true, tried: tried, settled: try result(false, checked: false)))
   }
 
   @Test func writePrintsNewValueAndUnchanged() throws {

@@ -18,13 +18,19 @@ public final class Child {
   /// The write end of the watchdog's pipe.
   private let leash: Int32
 
-  public init(
+  public convenience init(
     _ argv: [String], environment: [String: String]? = nil, logPath: String,
     errorLogPath: String? = nil
   ) throws {
-    let pid = try spawn(
-      argv, stdoutPath: logPath, stderrPath: errorLogPath ?? logPath, append: true,
-      environment: environment)
+    try self.init(
+      adopting: spawn(
+        argv, stdoutPath: logPath, stderrPath: errorLogPath ?? logPath, append: true,
+        environment: environment))
+  }
+
+  /// A process the test spawned itself (`spawn`, with its own stdin), kept
+  /// and ended as one started by the other initializer.
+  public init(adopting pid: pid_t) throws {
     do {
       (watchdog, leash) = try Self.startWatchdog(for: pid)
     } catch {
