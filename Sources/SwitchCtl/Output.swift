@@ -22,7 +22,10 @@ enum Output {
   /// invalid, in the order a person must read them: disabled wins
   /// (docs/semantics.md rule 5), so it comes first. E.g. `disabled by admin: Gone.`.
   /// `invalid` says the system did not take the value: `invalid: rfkill: no device`.
-  static func notes(_ state: StateObject) -> [String] {
+  /// `now` nil: the deadlines as times, for a change printed after the fact
+  /// (`watch`, a `since` replay: "40 s" said nothing true of a change
+  /// replayed a minute later).
+  static func notes(_ state: StateObject, now: Int64? = wallClockMilliseconds()) -> [String] {
     var notes: [String] = []
     if state.disabled {
       notes.append(hold("disabled", by: state.disabledBy, reason: state.disabledReason))
@@ -31,18 +34,30 @@ enum Output {
       notes.append(hold("read-only", by: state.heldBy, reason: state.readOnlyReason))
     }
     if state.invalid { notes.append(hold("invalid", by: nil, reason: state.invalidReason)) }
-    return notes + timeNotes(state, now: wallClockMilliseconds())
+    return notes + timeNotes(state, now: now)
   }
 
   /// The deadlines in words (rules 20–22): "reverts in 40 s unless
-  /// confirmed", "off for 52 more minutes", "read-only until 16:00".
-  static func timeNotes(_ state: StateObject, now: Int64) -> [String] {
+  /// confirmed", "off for 52 more minutes", "read-only until 16:00"; with
+  /// `now` nil, "reverts at 16:00:40 unless confirmed", "off until 16:52".
+  /// A value's timer under a hold or a disable does not claim the value
+  /// shown, which may be the one a hold fixes (a user's own timed value
+  /// beneath it), and which the hold may keep at the end (an audit).
+  static func timeNotes(_ state: StateObject, now: Int64?) -> [String] {
     var notes: [String] = []
     if let at = state.pendingUntil {
-      notes.append("reverts in \(span(at - now)) unless confirmed")
+      notes.append(
+        now.map { "reverts in \(span(at - $0)) unless confirmed" }
+          ?? "reverts at \(endClock(at)) unless confirmed")
     }
     if let at = state.expiresAt {
-      notes.append(onOff(state.checked) + " for \(span(at - now, more: true))")
+      if state.readOnly || state.disabled {
+        notes.append("a timed value ends at \(endClock(at)), under the hold")
+      } else {
+        notes.append(
+          onOff(state.checked)
+            + (now.map { " for \(span(at - $0, more: true))" } ?? " until \(endClock(at))"))
+      }
     }
     // A policy's hold has an end only by its schedule.
     if let at = state.readOnlyUntil {
@@ -263,7 +278,9 @@ enum Output {
     // A policy change is made by the policy: "(policy by policy)" says nothing twice.
     let origin = who == change.cause ? who : change.cause + " by " + who
     let head = "\(change.revision) " + keyAndUser(change) + " " + onOff(change.state.checked)
-    return withNotes(head + " (" + origin + ")", change.state)
+    return notes(change.state, now: nil).reduce(head + " (" + origin + ")") {
+      $0 + " (" + $1 + ")"
+    }
   }
 
   /// The key of an event or entry, with whose value changed when it is one

@@ -98,6 +98,22 @@ import Testing
     state.pendingUntil = 1000 + 40_000
     let notes = Output.timeNotes(state, now: 1000)
     #expect(notes == ["reverts in 40 s unless confirmed", "off for 52 more minutes"])
+    // Printed after the fact (watch, a replay): times, not "in 40 s".
+    #expect(
+      Output.timeNotes(state, now: nil) == [
+        "reverts at \(Output.endClock(41_000)) unless confirmed",
+        "off until \(Output.endClock(1000 + 52 * 60_000))",
+      ])
+    // Under a hold the value shown may be the one it fixes, and the hold
+    // may keep it at the end: the timer does not claim it (an audit).
+    var beneath = state
+    beneath.pendingUntil = nil
+    beneath.readOnly = true
+    beneath.heldBy = "admin"
+    #expect(
+      Output.timeNotes(beneath, now: 1000) == [
+        "a timed value ends at \(Output.endClock(1000 + 52 * 60_000)), under the hold"
+      ])
     // Holds: an administrator's ends by its time, a policy's by its schedule.
     var held = state
     held.expiresAt = nil
