@@ -33,7 +33,11 @@ public enum Refusal: Error, Equatable, Sendable {
     case .conflict(let key, let expected, let current):
       return "\(key) changed since revision \(expected); it is now at revision \(current)."
     case .pending(let key):
-      return "\(key) is being tried: confirm or revert the change first."
+      // Said to anyone, its maker or not: who may settle it, and that it
+      // ends by itself (an audit: "confirm or revert" told a user who may
+      // do neither to do it).
+      return "\(key) is being tried: its maker or an administrator may confirm or revert it"
+        + " first; unless confirmed it reverts at its deadline."
     case .noApplyCommand(let key):
       return "\(key) has no apply command (ExecApply=) to run."
     }

@@ -203,10 +203,16 @@ enum Output {
   /// deadline (the question waits out the last second): it says so, not
   /// "unchanged".
   static func settled(keep: Bool, tried: WriteResult, settled: WriteResult) -> String {
-    if !settled.changed && settled.switchObject.state.checked != tried.switchObject.state.checked {
+    let stays = settled.switchObject.state.checked == tried.switchObject.state.checked
+    if !settled.changed && !stays {
       // Found reverted already: a "no" came after the deadline, or a "yes"
       // after switchd restarted and the deadline passed.
       return "reverted: " + write(settled, note: "switchd reverted it at its deadline")
+    }
+    if !keep && settled.changed && stays {
+      // The try ended, but a hold that came since keeps the value (rule 20,
+      // as a write of its maker's would be judged): said, not left to guess.
+      return "reverted: " + write(settled, note: "a hold keeps the value")
     }
     return (keep ? "kept: " : "reverted: ") + write(settled)
   }

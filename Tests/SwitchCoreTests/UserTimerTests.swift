@@ -126,6 +126,11 @@ import Testing
         throws: Refusal.pending(key: Self.definition.key),
         performing: { try Self.decide(.toggle(ifRevision: nil), caller, own: own) })
     }
+    // Said to anyone who tries to write it, who may not settle it either.
+    #expect(
+      Refusal.pending(key: "chat").message
+        == "chat is being tried: its maker or an administrator may confirm or revert it first;"
+        + " unless confirmed it reverts at its deadline.")
     let bobAsAlice = UserScopeTests.bob.acting(as: 1000)
     #expect(throws: Refusal.self, performing: { try Self.decide(.confirm, bobAsAlice, own: own) })
     let confirmed = try #require(Self.change(try Self.decide(.confirm, Self.alice, own: own)))

@@ -124,6 +124,10 @@ import Testing
     #expect(
       Output.settled(keep: false, tried: tried, settled: try result(false, checked: false))
         == "reverted: wifi: off (unchanged)")
+    // The try ended, the value kept by a hold that came since: said so.
+    #expect(
+      Output.settled(keep: false, tried: tried, settled: try result(true, checked: false))
+        == "reverted: wifi: off (a hold keeps the value)")
     #expect(
       Output.settled(keep: true, tried: tried, settled: try result(true, checked: false))
         == "kept: wifi: off")
