@@ -15,6 +15,13 @@ public struct ZoneOffsets: Sendable {
 
   /// A zone without daylight saving.
   public static func fixed(_ seconds: Int64) -> ZoneOffsets { ZoneOffsets { _ in seconds } }
+
+  /// The first instant (seconds since the epoch) whose local time reads
+  /// `wall` (local seconds since the epoch) or later: a time the
+  /// spring-forward gap skips is the gap's end, one the fall-back hour
+  /// repeats is its first reading. The one way a local time becomes an
+  /// instant: a schedule's windows and switchctl's `--until HH:MM`.
+  public func firstInstant(readingLocal wall: Int64) -> Int64 { resolve(wall: wall, in: self) }
 }
 
 // When the windows start and end on a real clock.

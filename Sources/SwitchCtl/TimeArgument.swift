@@ -1,5 +1,13 @@
 import Glibc
+import SwitchCore
 import SwitchProtocol
+import SwitchSystem
+
+extension ZoneOffsets {
+  /// The machine's local time zone (`TZ`, else /etc/localtime), as the
+  /// daemon reads it for schedules.
+  static let local = ZoneOffsets { localOffsetSeconds(at: $0) }
+}
 
 /// `--for SPAN`, `--until TIME` and `--confirm SPAN` (SEMANTICS.md rules
 /// 20–22) as a person writes them. Spans as systemd writes them
@@ -93,7 +101,9 @@ enum TimeArgument {
   }
 
   /// Milliseconds since the epoch of a time, after `now` (milliseconds).
-  static func time(_ text: String, now: Int64) -> Result<Int64, Problem> {
+  static func time(
+    _ text: String, now: Int64, zone: ZoneOffsets = .local
+  ) -> Result<Int64, Problem> {
     let trimmed = text.trimmingCharacters(in: " ")
     // A timestamp with its zone, as the daemon reads one: 2026-12-02T16:00:00Z, +01:00, ….
     if let exact = Timestamp.milliseconds(rfc3339: trimmed) { return .success(exact) }
@@ -117,29 +127,26 @@ enum TimeArgument {
       let second = fields.count == 3 ? digits(fields[2]) : 0,
       (0...23).contains(hour), (0...59).contains(minute), (0...59).contains(second)
     else { return .failure(problem) }
-    var now = time_t(now / 1000)
-    var parts = tm()
-    localtime_r(&now, &parts)
+    // The local day it names (today's, without a date), and the instant
+    // its clock first reads that time, as a `Schedule=` window's edge is
+    // found: a time the spring-forward gap skips is the gap's end, one the
+    // fall-back hour repeats its first reading (mktime took 02:30 in the
+    // gap as 03:30, and either reading of a repeated one; an audit).
+    let nowSeconds = now >= 0 ? now / 1000 : (now - 999) / 1000
+    let localNow = nowSeconds + zone.secondsEast(nowSeconds)
+    var day = localNow >= 0 ? localNow / 86_400 : (localNow - 86_399) / 86_400
     if let date {
-      parts.tm_year = date.year - 1900
-      parts.tm_mon = date.month - 1
-      parts.tm_mday = date.day
+      day = Timestamp.days(fromCivil: Int64(date.year), Int64(date.month), Int64(date.day))
+      // A day that does not exist (February 30) is refused, not moved.
+      let named = Timestamp.civil(fromDays: day)
+      guard named.0 == Int64(date.year), named.1 == Int(date.month), named.2 == Int(date.day)
+      else { return .failure(problem) }
     }
-    parts.tm_hour = hour
-    parts.tm_min = minute
-    parts.tm_sec = second
-    parts.tm_isdst = -1
-    var asked = parts
-    var seconds = Int64(mktime(&asked))
-    // mktime moves a day that does not exist (February 30) to one that does.
-    if let date, asked.tm_mon != date.month - 1 || asked.tm_mday != date.day {
-      return .failure(problem)
-    }
-    if date == nil && seconds <= Int64(now) {
+    let secondOfDay = (Int64(hour) * 60 + Int64(minute)) * 60 + Int64(second)
+    var seconds = zone.firstInstant(readingLocal: day * 86_400 + secondOfDay)
+    if date == nil && seconds <= nowSeconds {
       // HH:MM already passed today: tomorrow's.
-      parts.tm_mday += 1
-      parts.tm_isdst = -1
-      seconds = Int64(mktime(&parts))
+      seconds = zone.firstInstant(readingLocal: (day + 1) * 86_400 + secondOfDay)
     }
     return .success(seconds * 1000)
   }

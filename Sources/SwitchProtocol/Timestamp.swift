@@ -154,7 +154,7 @@ public enum Timestamp {
   }
 
   /// Howard Hinnant's civil-to-days algorithm, the inverse of `civil(fromDays:)`.
-  static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
+  public static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
     let y = month <= 2 ? year - 1 : year
     let era = (y >= 0 ? y : y - 399) / 400
     let yoe = y - era * 400
@@ -164,7 +164,7 @@ public enum Timestamp {
   }
 
   /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian).
-  static func civil(fromDays z0: Int64) -> (Int64, Int, Int) {
+  public static func civil(fromDays z0: Int64) -> (Int64, Int, Int) {
     let z = z0 + 719_468
     let era = (z >= 0 ? z : z - 146_096) / 146_097
     let doe = z - era * 146_097

@@ -15,3 +15,14 @@ public func wallClockMilliseconds() -> Int64 {
   clock_gettime(CLOCK_REALTIME, &ts)
   return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
 }
+
+/// Seconds east of UTC in the machine's local time zone at an instant
+/// (seconds since the epoch), with its daylight-saving rules: `TZ` when
+/// set, else /etc/localtime, looked at again (`tzset`) each time.
+public func localOffsetSeconds(at seconds: Int64) -> Int64 {
+  tzset()
+  var time = time_t(seconds)
+  var parts = tm()
+  guard localtime_r(&time, &parts) != nil else { return 0 }
+  return Int64(parts.tm_gmtoff)
+}

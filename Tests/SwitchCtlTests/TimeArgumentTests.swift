@@ -1,3 +1,4 @@
+import SwitchCore
 import Testing
 
 @testable import SwitchCtl
@@ -66,6 +67,34 @@ import Testing
         continue
       }
     }
+  }
+
+  /// A local time across daylight saving is read as `Schedule=` reads one
+  /// (SwitchCore's `ZoneOffsets.firstInstant`): in the spring gap, its end;
+  /// in the repeated autumn hour, the first reading. With mktime, 02:30 in
+  /// the gap was 03:30, and a repeated 02:30 the second (an audit).
+  @Test func aLocalTimeAcrossDaylightSavingIsReadAsASchedulesIs() throws {
+    // Berlin in 2027: CEST from 2027-03-28T01:00Z, CET again from 2027-10-31T01:00Z.
+    let spring: Int64 = 1_806_195_600  // 2027-03-28T01:00:00Z
+    let autumn: Int64 = 1_824_944_400  // 2027-10-31T01:00:00Z
+    let berlin = ZoneOffsets { $0 >= spring && $0 < autumn ? 7200 : 3600 }
+    func utc(_ text: String) -> Int64 { Timestamp.milliseconds(rfc3339: text)! }
+    // 00:30 local on the day of each change.
+    let springMorning = utc("2027-03-27T23:30:00Z")
+    #expect(
+      try TimeArgument.time("02:30", now: springMorning, zone: berlin).get()
+        == utc("2027-03-28T01:00:00Z"))  // 03:00 CEST, the gap's end
+    #expect(
+      try TimeArgument.time("2027-03-28 02:30", now: springMorning, zone: berlin).get()
+        == utc("2027-03-28T01:00:00Z"))
+    let autumnMorning = utc("2027-10-30T22:30:00Z")
+    #expect(
+      try TimeArgument.time("02:30", now: autumnMorning, zone: berlin).get()
+        == utc("2027-10-31T00:30:00Z"))  // 02:30 CEST, the first reading
+    // An ordinary day: the next such time, tomorrow once passed.
+    #expect(
+      try TimeArgument.time("00:15", now: autumnMorning, zone: berlin).get()
+        == utc("2027-10-31T23:15:00Z"))
   }
 
   @Test func optionsAreCheckedOnTheCommandLine() throws {

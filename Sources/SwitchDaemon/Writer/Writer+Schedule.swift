@@ -9,16 +9,8 @@ import SwitchSystem
 /// same files would be: each switch whose State changes is one change with
 /// `cause: policy`. The wall-clock timer fires for it with the deadlines.
 extension Writer {
-  /// The machine's local time zone, with its daylight-saving rules
-  /// (`localtime_r`'s `tm_gmtoff`; `TZ` when set, else /etc/localtime,
-  /// looked at again with `tzset` each time).
-  static let localZone = ZoneOffsets { seconds in
-    tzset()
-    var time = time_t(seconds)
-    var parts = tm()
-    guard localtime_r(&time, &parts) != nil else { return 0 }
-    return Int64(parts.tm_gmtoff)
-  }
+  /// The machine's local time zone, with its daylight-saving rules.
+  static let localZone = ZoneOffsets { localOffsetSeconds(at: $0) }
 
   /// `configured` as it stands now, remembering it and when it next flips.
   func inEffectNow(_ configured: Catalog, _ access: AccessRules) -> Catalog {
