@@ -100,16 +100,23 @@ extension Server {
   /// and `writableReason` for `caller` acting as that user, encoded here
   /// whole: a write's answer, whose state need not be the loop's copy.
   func writeUserSwitch(
-    _ w: inout JSONWriter, definition: SwitchDefinition, at position: Int?, seen: SwitchRecord,
-    user uid: UInt32, for caller: Caller
+    _ w: inout JSONWriter, definition: SwitchDefinition, at position: Int?,
+    seen: borrowing SwitchRecord, user uid: UInt32, for caller: borrowing Caller
   ) {
     let policy = policy(of: definition.key, holding: seen.state)
+    // The caller as is for their own value (nearly every write): acting as
+    // themselves made a copy of it, and destroyed it (callgrind).
+    let writable =
+      uid == caller.subject
+      ? Rules.writability(
+        key: definition.key, state: seen.state, policy: policy, caller: caller, scope: .user)
+      : Rules.writability(
+        key: definition.key, state: seen.state, policy: policy, caller: caller.acting(as: uid),
+        scope: .user)
     WireEncoding.writeSwitch(
       &w, template: template(of: definition, at: position), record: seen,
       policySource: Rules.policySource(state: seen.state, rule: policy), user: uid,
-      writable: Rules.writability(
-        key: definition.key, state: seen.state, policy: policy, caller: caller.acting(as: uid),
-        scope: .user))
+      writable: writable)
   }
 
   /// The viewer's own values of user-scope switches, for the log reader to

@@ -226,14 +226,19 @@ extension Server {
     // The key as the writer hashed it: no hash made here.
     let position = encodings.positions[outcome.record.hashedKey]
     if outcome.definition.scope == .user {
-      let user = outcome.user ?? caller.subject
+      // A write of a user's value: the switch as that user reads it after it,
+      // lent (a copy of it per answer, callgrind).
+      if let user = outcome.user {
+        writeUserSwitch(
+          &w, definition: outcome.definition, at: position, seen: outcome.record, user: user,
+          for: caller)
+        return
+      }
       // A hold's answer shows the switch with this user's own value now.
-      let seen =
-        outcome.user != nil
-        ? outcome.record
-        : Visibility.record(
-          outcome.record, own: userValues[outcome.record.hashedKey]?[user],
-          definition: outcome.definition)
+      let user = caller.subject
+      let seen = Visibility.record(
+        outcome.record, own: userValues[outcome.record.hashedKey]?[user],
+        definition: outcome.definition)
       writeUserSwitch(
         &w, definition: outcome.definition, at: position, seen: seen, user: user, for: caller)
       return
