@@ -251,21 +251,28 @@ public struct SeenOwnValue: Equatable, Sendable {
   public var pending: TriedChange?
 
   public init(_ value: UserValue) {
-    checked = value.checked
-    expiresAt = value.expiresAt
-    expiryByAdministrator = value.expiryByAdministrator
-    pendingUntil = value.pendingUntil
-    pending = value.pending
+    self.init(
+      value.checked, value.expiresAt, value.expiryByAdministrator, value.pendingUntil,
+      value.pending)
   }
 
   /// The value a change of the user's own value leaves (its `state`) or
   /// found (its `previous`): both hold that user's value and timers.
   public init(userState state: SwitchState) {
-    checked = state.checked
-    expiresAt = state.expiresAt
-    expiryByAdministrator = state.expiryByAdministrator
-    pendingUntil = state.pendingUntil
-    pending = state.pending
+    self.init(
+      state.checked, state.expiresAt, state.expiryByAdministrator, state.pendingUntil,
+      state.pending)
+  }
+
+  private init(
+    _ checked: Bool, _ expiresAt: Int64?, _ byAdministrator: Bool, _ pendingUntil: Int64?,
+    _ pending: TriedChange?
+  ) {
+    self.checked = checked
+    self.expiresAt = expiresAt
+    expiryByAdministrator = byAdministrator
+    self.pendingUntil = pendingUntil
+    self.pending = pending
   }
 
   /// Whether it has a timer: its view is that user's alone.
