@@ -149,15 +149,19 @@ function forUser(s, params) {
 function connectionChanged(status, problem) {
     page.connected = status === "connected";
     document.body.classList.toggle("offline", !page.connected);
+    let said;
     if (page.connected) {
         page.everConnected = true;
-        connectionNode.textContent = "";
+        said = "";
         learnWhoIAm(page.status);
     } else if (page.everConnected) {
-        connectionNode.textContent = `${problem} The page reconnects by itself; what it shows may be out of date.`;
+        said = `${problem} The page reconnects by itself; what it shows may be out of date.`;
     } else {
-        connectionNode.textContent = `${problem} The page keeps trying.`;
+        said = `${problem} The page keeps trying.`;
     }
+    // A live region: written when what it says changes, not on every retry
+    // (a screen reader read the same sentence once a second; an audit).
+    setText(connectionNode, said);
     sectionsNode.setAttribute("aria-busy", page.connected ? "false" : "true");
 }
 
@@ -270,7 +274,7 @@ function draw(table) {
             if (title !== "") {
                 const headingId = newId("section");
                 node.setAttribute("aria-labelledby", headingId);
-                node.append(element("h2", { id: headingId }, title));
+                node.append(element("h2", { id: headingId, dir: "auto" }, title));
             } else {
                 node.setAttribute("aria-label", "General");
             }
@@ -312,16 +316,18 @@ function draw(table) {
 // ---------------------------------------------------------------- a row
 
 function makeRow(key) {
-    const row = { key, switch: null, busy: false, pending: null, alert: "", madeHere: false };
+    const row = { key, switch: null, busy: false, pending: null, alert: "", alertRevision: null, madeHere: false };
     const base = newId("switch");
     row.node = element("li", { class: "row", "data-key": key });
 
     const main = element("div", { class: "row-main" });
     const text = element("div", { class: "row-text" });
     row.button = element("button", { id: `${base}-control`, type: "button", role: "switch", class: "switch" });
-    row.label = element("label", { id: `${base}-label`, class: "label" }); // `for` while not disabled (drawRow)
-    row.description = element("p", { id: `${base}-description`, class: "description" });
-    row.reason = element("p", { id: `${base}-reason`, class: "reason" });
+    // dir="auto": the daemon's text (a label, a reason) may be right-to-left
+    // in a left-to-right page, and is laid out as its own (SWT-24).
+    row.label = element("label", { id: `${base}-label`, class: "label", dir: "auto" }); // `for` while not disabled (drawRow)
+    row.description = element("p", { id: `${base}-description`, class: "description", dir: "auto" });
+    row.reason = element("p", { id: `${base}-reason`, class: "reason", dir: "auto" });
     row.alertNode = element("p", { id: `${base}-alert`, class: "alert", role: "alert" });
     text.append(row.label, row.description, row.reason, row.alertNode);
 
@@ -440,7 +446,18 @@ function drawRow(row, s) {
         row.alert = "";
         row.alertOf = null;
     }
-    row.alertNode.textContent = row.alert;
+    // A refusal or failure said of one revision of the switch is not true
+    // of a later one (someone else changed it since: an audit found
+    // "Applying … failed" beside a switch applied since).
+    if (row.alert && row.alertRevision === "next") {
+        row.alertRevision = s.revision;
+    } else if (row.alert && row.alertRevision !== null && s.revision !== row.alertRevision) {
+        row.alert = "";
+        row.alertRevision = null;
+    }
+    // role="alert": written when it changes, not again on every event of
+    // any switch (each write is announced again).
+    setText(row.alertNode, row.alert);
     row.alertNode.hidden = row.alert === "";
 
     const b = row.button;
@@ -500,8 +517,17 @@ function drawRow(row, s) {
         b.setAttribute("aria-describedby", described.join(" "));
 
     drawAdminControls(row);
-    if (!row.panel.hidden)
+    // An open "Why?" is read again when its switch changed, not on every
+    // event of any switch (it was rebuilt each time, moving a screen
+    // reader's place; an audit).
+    if (!row.panel.hidden && row.historyRevision !== s.revision)
         loadHistory(row);
+}
+
+/** Sets `node`'s text only when it differs: a live region announces every write. */
+function setText(node, text) {
+    if (node.textContent !== text)
+        node.textContent = text;
 }
 
 function setFlag(node, name, on) {
@@ -515,6 +541,7 @@ function showAlert(row, text) {
     if (!text)
         row.alertOf = null;
     row.alert = text;
+    row.alertRevision = null;
     if (row.switch)
         drawRow(row, row.switch);
 }
@@ -654,8 +681,17 @@ function drawTime(row) {
     if (deadline && deadline !== row.countingTo)
         serverClock.measureAgain();
     row.countingTo = deadline;
+    // Keep / Undo: for a tried change of this uid (this page's, or made
+    // elsewhere by the same account: the history says who) or for an
+    // administrator; anyone else sees the count-down only (the daemon
+    // refuses them: PermissionDenied), and is not asked what they cannot
+    // answer (an audit).
+    if (s.pendingUntil && !row.madeHere && page.administrator !== true && row.makerOf !== s.pendingUntil)
+        learnMaker(row, s.pendingUntil);
+    const maySettle = !!s.pendingUntil && (row.madeHere || page.administrator === true ||
+        (page.uid !== null && row.makerUid === page.uid));
     if (s.pendingUntil) {
-        row.pendingText = "Keep this change?";
+        row.pendingText = maySettle ? "Keep this change?" : "Someone is trying this change.";
         const left = secondsLeft(s.pendingUntil);
         row.countdown.textContent = `It goes back in ${left} ${left === 1 ? "second" : "seconds"}.`;
     } else {
@@ -664,14 +700,6 @@ function drawTime(row) {
         row.makerOf = null;
         row.countdown.textContent = "";
     }
-    // Keep / Undo: for a tried change of this uid (this page's, or made
-    // elsewhere by the same account: the history says who) or for an
-    // administrator; anyone else sees the count-down only (the daemon
-    // refuses them: PermissionDenied).
-    if (s.pendingUntil && !row.madeHere && page.administrator !== true && row.makerOf !== s.pendingUntil)
-        learnMaker(row, s.pendingUntil);
-    const maySettle = !!s.pendingUntil && (row.madeHere || page.administrator === true ||
-        (page.uid !== null && row.makerUid === page.uid));
     if (row.promptText.textContent !== row.pendingText)
         row.promptText.textContent = row.pendingText;
     row.prompt.hidden = !s.pendingUntil;
@@ -685,7 +713,12 @@ function drawTime(row) {
     if (s.expiresAt) {
         const minutes = Math.max(1, Math.ceil(secondsLeft(s.expiresAt) / 60));
         const state = s.checked ? "On" : "Off";
-        row.timedText = minutes <= 120
+        // Under a hold the value shown may be the one it fixes (a user's
+        // own timed value beneath it), and the hold may keep it at the end:
+        // the timer claims no value there (as switchctl says it).
+        row.timedText = s.readOnly || s.disabled
+            ? `A timed value ends at ${clockTime(s.expiresAt)}, under the hold.`
+            : minutes <= 120
             ? `${state} for ${minutes} more ${minutes === 1 ? "minute" : "minutes"}.`
             : `${state} until ${clockTime(s.expiresAt)}.`;
     }
@@ -829,6 +862,9 @@ async function refused(row, error, rootsView = false) {
     row.alert = error.message;
     if (error.name === "Conflict" && error.data && error.data.pending)
         row.alert = "A tried change of this switch waits to be kept or undone.";
+    // Said of the switch as the refusal found it (the revision it draws
+    // next): a later revision clears it (drawRow).
+    row.alertRevision = error.data && error.data.switch ? error.data.switch.revision : "next";
     if (rootsView) {
         // The daemon's switch is root's own value (see adminCall): the person's is asked for.
         if (error.name !== "Disconnected")
@@ -889,6 +925,7 @@ let historySerial = 0;
 
 /** Fills the "why" panel: who holds the switch, since when, the last changes. */
 async function loadHistory(row) {
+    row.historyRevision = row.switch ? row.switch.revision : null;
     const serial = ++historySerial;
     row.loadingHistory = serial;
     let entries;

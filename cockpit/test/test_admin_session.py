@@ -301,6 +301,28 @@ def test_a_conflict_redraws_the_switch_from_the_daemon(page, daemon, relay):
     # The held event arrives late and is not applied twice.
     round_trip(page, "Marketing emails")
     expect_drawn_as_daemon(page, daemon, "email.marketing", "Marketing emails")
+    # The refusal (role="alert") is not written again by the events of
+    # other switches: a screen reader announced it again on each (an audit).
+    alert = page.locator("li.row", has=control).locator(".alert")
+    page.evaluate("""node => {
+        window.alertWrites = 0;
+        new MutationObserver(m => { window.alertWrites += m.length; })
+            .observe(node, { childList: true, characterData: true, subtree: true });
+    }""", alert.element_handle())
+    wifi = switch(page, "Wi-Fi")
+    was = daemon.get("wifi")["checked"]
+    assert daemon.ctl("toggle", "wifi").returncode == 0
+    expect(wifi).to_have_attribute("aria-checked", "false" if was else "true")
+    assert daemon.ctl("toggle", "wifi").returncode == 0
+    expect(wifi).to_have_attribute("aria-checked", "true" if was else "false")
+    assert page.evaluate("window.alertWrites") == 0
+    expect(alert).to_be_visible()
+    # A change of this switch made since: what was said of the older
+    # revision is no longer true, and goes.
+    assert daemon.ctl("toggle", "email.marketing").returncode == 0
+    expect(alert).to_be_hidden()
+    assert daemon.ctl("toggle", "email.marketing").returncode == 0
+    expect_drawn_as_daemon(page, daemon, "email.marketing", "Marketing emails")
 
 
 def test_playwrights_check_and_uncheck_work_on_the_switch(page, daemon):
@@ -535,7 +557,24 @@ def test_a_restart_greys_the_page_and_it_resumes_with_since(page, daemon, relay)
     expect(page.get_by_role("status")).to_contain_text("reconnects by itself")
     expect(page.locator("body.offline")).to_have_count(1)
     expect(drawn).to_be_visible()  # what was drawn stays
+    # The live region says it once, not again at every try to reconnect
+    # (it was rewritten about once a second; an audit): once a try has
+    # found no socket, two more tries, seen as the channels they open,
+    # write nothing. (Read before the start, checked after it.)
+    expect(page.get_by_role("status")).to_contain_text("no socket at")
+    page.evaluate("""() => {
+        window.statusWrites = 0;
+        new MutationObserver(m => { window.statusWrites += m.length; })
+            .observe(document.getElementById("connection"),
+                     { childList: true, characterData: true, subtree: true });
+    }""")
+    def opens():
+        return sum('"command":"open"' in line and '"unix":' in line for line in relay.sent)
+    tried = opens()
+    wait_until("two more tries to reconnect", lambda: opens() >= tried + 2, pause=page.wait_for_timeout)
+    rewrites = page.evaluate("window.statusWrites")
     daemon.start()
+    assert rewrites == 0
     # A change right after the restart: by replay or live, drawn once.
     before = daemon.get("wifi")
     assert daemon.ctl("toggle", "wifi").returncode == 0
@@ -547,3 +586,29 @@ def test_a_restart_greys_the_page_and_it_resumes_with_since(page, daemon, relay)
     # …and the page works on the new connection.
     drawn.click()
     wait_daemon(page, daemon, "wifi", "flipped back", lambda s: s["checked"] == before["checked"])
+
+
+def test_on_and_off_differ_in_forced_colours(page, daemon):
+    """Windows contrast themes (forced colours) drop background colours,
+    which alone told on from off: both were an empty outlined pill (an
+    audit). The handle and the on track keep system colours."""
+    page.emulate_media(forced_colors="active")
+    try:
+        def colours(label):
+            return switch(page, label).evaluate("""node => {
+                const style = part => getComputedStyle(node.querySelector(part));
+                return [style(".track").backgroundColor, style(".handle").backgroundColor];
+            }""")
+        for key, label in [("wifi", "Wi-Fi"), ("email.marketing", "Marketing emails")]:
+            on = daemon.get(key)["checked"]
+            track, handle = colours(label)
+            assert handle != track, (label, track, handle)
+            assert daemon.ctl("toggle", key).returncode == 0
+            expect(switch(page, label)).to_have_attribute("aria-checked", "false" if on else "true")
+            after = colours(label)
+            assert after != [track, handle], (label, after)
+            assert after[1] != after[0], (label, after)
+            assert daemon.ctl("toggle", key).returncode == 0
+            expect(switch(page, label)).to_have_attribute("aria-checked", "true" if on else "false")
+    finally:
+        page.emulate_media(forced_colors="none")
