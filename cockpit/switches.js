@@ -4,9 +4,12 @@
  * the Cockpit transport, sections and rows, the switch's behaviour (the
  * seeds' SWT-1/2/25), the "why" panel and the administrator's controls.
  *
- * The page shows only what the daemon holds: a click sends `set` with the
+ * The page shows what the daemon holds: a click sends `set` with the
  * revision drawn, and the row is redrawn from the answer (or, refused, from
- * the switch the error carries), never from what was clicked.
+ * the switch the error carries). Only while that call is out does the
+ * switch show where the click goes, marked aria-busy (as the seeds' web
+ * switch flips before it fires change); an apply command that then fails
+ * puts it back, and says why beside it.
  */
 "use strict";
 
