@@ -720,7 +720,7 @@ function drawTime(row) {
         // own timed value beneath it), and the hold may keep it at the end:
         // the timer claims no value there (as switchctl says it).
         row.timedText = s.readOnly || s.disabled
-            ? `A timed value ends at ${clockTime(s.expiresAt)}, under the hold.`
+            ? `A timed value ends at ${clockTime(s.expiresAt)}, ${s.disabled ? "while disabled" : "under the hold"}.`
             : minutes <= 120
             ? `${state} for ${minutes} more ${minutes === 1 ? "minute" : "minutes"}.`
             : `${state} until ${clockTime(s.expiresAt)}.`;

@@ -36,8 +36,8 @@ public enum Refusal: Error, Equatable, Sendable {
       // Said to anyone, its maker or not: who may settle it, and that it
       // ends by itself (an audit: "confirm or revert" told a user who may
       // do neither to do it).
-      return "\(key) is being tried: its maker or an administrator may confirm or revert it"
-        + " first; unless confirmed it reverts at its deadline."
+      return "\(key) is being tried: unless confirmed it reverts at its deadline; its maker or"
+        + " an administrator may confirm or revert it sooner."
     case .noApplyCommand(let key):
       return "\(key) has no apply command (ExecApply=) to run."
     }

@@ -361,10 +361,11 @@ enum Commands {
       "  -h, --help     show help; 'switchctl help COMMAND' for one command",
       "  --version      print switchctl's version",
       "",
-      "Exit status: 0 done, 1 failed (or is-on: off or disabled), 2 usage error,",
-      "3 read-only, 4 disabled, 5 unknown switch, 6 permission denied, 7 switchd not",
-      "reachable, 8 conflict (the switch changed since --if-revision N, or a tried",
-      "change of it waits for confirm or revert).",
+      "Exit status: 0 done, 1 failed (or is-on: off or disabled; or a change tried",
+      "with --confirm on a terminal not kept), 2 usage error, 3 read-only, 4 disabled,",
+      "5 unknown switch, 6 permission denied, 7 switchd not reachable, 8 conflict (the",
+      "switch changed since --if-revision N, or a tried change of it waits for confirm",
+      "or revert).",
     ]
     return lines
   }

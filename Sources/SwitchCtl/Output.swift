@@ -52,7 +52,9 @@ enum Output {
     }
     if let at = state.expiresAt {
       if state.readOnly || state.disabled {
-        notes.append("a timed value ends at \(endClock(at)), under the hold")
+        notes.append(
+          "a timed value ends at \(endClock(at)), "
+            + (state.disabled ? "while disabled" : "under the hold"))
       } else {
         notes.append(
           onOff(state.checked)
@@ -197,31 +199,53 @@ enum Output {
     return withNotes(text, switchObject.state)
   }
 
-  /// The line after a tried change's question: what `confirm` or `revert`
-  /// (`settled`) did to the change `tried` made. A revert that found
-  /// nothing pending and the value back as before was switchd's own, at the
-  /// deadline (the question waits out the last second): it says so, not
-  /// "unchanged".
-  static func settled(keep: Bool, tried: WriteResult, settled: WriteResult) -> String {
-    let stays = settled.switchObject.state.checked == tried.switchObject.state.checked
-    if !settled.changed && !stays {
-      // Found reverted already: a "no" came after the deadline, or a "yes"
-      // after switchd restarted and the deadline passed.
-      return "reverted: " + write(settled, note: "switchd reverted it at its deadline")
+  /// What became of a tried change after its question: `keep` the answer,
+  /// `tried` the change's answer, `settled` the `confirm`'s or `revert`'s.
+  /// The one reading of the two answers, for the line and the exit status.
+  enum TriedOutcome: Equatable {
+    /// The value the try set stays: confirmed (here or elsewhere).
+    case kept
+    /// Undone by the revert asked for.
+    case reverted
+    /// Found undone already: at its deadline (a "no" after it, a "yes"
+    /// after switchd restarted and the deadline passed), or by an administrator.
+    case revertedAlready
+    /// Not confirmed, but the value stays: a hold that came since keeps it
+    /// (rule 20, judged as a write of its maker's; `changed`: the try ended
+    /// now), or the try had ended so already.
+    case heldByAHold(changed: Bool)
+
+    init(keep: Bool, tried: WriteResult, settled: WriteResult) {
+      let stays = settled.switchObject.state.checked == tried.switchObject.state.checked
+      switch (stays, keep) {
+      case (false, _): self = settled.changed ? .reverted : .revertedAlready
+      case (true, true): self = .kept
+      case (true, false): self = .heldByAHold(changed: settled.changed)
+      }
     }
-    if !keep && settled.changed && stays {
-      // The try ended, but a hold that came since keeps the value (rule 20,
-      // as a write of its maker's would be judged): said, not left to guess.
-      return "reverted: " + write(settled, note: "a hold keeps the value")
+
+    /// Whether the value the try set stays: exit status 0, else 1.
+    var stays: Bool {
+      switch self {
+      case .kept, .heldByAHold: return true
+      case .reverted, .revertedAlready: return false
+      }
     }
-    return (keep ? "kept: " : "reverted: ") + write(settled)
   }
 
-  /// Whether the tried change stays after `settled`: kept, and not found
-  /// reverted already.
-  static func wasKept(keep: Bool, tried: WriteResult, settled: WriteResult) -> Bool {
-    keep
-      && (settled.changed || settled.switchObject.state.checked == tried.switchObject.state.checked)
+  /// The line after a tried change's question (`TriedOutcome`): "kept:",
+  /// "reverted:" with the value, and what made it so when it was not the answer.
+  static func settled(_ outcome: TriedOutcome, _ settled: WriteResult) -> String {
+    switch outcome {
+    case .kept: return "kept: " + write(settled, note: settled.changed ? nil : "confirmed already")
+    case .reverted: return "reverted: " + write(settled)
+    case .revertedAlready:
+      return "reverted: "
+        + write(settled, note: "reverted already, at its deadline or by an administrator")
+    case .heldByAHold(let changed):
+      return "not reverted: "
+        + write(settled, note: changed ? "a hold keeps the value" : "unchanged")
+    }
   }
 
   /// `history`: `43  2026-11-30T03:41:07.002Z  wifi  toggle  checked: on→off  by uid 1000 (pid 4321)`,

@@ -64,12 +64,11 @@ extension Runner {
     if interrupt >= 0 { shim_signalfd_interrupt_end(interrupt) }
     let settling: SwitchProtocol.Method = keep ? .confirm : .revert
     let settled = try settle(settling, key: key, on: client, until: until)
-    console.out(Output.settled(keep: keep, tried: result, settled: settled))
-    // Exit status 0 only when the change stays: `switchctl on wifi
-    // --confirm 30s && …` goes on only if it was kept (an audit).
-    if !Output.wasKept(keep: keep, tried: result, settled: settled) {
-      throw .local("\(key) was not kept: the change was reverted")
-    }
+    let outcome = Output.TriedOutcome(keep: keep, tried: result, settled: settled)
+    console.out(Output.settled(outcome, settled))
+    // Exit status 0 only when the value the try set stays: `switchctl on
+    // wifi --confirm 30s && …` goes on only then (an audit).
+    if !outcome.stays { throw .local("\(key) was not kept: the change was reverted") }
   }
 
   /// `confirm` or `revert` of the change tried on `client`. The change
@@ -84,7 +83,9 @@ extension Runner {
     do throws(Failure) {
       return try decode(try call(client, settling, try keyParam(key)), as: WriteResult.self)
     } catch .client(.closed(let path)) {
-      console.err("switchctl: switchd at \(path) closed the connection; connecting again")
+      console.err(
+        "switchctl: switchd at \(path) closed the connection; connecting again until "
+          + Output.localClock(until, seconds: true) + " to \(settling.rawValue) the change")
       while true {
         do throws(Failure) {
           let again = try connect()

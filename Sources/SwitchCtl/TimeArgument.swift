@@ -127,9 +127,10 @@ enum TimeArgument {
       let second = fields.count == 3 ? digits(fields[2]) : 0,
       (0...23).contains(hour), (0...59).contains(minute), (0...59).contains(second)
     else { return .failure(problem) }
-    // The local day it names (today's, without a date), and the instant
-    // its clock first reads that time, as a `Schedule=` window's edge is
-    // found: a time the spring-forward gap skips is the gap's end, one the
+    // The local day it names (today's, without a date: tomorrow's once
+    // today's first reading of it has passed, also in the repeated autumn
+    // hour whose second reading is still to come), and the instant its
+    // clock first reads that time, as a `Schedule=` window's edge is found: a time the spring-forward gap skips is the gap's end, one the
     // fall-back hour repeats its first reading (mktime took 02:30 in the
     // gap as 03:30, and either reading of a repeated one; an audit).
     let nowSeconds = now >= 0 ? now / 1000 : (now - 999) / 1000

@@ -66,6 +66,10 @@ struct StoreStatements {
 
     static let loadSwitches = "SELECT \(switchColumns) FROM \(switchSource) ORDER BY keys.key"
     static let hasSwitch = "SELECT 1 FROM switches WHERE key_id = \(keyNumberOfParameter)"
+    /// One switch's row with its details, as of the checkpoint.
+    static let switchRow = """
+      SELECT \(switchColumns) FROM \(switchSource) WHERE switch.key_id = \(keyNumberOfParameter)
+      """
     static let insertSwitchIfAbsent = """
       INSERT INTO switches(\(switchRowColumns)) VALUES (?1, ?2, ?3, ?4) \
       ON CONFLICT(key_id) DO NOTHING
@@ -271,6 +275,7 @@ struct StoreStatements {
   let rollback: SQLiteStatement
   let loadSwitches: SQLiteStatement
   let hasSwitch: SQLiteStatement
+  let switchRow: SQLiteStatement
   let insertSwitchIfAbsent: SQLiteStatement
   let readRevision: SQLiteStatement
   let newestLogRevision: SQLiteStatement
@@ -312,6 +317,7 @@ struct StoreStatements {
     rollback = try connection.prepareCached(SQL.rollback)
     loadSwitches = try connection.prepareCached(SQL.loadSwitches)
     hasSwitch = try connection.prepareCached(SQL.hasSwitch)
+    switchRow = try connection.prepareCached(SQL.switchRow)
     insertSwitchIfAbsent = try connection.prepareCached(SQL.insertSwitchIfAbsent)
     readRevision = try connection.prepareCached(SQL.readRevision)
     newestLogRevision = try connection.prepareCached(SQL.newestLogRevision)

@@ -243,11 +243,12 @@ extension SwitchStore {
     }
   }
 
-  /// The switch-level State of `key` just after revision `at`, from the log: its newest
-  /// change at or before `at`, else what its oldest retained change after `at` replaced;
-  /// nil when the log has no change of it after the checkpoint's row either way (its row,
-  /// which a caller has as its current record, is then that State). The walk starts at the
-  /// key's mark just above `at` (`markSpacing` rows at most), else at its newest change.
+  /// The switch-level State of `key` just after revision `at` (a revision the log holds):
+  /// its newest change at or before `at`, else what its oldest retained change after `at`
+  /// replaced, else its row (no change of it is left in the log, or it never changed: the
+  /// row, as of the checkpoint, is the State after its newest change, which is before
+  /// `at`); nil for a key the store does not have. The walk starts at the key's mark just
+  /// above `at` (`markSpacing` rows at most), else at its newest change.
   public func switchState(key: String, at revision: Int64) throws(StoreError) -> SwitchState? {
     try run { () throws(SQLiteError) in
       var start = try markAtOrAbove(key: key, revision: revision + 1)
@@ -255,9 +256,14 @@ extension SwitchStore {
         let newest = try newestRevision(of: ChainKey(key: key))
         if newest > 0 { start = newest }
       }
-      guard let start else { return nil }
-      let found = try chainAt(revision, from: start)
-      return found.atOrBefore?.state ?? found.oldestAfter?.previous
+      if let start {
+        let found = try chainAt(revision, from: start)
+        if let state = found.atOrBefore?.state ?? found.oldestAfter?.previous { return state }
+      }
+      let row = statements.switchRow
+      defer { row.reset() }
+      try row.bind(key, at: 1)
+      return try row.step() ? try row.readSwitch().state : nil
     }
   }
 

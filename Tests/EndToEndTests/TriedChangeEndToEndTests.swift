@@ -154,20 +154,34 @@ import Testing
     let logPath: String
 
     init(_ daemon: DaemonFixture, _ arguments: [String], name: String) throws {
+      // Close-on-exec: no other child (a daemon a parallel test starts)
+      // keeps this pipe open; dup2 onto the child's stdin clears it there.
       var fds: [Int32] = [0, 0]
       guard pipe(&fds) == 0 else { throw FixtureError("pipe failed") }
+      for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+      defer { close(fds[0]) }
       logPath = daemon.directory + "/\(name).log"
+      // script runs the command with $SHELL -c: a shell that reads it as sh does.
       let command = ([Products.path("switchctl"), "--socket", daemon.socketPath] + arguments)
-        .joined(separator: " ")
-      let pid = try spawn(
-        ["/usr/bin/script", "-qec", command, "/dev/null"], stdin: fds[0], stdoutPath: logPath,
-        stderrPath: logPath)
-      close(fds[0])
+        .map { "'" + $0 + "'" }.joined(separator: " ")
+      do {
+        let pid = try spawn(
+          ["/usr/bin/script", "-qec", command, "/dev/null"], stdin: fds[0], stdoutPath: logPath,
+          stderrPath: logPath, environment: ["SHELL": "/bin/sh"])
+        child = try Child(adopting: pid)
+      } catch {
+        close(fds[1])
+        throw error
+      }
       input = fds[1]
-      child = try Child(adopting: pid)
     }
 
-    deinit { close(input) }
+    deinit {
+      close(input)
+      // SIGTERM first: script hands it on to switchctl, which a SIGKILL of
+      // script alone would leave to the pty's hangup.
+      child.stop(seconds: 10)
+    }
 
     var output: String { (try? readWholeFile(logPath)) ?? "" }
 
@@ -177,8 +191,10 @@ import Testing
     }
   }
 
-  @Test func theExitStatusSaysWhetherTheChangeStays() throws {
-    try #require(access("/usr/bin/script", X_OK) == 0, "needs util-linux's script")
+  static let hasScript = access("/usr/bin/script", X_OK) == 0
+
+  @Test(.enabled(if: hasScript, "needs util-linux's script(1)"))
+  func theExitStatusSaysWhetherTheChangeStays() throws {
     let daemon = try DaemonFixture()
     let asked = try Terminal(daemon, ["off", "wifi", "--confirm", "60s"], name: "no")
     #expect(pollUntil(seconds: 60) { asked.output.contains("Keep this change?") })
@@ -196,8 +212,8 @@ import Testing
   /// Rule 20: the change outlives a restart of switchd, and any connection
   /// of its maker's uid may confirm it. Before, the "y" went to the closed
   /// connection: switchctl failed, and the change reverted at its deadline.
-  @Test func aYesGivenWhileSwitchdRestartedKeepsTheChange() throws {
-    try #require(access("/usr/bin/script", X_OK) == 0, "needs util-linux's script")
+  @Test(.enabled(if: hasScript, "needs util-linux's script(1)"))
+  func aYesGivenWhileSwitchdRestartedKeepsTheChange() throws {
     let daemon = try DaemonFixture()
     let terminal = try Terminal(daemon, ["off", "wifi", "--confirm", "120s"], name: "restart")
     #expect(pollUntil(seconds: 60) { terminal.output.contains("Keep this change?") })

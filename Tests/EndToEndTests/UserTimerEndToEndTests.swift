@@ -113,6 +113,12 @@ struct UserTimerEndToEndTests {
     for event in live {
       #expect(withoutWatch(try replaying.nextEvent()) == withoutWatch(event))
     }
+    // And everyone's watch replayed: the same five lines as it got them live.
+    let everyoneAgain = try daemon.client()
+    _ = try everyoneAgain.result("watch", "{\"keys\":\(keys),\"user\":\"*\",\"since\":\(start)}")
+    for event in everyone {
+      #expect(withoutWatch(try everyoneAgain.nextEvent()) == withoutWatch(event))
+    }
     let history = try alice.result("history", #"{"key":"email.marketing"}"#)
     let lockEntry = history["entries"]?.arrayValue?.first
     #expect(lockEntry?["cause"]?.stringValue == "lock")

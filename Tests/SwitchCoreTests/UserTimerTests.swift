@@ -129,8 +129,8 @@ import Testing
     // Said to anyone who tries to write it, who may not settle it either.
     #expect(
       Refusal.pending(key: "chat").message
-        == "chat is being tried: its maker or an administrator may confirm or revert it first;"
-        + " unless confirmed it reverts at its deadline.")
+        == "chat is being tried: unless confirmed it reverts at its deadline; its maker or an"
+        + " administrator may confirm or revert it sooner.")
     let bobAsAlice = UserScopeTests.bob.acting(as: 1000)
     #expect(throws: Refusal.self, performing: { try Self.decide(.confirm, bobAsAlice, own: own) })
     let confirmed = try #require(Self.change(try Self.decide(.confirm, Self.alice, own: own)))

@@ -103,9 +103,11 @@ import Testing
     #expect(Output.printable("a\u{2066}b\u{2069}") == "a\\u2066b\\u2069")
   }
 
-  /// After the question of a tried change: a revert that found the value
-  /// already back (switchd's own, at the deadline) says so, not "unchanged".
-  @Test func aRevertSwitchdAlreadyMadeIsNotCalledUnchanged() throws {
+  /// After the question of a tried change: one reading of the two answers
+  /// gives the line and the exit status (`TriedOutcome`). A revert that
+  /// found the value already back says so, not "unchanged"; a "no" whose
+  /// value a hold keeps is not called reverted.
+  @Test func theOutcomeOfATriedChangeIsReadOnce() throws {
     func result(_ changed: Bool, checked: Bool) throws -> WriteResult {
       try Self.sent(
         .object([
@@ -114,34 +116,36 @@ import Testing
         ]))
     }
     let tried = try result(true, checked: false)
-    #expect(
-      Output.settled(keep: false, tried: tried, settled: try result(false, checked: true))
-        == "reverted: wifi: on (switchd reverted it at its deadline)")
-    #expect(
-      Output.settled(keep: false, tried: tried, settled: try result(true, checked: true))
-        == "reverted: wifi: on")
-    // A hold that won: the value stays, and nothing changed.
-    #expect(
-      Output.settled(keep: false, tried: tried, settled: try result(false, checked: false))
-        == "reverted: wifi: off (unchanged)")
-    // The try ended, the value kept by a hold that came since: said so.
-    #expect(
-      Output.settled(keep: false, tried: tried, settled: try result(true, checked: false))
-        == "reverted: wifi: off (a hold keeps the value)")
-    #expect(
-      Output.settled(keep: true, tried: tried, settled: try result(true, checked: false))
-        == "kept: wifi: off")
-    // A "yes" that came after the deadline (switchd restarted meanwhile): reverted.
-    let late = try result(false, checked: true)
-    #expect(
-      Output.settled(keep: true, tried: tried, settled: late)
-        == "reverted: wifi: on (switchd reverted it at its deadline)")
-    // Only a change that stays exits 0.
-    #expect(!Output.wasKept(keep: true, tried: tried, settled: late))
-    #expect(!Output.wasKept(keep: false, tried: tried, settled: try result(true, checked: true)))
-    #expect(Output.wasKept(keep: true, tried: tried, settled: try result(true, checked: false)))
-    // Confirmed from another connection first: nothing pending, the value stays.
-    #expect(Output.wasKept(keep: true, tried: tried, settled: try result(false, checked: false)))
+    func line(_ keep: Bool, _ settled: WriteResult) -> (String, Bool) {
+      let outcome = Output.TriedOutcome(keep: keep, tried: tried, settled: settled)
+      return (Output.settled(outcome, settled), outcome.stays)
+    }
+    let cases: [(Bool, WriteResult, String, Bool)] = [
+      (false, try result(true, checked: true), "reverted: wifi: on", false),
+      (
+        false, try result(false, checked: true),
+        "reverted: wifi: on (reverted already, at its deadline or by an administrator)", false
+      ),
+      // A "yes" that came after the deadline (switchd restarted meanwhile).
+      (
+        true, try result(false, checked: true),
+        "reverted: wifi: on (reverted already, at its deadline or by an administrator)", false
+      ),
+      (true, try result(true, checked: false), "kept: wifi: off", true),
+      // Confirmed from another connection first: nothing pending, the value stays.
+      (true, try result(false, checked: false), "kept: wifi: off (confirmed already)", true),
+      // A hold that came since keeps the value: the try ends, the value stays.
+      (
+        false, try result(true, checked: false), "not reverted: wifi: off (a hold keeps the value)",
+        true
+      ),
+      (false, try result(false, checked: false), "not reverted: wifi: off (unchanged)", true),
+    ]
+    for (keep, settled, expected, stays) in cases {
+      let (printed, exitsZero) = line(keep, settled)
+      #expect(printed == expected)
+      #expect(exitsZero == stays, "\(expected)")
+    }
   }
 
   @Test func writePrintsNewValueAndUnchanged() throws {

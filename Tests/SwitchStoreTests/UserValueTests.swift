@@ -218,6 +218,22 @@ import Testing
     }
   }
 
+  /// With no switch-level change of it left in the log, the switch's row
+  /// (as of the checkpoint) is its State after its newest one.
+  @Test func aSwitchsStateFromItsRowWhenTheLogHasNoChangeOfIt() throws {
+    try withTemporaryDirectory { directory in
+      let store = try SwitchStore(path: directory + "/s.db")
+      defer { store.close() }
+      try store.insertNew([SwitchRecord(key: "email", state: SwitchState(checked: true))])
+      var lock = Self.lockChange(1, fixed: true)
+      lock.state.checked = false
+      try store.commit([lock, Self.userChange(2, user: 1000, checked: true)])
+      _ = try store.prune(keep: 1)
+      let state = try store.switchState(key: "email", at: 2)
+      #expect(state?.valueFixed == true && state?.checked == false && state?.readOnly == true)
+    }
+  }
+
   /// A database written by the current release (schema 2) opens, migrates, and keeps its values
   /// and history; new user rows then chain apart from the migrated key chains.
   @Test func schemaTwoIsMigratedKeepingItsValues() throws {

@@ -592,7 +592,8 @@ def test_on_and_off_differ_in_forced_colours(page, daemon):
     """Windows contrast themes (forced colours) drop background colours,
     which alone told on from off: both were an empty outlined pill (an
     audit). The handle and the on track keep system colours."""
-    page.emulate_media(forced_colors="active")
+    # Reduced motion too: no transition leaves a colour half-way when read.
+    page.emulate_media(forced_colors="active", reduced_motion="reduce")
     try:
         def colours(label):
             return switch(page, label).evaluate("""node => {
@@ -611,4 +612,4 @@ def test_on_and_off_differ_in_forced_colours(page, daemon):
             assert daemon.ctl("toggle", key).returncode == 0
             expect(switch(page, label)).to_have_attribute("aria-checked", "true" if on else "false")
     finally:
-        page.emulate_media(forced_colors="none")
+        page.emulate_media(forced_colors="none", reduced_motion="no-preference")

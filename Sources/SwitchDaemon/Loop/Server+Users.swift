@@ -120,17 +120,13 @@ extension Server {
   }
 
   /// The viewer's own values of user-scope switches, for the log reader to
-  /// show them as of each change, and the values holds fix now where
-  /// users' values are shown (`ReaderView`). Only keys someone set: no
-  /// other has a user's change to show.
+  /// show them as of each change (`ReaderView`).
   func readerView(_ viewpoint: Viewpoint) -> ReaderView {
-    var view = ReaderView(viewpoint: viewpoint)
+    guard case .user(let uid) = viewpoint else { return ReaderView(viewpoint: viewpoint) }
+    var own: [String: UserValue] = [:]
     for (key, users) in userValues where catalog.switches[key]?.scope == .user {
-      let value = viewpoint.uid.flatMap { users[$0] }
-      if viewpoint.uid != nil && value == nil { continue }
-      if let value { view.own[key] = value }
-      if let state = records[key]?.state, state.valueFixed { view.fixedNow[key] = state.checked }
+      if let value = users[uid] { own[key] = value }
     }
-    return view
+    return ReaderView(viewpoint: viewpoint, own: own)
   }
 }

@@ -24,10 +24,6 @@ struct ReaderView: Sendable {
   var own: [String: UserValue] = [:]
   /// For a history of one key: it is user-scope, so users' rows exist to merge.
   var keyIsUserScope = false
-  /// The value each user-scope switch whose value a hold fixes now has, as
-  /// the loop has it: what a change of a user's own value under that hold
-  /// shows when the log has no switch-level change to tell it.
-  var fixedNow: [String: Bool] = [:]
 
   /// A `since` replay page: the log rows after `after`, up to `upTo`, at
   /// most `limit`, read `rowsPerRead` at a time with `pause()` between, as
@@ -86,15 +82,9 @@ struct ReaderView: Sendable {
       }
     } else if change.state.valueFixed || change.previous.valueFixed {
       // Rare (a timer's end, a confirm or a revert under such a hold): a
-      // walk of the switch's chain from its mark just above.
-      if let switchThen = try store.switchState(key: change.key, at: change.revision),
-        switchThen.valueFixed
-      {
-        fixed = switchThen.checked
-      } else if let current = fixedNow[change.key] {
-        // No switch-level change after the checkpoint's row: the switch
-        // is as it is now, whose fixed value the loop gave.
-        fixed = current
+      // walk of the switch's chain from its mark just above, or its row.
+      if let switchThen = try store.switchState(key: change.key, at: change.revision) {
+        fixed = switchThen.valueFixed ? switchThen.checked : nil
       }
     }
     return Visibility.view(change, for: viewpoint, own: ownThen, fixed: fixed)
