@@ -157,6 +157,10 @@ function connectionChanged(status, problem) {
         page.everConnected = true;
         said = "";
         learnWhoIAm(page.status);
+        for (const row of page.rows.values()) {
+            if (row.alertOffline)
+                showAlert(row, "");
+        }
     } else if (page.everConnected) {
         said = `${problem} The page reconnects by itself; what it shows may be out of date.`;
     } else {
@@ -545,6 +549,7 @@ function showAlert(row, text) {
         row.alertOf = null;
     row.alert = text;
     row.alertRevision = null;
+    row.alertOffline = false;
     if (row.switch)
         drawRow(row, row.switch);
 }
@@ -736,9 +741,11 @@ function drawTime(row) {
         (s.group === QUIET_GROUP && s.checked && !s.expiresAt &&
          !s.pendingUntil && canSwitch(s) && row.pending === null);
     showControl(row, row.offers, offers);
-    row.offHour.setAttribute("aria-label", `Turn off ${s.label || s.key} for 1 hour`);
+    // The visible words first, then whose (WCAG 2.5.3: a name that starts
+    // with what is shown is what speech input says; an audit).
+    row.offHour.setAttribute("aria-label", `Turn off for 1 hour: ${s.label || s.key}`);
     row.offMorning.setAttribute("aria-label",
-                                `Turn off ${s.label || s.key} until tomorrow, ${MORNING_HOUR}:00`);
+                                `Turn off until tomorrow, ${MORNING_HOUR}:00: ${s.label || s.key}`);
     row.time.hidden = !s.pendingUntil && !row.timedText && !offers;
 }
 
@@ -814,6 +821,13 @@ async function turnOffFor(row, time) {
 
 async function activate(row) {
     const s = row.switch;
+    if (s && !page.connected && canSwitch(s)) {
+        // Said beside it, not ignored without a word (an audit); gone once
+        // the page is connected again (connectionChanged).
+        showAlert(row, "Not changed: this page is not connected to switchd. It reconnects by itself.");
+        row.alertOffline = true;
+        return;
+    }
     if (!s || row.busy || !page.connected || !canSwitch(s))
         return; // read-only, disabled or offline: activation changes nothing
     if (s.pendingUntil) {
@@ -863,6 +877,7 @@ function takeAnswer(answer) {
  */
 async function refused(row, error, rootsView = false) {
     row.alert = error.message;
+    row.alertOffline = false;
     if (error.name === "Conflict" && error.data && error.data.pending)
         row.alert = "A tried change of this switch waits to be kept or undone.";
     // Said of the switch as the refusal found it (the revision it draws

@@ -557,6 +557,11 @@ def test_a_restart_greys_the_page_and_it_resumes_with_since(page, daemon, relay)
     expect(page.get_by_role("status")).to_contain_text("reconnects by itself")
     expect(page.locator("body.offline")).to_have_count(1)
     expect(drawn).to_be_visible()  # what was drawn stays
+    # A click meanwhile changes nothing, and says so beside the switch
+    # (it was ignored without a word; an audit) until the page is back.
+    drawn.click()
+    offline_note = page.locator("li.row", has=drawn).locator(".alert")
+    expect(offline_note).to_contain_text("not connected to switchd")
     # The live region says it once, not again at every try to reconnect
     # (it was rewritten about once a second; an audit): once a try has
     # found no socket, two more tries, seen as the channels they open,
@@ -580,6 +585,7 @@ def test_a_restart_greys_the_page_and_it_resumes_with_since(page, daemon, relay)
     assert daemon.ctl("toggle", "wifi").returncode == 0
     expect(page.locator("body.offline")).to_have_count(0)
     expect(page.get_by_role("status")).to_be_hidden()
+    expect(offline_note).to_be_hidden()
     expect(drawn).to_have_attribute("aria-checked", "false" if before["checked"] else "true")
     resumed = relay.watch_requests()[watches_before:]
     assert resumed and all('"since":' in line for line in resumed), resumed

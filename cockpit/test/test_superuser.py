@@ -81,7 +81,7 @@ def test_your_own_setting_is_the_persons_not_roots(page, daemon, account, sent):
     # "Turn off for 1 hour": the person's timer, on the person's value.
     control.focus()
     page.keyboard.press("Tab")
-    offer = page.get_by_role("button", name="Turn off Chat notifications for 1 hour", exact=True)
+    offer = page.get_by_role("button", name="Turn off for 1 hour: Chat notifications", exact=True)
     expect(offer).to_be_focused()
     page.keyboard.press("Enter")
     theirs = wait_until("the person's value timed off",

@@ -251,7 +251,7 @@ def test_turn_off_for_one_hour(page, daemon):
     assert daemon.get("notifications.system")["checked"]
     switch(page, "System notifications").focus()
     page.keyboard.press("Tab")
-    offer = button(page, "Turn off System notifications for 1 hour")
+    offer = button(page, "Turn off for 1 hour: System notifications")
     expect(offer).to_be_focused()
     page.keyboard.press("Enter")
     timed = wait_daemon(page, daemon, "notifications.system", "timed off", lambda s: s["expiresAt"] is not None)
@@ -276,7 +276,7 @@ def test_turn_off_until_tomorrow(page, daemon):
     switch(page, "System notifications").focus()
     page.keyboard.press("Tab")
     page.keyboard.press("Tab")
-    expect(button(page, "Turn off System notifications until tomorrow, 8:00")).to_be_focused()
+    expect(button(page, "Turn off until tomorrow, 8:00: System notifications")).to_be_focused()
     page.keyboard.press("Space")
     timed = wait_daemon(page, daemon, "notifications.system", "off until morning",
                         lambda s: s["expiresAt"] is not None)
@@ -289,7 +289,7 @@ def test_turn_off_until_tomorrow(page, daemon):
     # (Within two hours of it, the page counts minutes instead.)
     expect(row.get_by_text(re.compile(r"^Off (until .*08:00|for \d+ more minutes?)\.$"))).to_be_visible()
     daemon.call("set", {"key": "notifications.system", "checked": True})
-    expect(button(page, "Turn off System notifications for 1 hour")).to_be_visible()
+    expect(button(page, "Turn off for 1 hour: System notifications")).to_be_visible()
 
 
 def test_a_user_scope_switch_is_turned_off_for_this_user_alone(page, daemon):
@@ -297,7 +297,7 @@ def test_a_user_scope_switch_is_turned_off_for_this_user_alone(page, daemon):
     expect(switch(page, "Chat notifications")).to_have_attribute("aria-checked", "true")
     switch(page, "Chat notifications").focus()
     page.keyboard.press("Tab")
-    offer = button(page, "Turn off Chat notifications for 1 hour")
+    offer = button(page, "Turn off for 1 hour: Chat notifications")
     expect(offer).to_be_focused()
     page.keyboard.press("Enter")
     timed = wait_daemon(page, daemon, "notifications.chat", "timed off", lambda s: s["expiresAt"] is not None)
@@ -383,7 +383,7 @@ def test_the_time_left_is_counted_on_the_machines_clock_not_the_browsers(browser
         # An hour off: 50 or 70 minutes by the browser's clock.
         switch(page, "System notifications").focus()
         page.keyboard.press("Tab")
-        expect(button(page, "Turn off System notifications for 1 hour")).to_be_focused()
+        expect(button(page, "Turn off for 1 hour: System notifications")).to_be_focused()
         page.keyboard.press("Enter")
         wait_daemon(page, daemon, "notifications.system", "timed off", lambda s: s["expiresAt"] is not None)
         row = page.locator('li[data-key="notifications.system"]')
