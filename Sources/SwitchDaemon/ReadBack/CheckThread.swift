@@ -101,7 +101,11 @@ final class CheckThread: @unchecked Sendable {
         .observed(
           key: check.key, state, .check(startedAt: startedAt), at: ReadBackClock.now()))
     case .failure(let failure):
-      log.warning("the ExecCheck= program of \(check.key) read nothing: \(failure.reason)")
+      // Per switch, rate-limited: a check every 0.1 s that keeps failing
+      // wrote a line each time (the soak audit).
+      log.rateLimited(
+        .warning, cause: "ExecCheck= of \(check.key)",
+        "the ExecCheck= program of \(check.key) read nothing: \(failure.reason)")
       jobs.push(
         .observed(key: check.key, nil, .check(startedAt: startedAt), at: ReadBackClock.now()))
     }

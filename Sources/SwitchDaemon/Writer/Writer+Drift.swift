@@ -117,7 +117,12 @@ extension Writer {
     case .agrees, .expected, .stillInvalid:
       return nil
     case .adopt(let state):
-      log.notice("\(key) was turned \(state.checked ? "on" : "off") outside switchd: adopted")
+      // Rate-limited per switch: a system that flaps (a watch at 10 Hz) made
+      // a line each time, ~1 KB/s (the soak audit); each adoption is a
+      // change in the log all the same.
+      log.rateLimited(
+        .notice, cause: "\(key) drifted",
+        "\(key) was turned \(state.checked ? "on" : "off") outside switchd: adopted")
       let system = Caller(actor: .system, isAdmin: true, mayWrite: true)
       // Connection 0 and slot 0: nobody is answered.
       let ticket = Ticket(connection: 0, slot: 0, part: 0, id: .null)
@@ -137,7 +142,8 @@ extension Writer {
         SystemApply(id: id, key: key, target: nil, cause: .drift, counted: false),
         failure: state.invalid ? state.invalidReason : nil)
     case .reapply(let wait, let systemValue):
-      log.notice(
+      log.rateLimited(
+        .notice, cause: "\(key) drifted",
         "\(key) was turned \(systemValue ? "on" : "off") outside switchd: re-applying"
           + (wait > 0 ? " in \(ApplyCommand.seconds(Int(wait)))s" : ""))
       let generation = drift[key]?.reapplyGeneration ?? 0
