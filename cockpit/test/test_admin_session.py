@@ -619,3 +619,37 @@ def test_on_and_off_differ_in_forced_colours(page, daemon):
             expect(switch(page, label)).to_have_attribute("aria-checked", "true" if on else "false")
     finally:
         page.emulate_media(forced_colors="none", reduced_motion="no-preference")
+
+
+def test_the_page_follows_cockpits_own_light_or_dark_choice(browser, cockpit, daemon):
+    """Cockpit's style menu (localStorage "shell:style": auto, light, dark)
+    decides, "auto" leaving it to the system, as Cockpit's own pages do; the
+    page followed only the system's and disagreed with the shell (an audit)."""
+    def background(system, chosen):
+        context = browser.new_context(color_scheme=system)
+        try:
+            if chosen is not None:
+                context.add_init_script(f"localStorage.setItem('shell:style', '{chosen}')")
+            shown = context.new_page()
+            shown.goto(cockpit.url(daemon.socket))
+            expect(shown.get_by_role("switch", name="Wi-Fi")).to_be_visible(timeout=30000)
+            return shown.evaluate("getComputedStyle(document.body).backgroundColor")
+        finally:
+            context.close()
+    light, dark = "rgb(255, 255, 255)", "rgb(27, 29, 33)"
+    assert background("light", None) == light
+    assert background("dark", None) == dark
+    assert background("dark", "auto") == dark
+    assert background("light", "dark") == dark
+    assert background("dark", "light") == light
+    # The shell tells its frames of a change with an event.
+    context = browser.new_context(color_scheme="light")
+    try:
+        shown = context.new_page()
+        shown.goto(cockpit.url(daemon.socket))
+        expect(shown.get_by_role("switch", name="Wi-Fi")).to_be_visible(timeout=30000)
+        shown.evaluate("window.dispatchEvent(new CustomEvent('cockpit-style', {detail: {style: 'dark'}}))")
+        expect(shown.locator("html.theme-dark")).to_have_count(1)
+        assert shown.evaluate("getComputedStyle(document.body).backgroundColor") == dark
+    finally:
+        context.close()
