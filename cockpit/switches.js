@@ -521,6 +521,13 @@ function drawRow(row, s) {
     setFlag(b, "aria-readonly", !s.disabled && (s.readOnly || s.writable === false));
     setFlag(b, "aria-invalid", s.invalid);
     setFlag(b, "aria-busy", row.busy);
+    // Where the focus goes when the switch is disabled under it (its
+    // "Why?"): it says why, as the switch did (an audit: the focus moved
+    // and nothing said so).
+    if (s.disabled && reason)
+        row.whyButton.setAttribute("aria-describedby", row.reason.id);
+    else
+        row.whyButton.removeAttribute("aria-describedby");
     if (s.disabled) {
         b.setAttribute("tabindex", "-1");
         // Nor does a click on its label reach it (SWT-2): a label's click

@@ -270,8 +270,12 @@ def test_a_focused_switch_disabled_by_a_change_elsewhere_hands_the_focus_on(page
     control.focus()
     assert daemon.ctl("on", "airplane-mode").returncode == 0
     expect(control).to_have_attribute("aria-disabled", "true")
-    expect(page.get_by_role("button", name="Why? History of Wi-Fi", exact=True)).to_be_focused()
+    why = page.get_by_role("button", name="Why? History of Wi-Fi", exact=True)
+    expect(why).to_be_focused()
+    # …and says why there, as the switch did (the focus moved without a word).
+    expect(why).to_have_accessible_description(re.compile(r"airplane|Airplane"))
     assert daemon.ctl("off", "airplane-mode").returncode == 0
+    expect(why).not_to_have_attribute("aria-describedby", re.compile(".+"))
     expect(control).not_to_have_attribute("aria-disabled", "true")
 
 
