@@ -461,7 +461,9 @@ function reasonText(s) {
         lines.push(`Read-only until ${clockTime(s.readOnlyUntil)}${s.heldBy === "policy" ? " (schedule)" : ""}.`);
     if (s.invalid)
         lines.push(`Not applied: ${s.invalidReason || "the system did not take this value"}`);
-    return lines.join(" ");
+    // Each line a sentence: a reason of the daemon's has no full stop of its
+    // own ("Read-only: Maintenance window Read-only until 17:36." ran on; an audit).
+    return lines.map(line => /[.!?…]$/.test(line) ? line : `${line}.`).join(" ");
 }
 
 function drawRow(row, s) {

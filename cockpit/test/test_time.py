@@ -319,6 +319,10 @@ def test_a_timed_hold_shows_its_end(page, daemon):
     expect(control).to_have_attribute("aria-readonly", "true")
     expect(control).to_have_accessible_description(
         re.compile(r"Read-only until (.* )?" + re.escape(clock(locked["readOnlyUntil"]) + ".")))
+    # A reason without a full stop still ends its sentence before the end's.
+    relocked = daemon.call("lock", {"key": "updates.auto", "reason": "Maintenance window", "for": 600})["switch"]
+    expect(control).to_have_accessible_description(re.compile(
+        r"Read-only: Maintenance window\. Read-only until " + re.escape(clock(relocked["readOnlyUntil"]) + ".")))
     until = (datetime.now(timezone.utc) + timedelta(minutes=20)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     disabled = daemon.call("disable", {"key": "updates.auto", "until": until})["switch"]
     expect(control).to_have_attribute("aria-disabled", "true")
