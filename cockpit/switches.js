@@ -57,36 +57,6 @@ const page = {
     sections: new Map(), // section title → {node, list}
 };
 
-// ---------------------------------------------------------------- style
-
-/**
- * Light or dark as Cockpit's own style choice says (its shell's menu:
- * localStorage "shell:style", "auto", "light" or "dark"; the shell tells
- * its frames of a change with a "cockpit-style" event), "auto" as the
- * system says, as Cockpit's pages follow it: the page followed only the
- * system, and disagreed with the shell around it (an audit).
- */
-function followCockpitStyle(chosen) {
-    let style = chosen;
-    if (!style) {
-        try {
-            style = window.localStorage.getItem("shell:style");
-        } catch (e) {
-            style = null; // storage refused: as "auto"
-        }
-    }
-    const systemDark = window.matchMedia("(prefers-color-scheme: dark)").matches;
-    const dark = style === "dark" || (style !== "light" && systemDark);
-    document.documentElement.classList.toggle("theme-dark", dark);
-}
-window.addEventListener("storage", event => {
-    if (event.key === "shell:style")
-        followCockpitStyle();
-});
-window.addEventListener("cockpit-style", event => followCockpitStyle(event.detail && event.detail.style));
-window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => followCockpitStyle());
-followCockpitStyle();
-
 // ---------------------------------------------------------------- transport
 
 /** Why a Cockpit channel to the socket closed, as a sentence. */
@@ -916,7 +886,9 @@ function takeAnswer(answer) {
  */
 async function refused(row, error, rootsView = false) {
     row.alert = error.message;
-    row.alertOffline = false;
+    // A call cut off by a lost connection: said until the page is back
+    // (connectionChanged clears it), like a click made while offline.
+    row.alertOffline = error.name === "Disconnected";
     if (error.name === "Conflict" && error.data && error.data.pending)
         row.alert = "A tried change of this switch waits to be kept or undone.";
     // Said of the switch as the refusal found it (the revision it draws

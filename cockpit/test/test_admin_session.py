@@ -646,13 +646,16 @@ def test_the_page_follows_cockpits_own_light_or_dark_choice(browser, cockpit, da
     assert background("dark", "auto") == dark
     assert background("light", "dark") == dark
     assert background("dark", "light") == light
-    # The shell tells its frames of a change with an event.
+    # A choice made in the shell (another window of the same origin) reaches
+    # the page as a `storage` event, as a page in the shell's frame learns it.
     context = browser.new_context(color_scheme="light")
     try:
         shown = context.new_page()
         shown.goto(cockpit.url(daemon.socket))
         expect(shown.get_by_role("switch", name="Wi-Fi")).to_be_visible(timeout=30000)
-        shown.evaluate("window.dispatchEvent(new CustomEvent('cockpit-style', {detail: {style: 'dark'}}))")
+        shell = context.new_page()
+        shell.goto(cockpit.url(daemon.socket))
+        shell.evaluate("localStorage.setItem('shell:style', 'dark')")
         expect(shown.locator("html.theme-dark")).to_have_count(1)
         assert shown.evaluate("getComputedStyle(document.body).backgroundColor") == dark
     finally:
