@@ -22,6 +22,12 @@ public struct ZoneOffsets: Sendable {
   /// repeats is its first reading. The one way a local time becomes an
   /// instant: a schedule's windows and switchctl's `--until HH:MM`.
   public func firstInstant(readingLocal wall: Int64) -> Int64 { resolve(wall: wall, in: self) }
+
+  /// The local day (days since 1970-01-01 on this zone's clock) of an
+  /// instant in milliseconds since the epoch.
+  public func localDay(ofMilliseconds milliseconds: Int64) -> Int64 {
+    SwitchCore.localDay(of: milliseconds, in: self)
+  }
 }
 
 // When the windows start and end on a real clock.

@@ -165,14 +165,11 @@ public enum Visibility {
     _ record: SwitchRecord, own: UserValue?, definition: SwitchDefinition
   ) -> SwitchRecord {
     let seen = value(record, own: own, defaultChecked: definition.defaultChecked)
-    // `state(_:checked:own:)` in place: through it the State was copied a
+    // In place: through `state(_:checked:own:)` the State was copied a
     // second time and the record's destroyed (~0.15k of a write of a
     // user's value, whose answer this is; callgrind).
     var result = record
-    result.state.checked = seen.checked
-    result.state.setUserDeadlines(
-      expiresAt: own?.expiresAt, byAdministrator: own?.expiryByAdministrator ?? false,
-      pendingUntil: own?.pendingUntil, pending: own?.pending)
+    show(own, checked: seen.checked, in: &result.state)
     result.revision = seen.revision
     result.changedAt = seen.changedAt
     return result
@@ -183,11 +180,17 @@ public enum Visibility {
   /// own value's timer and tried change (the switch itself never has them).
   public static func state(_ state: SwitchState, checked: Bool, own: UserValue?) -> SwitchState {
     var seen = state
-    seen.checked = checked
-    seen.setUserDeadlines(
+    show(own, checked: checked, in: &seen)
+    return seen
+  }
+
+  /// `state` with `checked` and `own`'s timers (none when nil): the one
+  /// place a user's value is drawn into a switch-level State.
+  static func show(_ own: UserValue?, checked: Bool, in state: inout SwitchState) {
+    state.checked = checked
+    state.setUserDeadlines(
       expiresAt: own?.expiresAt, byAdministrator: own?.expiryByAdministrator ?? false,
       pendingUntil: own?.pendingUntil, pending: own?.pending)
-    return seen
   }
 
   /// What a user reads of a user-scope switch's value (the fixed value
@@ -228,7 +231,9 @@ public enum Visibility {
     guard shows(change, to: viewpoint) else { return nil }
     var seen = change
     if change.user != nil {
-      guard let fixed else { return change.fields.isEmpty ? nil : change }
+      guard let fixed, change.isOwnValueUnderAFixingHold else {
+        return change.fields.isEmpty ? nil : change
+      }
       if seen.state.valueFixed { seen.state.checked = fixed }
       if seen.previous.valueFixed { seen.previous.checked = fixed }
     } else if let own, viewpoint != .everyone {
@@ -236,6 +241,15 @@ public enum Visibility {
       own.show(in: &seen.previous)
     }
     return seen.fields.isEmpty ? nil : seen
+  }
+}
+
+extension Change {
+  /// A change of a user's own value made while a hold fixes the switch's
+  /// value (a timer's end, a confirm, a revert): what that user reads is
+  /// the fixed value, which `Visibility.view` takes as `fixed`.
+  public var isOwnValueUnderAFixingHold: Bool {
+    user != nil && (state.valueFixed || previous.valueFixed)
   }
 }
 

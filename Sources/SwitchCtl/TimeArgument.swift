@@ -130,12 +130,11 @@ enum TimeArgument {
     // The local day it names (today's, without a date: tomorrow's once
     // today's first reading of it has passed, also in the repeated autumn
     // hour whose second reading is still to come), and the instant its
-    // clock first reads that time, as a `Schedule=` window's edge is found: a time the spring-forward gap skips is the gap's end, one the
+    // clock first reads that time, as a `Schedule=` window's edge is found:
+    // a time the spring-forward gap skips is the gap's end, one the
     // fall-back hour repeats its first reading (mktime took 02:30 in the
     // gap as 03:30, and either reading of a repeated one; an audit).
-    let nowSeconds = now >= 0 ? now / 1000 : (now - 999) / 1000
-    let localNow = nowSeconds + zone.secondsEast(nowSeconds)
-    var day = localNow >= 0 ? localNow / 86_400 : (localNow - 86_399) / 86_400
+    var day = zone.localDay(ofMilliseconds: now)
     if let date {
       day = Timestamp.days(fromCivil: Int64(date.year), Int64(date.month), Int64(date.day))
       // A day that does not exist (February 30) is refused, not moved.
@@ -145,7 +144,7 @@ enum TimeArgument {
     }
     let secondOfDay = (Int64(hour) * 60 + Int64(minute)) * 60 + Int64(second)
     var seconds = zone.firstInstant(readingLocal: day * 86_400 + secondOfDay)
-    if date == nil && seconds <= nowSeconds {
+    if date == nil && seconds * 1000 <= now {
       // HH:MM already passed today: tomorrow's.
       seconds = zone.firstInstant(readingLocal: (day + 1) * 86_400 + secondOfDay)
     }

@@ -281,9 +281,7 @@ extension Server {
   ) {
     var encoded: [Int: [UInt8]] = [:]
     var fixed: Bool?
-    if change.user != nil, change.state.valueFixed || change.previous.valueFixed,
-      let state = records[change.key]?.state, state.valueFixed
-    {
+    if change.isOwnValueUnderAFixingHold, let state = records[change.key]?.state, state.valueFixed {
       fixed = state.checked
     }
     hub.forEachMatch(change.key) { watch in

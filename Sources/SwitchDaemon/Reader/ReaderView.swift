@@ -80,7 +80,7 @@ struct ReaderView: Sendable {
       if case .user(let uid) = viewpoint, let head = own[change.key] {
         ownThen = try store.userValue(key: change.key, user: uid, at: change.revision, head: head)
       }
-    } else if change.state.valueFixed || change.previous.valueFixed {
+    } else if change.isOwnValueUnderAFixingHold {
       // Rare (a timer's end, a confirm or a revert under such a hold): a
       // walk of the switch's chain from its mark just above, or its row.
       if let switchThen = try store.switchState(key: change.key, at: change.revision) {
