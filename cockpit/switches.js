@@ -790,7 +790,7 @@ setInterval(redrawTimes, 1000);
 /** Keep (`confirm`) or Undo (`revert`) a tried change. */
 async function settle(row, method) {
     const s = row.switch;
-    if (!s || !s.pendingUntil || !page.connected || row.settling)
+    if (!s || !s.pendingUntil || row.settling || saidOffline(row))
         return;
     row.settling = true;
     setFlag(row.keep, "aria-disabled", true);
@@ -810,7 +810,7 @@ async function settle(row, method) {
 /** "Turn off for 1 hour" / "until tomorrow": a timed value (rule 21). */
 async function turnOffFor(row, time) {
     const s = row.switch;
-    if (!s || row.busy || !page.connected || !canSwitch(s) || !s.checked)
+    if (!s || row.busy || !canSwitch(s) || !s.checked || saidOffline(row))
         return;
     row.busy = true;
     showAlert(row, "");
@@ -828,16 +828,23 @@ async function turnOffFor(row, time) {
 
 // ---------------------------------------------------------------- switching
 
+/**
+ * Whether the page is offline, which a click on `row` then hears beside it
+ * (it was ignored without a word; an audit) until the page is connected
+ * again (connectionChanged clears it). Keep, Undo and the offers say it as
+ * the switch does.
+ */
+function saidOffline(row) {
+    if (page.connected)
+        return false;
+    showAlert(row, "Not changed: this page is not connected to switchd. It reconnects by itself.");
+    row.alertOffline = true;
+    return true;
+}
+
 async function activate(row) {
     const s = row.switch;
-    if (s && !page.connected && canSwitch(s)) {
-        // Said beside it, not ignored without a word (an audit); gone once
-        // the page is connected again (connectionChanged).
-        showAlert(row, "Not changed: this page is not connected to switchd. It reconnects by itself.");
-        row.alertOffline = true;
-        return;
-    }
-    if (!s || row.busy || !page.connected || !canSwitch(s))
+    if (!s || row.busy || !canSwitch(s) || saidOffline(row))
         return; // read-only, disabled or offline: activation changes nothing
     if (s.pendingUntil) {
         // Rule 20: while a tried change waits, every write to the value is

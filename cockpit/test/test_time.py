@@ -463,3 +463,36 @@ def test_the_machines_clock_is_measured_again_when_a_count_down_starts(browser, 
         wait_daemon(page, daemon, "bluetooth", "reverted", lambda s: s["pendingUntil"] is None)
     finally:
         context.close()
+
+
+def test_keep_and_the_offers_say_so_while_the_page_is_offline(page, daemon):
+    """Keep, Undo and "Turn off for 1 hour" clicked while switchd is away
+    say beside their switch that nothing changed, as the switch does (they
+    were ignored without a word; an audit), until the page is back."""
+    daemon.call("set", {"key": "updates.reboot", "checked": True, "confirmWithin": 600,
+                        "revertOnDisconnect": False})
+    daemon.call("set", {"key": "notifications.system", "checked": True})
+    tried = page.locator('li[data-key="updates.reboot"]')
+    expect(tried.get_by_text("Keep this change?")).to_be_visible()
+    offer = button(page, "Turn off for 1 hour: System notifications")
+    expect(offer).to_be_visible()
+    daemon.stop()
+    expect(page.locator("body.offline")).to_have_count(1)
+    notes = []
+    for clicked, key in [(button(page, "Keep this change of Reboot after updates"), "updates.reboot"),
+                         (offer, "notifications.system")]:
+        clicked.click()
+        note = page.locator(f'li[data-key="{key}"]').locator(".alert")
+        expect(note).to_contain_text("Not changed: this page is not connected to switchd.")
+        notes.append(note)
+    daemon.start()
+    expect(page.locator("body.offline")).to_have_count(0)
+    for note in notes:
+        expect(note).to_be_hidden()
+    # Nothing went while it was away: the tried change still waits, the
+    # switch is on with no timer.
+    assert daemon.get("updates.reboot")["pendingUntil"] is not None
+    system = daemon.get("notifications.system")
+    assert system["checked"] and system["expiresAt"] is None
+    button(page, "Undo this change of Reboot after updates").click()
+    wait_daemon(page, daemon, "updates.reboot", "reverted", lambda s: s["pendingUntil"] is None)
