@@ -19,7 +19,7 @@ final class SQLiteConnection {
     path: String, flags: Int32, vfs: String? = nil, busyTimeoutMilliseconds: Int32 = 5000
   ) throws(SQLiteError) {
     self.path = path
-    _ = Self.configured
+    _ = Self.libraryConfigured
     var db: OpaquePointer?
     let rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, vfs)
     guard rc == SQLITE_OK, let db else {
@@ -38,12 +38,14 @@ final class SQLiteConnection {
     close()
   }
 
-  /// The library's configuration, made once before the first connection of
-  /// the process opens (Swift runs a static's initializer once, and every
-  /// other thread that opens waits for it). Memory statistics off: nothing
-  /// here reads them, and counting took a global mutex per allocation, ~4
-  /// lock pairs a commit (callgrind).
-  private static let configured: Void = {
+  /// The library's configuration, made once before SQLite's first use in
+  /// the process: before the first connection opens and before switchd's
+  /// VFS is registered (Swift runs a static's initializer once, and every
+  /// other thread that comes waits for it). After SQLite's first use it
+  /// refuses (SQLITE_MISUSE) and keeps its defaults, which work the same,
+  /// slower. Memory statistics off: nothing here reads them, and counting
+  /// took a global mutex per allocation, ~4 lock pairs a commit (callgrind).
+  static let libraryConfigured: Void = {
     _ = switchd_sqlite3_memstatus_off()
   }()
 

@@ -163,14 +163,14 @@ public final class SwitchStore {
   /// Registered on first use; should that fail, no store opens (`connect`):
   /// the plain "unix-excl" would write into files another user slipped in.
   /// SQLite's process-wide settings are made first
-  /// (`switchd_configure_sqlite`): in the daemon this is its first use of SQLite.
+  /// (`SQLiteConnection.libraryConfigured`): in the daemon this is its first use of SQLite.
   static var vfs: String {
     _ = vfsRegistered
     return "switchd-unix-excl"
   }
 
   private static let vfsRegistered: Bool = {
-    _ = switchd_configure_sqlite()
+    _ = SQLiteConnection.libraryConfigured
     return switchd_register_joined_wal_vfs("switchd-unix-excl", "unix-excl") == SQLITE_OK
   }()
 

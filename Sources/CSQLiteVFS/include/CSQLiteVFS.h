@@ -19,11 +19,6 @@ enum { switchd_wal_run_limit = 64 * 1024 };
 /// sqlite3_vfs_register returned.
 int switchd_register_joined_wal_vfs(const char *name, const char *base);
 
-/// Makes SQLite's process-wide settings (memory statistics off). Call it
-/// before SQLite's first use in the process; after it, SQLite refuses
-/// (SQLITE_MISUSE) and keeps its defaults, which work the same, slower.
-int switchd_configure_sqlite(void);
-
 /// What `switchd_claim_file` found.
 enum {
   SWITCHD_CLAIMED = 0,
