@@ -754,7 +754,7 @@ function drawTime(row) {
     // with what is shown is what speech input says; an audit).
     row.offHour.setAttribute("aria-label", `Turn off for 1 hour: ${s.label || s.key}`);
     row.offMorning.setAttribute("aria-label",
-                                `Turn off until tomorrow, ${MORNING_HOUR}:00: ${s.label || s.key}`);
+                                `Turn off until tomorrow (${MORNING_HOUR}:00): ${s.label || s.key}`);
     row.time.hidden = !s.pendingUntil && !row.timedText && !offers;
 }
 

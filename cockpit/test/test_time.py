@@ -276,7 +276,7 @@ def test_turn_off_until_tomorrow(page, daemon):
     switch(page, "System notifications").focus()
     page.keyboard.press("Tab")
     page.keyboard.press("Tab")
-    expect(button(page, "Turn off until tomorrow, 8:00: System notifications")).to_be_focused()
+    expect(button(page, "Turn off until tomorrow (8:00): System notifications")).to_be_focused()
     page.keyboard.press("Space")
     timed = wait_daemon(page, daemon, "notifications.system", "off until morning",
                         lambda s: s["expiresAt"] is not None)
