@@ -896,8 +896,12 @@ async function refused(row, error, rootsView = false) {
     // A call cut off by a lost connection: said until the page is back
     // (connectionChanged clears it), like a click made while offline.
     row.alertOffline = error.name === "Disconnected";
+    // A Conflict in the page's words: the daemon's sentence speaks of
+    // revisions, which the person never saw (an audit).
     if (error.name === "Conflict" && error.data && error.data.pending)
         row.alert = "A tried change of this switch waits to be kept or undone.";
+    else if (error.name === "Conflict")
+        row.alert = "Not changed: it was changed elsewhere since this page showed it. It shows what it is now.";
     // Said of the switch as the refusal found it (the revision it draws
     // next): a later revision clears it (drawRow).
     row.alertRevision = error.data && error.data.switch ? error.data.switch.revision : "next";
