@@ -164,7 +164,8 @@ enum ArgumentParser {
           socket = try value(of: name, inline: inline, valueName: "PATH")
           // Empty is no path: it must not fall back to the default socket.
           if socket == "" {
-            throw UsageError(message: "--socket needs a value: PATH.", command: spec?.name)
+            throw UsageError(
+              message: "--socket needs a PATH, not an empty one.", command: spec?.name)
           }
         case "--user":
           if user != nil {

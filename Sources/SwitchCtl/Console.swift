@@ -15,12 +15,16 @@ protocol Console: AnyObject {
   /// reason than its reader leaving (a full disk, a closed descriptor):
   /// the output is lost, so the command failed.
   var outputFailure: String? { get }
+  /// The descriptor standard output is, whose reader leaving ends a
+  /// `watch` at once (`DaemonClient.outputToFollow`); nil in a capture.
+  var outputDescriptor: Int32? { get }
 }
 
 extension Console {
   func out(_ line: String) { out([line]) }
   func err(_ line: String) { err([line]) }
   var outputFailure: String? { nil }
+  var outputDescriptor: Int32? { nil }
 }
 
 /// File descriptors 1 and 2, written with `write(2)` and no buffer, so a
@@ -28,6 +32,7 @@ extension Console {
 final class StandardConsole: Console {
   private var outputClosed = false
   private(set) var outputFailure: String?
+  var outputDescriptor: Int32? { STDOUT_FILENO }
 
   var wantsMore: Bool { !outputClosed }
 

@@ -26,6 +26,8 @@ enum ClientError: Error, Equatable {
   case malformed(path: String)
   /// A system call failed after the connection was made.
   case system(path: String, call: String, errno: Int32)
+  /// Nobody reads the output a wait was for any more (`outputToFollow`).
+  case outputGone
 
   /// One sentence for stderr, without the `switchctl: ` prefix.
   var sentence: String {
@@ -70,6 +72,8 @@ enum ClientError: Error, Equatable {
       return "switchd at \(path) sent a reply that is not JSON-RPC 2.0"
     case .system(let path, let call, let code):
       return "talking to switchd at \(path) failed: \(call): \(describeErrno(code))"
+    case .outputGone:
+      return "nobody reads standard output any more"
     }
   }
 }
@@ -113,6 +117,11 @@ final class DaemonClient {
   /// Descriptors the daemon passed with its lines (`backup`'s copy), oldest
   /// first; closed with the client unless taken.
   private var passed: [Int32] = []
+  /// Where a wait without a deadline (a watch) sends what it reads: when
+  /// its reader leaves (a pipe's reader closed it, a terminal hung up), the
+  /// wait ends with `outputGone`. Without it `watch | head -1` went on
+  /// until a second change came to be written (and fail).
+  var outputToFollow: Int32?
 
   private init(path: String, socket: consuming Descriptor, receiveTimeout: Int?) {
     self.path = path
@@ -257,6 +266,7 @@ final class DaemonClient {
 
   private func receive() throws(ClientError) {
     var (count, descriptors) = (0, [Int32]())
+    if callDeadline == nil, let output = outputToFollow { try waitForInput(following: output) }
     while true {
       // What is left of the call's time bounds this `recv`; the kernel may
       // end it a tick early, so only the deadline says it ran out.
@@ -283,6 +293,23 @@ final class DaemonClient {
       throw .timedOut(path: path, seconds: callLimit ?? 0)
     case ECONNRESET: throw .closed(path: path)
     default: throw .system(path: path, call: "recv", errno: code)
+    }
+  }
+
+  /// Waits until the socket has something to read (or an error `recv`
+  /// will tell), or `output` is gone: a pipe's write end reports POLLERR
+  /// once its reader closed it, a terminal POLLHUP when it hangs up; a
+  /// file or /dev/null reports neither (nothing is asked of it but those).
+  private func waitForInput(following output: Int32) throws(ClientError) {
+    var watched = [
+      pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: output, events: 0, revents: 0),
+    ]
+    while true {
+      let ready = poll(&watched, nfds_t(watched.count), -1)
+      if ready < 0 && errno == EINTR { continue }
+      if ready < 0 { return }  // `recv` then waits alone, as it did
+      if watched[1].revents & Int16(POLLERR | POLLHUP) != 0 { throw .outputGone }
+      if watched[0].revents != 0 { return }
     }
   }
 

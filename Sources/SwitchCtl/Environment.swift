@@ -16,6 +16,10 @@ struct Environment {
   var privateDirectoryProblem: (String) -> String? = { _ in nil }
   /// Standard input is a terminal: a person may answer a password prompt.
   var isTerminal = false
+  /// What switchctl was given that is not valid UTF-8 (an argument, or a
+  /// variable it reads), as a sentence: Swift's strings repair such bytes
+  /// into U+FFFD, so a path so given names another file. Refused (exit 2).
+  var notUTF8: String?
 
   /// The variables switchctl reads. Only these are copied, so start-up never
   /// walks the whole environment.
@@ -24,8 +28,16 @@ struct Environment {
   /// The running process's environment.
   static func current() -> Environment {
     var variables: [String: String] = [:]
+    var notUTF8 = firstArgumentNotUTF8().map {
+      "argument \($0) is not valid UTF-8: keys, users and paths must be given in UTF-8"
+    }
     for name in variableNames {
-      if let value = getenv(name) { variables[name] = String(cString: value) }
+      guard let value = getenv(name) else { continue }
+      if let text = String(validatingCString: value) {
+        variables[name] = text
+      } else {
+        notUTF8 = notUTF8 ?? "$\(name) is not valid UTF-8: a path must be given in UTF-8"
+      }
     }
     let uid = getuid()
     var environment = Environment(
@@ -34,6 +46,7 @@ struct Environment {
       TrustedDirectory.privateDirectoryProblem($0, uid: uid)
     }
     environment.isTerminal = isatty(STDIN_FILENO) == 1
+    environment.notUTF8 = notUTF8
     return environment
   }
 

@@ -80,10 +80,14 @@ enum Failure: Error {
   var lines: [String] {
     switch self {
     case .remote(let error): return Output.refusal(error)
-    case .client(let error): return ["switchctl: " + error.sentence]
+    // Escaped as the daemon's sentences are: these repeat what the command
+    // line gave (an unknown command, a user, a path), which may hold a
+    // terminal escape or a newline.
+    case .client(let error): return ["switchctl: " + Output.printable(error.sentence)]
     case .undecodable(let error): return ["switchctl: " + Self.sentence(error)]
-    case .usage(let error): return ["switchctl: " + error.message, error.hint]
-    case .local(let sentence): return ["switchctl: " + sentence]
+    case .usage(let error):
+      return ["switchctl: " + Output.printable(error.message), Output.printable(error.hint)]
+    case .local(let sentence): return ["switchctl: " + Output.printable(sentence)]
     }
   }
 }

@@ -43,7 +43,12 @@ public enum SwitchCtl {
     handlesSignals: Bool = false
   ) -> ExitCode {
     let invocation: Invocation
-    switch ArgumentParser.parse(arguments) {
+    var parsed = ArgumentParser.parse(arguments)
+    if let notUTF8 = environment.notUTF8 {
+      let json = (try? parsed.get())?.json ?? false
+      parsed = .failure(UsageError(message: notUTF8, command: nil, json: json))
+    }
+    switch parsed {
     case .success(let parsed): invocation = parsed
     case .failure(let error):
       let failure = Failure.usage(error)

@@ -1,4 +1,5 @@
 import Glibc
+import SwitchCore
 import SwitchProtocol
 
 /// `switchctl watch`: prints one line per change until interrupted, and
@@ -51,6 +52,7 @@ struct Watcher {
     } catch {
       throw .client(error)
     }
+    client.outputToFollow = console.outputDescriptor
     var resume = since
     var reconnected = false
     // Kept across connections that open but end before the watch is
@@ -63,6 +65,7 @@ struct Watcher {
       if watching { delay = firstDelay }
       console.err("switchctl: lost the connection to switchd at \(socketPath); reconnecting")
       client = reconnect(delay: &delay)
+      client.outputToFollow = console.outputDescriptor
       reconnected = true
     }
   }
@@ -104,6 +107,7 @@ struct Watcher {
       // where the live stream starts, so it is the first resume point.
       let watch = try decode(result, as: WatchResult.self)
       if resume == nil { resume = watch.revision }
+      if !reconnected, let switches = watch.switches { sayWhatMatchesNothing(switches) }
     case .failure(let error):
       // A daemon that has just restarted may still be at its connection limit.
       if reconnected && error.code == .overloaded { return .dropped(watching: false) }
@@ -145,6 +149,8 @@ struct Watcher {
       let params: JSONValue
       do {
         params = try nextChange(client)
+      } catch .outputGone {
+        return .stopped
       } catch {
         return try dropped(error, watching: true)
       }
@@ -153,6 +159,26 @@ struct Watcher {
       console.out(json ? Output.json(params) : Output.event(change))
       resume = change.revision
       if !console.wantsMore { return .stopped }
+    }
+  }
+
+  /// A pattern no switch matches is watched all the same (a reload may
+  /// declare one), but said on stderr: a mistyped key waited in silence for
+  /// ever, where `get` says there is no such switch. Known from the watch's
+  /// snapshot, which a watch with `--since` has not.
+  private func sayWhatMatchesNothing(_ switches: [SwitchObject]) {
+    let unmatched = Self.patterns(patterns, matchingNoneOf: switches.map(\.key))
+    guard !unmatched.isEmpty else { return }
+    console.err(
+      "switchctl: no switch matches \(unmatched.joined(separator: ", ")); "
+        + "watching for one a reload declares")
+  }
+
+  /// Those of `patterns` that match none of `keys`.
+  static func patterns(_ patterns: [String], matchingNoneOf keys: [String]) -> [String] {
+    patterns.filter { text in
+      guard case .success(let pattern) = KeyPattern.parse(text) else { return false }
+      return !keys.contains { pattern.matches($0) }
     }
   }
 

@@ -25,3 +25,16 @@ public func processArguments() -> [String] {
     String(decoding: $0, as: UTF8.self)
   }
 }
+
+/// The place (1: the first after the program's name) of the first argument
+/// that is not valid UTF-8, or nil. Swift's strings repair such bytes into
+/// U+FFFD: a path so given names another file (`switchctl backup
+/// $'\xff.db'` wrote `\u{FFFD}.db` and said it had written the file asked for).
+public func firstArgumentNotUTF8() -> Int? {
+  guard CommandLine.argc > 1 else { return nil }
+  for place in 1..<Int(CommandLine.argc) {
+    guard let argument = CommandLine.unsafeArgv[place] else { continue }
+    if String(validatingCString: argument) == nil { return place }
+  }
+  return nil
+}

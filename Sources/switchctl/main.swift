@@ -2,4 +2,5 @@ import Glibc
 import SwitchCtl
 import SwitchSystem
 
+reserveStandardDescriptors()
 exit(SwitchCtl.main(Array(processArguments().dropFirst())))

@@ -2,4 +2,5 @@ import Glibc
 import SwitchDaemon
 import SwitchSystem
 
-exit(Daemon.main(Array(processArguments().dropFirst())))
+reserveStandardDescriptors()
+exit(Daemon.main(Array(processArguments().dropFirst()), argumentNotUTF8: firstArgumentNotUTF8()))

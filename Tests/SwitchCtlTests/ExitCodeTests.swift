@@ -153,4 +153,21 @@ import Testing
       }
     }
   }
+
+  /// What the command line gave is repeated escaped, as the daemon's
+  /// sentences are: a terminal escape in an unknown command, a user or a
+  /// path reached the terminal raw (an audit).
+  @Test func whatTheCommandLineGaveIsRepeatedEscaped() {
+    let usage = Failure.usage(
+      UsageError(message: "unknown command 'fr\u{1B}[31mob'.", command: nil))
+    #expect(
+      usage.lines == ["switchctl: unknown command 'fr\\u001B[31mob'.", "Try 'switchctl --help'."])
+    let local = Failure.local("cannot create /tmp/a\nb: Permission denied")
+    #expect(local.lines == ["switchctl: cannot create /tmp/a\\nb: Permission denied"])
+    let client = Failure.client(.closed(path: "/run/\u{1B}]0;x"))
+    #expect(
+      client.lines == [
+        "switchctl: switchd at /run/\\u001B]0;x closed the connection before answering"
+      ])
+  }
 }

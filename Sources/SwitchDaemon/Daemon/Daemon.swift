@@ -9,7 +9,13 @@ public enum Daemon {
   typealias Options = DaemonArguments.Options
 
   /// Runs switchd with `arguments` (without the program name); returns the exit status.
-  public static func main(_ arguments: [String]) -> Int32 {
+  /// `argumentNotUTF8`: the place of the first argument that is not
+  /// valid UTF-8 (`firstArgumentNotUTF8`), which `arguments` holds repaired:
+  /// a path so given would name another file, so it is refused.
+  public static func main(_ arguments: [String], argumentNotUTF8: Int? = nil) -> Int32 {
+    if let place = argumentNotUTF8 {
+      return usageError("argument \(place) is not valid UTF-8: paths must be given in UTF-8")
+    }
     let command: DaemonArguments.Command
     do {
       command = try DaemonArguments.parse(arguments)
