@@ -198,6 +198,21 @@ struct Runner {
     method.isWrite || method == .backup || params.contains { $0.name == WireField.user }
   }
 
+  /// A call that got no answer. A write whose connection ended or whose
+  /// answer did not come may have been carried out or not (switchd commits
+  /// before it answers): said, so that a script reads the switch again
+  /// instead of taking "failed" for "not changed" (an audit).
+  static func unanswered(_ method: Method, _ error: ClientError) -> Failure {
+    switch error {
+    case .closed, .timedOut:
+      guard method.isWrite else { return .client(error) }
+      return .local(
+        error.sentence + "; whether the change was made is not known: read the switch again")
+    default:
+      return .client(error)
+    }
+  }
+
   /// Seconds an answer may take when polkit may ask the person.
   static let interactiveTimeout = 330
 
@@ -220,7 +235,7 @@ struct Runner {
         outcome = try client.call(method, params)
       }
     } catch {
-      throw .client(error)
+      throw Self.unanswered(method, error)
     }
     switch outcome {
     case .success(let result): return result

@@ -105,3 +105,29 @@ import Testing
     server.join()
   }
 }
+
+/// A write whose connection ends before its answer may have been carried
+/// out (switchd commits, then answers): switchctl says it does not know,
+/// where a read just failed (the scripts audit: "closed the connection
+/// before answering" read as "nothing changed").
+@Suite struct UnansweredWriteTests {
+  @Test func aWriteCutOffSaysItsOutcomeIsUnknownAndAReadDoesNot() throws {
+    for (arguments, unknown) in [(["toggle", "wifi"], true), (["get", "wifi"], false)] {
+      let directory = try makeTemporaryDirectory()
+      defer { removeTree(directory) }
+      let path = directory + "/fake.sock"
+      // Reads the request and closes without an answer, as a daemon killed then.
+      let server = try DaemonClientBoundsTests.fakeDaemon(at: path) { _ in }
+      let result = runCtl(["--socket", path] + arguments)
+      server.join()
+      #expect(result.code == .failure)
+      let said = "switchctl: switchd at \(path) closed the connection before answering"
+      #expect(
+        result.err
+          == [
+            said
+              + (unknown ? "; whether the change was made is not known: read the switch again" : "")
+          ])
+    }
+  }
+}
