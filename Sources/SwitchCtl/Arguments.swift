@@ -58,6 +58,16 @@ enum Command: Equatable {
   /// `--help`, `help [COMMAND]`, `COMMAND --help`.
   case help(command: String?)
   case version
+
+  /// Whether it asks switchd to change something.
+  var writes: Bool {
+    switch self {
+    case .set, .toggle, .reset, .lock, .unlock, .disable, .enable, .apply, .confirm, .revert,
+      .reload:
+      true
+    default: false
+    }
+  }
 }
 
 /// A command line switchctl cannot carry out (exit status 2).

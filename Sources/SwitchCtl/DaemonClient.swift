@@ -117,10 +117,11 @@ final class DaemonClient {
   /// Descriptors the daemon passed with its lines (`backup`'s copy), oldest
   /// first; closed with the client unless taken.
   private var passed: [Int32] = []
-  /// Where a wait without a deadline (a watch) sends what it reads: when
-  /// its reader leaves (a pipe's reader closed it, a terminal hung up), the
-  /// wait ends with `outputGone`. Without it `watch | head -1` went on
-  /// until a second change came to be written (and fail).
+  /// The descriptor the caller prints what it reads to (a watch's standard
+  /// output): while a wait has no deadline, its reader leaving (a pipe's
+  /// reader closed it, a terminal hung up) ends the wait with `outputGone`.
+  /// Without it `watch | head -1` went on until a second change came to be
+  /// written (and fail).
   var outputToFollow: Int32?
 
   private init(path: String, socket: consuming Descriptor, receiveTimeout: Int?) {
@@ -308,8 +309,25 @@ final class DaemonClient {
       let ready = poll(&watched, nfds_t(watched.count), -1)
       if ready < 0 && errno == EINTR { continue }
       if ready < 0 { return }  // `recv` then waits alone, as it did
-      if watched[1].revents & Int16(POLLERR | POLLHUP) != 0 { throw .outputGone }
+      if watched[1].revents & Self.gone != 0 { throw .outputGone }
       if watched[0].revents != 0 { return }
+    }
+  }
+
+  /// What `poll` reports of an output nobody reads any more (POLLNVAL: not
+  /// a descriptor at all, which would otherwise wake the wait for ever).
+  private static let gone = Int16(POLLERR | POLLHUP | POLLNVAL)
+
+  /// Whether `output`'s reader left, waiting up to `milliseconds` for it
+  /// (a watch's pause between reconnecting attempts).
+  static func readerLeft(_ output: Int32, waitingMilliseconds milliseconds: Int32) -> Bool {
+    var watched = pollfd(fd: output, events: 0, revents: 0)
+    let deadline = monotonicSeconds() + Double(milliseconds) / 1000
+    while true {
+      let left = Int32(max(0, (deadline - monotonicSeconds()) * 1000))
+      let ready = poll(&watched, 1, left)
+      if ready < 0 && errno == EINTR { continue }
+      return ready > 0 && watched.revents & gone != 0
     }
   }
 

@@ -16,10 +16,10 @@ struct Environment {
   var privateDirectoryProblem: (String) -> String? = { _ in nil }
   /// Standard input is a terminal: a person may answer a password prompt.
   var isTerminal = false
-  /// What switchctl was given that is not valid UTF-8 (an argument, or a
-  /// variable it reads), as a sentence: Swift's strings repair such bytes
-  /// into U+FFFD, so a path so given names another file. Refused (exit 2).
-  var notUTF8: String?
+  /// The variables of `variableNames` whose value is not valid UTF-8 (and
+  /// so not in `variables`): Swift's strings would repair it into U+FFFD, a
+  /// path that names another file. Refused when read (`variableNotUTF8`).
+  var notUTF8: Set<String> = []
 
   /// The variables switchctl reads. Only these are copied, so start-up never
   /// walks the whole environment.
@@ -28,15 +28,13 @@ struct Environment {
   /// The running process's environment.
   static func current() -> Environment {
     var variables: [String: String] = [:]
-    var notUTF8 = firstArgumentNotUTF8().map {
-      "argument \($0) is not valid UTF-8: keys, users and paths must be given in UTF-8"
-    }
+    var notUTF8: Set<String> = []
     for name in variableNames {
       guard let value = getenv(name) else { continue }
       if let text = String(validatingCString: value) {
         variables[name] = text
       } else {
-        notUTF8 = notUTF8 ?? "$\(name) is not valid UTF-8: a path must be given in UTF-8"
+        notUTF8.insert(name)
       }
     }
     let uid = getuid()
@@ -48,6 +46,21 @@ struct Environment {
     environment.isTerminal = isatty(STDIN_FILENO) == 1
     environment.notUTF8 = notUTF8
     return environment
+  }
+
+  /// Why `invocation` cannot be run here: a variable the socket would be
+  /// found from is not valid UTF-8 (one it does not read is left alone).
+  func variableNotUTF8(for invocation: Invocation) -> String? {
+    switch invocation.command {
+    case .help, .version: return nil
+    default: break
+    }
+    if let flag = invocation.socket, !flag.isEmpty { return nil }
+    let read = uid == 0 ? ["SWITCHD_SOCKET"] : ["SWITCHD_SOCKET", "XDG_RUNTIME_DIR"]
+    guard variables["SWITCHD_SOCKET", default: ""].isEmpty,
+      let name = read.first(where: notUTF8.contains)
+    else { return nil }
+    return "$\(name) is not valid UTF-8: a path must be UTF-8"
   }
 
   /// The daemon's socket: `--socket`, then `$SWITCHD_SOCKET`, then the

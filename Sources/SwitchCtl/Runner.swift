@@ -27,9 +27,25 @@ struct Runner {
     do throws(Failure) {
       return try execute()
     } catch {
+      let error = Self.unanswered(invocation.command, error)
       if invocation.json { console.out(Output.json(error.jsonObject)) }
       console.err(error.lines)
       return error.exitCode
+    }
+  }
+
+  /// `failure`, or for a write whose connection ended or whose answer did
+  /// not come, that the change may have been made or not (switchd commits
+  /// before it answers): said, so that a script reads the switch again
+  /// instead of taking "failed" for "not changed" (an audit).
+  static func unanswered(_ command: Command, _ failure: Failure) -> Failure {
+    guard command.writes, case .client(let error) = failure else { return failure }
+    switch error {
+    case .closed, .timedOut:
+      return .local(
+        error.sentence + "; whether the change was made is not known: read the switch again")
+    default:
+      return failure
     }
   }
 
@@ -198,21 +214,6 @@ struct Runner {
     method.isWrite || method == .backup || params.contains { $0.name == WireField.user }
   }
 
-  /// A call that got no answer. A write whose connection ended or whose
-  /// answer did not come may have been carried out or not (switchd commits
-  /// before it answers): said, so that a script reads the switch again
-  /// instead of taking "failed" for "not changed" (an audit).
-  static func unanswered(_ method: Method, _ error: ClientError) -> Failure {
-    switch error {
-    case .closed, .timedOut:
-      guard method.isWrite else { return .client(error) }
-      return .local(
-        error.sentence + "; whether the change was made is not known: read the switch again")
-    default:
-      return .client(error)
-    }
-  }
-
   /// Seconds an answer may take when polkit may ask the person.
   static let interactiveTimeout = 330
 
@@ -235,7 +236,7 @@ struct Runner {
         outcome = try client.call(method, params)
       }
     } catch {
-      throw Self.unanswered(method, error)
+      throw .client(error)
     }
     switch outcome {
     case .success(let result): return result

@@ -14,16 +14,21 @@
 // round trip on the main thread: no threads, no event loop.
 
 import Glibc
+import SwitchSystem
 
 /// The `switchctl` command.
 public enum SwitchCtl {
   /// Runs switchctl with `arguments` (without the program name) in this
   /// process, printing to stdout and stderr; returns the exit status.
-  public static func main(_ arguments: [String]) -> Int32 {
+  /// `argumentNotUTF8`: the place of the first argument that is not valid
+  /// UTF-8 (`firstArgumentNotUTF8`), which `arguments` holds repaired.
+  public static func main(_ arguments: [String], argumentNotUTF8: Int? = nil) -> Int32 {
     // A daemon that closes the socket must not kill us silently (exit 141).
     signal(SIGPIPE, SIG_IGN)
     let console = StandardConsole()
-    let status = run(arguments, environment: .current(), console: console, handlesSignals: true)
+    let status = run(
+      arguments, environment: .current(), console: console, argumentNotUTF8: argumentNotUTF8,
+      handlesSignals: true)
     return finished(status, console: console).rawValue
   }
 
@@ -40,14 +45,21 @@ public enum SwitchCtl {
   /// this; `handlesSignals` is for the real process only.
   static func run(
     _ arguments: [String], environment: Environment, console: Console,
-    handlesSignals: Bool = false
+    argumentNotUTF8: Int? = nil, handlesSignals: Bool = false
   ) -> ExitCode {
     let invocation: Invocation
     var parsed = ArgumentParser.parse(arguments)
-    if let notUTF8 = environment.notUTF8 {
-      let json = (try? parsed.get())?.json ?? false
-      parsed = .failure(UsageError(message: notUTF8, command: nil, json: json))
-    }
+    // An argument that is not UTF-8 came repaired (U+FFFD): a path so given
+    // would name another file. And so does a variable the command reads.
+    let json =
+      switch parsed {
+      case .success(let invocation): invocation.json
+      case .failure(let error): error.json
+      }
+    let notUTF8 =
+      argumentNotUTF8.map(argumentNotUTF8Sentence)
+      ?? (try? parsed.get()).flatMap { environment.variableNotUTF8(for: $0) }
+    if let notUTF8 { parsed = .failure(UsageError(message: notUTF8, command: nil, json: json)) }
     switch parsed {
     case .success(let parsed): invocation = parsed
     case .failure(let error):
@@ -60,7 +72,9 @@ public enum SwitchCtl {
     }
     if handlesSignals, case .watch = invocation.command { exitQuietlyOnInterrupt() }
     let socket = environment.socket(flag: invocation.socket)
-    if let passedOver = socket.passedOver { console.err("switchctl: " + passedOver) }
+    if let passedOver = socket.passedOver {
+      console.err("switchctl: " + Output.printable(passedOver))
+    }
     var runner = Runner(invocation: invocation, socketPath: socket.path, console: console)
     // As systemctl: on a terminal, polkit may ask the person (root never is asked).
     if invocation.askPassword && environment.isTerminal && environment.uid != 0 {

@@ -63,8 +63,13 @@ struct Watcher {
       guard case .dropped(let watching) = try follow(client, &resume, reconnected: reconnected)
       else { return .success }
       if watching { delay = firstDelay }
-      console.err("switchctl: lost the connection to switchd at \(socketPath); reconnecting")
-      client = reconnect(delay: &delay)
+      console.err(
+        "switchctl: lost the connection to switchd at \(Output.printable(socketPath)); reconnecting"
+      )
+      // Its reader may leave while switchd is away: then it ends, as it does
+      // while watching, instead of reconnecting for nobody.
+      guard let next = reconnect(delay: &delay) else { return .success }
+      client = next
       client.outputToFollow = console.outputDescriptor
       reconnected = true
     }
@@ -143,7 +148,7 @@ struct Watcher {
     }
     if reconnected {
       let after = resume.map { ", resuming after revision \($0)" } ?? ""
-      console.err("switchctl: reconnected to \(socketPath)\(after)")
+      console.err("switchctl: reconnected to \(Output.printable(socketPath))\(after)")
     }
     while true {
       let params: JSONValue
@@ -167,7 +172,7 @@ struct Watcher {
   /// ever, where `get` says there is no such switch. Known from the watch's
   /// snapshot, which a watch with `--since` has not.
   private func sayWhatMatchesNothing(_ switches: [SwitchObject]) {
-    let unmatched = Self.patterns(patterns, matchingNoneOf: switches.map(\.key))
+    let unmatched = Self.unmatched(patterns, among: switches.map(\.key))
     guard !unmatched.isEmpty else { return }
     console.err(
       "switchctl: no switch matches \(unmatched.joined(separator: ", ")); "
@@ -175,7 +180,7 @@ struct Watcher {
   }
 
   /// Those of `patterns` that match none of `keys`.
-  static func patterns(_ patterns: [String], matchingNoneOf keys: [String]) -> [String] {
+  static func unmatched(_ patterns: [String], among keys: [String]) -> [String] {
     patterns.filter { text in
       guard case .success(let pattern) = KeyPattern.parse(text) else { return false }
       return !keys.contains { pattern.matches($0) }
@@ -202,10 +207,15 @@ struct Watcher {
 
   /// Connects again, waiting `delay` ms, then twice that, … up to 2 s
   /// between attempts, for as long as it takes: a watcher is meant to
-  /// outlive restarts. `delay` is left at the next wait.
-  private func reconnect(delay: inout Int) -> DaemonClient {
+  /// outlive restarts. `delay` is left at the next wait. Nil when the
+  /// reader of standard output left meanwhile (`DaemonClient.readerLeft`).
+  private func reconnect(delay: inout Int) -> DaemonClient? {
     while true {
-      usleep(UInt32(delay) * 1000)
+      if let output = console.outputDescriptor {
+        if DaemonClient.readerLeft(output, waitingMilliseconds: Int32(delay)) { return nil }
+      } else {
+        usleep(UInt32(delay) * 1000)
+      }
       let client = try? DaemonClient.connect(to: socketPath, receiveTimeout: nil)
       delay = min(delay * 2, maxDelay)
       if let client { return client }

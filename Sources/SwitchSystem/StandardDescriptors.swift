@@ -12,8 +12,11 @@ import Glibc
 /// read of standard input ends at once.
 public func reserveStandardDescriptors() {
   for descriptor: Int32 in 0...2 where fcntl(descriptor, F_GETFD) == -1 && errno == EBADF {
-    // The lowest free number: `descriptor` itself, since those below it are open.
-    let opened = open("/dev/null", O_RDONLY)
+    // The lowest free number: `descriptor` itself, since those below it are
+    // open. Without /dev/null (a bare chroot), the root folder: a write to
+    // it fails all the same, and the number is taken.
+    var opened = open("/dev/null", O_RDONLY)
+    if opened < 0 { opened = open("/", O_RDONLY | O_DIRECTORY) }
     if opened >= 0 && opened != descriptor {
       _ = dup2(opened, descriptor)
       close(opened)

@@ -3,4 +3,4 @@ import SwitchCtl
 import SwitchSystem
 
 reserveStandardDescriptors()
-exit(SwitchCtl.main(Array(processArguments().dropFirst())))
+exit(SwitchCtl.main(Array(processArguments().dropFirst()), argumentNotUTF8: firstArgumentNotUTF8()))

@@ -44,6 +44,10 @@ import Testing
     #expect(sources.has("Rules.nextState"))
     #expect(!sources.has("Rules.nextStates"))
     #expect(!sources.has("Rule.nextState"))
+    // A member of that name elsewhere is not the type's.
+    #expect(sources.has("Refusal.message"))
+    #expect(sources.has("Rules.conflict"))
+    #expect(!sources.has("Drift.conflict"))
     #expect(sources.has("Writer/Writer+Group.swift"))
     #expect(!sources.has("Writer/Writer+Groups.swift"))
     #expect(sources.has("Rules.swift"))
@@ -61,11 +65,14 @@ import Testing
 }
 
 /// The Swift files under a folder of the repository: their paths, and the
-/// names they declare (read once; a look-up is then a set's).
+/// names each file declares (read once; a look-up is then a set's).
 struct SourceTree {
   var paths: [String] = []
-  var types: Set<String> = []
-  var members: Set<String> = []
+  /// The files (by number) that declare or extend each type.
+  var typeFiles: [String: Set<Int>] = [:]
+  /// The files that declare each function, property or constant.
+  var memberFiles: [String: Set<Int>] = [:]
+  private var files = 0
 
   init(folder: String) throws {
     let root = DocumentText.read(folder).path
@@ -82,20 +89,22 @@ struct SourceTree {
         try walk(child, relative: relative + "/" + name)
       } else if name.hasSuffix(".swift") {
         paths.append(relative + "/" + name)
-        learn(try readWholeFile(child))
+        learn(try readWholeFile(child), file: files)
+        files += 1
       }
     }
   }
 
   /// The identifier after each declaring word: a type's or a member's name.
-  private mutating func learn(_ text: String) {
+  private mutating func learn(_ text: String, file: Int) {
     var previous = ""
     var word = ""
     func take() {
       guard !word.isEmpty else { return }
       switch previous {
-      case "struct", "enum", "class", "extension", "protocol": types.insert(word)
-      case "func", "var", "let": members.insert(word)
+      case "struct", "enum", "class", "extension", "protocol":
+        typeFiles[word, default: []].insert(file)
+      case "func", "var", "let": memberFiles[word, default: []].insert(file)
       default: break
       }
       previous = word
@@ -111,12 +120,12 @@ struct SourceTree {
     take()
   }
 
-  /// Whether the tree has `name`: `Type.member` (a type of that name and a
-  /// function or property `member`; `Outer.Type.member` alike), `…member`
-  /// (a test of a suite named before it), `Type` or a folder, or a path's
-  /// end (`Writer/Writer+Group.swift`, `Rules.swift`). Anything else (a
-  /// setting such as `synchronous=FULL`, an enum case, an initializer's
-  /// signature) is taken as it is.
+  /// Whether the tree has `name`: `Type.member` (a member of that name in a
+  /// file that declares or extends the type; `Outer.Type.member` alike),
+  /// `…member` (a test of a suite named before it), `Type` or a folder, or
+  /// a path's end (`Writer/Writer+Group.swift`, `Rules.swift`). Anything
+  /// else (a setting such as `synchronous=FULL`, an enum case, an
+  /// initializer's signature) is taken as it is.
   func has(_ name: String) -> Bool {
     if name.contains("/") || name.hasSuffix(".swift") {
       return paths.contains { $0.hasSuffix("/" + name) }
@@ -125,10 +134,12 @@ struct SourceTree {
     let parts = name.replacing("…", with: "").split(separator: ".").map(String.init)
     switch parts.count {
     case 0: return false
-    case 1 where name.hasPrefix("…"): return members.contains(parts[0])
-    case 1: return types.contains(parts[0]) || paths.contains { $0.hasSuffix("/" + parts[0] + "/") }
+    case 1 where name.hasPrefix("…"): return memberFiles[parts[0]] != nil
+    case 1:
+      return typeFiles[parts[0]] != nil || paths.contains { $0.hasSuffix("/" + parts[0] + "/") }
     default:
-      return types.contains(parts[parts.count - 2]) && members.contains(parts[parts.count - 1])
+      let type = typeFiles[parts[parts.count - 2], default: []]
+      return !type.isDisjoint(with: memberFiles[parts[parts.count - 1], default: []])
     }
   }
 }

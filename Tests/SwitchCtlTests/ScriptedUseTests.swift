@@ -50,10 +50,6 @@ import Testing
     let said = Self.shell(Self.ctl(daemon) + " watch wfi 2>&1 | head -1")
     #expect(said.status == 0)
     #expect(said.stdout == "switchctl: no switch matches wfi; watching for one a reload declares\n")
-    let keys = ["wifi", "notifications.chat"]
-    #expect(Watcher.patterns(["wifi", "notifications.*"], matchingNoneOf: keys).isEmpty)
-    #expect(
-      Watcher.patterns(["wfi", "wifi", "email.*"], matchingNoneOf: keys) == ["wfi", "email.*"])
   }
 
   @Test func argumentsAndTheSocketVariableMustBeUTF8() throws {
@@ -65,18 +61,28 @@ import Testing
     #expect(backup.status == 2)
     #expect(backup.stderr.hasPrefix("switchctl: argument 4 is not valid UTF-8"))
     #expect(try !directoryEntries(daemon.directory).contains { $0.hasSuffix(".db") })
-    let json = Self.shell(Self.ctl(daemon) + " --json get \"$(printf 'wifi\\377')\"")
-    #expect(json.status == 2)
-    #expect(json.stdout.contains(#""name":"Usage""#))
+    // Also when the rest of the line fails to parse: --json still gets its object.
+    for rest in ["", " extra"] {
+      let json = Self.shell(Self.ctl(daemon) + " --json get \"$(printf 'wifi\\377')\"" + rest)
+      #expect(json.status == 2)
+      #expect(json.stdout.contains(#""name":"Usage""#))
+    }
     let variable = Self.shell(
       "SWITCHD_SOCKET=\"$(printf '/tmp/\\377')\" " + Self.quoted(Products.path("switchctl"))
         + " get wifi")
     #expect(variable.status == 2)
     #expect(variable.stderr.hasPrefix("switchctl: $SWITCHD_SOCKET is not valid UTF-8"))
+    // Not read when --socket is given: then it is not in the way.
+    let unread = Self.shell(
+      "SWITCHD_SOCKET=\"$(printf '/tmp/\\377')\" " + Self.ctl(daemon) + " get wifi")
+    #expect(unread.status == 0 && unread.stdout == "on\n")
     let daemonArgument = Self.shell(
-      Self.quoted(Products.path("switchd")) + " --config \"$(printf '\(daemon.directory)/\\377')\"")
+      "timeout 30 " + Self.quoted(Products.path("switchd")) + " --socket "
+        + Self.quoted(daemon.directory + "/other.sock") + " --database "
+        + Self.quoted(daemon.directory + "/other.db")
+        + " --config \"$(printf '\(daemon.directory)/\\377')\"")
     #expect(daemonArgument.status == 2)
-    #expect(daemonArgument.stderr.hasPrefix("switchd: argument 2 is not valid UTF-8"))
+    #expect(daemonArgument.stderr.hasPrefix("switchd: argument 6 is not valid UTF-8"))
   }
 
   @Test func aDaemonStartedWithoutStandardDescriptorsHasDevNullThere() throws {
@@ -94,5 +100,35 @@ import Testing
       #expect(name == "/dev/null", "descriptor \(descriptor) is \(name)")
     }
     #expect(daemon.ctl(["toggle", "wifi"]).status == 0)
+  }
+
+  @Test func aWatchEndsWhenItsReaderLeavesWhileSwitchdIsAway() throws {
+    let daemon = try DaemonFixture.shipped()
+    let fifo = daemon.directory + "/go"
+    try #require(mkfifo(fifo, 0o600) == 0)
+    // The reader leaves when the test writes the fifo: no time in it.
+    let script =
+      Self.ctl(daemon) + " watch wifi 2>/dev/null | (read _ < " + Self.quoted(fifo) + ")"
+    let watch = try Child(
+      ["/bin/bash", "-c", "set -o pipefail; " + script], logPath: daemon.directory + "/watch.log")
+    _ = pollUntil(seconds: 30) {
+      ((try? daemon.call(.status, []))?["watches"]?.int64Value ?? 0) > 0
+    }
+    #expect(daemon.stop() == 0)
+    // switchctl now waits between attempts to reconnect; its reader leaves.
+    let writer = open(fifo, O_WRONLY)
+    #expect(writer >= 0)
+    #expect(write(writer, "\n", 1) == 1)
+    close(writer)
+    #expect(watch.wait(seconds: 60) == 0)
+  }
+}
+
+/// Which watch patterns switchctl says match no switch.
+@Suite struct WatchPatternTests {
+  @Test func aPatternMatchingNoKeyIsNamed() {
+    let keys = ["wifi", "notifications.chat"]
+    #expect(Watcher.unmatched(["wifi", "notifications.*"], among: keys).isEmpty)
+    #expect(Watcher.unmatched(["wfi", "wifi", "email.*"], among: keys) == ["wfi", "email.*"])
   }
 }

@@ -466,9 +466,10 @@ def test_the_machines_clock_is_measured_again_when_a_count_down_starts(browser, 
 
 
 def test_keep_and_the_offers_say_so_while_the_page_is_offline(page, daemon):
-    """Keep, Undo and "Turn off for 1 hour" clicked while switchd is away
-    say beside their switch that nothing changed, as the switch does (they
-    were ignored without a word; an audit), until the page is back."""
+    """Keep and "Turn off for 1 hour" (Undo is Keep's twin: one guard)
+    clicked while switchd is away say beside their switch that nothing
+    changed, as the switch does (they were ignored without a word; an
+    audit), until the page is back; Undo then works."""
     daemon.call("set", {"key": "updates.reboot", "checked": True, "confirmWithin": 600,
                         "revertOnDisconnect": False})
     daemon.call("set", {"key": "notifications.system", "checked": True})

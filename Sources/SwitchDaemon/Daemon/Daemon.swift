@@ -14,7 +14,7 @@ public enum Daemon {
   /// a path so given would name another file, so it is refused.
   public static func main(_ arguments: [String], argumentNotUTF8: Int? = nil) -> Int32 {
     if let place = argumentNotUTF8 {
-      return usageError("argument \(place) is not valid UTF-8: paths must be given in UTF-8")
+      return usageError(argumentNotUTF8Sentence(place))
     }
     let command: DaemonArguments.Command
     do {
