@@ -59,6 +59,14 @@ enum Command: Equatable {
   case help(command: String?)
   case version
 
+  /// Whether it is carried out by switchd (all but the help and the version).
+  var talksToSwitchd: Bool {
+    switch self {
+    case .help, .version: false
+    default: true
+    }
+  }
+
   /// Whether it asks switchd to change something.
   var writes: Bool {
     switch self {

@@ -18,7 +18,7 @@ struct Environment {
   var isTerminal = false
   /// The variables of `variableNames` whose value is not valid UTF-8 (and
   /// so not in `variables`): Swift's strings would repair it into U+FFFD, a
-  /// path that names another file. Refused when read (`variableNotUTF8`).
+  /// path that names another file. Refused when read (`socket(flag:)`).
   var notUTF8: Set<String> = []
 
   /// The variables switchctl reads. Only these are copied, so start-up never
@@ -48,21 +48,6 @@ struct Environment {
     return environment
   }
 
-  /// Why `invocation` cannot be run here: a variable the socket would be
-  /// found from is not valid UTF-8 (one it does not read is left alone).
-  func variableNotUTF8(for invocation: Invocation) -> String? {
-    switch invocation.command {
-    case .help, .version: return nil
-    default: break
-    }
-    if let flag = invocation.socket, !flag.isEmpty { return nil }
-    let read = uid == 0 ? ["SWITCHD_SOCKET"] : ["SWITCHD_SOCKET", "XDG_RUNTIME_DIR"]
-    guard variables["SWITCHD_SOCKET", default: ""].isEmpty,
-      let name = read.first(where: notUTF8.contains)
-    else { return nil }
-    return "$\(name) is not valid UTF-8: a path must be UTF-8"
-  }
-
   /// The daemon's socket: `--socket`, then `$SWITCHD_SOCKET`, then the
   /// default. For root the default is the system socket. Anyone else may
   /// run their own daemon (`DefaultPaths.socket`) or use the system one, so
@@ -71,19 +56,30 @@ struct Environment {
   /// folder is theirs alone, as the daemon demands of it: anyone may make
   /// `/tmp/switchd-UID` first and listen there, to be told the user's
   /// changes and answer them falsely. `passedOver` then says why, for stderr.
-  func socket(flag: String?) -> (path: String, passedOver: String?) {
-    if let flag, !flag.isEmpty { return (flag, nil) }
-    if let variable = variables["SWITCHD_SOCKET"], !variable.isEmpty { return (variable, nil) }
-    if uid == 0 { return (DefaultPaths.systemSocket, nil) }
+  /// `notUTF8` says which variable it would be found from is not UTF-8
+  /// (`notUTF8`, the set): a command that talks to switchd is refused then.
+  func socket(flag: String?) -> (path: String, passedOver: String?, notUTF8: String?) {
+    if let flag, !flag.isEmpty { return (flag, nil, nil) }
+    if let variable = variables["SWITCHD_SOCKET"], !variable.isEmpty { return (variable, nil, nil) }
+    if let unread = unreadable("SWITCHD_SOCKET") { return (DefaultPaths.systemSocket, nil, unread) }
+    if uid == 0 { return (DefaultPaths.systemSocket, nil, nil) }
+    if let unread = unreadable("XDG_RUNTIME_DIR") {
+      return (DefaultPaths.systemSocket, nil, unread)
+    }
     let own = DefaultPaths.socket(uid: uid, environment: variables)
-    guard fileExists(own) else { return (DefaultPaths.systemSocket, nil) }
+    guard fileExists(own) else { return (DefaultPaths.systemSocket, nil, nil) }
     let folder = DefaultPaths.privateRuntimeDirectory(uid: uid)
     if own.hasPrefix(folder + "/"), let problem = privateDirectoryProblem(folder) {
       return (
         DefaultPaths.systemSocket,
-        "not using \(own) (\(problem)); using \(DefaultPaths.systemSocket)"
+        "not using \(own) (\(problem)); using \(DefaultPaths.systemSocket)", nil
       )
     }
-    return (own, nil)
+    return (own, nil, nil)
+  }
+
+  /// The sentence for `name` when its value is not UTF-8.
+  private func unreadable(_ name: String) -> String? {
+    notUTF8.contains(name) ? "$\(name) is not valid UTF-8: a path must be UTF-8" : nil
   }
 }

@@ -47,22 +47,7 @@ public enum SwitchCtl {
     _ arguments: [String], environment: Environment, console: Console,
     argumentNotUTF8: Int? = nil, handlesSignals: Bool = false
   ) -> ExitCode {
-    let invocation: Invocation
-    var parsed = ArgumentParser.parse(arguments)
-    // An argument that is not UTF-8 came repaired (U+FFFD): a path so given
-    // would name another file. And so does a variable the command reads.
-    let json =
-      switch parsed {
-      case .success(let invocation): invocation.json
-      case .failure(let error): error.json
-      }
-    let notUTF8 =
-      argumentNotUTF8.map(argumentNotUTF8Sentence)
-      ?? (try? parsed.get()).flatMap { environment.variableNotUTF8(for: $0) }
-    if let notUTF8 { parsed = .failure(UsageError(message: notUTF8, command: nil, json: json)) }
-    switch parsed {
-    case .success(let parsed): invocation = parsed
-    case .failure(let error):
+    func refuse(_ error: UsageError) -> ExitCode {
       let failure = Failure.usage(error)
       // A script that asked for JSON reads the error object on stdout, as
       // for every other failure, also when the rest did not parse.
@@ -70,8 +55,24 @@ public enum SwitchCtl {
       console.err(failure.lines)
       return failure.exitCode
     }
-    if handlesSignals, case .watch = invocation.command { exitQuietlyOnInterrupt() }
+    let invocation: Invocation
+    switch ArgumentParser.parse(arguments) {
+    case .success(let parsed): invocation = parsed
+    case .failure(let error):
+      // Said before what the rest of the line got wrong, as below.
+      guard let place = argumentNotUTF8 else { return refuse(error) }
+      return refuse(UsageError(message: argumentNotUTF8Sentence(place), json: error.json))
+    }
+    // An argument that is not UTF-8 came repaired (U+FFFD): a path so given
+    // would name another file. And so does a variable the socket is found from.
+    if let place = argumentNotUTF8 {
+      return refuse(UsageError(message: argumentNotUTF8Sentence(place), json: invocation.json))
+    }
     let socket = environment.socket(flag: invocation.socket)
+    if let notUTF8 = socket.notUTF8, invocation.command.talksToSwitchd {
+      return refuse(UsageError(message: notUTF8, json: invocation.json))
+    }
+    if handlesSignals, case .watch = invocation.command { exitQuietlyOnInterrupt() }
     if let passedOver = socket.passedOver {
       console.err("switchctl: " + Output.printable(passedOver))
     }
