@@ -116,6 +116,15 @@ enum Output {
     return text
   }
 
+  /// What the command line gave, cut to its first 64 characters and its
+  /// length when longer: a refusal of a 100,000-byte key is one line, not
+  /// the key repeated whole (an audit). `--json` keeps it whole in `data`.
+  static func shortened(_ text: String, to limit: Int = 64) -> String {
+    let count = text.count
+    guard count > limit else { return text }
+    return "\(text.prefix(limit))… (\(count) characters)"
+  }
+
   /// Free text from the daemon (labels, reasons, messages) with control
   /// characters escaped: a reason holding a newline or a terminal escape
   /// must not break "one line per switch" or play tricks on a terminal,

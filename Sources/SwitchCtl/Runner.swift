@@ -183,7 +183,7 @@ struct Runner {
           code: .unknownSwitch,
           message: key.isEmpty
             ? "No switch has an empty key: name one (`switchctl list` lists them)."
-            : "No switch has the key \(key): \(problem).",
+            : "No switch has the key \(Output.shortened(key)): \(problem).",
           data: .object([
             JSONMember("name", .string(RPCErrorCode.unknownSwitch.name)),
             JSONMember(WireField.key, .string(key)),

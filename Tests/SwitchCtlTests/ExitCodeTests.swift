@@ -123,6 +123,14 @@ import Testing
       run.err == [
         "switchctl: No switch has the key Wi_Fi: a switch key starts with a lowercase letter a-z."
       ])
+    // A key far past the limit is named by its start and length.
+    let long = runCtl(["--socket", "/nonexistent/s", "get", String(repeating: "a", count: 100_000)])
+    #expect(long.code.rawValue == 5)
+    #expect(
+      long.err == [
+        "switchctl: No switch has the key \(String(repeating: "a", count: 64))… (100000 characters): "
+          + "a switch key is at most 128 bytes."
+      ])
     // Not "the key : …": an empty key is said as one.
     let empty = runCtl(["--socket", "/nonexistent/s", "get", ""])
     #expect(empty.code.rawValue == 5)
