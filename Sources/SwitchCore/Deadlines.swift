@@ -47,7 +47,7 @@ extension Rules {
         next.pendingUntil = deadline
         next.pending = TriedChange(
           maker: caller.actor, makerIsAdministrator: caller.has(.administrator),
-          bootDeadline: boot.milliseconds + seconds * 1000, bootID: boot.id,
+          bootDeadline: boot.deadline(after: seconds), bootID: boot.id,
           revertOnDisconnect: onDisconnect)
       } else {
         next.expiresAt = deadline
@@ -179,6 +179,13 @@ public struct BootMoment: Equatable, Sendable {
     self.milliseconds = milliseconds
     self.id = id
   }
+
+  /// The boot-clock deadline `seconds` from this moment, a millisecond past
+  /// the sum: the boot clock is read after the group's wall time and both
+  /// are cut to whole milliseconds, so at the sum the wall clock may still
+  /// read 1 ms before the `pendingUntil` the answer gave (an audit: the
+  /// revert came before the time the switch showed).
+  public func deadline(after seconds: Int64) -> Int64 { milliseconds + seconds * 1000 + 1 }
 }
 
 /// A tried change waiting for `confirm` (rule 20): kept in the State, so in

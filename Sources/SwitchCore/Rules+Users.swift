@@ -81,7 +81,7 @@ extension Rules {
       decision.pendingUntil = time + seconds * 1000
       decision.pending = TriedChange(
         maker: caller.actor, makerIsAdministrator: caller.isAdmin,
-        bootDeadline: boot.milliseconds + seconds * 1000, bootID: boot.id,
+        bootDeadline: boot.deadline(after: seconds), bootID: boot.id,
         revertOnDisconnect: onDisconnect)
       return decision
     }

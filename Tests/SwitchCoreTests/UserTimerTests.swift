@@ -118,7 +118,7 @@ import Testing
       lasting: .confirmWithin(seconds: 30, revertOnDisconnect: true), at: Self.now, boot: boot)
     let own = try #require(Self.change(Decided(decision: tried))).userValue
     #expect(own.checked == false && own.pendingUntil == Self.now + 30_000 && own.expiresAt == nil)
-    #expect(own.pending?.maker == Self.alice.actor && own.pending?.bootDeadline == 35_000)
+    #expect(own.pending?.maker == Self.alice.actor && own.pending?.bootDeadline == 35_001)
     #expect(own.pending?.makerIsAdministrator == false)
     let admin = UserScopeTests.admin.acting(as: 1000)
     for caller in [Self.alice, admin] {
