@@ -238,8 +238,16 @@ extension Writer {
     guard settled.count > 1 else {
       var output = WriterOutput(
         catalog: nil, changes: [], answers: [], oldestRetained: oldestRetained)
-      if case .write(let write)? = settled.first {
+      switch settled.first {
+      case .write(let write)?:
         output.answers = [(write.ticket, .write(.failure(.storageFailure("\(error)"))))]
+        if let applied = write.applied, applied.failure == nil {
+          reapplyStored(applied.effective.keys)
+        }
+      case .system(let system, _)? where system.target != nil:
+        reapplyStored([system.key])
+      default:
+        break
       }
       return output
     }
@@ -251,6 +259,27 @@ extension Writer {
     }
     merged.oldestRetained = oldestRetained
     return merged
+  }
+
+  /// Switches whose apply commands ran for a change that then failed to
+  /// commit (a full disk): the system has the value the change asked for,
+  /// the record the one before, and the caller was told nothing changed
+  /// (SEMANTICS.md rule 8). Each command runs again for the value the
+  /// switch still has, as the start's reconcile does, and a failure there
+  /// marks the switch `invalid` (rule 15). A reconcile's own failed commit
+  /// is not reconciled again (its target is the record), so this cannot
+  /// loop while the disk stays full (an audit: the refused write's value
+  /// stayed in the system until the next write of the switch).
+  private func reapplyStored(_ keys: some Collection<String>) {
+    for key in keys.sorted() {
+      guard let command = catalog.switches[key]?.apply, let record = records[key] else { continue }
+      log.warning(
+        "the change of \(key) was not stored after its apply command ran; "
+          + "running the command again for the stored value")
+      _ = parkSystemApply(
+        key, command: command, state: record.state, target: nil, cause: .reconcile,
+        counted: false)
+    }
   }
 
   /// Decides `item` and, when it frees what it held, the writes that
