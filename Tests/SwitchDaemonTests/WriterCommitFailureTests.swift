@@ -1,7 +1,10 @@
+import CSQLite
+import Glibc
 import SwitchCore
 import Testing
 
 @testable import SwitchDaemon
+@testable import SwitchStore
 
 /// The writer when a commit throws: the writes are answered StorageFailure,
 /// nothing is emitted, the writer's copy and revision stay as they were, a
@@ -40,6 +43,46 @@ import Testing
       key == "email"
       ? writer.users.value(key, user: 1000)?.checked : writer.records[key]?.state.checked
     #expect(after == true)
+  }
+
+  /// After a crash the rows lag the log. A start that cannot copy the log
+  /// into them (a full disk) starts all the same, with the log's values,
+  /// and its next checkpoint copies it, the users' values with it.
+  @Test func aStartWhoseCheckpointFailsStartsAndItsNextCheckpointCatchesUp() throws {
+    let harness = try WriterHarness()
+    let changed = harness.writer.commitGroup([
+      QueuedRevertTests.write("wifi", .toggle(ifRevision: nil), connection: 1),
+      QueuedRevertTests.write("email", .toggle(ifRevision: nil), connection: 1),
+    ])
+    #expect(changed.changes.count == 2)
+    // That writer is not stopped: its rows lag its log, as after a crash.
+    let path = harness.directory + "/switches.db"
+    let saboteur = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE)
+    defer { saboteur.close() }
+    let checkpointRow = "SELECT value FROM meta WHERE name = 'checkpoint'"
+    #expect(try saboteur.textRows(checkpointRow) == ["0"])
+    try saboteur.execute(
+      "CREATE TRIGGER injected_fault BEFORE UPDATE ON meta WHEN new.name = 'checkpoint' "
+        + "BEGIN SELECT RAISE(ABORT, 'injected fault'); END")
+    let catalog = try #require(ConfigLoader.load(directory: harness.directory + "/config").catalog)
+    let restarted = try Writer.start(
+      databasePath: path, configDirectory: harness.directory + "/config", catalog: catalog,
+      access: AccessRules(daemonUID: getuid()), log: Log(level: .error),
+      jobs: BlockingQueue<WriterJob>())
+    #expect(restarted.records["wifi"]?.state.checked == false)
+    #expect(restarted.users.values["email"]?[1000]?.checked == false)
+    #expect(restarted.rowsLagTheLog)
+    #expect(try saboteur.textRows(checkpointRow) == ["0"])
+
+    try saboteur.execute("DROP TRIGGER injected_fault")
+    restarted.checkpoint()
+    #expect(!restarted.rowsLagTheLog)
+    #expect(try saboteur.textRows(checkpointRow) == ["2"])
+    // The user's value, which the restarted writer does not hold as changed.
+    #expect(try saboteur.textRows("SELECT revision FROM user_values WHERE user = 1000") == ["2"])
+    let jobs = BlockingQueue<WriterJob>()
+    jobs.push(.stop)
+    restarted.run(jobs: jobs) { _ in }
   }
 
   @Test func aFailedCommitChangesNothingAndTheNextOneWorks() throws {

@@ -17,6 +17,10 @@ extension Writer {
       $0.revision > checkpointed || rowsWithoutRevision.contains($0.key)
     }
     do {
+      if rowsLagTheLog {
+        try store.checkpointFromLog()
+        rowsLagTheLog = false
+      }
       try store.checkpoint(rows, userRows: users.rowsToCheckpoint, at: revision)
       rowsWithoutRevision.removeAll(keepingCapacity: true)
       users.checkpointed()

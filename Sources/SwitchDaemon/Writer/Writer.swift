@@ -34,6 +34,10 @@ final class Writer {
   /// `rowsWithoutRevision`, whose records changed without a revision.
   var checkpointed: Int64
   var rowsWithoutRevision: Set<String> = []
+  /// The start could not copy the log's tail into the rows (a full disk):
+  /// the next checkpoint does it first, with the users' values, which the
+  /// writer does not hold as changed since (`SwitchStore.checkpointFromLog`).
+  var rowsLagTheLog = false
   /// How long a group may wait for writes that are surely coming.
   var pacer = GroupCommitPacer()
   /// The arrays a group needs only while it is taken and decided.
@@ -143,10 +147,22 @@ final class Writer {
       records[record.hashedKey] = record
     }
     // After a crash the rows lag the log; bring them up to date once, so from
-    // here on the writer knows every key changed since the checkpoint.
+    // here on the writer knows every key changed since the checkpoint. On a
+    // full disk that fails, and need not stop the start: the records above
+    // are the log's, and the next checkpoint copies the log first
+    // (`rowsLagTheLog`). (An audit: after a crash on a full disk switchd
+    // did not start, and no read was served until space was freed.)
+    var rowsLagTheLog = false
     if try store.checkpointRevision() < store.currentRevision() {
       try healthChecked()
-      try store.checkpointFromLog()
+      do {
+        try store.checkpointFromLog()
+      } catch {
+        log.warning(
+          "bringing the switch rows up to date from the change log failed (\(error)); "
+            + "the switches are read from the log, and the next checkpoint tries again")
+        rowsLagTheLog = true
+      }
     }
     let userValues = try store.loadUserValuesAndDeadlines(sharing: catalog.sharedKeys)
     try healthChecked()
@@ -155,6 +171,7 @@ final class Writer {
       revision: try store.currentRevision(), oldestRetained: try store.oldestRetainedRevision(),
       checkpointed: try store.checkpointRevision(), log: log, pool: ApplyPool(results: jobs),
       checks: CheckThread(jobs: jobs, log: log))
+    writer.rowsLagTheLog = rowsLagTheLog
     writer.users.load(
       userValues.values,
       withDeadlines: userValues.withDeadlines.map { UserKey(hashedKey: $0.key, user: $0.user) })
