@@ -22,7 +22,8 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
         + "or delete it to start from the defaults"
     case .filesMoved(_, let detail):
       return "the database file was removed or replaced (\(detail)); nothing more is "
-        + "written to it: restart switchd"
+        + "written to it: put it back and restart switchd (a restart without it starts from "
+        + "the defaults, or from the file now at that path)"
     case .newerSchema(let path, let found, let supported):
       return "the database \(path) has schema version \(found), newer than the \(supported) "
         + "this switchd supports: run the newer switchd, or move the file aside to start from "

@@ -236,6 +236,9 @@ extension SwitchStore {
     _ rows: [SwitchRecord], userRows: [(key: String, user: UInt32, value: UserValue)] = [],
     at revision: Int64
   ) throws(StoreError) {
+    // Not into a file that is no longer the database (the stop's checkpoint
+    // wrote into a removed one, an audit).
+    try checkFilesInPlace()
     do throws(StoreError) {
       try writeRowsAndCheckpoint(rows, userRows: userRows, at: revision)
     } catch {
@@ -338,6 +341,7 @@ extension SwitchStore {
   /// Copies each key's newest change since the last checkpoint into its switch row, in one
   /// transaction, so start-up replays only what came after. It reads the whole tail of the log.
   public func checkpointFromLog() throws(StoreError) {
+    try checkFilesInPlace()
     try transaction { () throws(SQLiteError) in
       let from = try readCheckpoint()
       let to = try readRevision()

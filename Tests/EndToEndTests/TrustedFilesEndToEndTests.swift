@@ -270,6 +270,16 @@ import Testing
     let daemon = try DaemonFixture()
     let client = try daemon.client()
     for _ in 0..<3 { _ = try client.result("toggle", keyParam("wifi")) }
+    // Held open, to see that the stop writes nothing into the removed
+    // files (its checkpoint grew the WAL, an audit).
+    let held = ["", "-wal"].map { open(daemon.databasePath + $0, O_RDONLY | O_CLOEXEC) }
+    defer { for fd in held { close(fd) } }
+    func sizes() -> [Int] {
+      held.map { fd in
+        var status = stat()
+        return fstat(fd, &status) == 0 ? Int(status.st_size) : -1
+      }
+    }
     for suffix in ["", "-wal", "-shm"] { unlink(daemon.databasePath + suffix) }
 
     for _ in 0..<2 {
@@ -287,7 +297,9 @@ import Testing
     let said = daemon.log.split(separator: "\n").filter { $0.contains("removed or replaced") }
     #expect(said.count == 1, "\(said)")
     client.close()
+    let before = sizes()
     #expect(daemon.stop() == 0)
+    #expect(sizes() == before, "the stop wrote into the removed database")
 
     // Started again on what is now an empty database: the log says so,
     // and the revisions it announced are not used again.
