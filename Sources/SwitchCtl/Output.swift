@@ -46,9 +46,15 @@ enum Output {
   static func timeNotes(_ state: StateObject, now: Int64?) -> [String] {
     var notes: [String] = []
     if let at = state.pendingUntil {
-      notes.append(
-        now.map { "reverts in \(span(at - $0)) unless confirmed" }
-          ?? "reverts at \(endClock(at)) unless confirmed")
+      if let now, at <= now {
+        // Its revert is due and not yet stored (a full disk: an audit saw
+        // "reverts in 0 s" for as long as the disk stayed full).
+        notes.append("its revert is due since \(endClock(at))")
+      } else {
+        notes.append(
+          now.map { "reverts in \(span(at - $0)) unless confirmed" }
+            ?? "reverts at \(endClock(at)) unless confirmed")
+      }
     }
     if let at = state.expiresAt {
       if state.readOnly || state.disabled {

@@ -128,6 +128,8 @@ import Testing
     #expect(next["switch"]?["revision"]?.int64Value == committed + 1)
     let event = try watcher.nextEvent()
     #expect(event["revision"]?.int64Value == committed + 1)
+    // The log says the fault is over, as it said when it began.
+    #expect(daemon.log.contains("writes are stored again, after "), "\(daemon.log)")
     #expect(Durability.revisions(try Durability.fullHistory(client)) == Array(1...committed + 1))
 
     // And it is on disk: after a restart, and to SQLite's own check.

@@ -127,6 +127,10 @@ import Testing
     state.pendingUntil = 1000 + 40_000
     let notes = Output.timeNotes(state, now: 1000)
     #expect(notes == ["reverts in 40 s unless confirmed", "off for 52 more minutes"])
+    // Past its deadline, its revert not yet stored (a full disk): due, not "in 0 s".
+    #expect(
+      Output.timeNotes(state, now: 41_000).first
+        == "its revert is due since \(Output.endClock(41_000))")
     // Printed after the fact (watch, a replay): times, not "in 40 s".
     #expect(
       Output.timeNotes(state, now: nil) == [

@@ -207,6 +207,7 @@ extension Writer {
       let started = monotonicSeconds()
       try store.commit(group.changes)
       pacer.committed(&group.writers, seconds: monotonicSeconds() - started)
+      if failedCommits > 0 { logCommitsWorkAgain() }
       users.committed()
       if oldestRetained == nil { oldestRetained = group.changes[0].revision }
       return WriterOutput(
@@ -569,6 +570,7 @@ extension Writer {
   /// A failed commit in the log; a database file that was moved, once,
   /// since every commit after it fails the same way.
   func logCommitFailure(_ error: any Error) {
+    failedCommits += 1
     guard case .filesMoved = error as? StoreError else {
       log.rateLimited(.error, cause: "commit", "a commit failed, nothing changed: \(error)")
       return
@@ -577,5 +579,13 @@ extension Writer {
     reportedFilesMoved = true
     log.error(
       "\(error); writes after revision \(revision) are refused, reads go on from memory")
+  }
+
+  /// The first commit that works after failed ones (a disk that was full
+  /// has room again), in the log that said they failed.
+  func logCommitsWorkAgain() {
+    let count = failedCommits == 1 ? "1 failed commit" : "\(failedCommits) failed commits"
+    log.notice("writes are stored again, after \(count)")
+    failedCommits = 0
   }
 }

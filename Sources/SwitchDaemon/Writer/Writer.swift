@@ -57,6 +57,9 @@ final class Writer {
   var announced: AnnouncedRevision?
   /// Set once a commit found the database file moved: said once in the log.
   var reportedFilesMoved = false
+  /// Commits that failed since the last that worked: the log says when
+  /// writes are stored again (an audit: after a full disk it never did).
+  var failedCommits = 0
   /// The `ExecWatch=` programs running, by key, and the thread that runs
   /// `ExecCheck=` programs (Writer+ReadBack.swift).
   var watches: [String: WatchThread] = [:]
