@@ -19,32 +19,59 @@ import Testing
         .utf8)
   }
 
-  @Test func theCommandRunsAgainForTheStoredValueWhenTheCommitFails() throws {
-    var log = ""
-    let harness = try LoopHarness(daemonConf: "[Daemon]\nAdminGroup=\nLogLevel=error\n") {
-      log = $0 + "/apply.log"
-      let applier = $0 + "/apply"
-      try writeWholeFile(
-        applier, "#!/bin/sh\necho \"$SWITCH_EFFECTIVE $SWITCH_CAUSE\" >> \(log)\n")
-      chmod(applier, 0o755)
-      return "[radio]\nLabel=Radio\nDefault=off\nExecApply=\(applier)\n"
+  /// A harness whose `radio` has a command that logs each run's effective
+  /// value and cause, once the start's reconcile ran it; and a connection
+  /// to its database, to make the change log refuse inserts.
+  final class Setup {
+    let harness: LoopHarness
+    let saboteur: SQLiteConnection
+    let peer: TestClient
+    private let log: String
+
+    init() throws {
+      var log = ""
+      harness = try LoopHarness(daemonConf: "[Daemon]\nAdminGroup=\nLogLevel=error\n") {
+        log = $0 + "/apply.log"
+        let applier = $0 + "/apply"
+        try writeWholeFile(
+          applier, "#!/bin/sh\necho \"$SWITCH_EFFECTIVE $SWITCH_CAUSE\" >> \(log)\n")
+        chmod(applier, 0o755)
+        return "[radio]\nLabel=Radio\nDefault=off\nExecApply=\(applier)\n"
+      }
+      self.log = log
+      saboteur = try SQLiteConnection(
+        path: harness.directory + "/switches.db", flags: SQLITE_OPEN_READWRITE)
+      peer = try TestClient(harness)
+      // The start's reconcile runs the command once.
+      peer.drive(input: []) { [log] _ in !Self.runs(log).isEmpty }
     }
-    defer { harness.stop() }
-    let saboteur = try SQLiteConnection(
-      path: harness.directory + "/switches.db", flags: SQLITE_OPEN_READWRITE)
-    defer { saboteur.close() }
-    let peer = try TestClient(harness)
-    defer { close(peer.fd) }
-    func runs() -> [String] {
+
+    deinit {
+      close(peer.fd)
+      saboteur.close()
+      harness.stop()
+    }
+
+    var runs: [String] { Self.runs(log) }
+
+    static func runs(_ log: String) -> [String] {
       ((try? readWholeFile(log)) ?? "").split(separator: "\n").map(String.init)
     }
-    // The start's reconcile runs the command once.
-    peer.drive(input: []) { _ in !runs().isEmpty }
+
+    func failInserts() throws {
+      try saboteur.execute(
+        "CREATE TRIGGER injected_fault BEFORE INSERT ON changes "
+          + "BEGIN SELECT RAISE(ABORT, 'injected fault'); END")
+    }
+  }
+
+  @Test func theCommandRunsAgainForTheStoredValueWhenTheCommitFails() throws {
+    let setup = try Setup()
+    let (peer, saboteur) = (setup.peer, setup.saboteur)
+    func runs() -> [String] { setup.runs }
     #expect(runs() == ["off reconcile"])
 
-    try saboteur.execute(
-      "CREATE TRIGGER injected_fault BEFORE INSERT ON changes "
-        + "BEGIN SELECT RAISE(ABORT, 'injected fault'); END")
+    try setup.failInserts()
     peer.drive(input: Self.request(1, "toggle")) { $0.lines.count >= 1 && runs().count >= 3 }
     let refused = try JSONParser.parse(peer.lines.first ?? "null", maxDepth: 64)
     #expect(refused["error"]?["data"]?["name"]?.stringValue == "StorageFailure")
@@ -58,5 +85,21 @@ import Testing
     #expect(toggled["result"]?["switch"]?["checked"]?.boolValue == true)
     #expect(toggled["result"]?["switch"]?["revision"]?.int64Value == 1)
     #expect(runs().last == "on toggle")
+  }
+
+  /// A reload whose policy's command ran and whose commit failed keeps the
+  /// running configuration: the command runs again for its value.
+  @Test func aReloadThatFailsToCommitRunsItsCommandsAgainForTheRunningValues() throws {
+    let setup = try Setup()
+    #expect(setup.runs == ["off reconcile"])
+    let config = setup.harness.directory + "/config"
+    mkdir(config + "/policy.d", 0o755)
+    try writeWholeFile(config + "/policy.d/50-test.conf", "[radio]\nReadOnly=yes\nChecked=on\n")
+    try setup.failInserts()
+    let reload = #"{"jsonrpc":"2.0","id":1,"method":"reload","params":{}}"# + "\n"
+    setup.peer.drive(input: Array(reload.utf8)) { $0.lines.count >= 1 && setup.runs.count >= 3 }
+    let refused = try JSONParser.parse(setup.peer.lines.first ?? "null", maxDepth: 64)
+    #expect(refused["error"]?["data"]?["name"]?.stringValue == "StorageFailure")
+    #expect(setup.runs == ["off reconcile", "on policy", "off reconcile"])
   }
 }

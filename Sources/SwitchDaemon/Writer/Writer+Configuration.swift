@@ -91,6 +91,9 @@ extension Writer {
       return output
     } catch {
       log.error("reload failed, the running configuration stays: \(error)")
+      // Its commands ran for values the running configuration does not
+      // give: they run again for the ones it does.
+      if let ran { reapplyStored(ran.applied.keys) }
       return reloadFailed(
         ticket, .storageFailure("\(error)"),
         ReloadRecord(time: time, result: .failed, errors: ["\(error)"]))

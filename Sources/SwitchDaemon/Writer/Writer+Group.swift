@@ -263,15 +263,16 @@ extension Writer {
   }
 
   /// Switches whose apply commands ran for a change that then failed to
-  /// commit (a full disk): the system has the value the change asked for,
-  /// the record the one before, and the caller was told nothing changed
+  /// commit (a full disk; a write's, a policy change's or a reload's,
+  /// `finishReload`): the system has the value the change asked for, the
+  /// record the one before, and the caller was told nothing changed
   /// (SEMANTICS.md rule 8). Each command runs again for the value the
   /// switch still has, as the start's reconcile does, and a failure there
   /// marks the switch `invalid` (rule 15). A reconcile's own failed commit
   /// is not reconciled again (its target is the record), so this cannot
   /// loop while the disk stays full (an audit: the refused write's value
   /// stayed in the system until the next write of the switch).
-  private func reapplyStored(_ keys: some Collection<String>) {
+  func reapplyStored(_ keys: some Collection<String>) {
     for key in keys.sorted() {
       guard let command = catalog.switches[key]?.apply, let record = records[key] else { continue }
       log.warning(
