@@ -184,7 +184,8 @@ public struct BootMoment: Equatable, Sendable {
   /// the sum: the boot clock is read after the group's wall time and both
   /// are cut to whole milliseconds, so at the sum the wall clock may still
   /// read 1 ms before the `pendingUntil` the answer gave (an audit: the
-  /// revert came before the time the switch showed).
+  /// revert came before the time the switch showed). It closes that
+  /// rounding only: a wall clock slewed by NTP meanwhile still differs.
   public func deadline(after seconds: Int64) -> Int64 { milliseconds + seconds * 1000 + 1 }
 }
 

@@ -122,13 +122,15 @@ enum Output {
     return text
   }
 
-  /// What the command line gave, cut to its first 64 characters and its
-  /// length when longer: a refusal of a 100,000-byte key is one line, not
-  /// the key repeated whole (an audit). `--json` keeps it whole in `data`.
-  static func shortened(_ text: String, to limit: Int = 64) -> String {
-    let count = text.count
-    guard count > limit else { return text }
-    return "\(text.prefix(limit))… (\(count) characters)"
+  /// A key from the command line far past a key's length (twice
+  /// `SwitchKey.maxBytes`), cut to its first 64 characters and its length:
+  /// a refusal of a 100,000-byte key is one line, not the key repeated
+  /// whole (an audit). A shorter one is shown whole, where what is wrong
+  /// with it may be its last byte. `--json` keeps it whole in `data`.
+  static func shortened(_ key: String) -> String {
+    let bytes = key.utf8.count
+    guard bytes > 2 * SwitchKey.maxBytes else { return key }
+    return "\(key.prefix(64))… (\(bytes) bytes)"
   }
 
   /// Free text from the daemon (labels, reasons, messages) with control

@@ -128,8 +128,14 @@ import Testing
     #expect(long.code.rawValue == 5)
     #expect(
       long.err == [
-        "switchctl: No switch has the key \(String(repeating: "a", count: 64))… (100000 characters): "
+        "switchctl: No switch has the key \(String(repeating: "a", count: 64))… (100000 bytes): "
           + "a switch key is at most 128 bytes."
+      ])
+    // One just past the limit is shown whole: what is wrong may be its end.
+    let past = String(repeating: "b", count: 129)
+    #expect(
+      runCtl(["--socket", "/nonexistent/s", "get", past]).err == [
+        "switchctl: No switch has the key \(past): a switch key is at most 128 bytes."
       ])
     // Not "the key : …": an empty key is said as one.
     let empty = runCtl(["--socket", "/nonexistent/s", "get", ""])

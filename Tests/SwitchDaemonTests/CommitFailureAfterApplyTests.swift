@@ -1,6 +1,7 @@
 import CSQLite
 import Glibc
 import SwitchProtocol
+import SwitchSystem
 import SwitchTestSupport
 import Testing
 
@@ -101,5 +102,43 @@ import Testing
     let refused = try JSONParser.parse(setup.peer.lines.first ?? "null", maxDepth: 64)
     #expect(refused["error"]?["data"]?["name"]?.stringValue == "StorageFailure")
     #expect(setup.runs == ["off reconcile", "on policy", "off reconcile"])
+  }
+
+  /// A tried change whose revert fails to commit: the revert is tried again
+  /// while it is due, for the same value, and the system is not turned
+  /// back between tries (the record still holds the tried value, which the
+  /// revert replaces once the disk has room).
+  @Test func aRevertThatFailsToCommitIsTriedAgainAndNotUndone() throws {
+    let setup = try Setup()
+    let tried =
+      #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"radio","checked":true,"#
+      + #""confirmWithin":1,"revertOnDisconnect":false}}"# + "\n"
+    setup.peer.drive(input: Array(tried.utf8)) { $0.lines.count >= 1 }
+    #expect(setup.runs == ["off reconcile", "on set"])
+    try setup.failInserts()
+    // Its deadline passes: the revert's command runs, its commit fails, and
+    // after a pause it is tried again.
+    setup.peer.drive(input: []) { _ in setup.runs.count >= 4 }
+    #expect(setup.runs == ["off reconcile", "on set", "off revert", "off revert"])
+
+    try setup.saboteur.execute("DROP TRIGGER injected_fault")
+    let get = Array(Self.request(2, "get"))
+    var checked: Bool? = true
+    let deadline = monotonicSeconds() + 60
+    while checked != false && monotonicSeconds() < deadline {
+      let asked = setup.peer.lines.count
+      setup.peer.drive(input: get) { $0.lines.count > asked }
+      checked =
+        (try? JSONParser.parse(setup.peer.lines.last ?? "null", maxDepth: 64))?[
+          "result"]?["checked"]?.boolValue
+    }
+    #expect(checked == false, "the revert was not stored once the disk had room")
+    #expect(setup.runs.allSatisfy { !$0.hasPrefix("on ") || $0 == "on set" })
+  }
+
+  @Test func aDeadlinesRetryWaitsLongerAfterEachFailedCommit() {
+    #expect(
+      [1, 2, 3, 6, 7, 100].map { Writer.retryPause(afterFailures: $0) }
+        == [1000, 2000, 4000, 30_000, 30_000, 30_000])
   }
 }

@@ -1,5 +1,6 @@
 import SwitchCore
 import SwitchSystem
+import Synchronization
 
 /// One apply command to run: a switch, its command, and what to tell it.
 struct ApplyStep: Sendable {
@@ -59,31 +60,45 @@ struct ApplyResult: Sendable {
   var failedKey: String? = nil
   /// For an `eachOwn` task: each failed step's reason, by key.
   var failures: [String: String] = [:]
+  /// The switches whose undo failed too (after `failure`): the system may
+  /// hold the value the refused change asked for.
+  var undoFailed: [String] = []
 }
 
-/// A few threads that run apply commands, so that neither the event loop
-/// nor the writer ever waits for one (SEMANTICS.md rule 16): the writer
-/// submits a task and goes on; the result comes back as a writer job.
+/// Threads that run apply commands, so that neither the event loop nor
+/// the writer ever waits for one (SEMANTICS.md rule 16): the writer submits
+/// a task and goes on; the result comes back as a writer job.
 ///
-/// At most `workers` commands run at once; more wait their turn here. The
-/// threads start with the first task: a configuration without commands
-/// costs nothing. Owned by the writer's thread, the only one that submits.
+/// A thread is started when a task comes and every thread has one, up to
+/// `most`: commands of different switches run side by side, and a quick
+/// one does not wait behind slow ones (an audit: with four threads, four
+/// hung commands held every other switch's apply for their timeout).
+/// Past `most` tasks wait their turn here. No thread until the first task:
+/// a configuration without commands costs nothing. Owned by the writer's
+/// thread, the only one that submits.
 final class ApplyPool {
   private let tasks = BlockingQueue<ApplyTask?>()
   private let results: BlockingQueue<WriterJob>
-  private let workers: Int
-  private var started = false
+  private let most: Int
+  private var threads = 0
+  /// Tasks submitted and not yet finished (queued or running).
+  private let unfinished = TaskCount()
 
-  init(workers: Int = 4, results: BlockingQueue<WriterJob>) {
-    self.workers = workers
+  private final class TaskCount: Sendable {
+    let value = Atomic<Int>(0)
+  }
+
+  init(most: Int = 64, results: BlockingQueue<WriterJob>) {
+    self.most = most
     self.results = results
   }
 
   func submit(_ task: ApplyTask) {
-    if !started {
-      started = true
-      for _ in 0..<workers {
-        startThread(named: "apply") { [tasks, results] in Self.work(tasks, results) }
+    let count = unfinished.value.add(1, ordering: .acquiringAndReleasing).newValue
+    if count > threads && threads < most {
+      threads += 1
+      startThread(named: "apply") { [tasks, results, unfinished] in
+        Self.work(tasks, results, unfinished)
       }
     }
     tasks.push(task)
@@ -91,30 +106,38 @@ final class ApplyPool {
 
   /// Ends the threads once the tasks queued before are done.
   func stop() {
-    guard started else { return }
-    for _ in 0..<workers { tasks.push(nil) }
+    for _ in 0..<threads { tasks.push(nil) }
   }
 
-  private static func work(_ tasks: BlockingQueue<ApplyTask?>, _ results: BlockingQueue<WriterJob>)
-  {
+  private static func work(
+    _ tasks: BlockingQueue<ApplyTask?>, _ results: BlockingQueue<WriterJob>,
+    _ unfinished: TaskCount
+  ) {
     while let task = tasks.takeOne() {
-      if task.eachOwn {
-        var failures: [String: String] = [:]
-        for step in task.steps { if let reason = step.run() { failures[step.key] = reason } }
-        results.push(.applied(ApplyResult(id: task.id, failure: nil, failures: failures)))
-        continue
-      }
-      var failure: String?
-      var failedKey: String?
-      for (index, step) in task.steps.enumerated() {
-        guard let reason = step.run() else { continue }
-        failure = reason
-        failedKey = step.key
-        // All or nothing: put back what the earlier steps changed.
-        for undo in task.undo[..<index].reversed() { _ = undo.run() }
-        break
-      }
-      results.push(.applied(ApplyResult(id: task.id, failure: failure, failedKey: failedKey)))
+      // Counted down before the result goes: the writer's next submit,
+      // which may follow the result, sees this thread as free.
+      let result = run(task)
+      unfinished.value.subtract(1, ordering: .acquiringAndReleasing)
+      results.push(.applied(result))
     }
+  }
+
+  private static func run(_ task: ApplyTask) -> ApplyResult {
+    if task.eachOwn {
+      var failures: [String: String] = [:]
+      for step in task.steps { if let reason = step.run() { failures[step.key] = reason } }
+      return ApplyResult(id: task.id, failure: nil, failures: failures)
+    }
+    for (index, step) in task.steps.enumerated() {
+      guard let reason = step.run() else { continue }
+      // All or nothing: put back what the earlier steps changed.
+      var undoFailed: [String] = []
+      for undo in task.undo[..<index].reversed() where undo.run() != nil {
+        undoFailed.append(undo.key)
+      }
+      return ApplyResult(
+        id: task.id, failure: reason, failedKey: step.key, undoFailed: undoFailed)
+    }
+    return ApplyResult(id: task.id, failure: nil)
   }
 }

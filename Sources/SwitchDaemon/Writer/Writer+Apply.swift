@@ -57,6 +57,8 @@ struct AppliedCommand: Sendable {
   var failure: String?
   /// Whose command failed (`ApplyResult.failedKey`).
   var failedKey: String?
+  /// Whose undo failed after it (`ApplyResult.undoFailed`).
+  var undoFailed: [String] = []
 }
 
 /// A policy change or a reconcile whose command is running.
@@ -177,7 +179,8 @@ struct ApplyBook {
     switch job {
     case .write(var write, let effective):
       write.applied = AppliedCommand(
-        id: result.id, effective: effective, failure: result.failure, failedKey: result.failedKey)
+        id: result.id, effective: effective, failure: result.failure, failedKey: result.failedKey,
+        undoFailed: result.undoFailed)
       return .write(write)
     case .system(let system):
       return .system(system, failure: result.failure)

@@ -51,10 +51,11 @@ extension Writer {
 
   /// Makes a valid configuration `next` the running one and answers the
   /// reload; `ran`: the commands that ran first (effective value and
-  /// failure by key), if any.
+  /// failure by key), if any, under the parked job `owner`.
   func finishReload(
     _ ticket: Ticket?, _ next: Catalog, _ access: AccessRules,
-    ran: (applied: [String: Bool], failures: [String: String])?, scheduled: Bool = false
+    ran: (applied: [String: Bool], failures: [String: String])?, scheduled: Bool = false,
+    heldBy owner: UInt64? = nil
   ) -> WriterOutput {
     let time = wallClockMilliseconds()
     let restartRequired = Rules.settingsNeedingRestart(from: startSettings, to: next.settings)
@@ -93,7 +94,10 @@ extension Writer {
       log.error("reload failed, the running configuration stays: \(error)")
       // Its commands ran for values the running configuration does not
       // give: they run again for the ones it does.
-      if let ran { reapplyStored(ran.applied.keys) }
+      if let ran {
+        reapplyStored(
+          ran.applied.keys, heldBy: owner, because: "the reload its command ran for was not stored")
+      }
       return reloadFailed(
         ticket, .storageFailure("\(error)"),
         ReloadRecord(time: time, result: .failed, errors: ["\(error)"]))

@@ -134,9 +134,24 @@ extension Writer {
   func rearmDeadlines() {
     guard deadlines.moved else { return }
     deadlines.moved = false
-    let wall = [deadlines.earliestWall, scheduleChangesAt].compactMap { $0 }.min()
+    var wall = [deadlines.earliestWall, scheduleChangesAt].compactMap { $0 }.min()
+    var boot = deadlines.earliestBoot
+    // While commits fail (a full disk) a passed deadline is tried again
+    // after a pause, not at once: each try may run the switch's command,
+    // which was spawned again every millisecond (the review).
+    if failedCommits > 0 {
+      let pause = Self.retryPause(afterFailures: failedCommits)
+      wall = wall.map { max($0, wallClockMilliseconds() + pause) }
+      boot = boot.map { max($0, bootClockMilliseconds() + pause) }
+    }
     deadlineTimers?.arm(wall: wall)
-    deadlineTimers?.arm(boot: deadlines.earliestBoot)
+    deadlineTimers?.arm(boot: boot)
+  }
+
+  /// How long a deadline waits after `failures` failed commits in a row:
+  /// 1 s, doubling to 30 s.
+  static func retryPause(afterFailures failures: Int) -> Int64 {
+    min(30_000, 1000 << Int64(min(max(failures, 1) - 1, 5)))
   }
 
   /// What is due now, in deadline order (then by key): one write each. A

@@ -242,12 +242,18 @@ extension Writer {
       switch settled.first {
       case .write(let write)?:
         output.answers = [(write.ticket, .write(.failure(.storageFailure("\(error)"))))]
-        if let applied = write.applied, applied.failure == nil {
-          reapplyStored(applied.effective.keys)
+        // A deadline's ending (a revert, an expiry) is tried again while it
+        // is due, for the value its command ran for: undone, the system
+        // would flip at every try while the disk stays full (the review).
+        let isEnding = write.ticket.connection == 0 && !write.external
+        if let applied = write.applied, applied.failure == nil, !isEnding {
+          reapplyStored(
+            applied.effective.keys, because: "its change was not stored after its command ran")
         }
-      case .system(let system, _)? where system.target != nil:
-        reapplyStored([system.key])
       default:
+        // A policy's or a dependency's change (`.system`) is not undone:
+        // the configuration in force asks for the value its command ran
+        // for, and the record lags until the next reload or start.
         break
       }
       return output
@@ -263,21 +269,26 @@ extension Writer {
   }
 
   /// Switches whose apply commands ran for a change that then failed to
-  /// commit (a full disk; a write's, a policy change's or a reload's,
-  /// `finishReload`): the system has the value the change asked for, the
-  /// record the one before, and the caller was told nothing changed
-  /// (SEMANTICS.md rule 8). Each command runs again for the value the
-  /// switch still has, as the start's reconcile does, and a failure there
-  /// marks the switch `invalid` (rule 15). A reconcile's own failed commit
-  /// is not reconciled again (its target is the record), so this cannot
-  /// loop while the disk stays full (an audit: the refused write's value
-  /// stayed in the system until the next write of the switch).
-  func reapplyStored(_ keys: some Collection<String>) {
+  /// commit (a full disk; a client's write, or a reload's, `finishReload`),
+  /// or whose undo failed after a later command of the change failed:
+  /// the system has the value the change asked for, the record the one
+  /// before, and the caller was told nothing changed (SEMANTICS.md rule 8).
+  /// Each command runs again for the value the switch still has, as the
+  /// start's reconcile does, and a failure there marks the switch `invalid`
+  /// (rule 15). A reconcile's own failed commit is not reconciled again, so
+  /// this cannot loop while the disk stays full. A key another job holds
+  /// (`heldBy` aside, the reload's own) is left to it: its write is decided
+  /// against the record as it is now, after its command, in its order
+  /// (rule 16; two commands of one switch must not run at once). (An
+  /// audit: the refused write's value stayed in the system until the next
+  /// write of the switch.)
+  func reapplyStored(
+    _ keys: some Collection<String>, heldBy owner: UInt64? = nil, because reason: String
+  ) {
     for key in keys.sorted() {
+      if let holder = applying.busy[key], holder != owner { continue }
       guard let command = catalog.switches[key]?.apply, let record = records[key] else { continue }
-      log.warning(
-        "the change of \(key) was not stored after its apply command ran; "
-          + "running the command again for the stored value")
+      log.warning("\(key): \(reason); running its apply command again for the stored value")
       _ = parkSystemApply(
         key, command: command, state: record.state, target: nil, cause: .reconcile,
         counted: false)
@@ -470,6 +481,12 @@ extension Writer {
         // Nobody is answered an adopted value: the drift rules hear of it.
         if write.external { adoptionFailures[key] = error.message }
         group.answers.append((write.ticket, .write(.failure(error))))
+        // Refused, "nothing changed", but an undo failed: the system may
+        // hold what the change asked for (the apply audit).
+        if let applied = write.applied, !applied.undoFailed.isEmpty {
+          reapplyStored(
+            applied.undoFailed, heldBy: applied.id, because: "undoing its command failed")
+        }
         return true
       }
       // An ending cannot be refused and come again for ever: it ends, the

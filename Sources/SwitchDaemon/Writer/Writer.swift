@@ -154,17 +154,18 @@ final class Writer {
     // full disk that fails, and need not stop the start: the records above
     // are the log's, and the next checkpoint copies the log first
     // (`rowsLagTheLog`). (An audit: after a crash on a full disk switchd
-    // did not start, and no read was served until space was freed.)
-    var rowsLagTheLog = false
+    // did not start, and no read was served until space was freed.) Any
+    // failure of the copy, as a later checkpoint's: the file passed its
+    // health check above, and whatever keeps it from being written then
+    // refuses the writes, while reads are served (README, Durability). A
+    // start that must commit (a new switch, a policy's change) still fails.
+    var copyFailure: StoreError?
     if try store.checkpointRevision() < store.currentRevision() {
       try healthChecked()
-      do {
+      do throws(StoreError) {
         try store.checkpointFromLog()
       } catch {
-        log.warning(
-          "bringing the switch rows up to date from the change log failed (\(error)); "
-            + "the switches are read from the log, and the next checkpoint tries again")
-        rowsLagTheLog = true
+        copyFailure = error
       }
     }
     let userValues = try store.loadUserValuesAndDeadlines(sharing: catalog.sharedKeys)
@@ -174,7 +175,12 @@ final class Writer {
       revision: try store.currentRevision(), oldestRetained: try store.oldestRetainedRevision(),
       checkpointed: try store.checkpointRevision(), log: log, pool: ApplyPool(results: jobs),
       checks: CheckThread(jobs: jobs, log: log))
-    writer.rowsLagTheLog = rowsLagTheLog
+    if let copyFailure {
+      writer.rowsLagTheLog = true
+      log.warning(
+        "bringing the switch rows up to date from the change log failed (\(copyFailure)); "
+          + "the switches are read from the log, and the next checkpoint tries again")
+    }
     writer.users.load(
       userValues.values,
       withDeadlines: userValues.withDeadlines.map { UserKey(hashedKey: $0.key, user: $0.user) })
@@ -320,7 +326,7 @@ final class Writer {
             deliver(
               finishReload(
                 parked.ticket, parked.next, parked.access, ran: (parked.applied, failures),
-                scheduled: parked.scheduled))
+                scheduled: parked.scheduled, heldBy: parked.id))
             items.append(.release(parked.id))
             ended = judgeAfterRelease
           } else {
