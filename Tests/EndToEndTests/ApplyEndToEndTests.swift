@@ -276,6 +276,31 @@ import Testing
     expectErrorObject(try client.error("apply", keyParam("nope")), -32001, "UnknownSwitch")
   }
 
+  /// A stop while a command runs waits for it, and says so in the log
+  /// (a slow stop was unexplained, the apply audit).
+  @Test func aStopThatWaitsForACommandSaysWhich() throws {
+    var gate = ""
+    let daemon = try DaemonFixture.withAppliers(
+      "[gated]\nLabel=Gated\nExecApply=/bin/cat @DIR@/gate\nApplyTimeoutSec=3600\n",
+      prepare: {
+        gate = $0.directory + "/gate"
+        guard mkfifo(gate, 0o600) == 0 else { throw FixtureError("mkfifo failed") }
+      })
+    // The start's reconcile waits at the gate.
+    #expect(try daemon.client().result("status")["reconciling"]?.int64Value == 1)
+    daemon.signal(SIGTERM)
+    let said = "stopping once the apply commands under way end (gated)"
+    #expect(pollUntil(seconds: 30) { daemon.log.contains(said) }, "\(daemon.log)")
+    // Opened and closed for writing: the command's input ends, and so does the stop.
+    let opened = pollUntil(seconds: 30) {
+      let fd = open(gate, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+      if fd >= 0 { close(fd) }
+      return fd >= 0
+    }
+    #expect(opened)
+    #expect(daemon.stop() == 0)
+  }
+
   @Test func reconcileRunsAgainAtEveryStartAndASuccessfulWriteClearsInvalid() throws {
     let daemon = try DaemonFixture.withAppliers(
       Self.recordedSwitches, prepare: { try $0.writeRecordingApplier() })

@@ -342,6 +342,10 @@ final class Writer {
         case .stop:
           flushItems()
           if !applying.busy.isEmpty {
+            // A slow stop explained (the apply audit). Held back, the stop
+            // comes back once nothing is busy, and is not said again.
+            let keys = applying.busy.keys.sorted().joined(separator: ", ")
+            log.notice("stopping once the apply commands under way end (\(keys))")
             applying.heldBack.append(.stop)
             continue
           }
