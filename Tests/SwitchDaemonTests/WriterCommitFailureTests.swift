@@ -1,6 +1,7 @@
 import CSQLite
 import Glibc
 import SwitchCore
+import SwitchTestSupport
 import Testing
 
 @testable import SwitchDaemon
@@ -83,6 +84,47 @@ import Testing
     let jobs = BlockingQueue<WriterJob>()
     jobs.push(.stop)
     restarted.run(jobs: jobs) { _ in }
+  }
+
+  /// A reload whose commit fails leaves the configuration the schedule
+  /// reads as it was: a schedule's next edge must not apply the one the
+  /// reload could not (a review).
+  @Test func aReloadThatFailsToCommitLeavesTheScheduledConfigurationAsItWas() throws {
+    let harness = try WriterHarness()
+    let writer = harness.writer
+    #expect(writer.configured?.catalog.policyCount == 0)
+    let config = harness.directory + "/config"
+    mkdir(config + "/policy.d", 0o755)
+    try writeWholeFile(config + "/policy.d/50-test.conf", "[wifi]\nReadOnly=yes\nChecked=off\n")
+    let read = try #require(ConfigLoader.load(directory: config).catalog)
+    try harness.failInserts(where: "1")
+    let output = writer.reload(nil, .valid(read, AccessRules(daemonUID: getuid())))
+    #expect(output.reload?.result == .failed)
+    #expect(writer.catalog.policyCount == 0)
+    #expect(writer.configured?.catalog.policyCount == 0)
+    try harness.stopFailing()
+    _ = try harness.run([])  // stops the writer
+  }
+
+  /// The deadlines armed with a pause while commits failed are armed
+  /// again once one works: a revert due meanwhile is not held up to 30 s.
+  @Test func aCommitThatWorksAgainRearmsTheDeadlines() throws {
+    let harness = try WriterHarness()
+    let writer = harness.writer
+    try harness.failInserts(where: "1")
+    _ = writer.commitGroup([
+      QueuedRevertTests.write("wifi", .toggle(ifRevision: nil), connection: 1)
+    ])
+    #expect(writer.failedCommits == 1)
+    try harness.stopFailing()
+    writer.deadlines.moved = false
+    let worked = writer.commitGroup([
+      QueuedRevertTests.write("wifi", .toggle(ifRevision: nil), connection: 1)
+    ])
+    #expect(worked.changes.count == 1)
+    #expect(writer.failedCommits == 0)
+    #expect(writer.deadlines.moved, "the paused timers are not armed again")
+    _ = try harness.run([])  // stops the writer
   }
 
   @Test func aFailedCommitChangesNothingAndTheNextOneWorks() throws {

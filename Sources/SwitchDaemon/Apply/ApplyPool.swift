@@ -96,10 +96,15 @@ final class ApplyPool {
   func submit(_ task: ApplyTask) {
     let count = unfinished.value.add(1, ordering: .acquiringAndReleasing).newValue
     if count > threads && threads < most {
-      threads += 1
-      startThread(named: "apply") { [tasks, results, unfinished] in
-        Self.work(tasks, results, unfinished)
+      let work = { @Sendable [tasks, results, unfinished] in Self.work(tasks, results, unfinished) }
+      if threads == 0 {
+        startThread(named: "apply", work)
+        threads = 1
+      } else if startThreadIfAllowed(named: "apply", work) == 0 {
+        threads += 1
       }
+      // Else (a task limit: EAGAIN) the task waits for a thread that has
+      // one, as it did with a fixed pool; the next submit tries again.
     }
     tasks.push(task)
   }

@@ -13,6 +13,7 @@ extension Writer {
     let time = wallClockMilliseconds()
     let next: Catalog
     let access: AccessRules
+    beforeReload = (configured, scheduleChangesAt)
     switch read {
     case .valid(let configured, let configuredAccess):
       // Keys kept from the running configuration keep their Strings.
@@ -61,6 +62,7 @@ extension Writer {
     let restartRequired = Rules.settingsNeedingRestart(from: startSettings, to: next.settings)
     do {
       let applied = try apply(next, access: access, reconcilingEvery: false, ran: ran)
+      if failedCommits > 0 { logCommitsWorkAgain() }
       var output = WriterOutput(
         catalog: applied.update, changes: applied.changes, answers: [],
         oldestRetained: oldestRetained)
@@ -92,6 +94,13 @@ extension Writer {
       return output
     } catch {
       log.error("reload failed, the running configuration stays: \(error)")
+      // Counted as a commit's: a scheduled edge put back below waits the
+      // pause before it is tried again (`rearmDeadlines`), not a moment.
+      failedCommits += 1
+      if let before = beforeReload {
+        (configured, scheduleChangesAt) = (before.configured, before.changesAt)
+        deadlines.moved = true
+      }
       // Its commands ran for values the running configuration does not
       // give: they run again for the ones it does.
       if let ran {

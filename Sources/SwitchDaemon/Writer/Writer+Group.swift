@@ -242,11 +242,7 @@ extension Writer {
       switch settled.first {
       case .write(let write)?:
         output.answers = [(write.ticket, .write(.failure(.storageFailure("\(error)"))))]
-        // A deadline's ending (a revert, an expiry) is tried again while it
-        // is due, for the value its command ran for: undone, the system
-        // would flip at every try while the disk stays full (the review).
-        let isEnding = write.ticket.connection == 0 && !write.external
-        if let applied = write.applied, applied.failure == nil, !isEnding {
+        if let applied = write.applied, applied.failure == nil, !isRetriedEnding(write) {
           reapplyStored(
             applied.effective.keys, because: "its change was not stored after its command ran")
         }
@@ -266,6 +262,21 @@ extension Writer {
     }
     merged.oldestRetained = oldestRetained
     return merged
+  }
+
+  /// Whether `write`, refused by a failed commit, is a deadline's ending
+  /// that stays due and is tried again for the value its command ran for:
+  /// an expiry, or the revert of a trial past its deadline. Undone, the
+  /// system would flip at every try while the disk stays full (a review).
+  /// A revert because the maker left is not: nothing queues it again until
+  /// the trial's deadline (the second review).
+  private func isRetriedEnding(_ write: borrowing WriteRequest) -> Bool {
+    guard write.ticket.connection == 0, !write.external else { return false }
+    switch write.operation {
+    case .expire: return true
+    case .revert: return records[write.hashedKey]?.state.pending?.isDue(at: bootMoment) ?? false
+    default: return false
+    }
   }
 
   /// Switches whose apply commands ran for a change that then failed to
@@ -605,5 +616,8 @@ extension Writer {
     let count = failedCommits == 1 ? "1 failed commit" : "\(failedCommits) failed commits"
     log.notice("writes are stored again, after \(count)")
     failedCommits = 0
+    // The deadlines armed with a pause (`rearmDeadlines`) are armed again
+    // without it: a revert due meanwhile comes now, not up to 30 s later.
+    deadlines.moved = true
   }
 }

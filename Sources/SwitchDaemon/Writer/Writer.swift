@@ -89,6 +89,10 @@ final class Writer {
   /// one of them next starts or ends a window.
   var configured: (catalog: Catalog, access: AccessRules)?
   var scheduleChangesAt: Int64?
+  /// Both, as they were before the reload under way made them its own:
+  /// put back when it fails to commit, so that a schedule's next edge
+  /// does not apply the configuration the reload could not (a review).
+  var beforeReload: (configured: (catalog: Catalog, access: AccessRules)?, changesAt: Int64?)?
   /// This boot's id, read once: a tried change of another boot is reverted
   /// (and why it could not be read: `start` warns).
   let boot = currentBootID()
@@ -342,8 +346,8 @@ final class Writer {
         case .stop:
           flushItems()
           if !applying.busy.isEmpty {
-            // A slow stop explained (the apply audit). Held back, the stop
-            // comes back once nothing is busy, and is not said again.
+            // A slow stop explained (the apply audit). Said again if the
+            // jobs held back with it start commands of their own.
             let keys = applying.busy.keys.sorted().joined(separator: ", ")
             log.notice("stopping once the apply commands under way end (\(keys))")
             applying.heldBack.append(.stop)
