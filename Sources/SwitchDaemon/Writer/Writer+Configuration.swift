@@ -62,7 +62,10 @@ extension Writer {
     let restartRequired = Rules.settingsNeedingRestart(from: startSettings, to: next.settings)
     do {
       let applied = try apply(next, access: access, reconcilingEvery: false, ran: ran)
-      if failedCommits > 0 { logCommitsWorkAgain() }
+      // Only a reload that stored something says the disk works (one
+      // that changed nothing proves nothing, the third review).
+      let stored = !applied.changes.isEmpty || !applied.update.newRecords.isEmpty
+      if failedCommits > 0 && stored { logCommitsWorkAgain() }
       var output = WriterOutput(
         catalog: applied.update, changes: applied.changes, answers: [],
         oldestRetained: oldestRetained)
@@ -102,8 +105,11 @@ extension Writer {
         deadlines.moved = true
       }
       // Its commands ran for values the running configuration does not
-      // give: they run again for the ones it does.
-      if let ran {
+      // give: they run again for the ones it does. Not for a schedule's
+      // edge: put back above, it is tried again for the same values, and
+      // undone between tries the system would flip at each (as a
+      // deadline's ending, `isRetriedEnding`; the third review).
+      if let ran, !scheduled {
         reapplyStored(
           ran.applied.keys, heldBy: owner, because: "the reload its command ran for was not stored")
       }
