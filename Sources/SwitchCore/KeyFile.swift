@@ -91,7 +91,9 @@ public struct KeyFile: Sendable {
       }
 
       guard let equals = line.firstIndex(of: "=") else {
-        error("expected Name=value, a [section] header or a comment, found \"\(excerpt(line))\"")
+        error(
+          "expected Name=value, a [section] header or a comment, found \"\(excerpt(String(line), limit: 40))\""
+        )
         continue
       }
       let name = String(trimmed(line[..<equals]))
@@ -154,12 +156,5 @@ public struct KeyFile: Sendable {
 
   private static func isSpace(_ scalar: Unicode.Scalar) -> Bool {
     scalar == " " || scalar == "\t" || scalar == "\r" || scalar == "\u{0B}" || scalar == "\u{0C}"
-  }
-
-  /// Enough of a bad line to recognise it, without flooding the log.
-  private static func excerpt(_ line: Substring.UnicodeScalarView) -> String {
-    let limit = 40
-    if line.count <= limit { return String(line) }
-    return String(line.prefix(limit)) + "…"
   }
 }

@@ -130,7 +130,7 @@ enum Output {
   static func shortened(_ key: String) -> String {
     let bytes = key.utf8.count
     guard bytes > 2 * SwitchKey.maxBytes else { return key }
-    return "\(key.prefix(64))… (\(bytes) bytes)"
+    return excerpt(key, limit: 64) + " (\(bytes) bytes)"
   }
 
   /// Free text from the daemon (labels, reasons, messages) with control
