@@ -1,5 +1,4 @@
 import Glibc
-import Synchronization
 
 extension GroupDatabase {
   /// The uids in each of `gids`, as the user and group databases say: the
@@ -65,5 +64,5 @@ extension UserDatabase {
     }
   }
 
-  private static let enumeration = Mutex(())
+  private static let enumeration = ThreadLock(())
 }

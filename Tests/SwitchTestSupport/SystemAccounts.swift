@@ -1,5 +1,5 @@
 import Glibc
-import Synchronization
+import SwitchSystem
 
 /// The machine's `/etc/passwd` and `/etc/group`, which two kinds of tests
 /// share. Some change them (`groupadd`, `useradd`, `usermod` each write a
@@ -16,7 +16,7 @@ public enum SystemAccounts {
     var changing = false
     var waitingChanges = 0
   }
-  private static let state = Mutex(State())
+  private static let state = ThreadLock(State())
 
   /// Runs `argv`, a command that changes the user or group database,
   /// while no polkit world is up.

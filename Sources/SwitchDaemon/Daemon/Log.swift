@@ -8,7 +8,7 @@ import Synchronization
 /// them, the prefix is left out. Thread-safe; lines are written whole.
 public final class Log: Sendable {
   private let threshold: Atomic<Int>
-  private let limiter = Mutex(RateLimiter())
+  private let limiter = ThreadLock(RateLimiter())
   private let priorityPrefixes: Bool
 
   /// - Parameter priorityPrefixes: whether lines start with `<N>`; by
