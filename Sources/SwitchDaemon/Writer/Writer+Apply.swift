@@ -100,6 +100,8 @@ struct ParkedReload: Sendable {
   var applied: [String: Bool]
   /// A schedule's window edge, not a reload anyone asked for.
   var scheduled = false
+  /// What the reload replaced, put back if it fails to commit.
+  var before: Writer.ConfiguredBefore
 }
 
 /// The writer's book of apply commands under way.

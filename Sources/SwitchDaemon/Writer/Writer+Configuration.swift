@@ -13,7 +13,7 @@ extension Writer {
     let time = wallClockMilliseconds()
     let next: Catalog
     let access: AccessRules
-    beforeReload = (configured, scheduleChangesAt)
+    let before = (configured, scheduleChangesAt)
     switch read {
     case .valid(let configured, let configuredAccess):
       // Keys kept from the running configuration keep their Strings.
@@ -42,21 +42,22 @@ extension Writer {
         .reload(
           ParkedReload(
             id: id, ticket: ticket, next: next, access: access, applied: applied,
-            scheduled: scheduled)),
+            scheduled: scheduled, before: before)),
         keys: first.keys)
       pool.submit(ApplyTask(id: id, steps: first.steps, undo: [], eachOwn: true))
       return WriterOutput(catalog: nil, changes: [], answers: [], oldestRetained: oldestRetained)
     }
-    return finishReload(ticket, next, access, ran: nil, scheduled: scheduled)
+    return finishReload(ticket, next, access, ran: nil, scheduled: scheduled, restoring: before)
   }
 
   /// Makes a valid configuration `next` the running one and answers the
   /// reload; `ran`: the commands that ran first (effective value and
-  /// failure by key), if any, under the parked job `owner`.
+  /// failure by key), if any, under the parked job `owner`; `before`: what
+  /// the reload replaced, put back if it fails to commit.
   func finishReload(
     _ ticket: Ticket?, _ next: Catalog, _ access: AccessRules,
     ran: (applied: [String: Bool], failures: [String: String])?, scheduled: Bool = false,
-    heldBy owner: UInt64? = nil
+    heldBy owner: UInt64? = nil, restoring before: ConfiguredBefore
   ) -> WriterOutput {
     let time = wallClockMilliseconds()
     let restartRequired = Rules.settingsNeedingRestart(from: startSettings, to: next.settings)
@@ -100,10 +101,8 @@ extension Writer {
       // Counted as a commit's: a scheduled edge put back below waits the
       // pause before it is tried again (`rearmDeadlines`), not a moment.
       failedCommits += 1
-      if let before = beforeReload {
-        (configured, scheduleChangesAt) = (before.configured, before.changesAt)
-        deadlines.moved = true
-      }
+      (configured, scheduleChangesAt) = (before.configured, before.changesAt)
+      deadlines.moved = true
       // Its commands ran for values the running configuration does not
       // give: they run again for the ones it does. Not for a schedule's
       // edge: put back above, it is tried again for the same values, and

@@ -9,6 +9,14 @@ import SwitchSystem
 /// same files would be: each switch whose State changes is one change with
 /// `cause: policy`. The wall-clock timer fires for it with the deadlines.
 extension Writer {
+  /// What a reload replaces: the configuration read from the files and when
+  /// a scheduled policy in it next flips. Put back when the reload fails to
+  /// commit, so that a schedule's next edge does not apply the configuration
+  /// the reload could not (a review).
+  typealias ConfiguredBefore = (
+    configured: (catalog: Catalog, access: AccessRules)?, changesAt: Int64?
+  )
+
   /// The machine's local time zone, with its daylight-saving rules.
   static let localZone = ZoneOffsets { localOffsetSeconds(at: $0) }
 

@@ -89,10 +89,6 @@ final class Writer {
   /// one of them next starts or ends a window.
   var configured: (catalog: Catalog, access: AccessRules)?
   var scheduleChangesAt: Int64?
-  /// Both, as they were before the reload under way made them its own:
-  /// put back when it fails to commit, so that a schedule's next edge
-  /// does not apply the configuration the reload could not (a review).
-  var beforeReload: (configured: (catalog: Catalog, access: AccessRules)?, changesAt: Int64?)?
   /// This boot's id, read once: a tried change of another boot is reverted
   /// (and why it could not be read: `start` warns).
   let boot = currentBootID()
@@ -330,7 +326,7 @@ final class Writer {
             deliver(
               finishReload(
                 parked.ticket, parked.next, parked.access, ran: (parked.applied, failures),
-                scheduled: parked.scheduled, heldBy: parked.id))
+                scheduled: parked.scheduled, heldBy: parked.id, restoring: parked.before))
             items.append(.release(parked.id))
             ended = judgeAfterRelease
           } else {
