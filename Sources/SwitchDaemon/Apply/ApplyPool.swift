@@ -77,9 +77,14 @@ struct ApplyResult: Sendable {
 /// a configuration without commands costs nothing. Owned by the writer's
 /// thread, the only one that submits.
 final class ApplyPool {
+  /// Starts a thread running `work`: 0, or pthread_create's error number.
+  typealias ThreadStarter = (_ work: @escaping @Sendable () -> Void) -> Int32
+
   private let tasks = BlockingQueue<ApplyTask?>()
   private let results: BlockingQueue<WriterJob>
   private let most: Int
+  private let log: Log?
+  private let startThread: ThreadStarter
   private var threads = 0
   /// Tasks submitted and not yet finished (queued or running).
   private let unfinished = TaskCount()
@@ -88,25 +93,54 @@ final class ApplyPool {
     let value = Atomic<Int>(0)
   }
 
-  init(most: Int = 64, results: BlockingQueue<WriterJob>) {
+  init(
+    most: Int = 64, results: BlockingQueue<WriterJob>, log: Log? = nil,
+    startingThreadsWith startThread: @escaping ThreadStarter = {
+      startThreadIfAllowed(named: "apply", $0)
+    }
+  ) {
     self.most = most
     self.results = results
+    self.log = log
+    self.startThread = startThread
   }
 
   func submit(_ task: ApplyTask) {
     let count = unfinished.value.add(1, ordering: .acquiringAndReleasing).newValue
     if count > threads && threads < most {
       let work = { @Sendable [tasks, results, unfinished] in Self.work(tasks, results, unfinished) }
-      if threads == 0 {
-        startThread(named: "apply", work)
-        threads = 1
-      } else if startThreadIfAllowed(named: "apply", work) == 0 {
+      let error = startThread(work)
+      if error == 0 {
         threads += 1
+      } else {
+        // A task limit (EAGAIN: `TasksMax=`, RLIMIT_NPROC). With a thread
+        // running, the task waits for it, as with a fixed pool, and the
+        // next submit tries again; with none, it fails now, as a command
+        // that cannot start does (it was a crash, a review found).
+        let reason = SystemError(errno: error, call: "pthread_create").reason
+        log?.rateLimited(
+          .warning, cause: "apply thread",
+          "cannot start another thread for apply commands (\(reason)); "
+            + (threads == 0 ? "the command fails" : "the command waits for one of \(threads)"))
+        if threads == 0 {
+          unfinished.value.subtract(1, ordering: .acquiringAndReleasing)
+          results.push(.applied(Self.notStarted(task, because: reason)))
+          return
+        }
       }
-      // Else (a task limit: EAGAIN) the task waits for a thread that has
-      // one, as it did with a fixed pool; the next submit tries again.
     }
     tasks.push(task)
+  }
+
+  /// The result of a task no thread could run: each step failed, nothing ran.
+  static func notStarted(_ task: ApplyTask, because reason: String) -> ApplyResult {
+    let why = "cannot start a thread to run it: \(reason)"
+    if task.eachOwn {
+      var failures: [String: String] = [:]
+      for step in task.steps { failures[step.key] = why }
+      return ApplyResult(id: task.id, failure: nil, failures: failures)
+    }
+    return ApplyResult(id: task.id, failure: why, failedKey: task.steps.first?.key)
   }
 
   /// Ends the threads once the tasks queued before are done.

@@ -173,7 +173,8 @@ final class Writer {
     let writer = Writer(
       store: store, configDirectory: configDirectory, catalog: catalog, records: records,
       revision: try store.currentRevision(), oldestRetained: try store.oldestRetainedRevision(),
-      checkpointed: try store.checkpointRevision(), log: log, pool: ApplyPool(results: jobs),
+      checkpointed: try store.checkpointRevision(), log: log,
+      pool: ApplyPool(results: jobs, log: log),
       checks: CheckThread(jobs: jobs, log: log))
     if let copyFailure {
       writer.rowsLagTheLog = true
