@@ -29,6 +29,14 @@ struct DeadlineIndex {
   var userMakers: [UserKey: UInt64] = [:]
   /// Users' timers whose end was handed to a group and not decided yet.
   var endingUsers: Set<UserKey> = []
+  /// Tried changes (`revertOnDisconnect`) whose maker's connection closed:
+  /// due now (SEMANTICS.md rule 20), while the trial is still the one
+  /// named here. A revert whose commit failed is then tried again after
+  /// the pause, as one past its deadline is (it waited for the trial's
+  /// deadline, the second review). In memory: after a restart only the
+  /// deadline decides, as for `makers`.
+  var makerGone: [String: TriedChange] = [:]
+  var userMakerGone: [UserKey: TriedChange] = [:]
 
   /// `user`'s value of `key` as it now is (nil: none): its timer and its trial.
   mutating func note(_ key: String, user: UInt32, _ value: UserValue?) {
@@ -70,7 +78,30 @@ struct DeadlineIndex {
     return [switches, users].compactMap { $0 }.min()
   }
 
+  /// Whether `key`'s trial is one whose maker left.
+  func makerIsGone(_ key: String, _ tried: TriedChange) -> Bool { makerGone[key] == tried }
+
+  func makerIsGone(_ timer: UserKey, _ tried: TriedChange) -> Bool {
+    userMakerGone[timer] == tried
+  }
+
+  /// Forgets the trials whose maker left that are settled or replaced.
+  mutating func forgetSettledMakersGone() {
+    if !makerGone.isEmpty { makerGone = makerGone.filter { tried[$0.key] == $0.value } }
+    if !userMakerGone.isEmpty {
+      userMakerGone = userMakerGone.filter { triedByUser[$0.key] == $0.value }
+    }
+  }
+
   var earliestBoot: Int64? {
+    // A trial whose maker left is due now (0: the boot clock's past).
+    if makerGone.contains(where: { tried[$0.key] == $0.value && !ending.contains($0.key) })
+      || userMakerGone.contains(where: {
+        triedByUser[$0.key] == $0.value && !endingUsers.contains($0.key)
+      })
+    {
+      return 0
+    }
     let switches = tried.lazy.filter { !ending.contains($0.key) }.map(\.value.bootDeadline).min()
     let users = triedByUser.lazy.filter { !endingUsers.contains($0.key) }
       .map(\.value.bootDeadline).min()
@@ -164,8 +195,9 @@ extension Writer {
     var due: [(order: Int64, key: String, item: WriteRequest)] = []
     // Connection 0 and slot 0: nobody is answered.
     let nobody = Ticket(connection: 0, slot: 0, part: 0, id: .null)
+    deadlines.forgetSettledMakersGone()
     for (key, tried) in deadlines.tried where !deadlines.ending.contains(key) {
-      guard tried.isDue(at: boot) else { continue }
+      guard tried.isDue(at: boot) || deadlines.makerIsGone(key, tried) else { continue }
       // A tried change of another boot goes first: its deadline means nothing now.
       let order = tried.bootID == boot.id ? now - (boot.milliseconds - tried.bootDeadline) : 0
       due.append((order, key, Self.queuedRevert(key, tried, user: nil)))
@@ -181,7 +213,7 @@ extension Writer {
         ))
     }
     for (timer, tried) in deadlines.triedByUser where !deadlines.endingUsers.contains(timer) {
-      guard tried.isDue(at: boot) else { continue }
+      guard tried.isDue(at: boot) || deadlines.makerIsGone(timer, tried) else { continue }
       let order = tried.bootID == boot.id ? now - (boot.milliseconds - tried.bootDeadline) : 0
       // Its maker, acting as the user: the revert of their own value.
       due.append((order, timer.key, Self.queuedRevert(timer.key, tried, user: timer.user)))
@@ -262,12 +294,14 @@ extension Writer {
       if let tried = Self.revertsOnLeaving(
         timer, deadlines.triedByUser[timer], ending: &deadlines.endingUsers)
       {
+        deadlines.userMakerGone[timer] = tried
         items.append(.write(Self.queuedRevert(timer.key, tried, user: timer.user)))
       }
     }
     for (key, maker) in deadlines.makers.sorted(by: { $0.key < $1.key }) where maker == connection {
       deadlines.makers[key] = nil
       if let tried = Self.revertsOnLeaving(key, deadlines.tried[key], ending: &deadlines.ending) {
+        deadlines.makerGone[key] = tried
         items.append(.write(Self.queuedRevert(key, tried, user: nil)))
       }
     }

@@ -266,15 +266,16 @@ extension Writer {
 
   /// Whether `write`, refused by a failed commit, is a deadline's ending
   /// that stays due and is tried again for the value its command ran for:
-  /// an expiry, or the revert of a trial past its deadline. Undone, the
-  /// system would flip at every try while the disk stays full (a review).
-  /// A revert because the maker left is not: nothing queues it again until
-  /// the trial's deadline (the second review).
+  /// an expiry, or the revert of a trial past its deadline or whose maker
+  /// left (`DeadlineIndex.makerGone`). Undone, the system would flip at
+  /// every try while the disk stays full (a review).
   private func isRetriedEnding(_ write: borrowing WriteRequest) -> Bool {
     guard write.ticket.connection == 0, !write.external else { return false }
     switch write.operation {
     case .expire: return true
-    case .revert: return records[write.hashedKey]?.state.pending?.isDue(at: bootMoment) ?? false
+    case .revert:
+      guard let pending = records[write.hashedKey]?.state.pending else { return false }
+      return pending.isDue(at: bootMoment) || deadlines.makerIsGone(write.key, pending)
     default: return false
     }
   }
