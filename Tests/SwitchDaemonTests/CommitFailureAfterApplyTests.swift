@@ -1,5 +1,6 @@
 import CSQLite
 import Glibc
+import SwitchCore
 import SwitchProtocol
 import SwitchSystem
 import SwitchTestSupport
@@ -163,6 +164,31 @@ import Testing
     try setup.saboteur.execute("DROP TRIGGER injected_fault")
     #expect(setup.waitUntilChecked(false), "the revert was not stored once the disk had room")
     #expect(setup.runs.dropFirst(2).allSatisfy { $0 == "off revert" }, "\(setup.runs)")
+  }
+
+  /// A `confirm` that commits while a due revert waits for its retry: the
+  /// revert's command had run (the system is off) and the confirm keeps
+  /// the tried value, which needs no command by the record: the command
+  /// runs for it, so the system agrees with the switch again (a review:
+  /// the system stayed off while the switch said on).
+  @Test func aConfirmOvertakingARetriedRevertRunsTheCommandForTheTriedValue() throws {
+    let setup = try Setup()
+    try setup.failInserts(where: "(new.what & 255) = \(Cause.revert.storageCode)")
+    let tried =
+      #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"radio","checked":true,"#
+      + #""confirmWithin":1,"revertOnDisconnect":false}}"# + "\n"
+    setup.peer.drive(input: Array(tried.utf8)) { $0.lines.count >= 1 }
+    setup.peer.drive(input: []) { _ in setup.runs.count >= 3 }
+    #expect(setup.runs.prefix(3) == ["off reconcile", "on set", "off revert"])
+    // The revert may be tried again (and fail again) before the confirm
+    // comes on a loaded machine; either way the confirm overtakes it.
+    setup.peer.drive(input: Self.request(2, "confirm")) {
+      $0.lines.count >= 2 && setup.runs.last == "on reconcile"
+    }
+    let confirmed = try JSONParser.parse(setup.peer.lines.last ?? "null", maxDepth: 64)
+    #expect(confirmed["result"]?["switch"]?["checked"]?.boolValue == true, "\(confirmed)")
+    #expect(setup.runs.last == "on reconcile", "\(setup.runs)")
+    #expect(setup.waitUntilChecked(true))
   }
 
   @Test func aDeadlinesRetryWaitsLongerAfterEachFailedCommit() {

@@ -277,9 +277,32 @@ extension Writer {
     var parked = copy write
     parked.applied = nil
     applying.park(id, .write(parked, effective: effective), keys: plans.map(\.key))
-    for (key, value) in effective { driftApplyStarted(key, value: value) }
+    for (key, value) in effective { applyStarted(key, value: value) }
     pool.submit(ApplyTask(id: id, steps: steps, undo: undo))
     return .parked
+  }
+
+  /// A command starts for `key`, to make its effective value `value`:
+  /// what the system holds is that command's to say from now on.
+  func applyStarted(_ key: String, value: Bool, reapplication: Bool = false) {
+    if !systemAhead.isEmpty { systemAhead[key] = nil }
+    driftApplyStarted(key, value: value, reapplication: reapplication)
+  }
+
+  /// After `changes` committed: of the switches whose system is ahead of
+  /// the record (`systemAhead`), those now stored with another effective
+  /// value run their command for it (a change that needed none by the
+  /// record, as a `confirm` of the trial whose revert waits for its retry).
+  func reapplyWhereSystemIsAhead(_ changes: [Change]) {
+    var behind: [String] = []
+    for change in changes {
+      guard let held = systemAhead.removeValue(forKey: change.key) else { continue }
+      if held != change.state.isOnAndInEffect { behind.append(change.key) }
+    }
+    if !behind.isEmpty {
+      reapplyStored(
+        behind, because: "a change overtook the ending its command ran for, which was not stored")
+    }
   }
 
   /// Parks a policy or dependency change (`target`, made by `cause`) or a
@@ -295,7 +318,7 @@ extension Writer {
         SystemApply(
           id: id, key: key, target: target, cause: cause, counted: counted, reapplied: reapplied)),
       keys: [key])
-    driftApplyStarted(key, value: state.isOnAndInEffect, reapplication: reapplied)
+    applyStarted(key, value: state.isOnAndInEffect, reapplication: reapplied)
     // SWITCH_CAUSE is `policy` for what a configuration made, dependents
     // included, and `drift` for a re-application (CONFIG.md, SEMANTICS.md rule 19).
     let cause: Cause = target == nil ? (cause == .drift ? .drift : .reconcile) : .policy

@@ -36,7 +36,7 @@ extension Writer {
       let id = applying.newID()
       var applied: [String: Bool] = [:]
       for step in first.steps { applied[step.key] = step.state.isOnAndInEffect }
-      for (key, value) in applied { driftApplyStarted(key, value: value) }
+      for (key, value) in applied { applyStarted(key, value: value) }
       applying.park(
         id,
         .reload(
@@ -213,6 +213,8 @@ extension Writer {
         $0.key, command: $0.command, state: $0.state, target: $0.target, cause: $0.cause,
         counted: true)
     }
+    // After its own commands are parked: a switch they hold is theirs.
+    if !systemAhead.isEmpty { reapplyWhereSystemIsAhead(changes) }
     let update = CatalogUpdate(
       catalog: next, access: access,
       newRecords: newRecords + defaulted)

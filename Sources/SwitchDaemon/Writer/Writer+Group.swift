@@ -208,6 +208,7 @@ extension Writer {
       try store.commit(group.changes)
       pacer.committed(&group.writers, seconds: monotonicSeconds() - started)
       if failedCommits > 0 { logCommitsWorkAgain() }
+      if !systemAhead.isEmpty { reapplyWhereSystemIsAhead(group.changes) }
       users.committed()
       if oldestRetained == nil { oldestRetained = group.changes[0].revision }
       return WriterOutput(
@@ -242,9 +243,13 @@ extension Writer {
       switch settled.first {
       case .write(let write)?:
         output.answers = [(write.ticket, .write(.failure(.storageFailure("\(error)"))))]
-        if let applied = write.applied, applied.failure == nil, !isRetriedEnding(write) {
-          reapplyStored(
-            applied.effective.keys, because: "its change was not stored after its command ran")
+        if let applied = write.applied, applied.failure == nil {
+          if isRetriedEnding(write) {
+            for (key, value) in applied.effective { systemAhead[key] = value }
+          } else {
+            reapplyStored(
+              applied.effective.keys, because: "its change was not stored after its command ran")
+          }
         }
       default:
         // A policy's or a dependency's change (`.system`) is not undone:

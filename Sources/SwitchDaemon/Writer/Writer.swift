@@ -60,6 +60,14 @@ final class Writer {
   /// Commits that failed since the last that worked: the log says when
   /// writes are stored again (an audit: after a full disk it never did).
   var failedCommits = 0
+  /// Switches whose command ran for a deadline's ending whose commit then
+  /// failed and which is left to its retry (`isRetriedEnding`): the
+  /// effective value the system holds, not the record. Until a command
+  /// runs for the switch again, a change committed meanwhile that gives
+  /// another value runs the command for it (`reapplyWhereSystemIsAhead`;
+  /// a `confirm` during the pause kept the tried value in the record and
+  /// the revert's in the system, a review).
+  var systemAhead: [String: Bool] = [:]
   /// The `ExecWatch=` programs running, by key, and the thread that runs
   /// `ExecCheck=` programs (Writer+ReadBack.swift).
   var watches: [String: WatchThread] = [:]
