@@ -73,6 +73,11 @@ final class Connection {
   var replaysUnfinished = 0
   /// The first revision of the last `publish` that queued events here.
   var publishMark: Int64 = 0
+  /// Its unsent event bytes when that publish began: the disconnect bound
+  /// is judged on what it had not read of earlier batches (a watcher
+  /// reading at full speed was cut off when one group commit's events
+  /// alone passed the bound, an audit).
+  var eventBytesBeforeBatch = 0
   /// The last `Server.drainMark` that listed it to be resumed.
   var resumeMark: UInt64 = 0
   /// The epoll events this connection is registered for.
@@ -113,6 +118,8 @@ final class Connection {
   }
 
   var unsentCount: Int { aheadUnsent + out.count - outStart }
+  /// Unsent bytes that are events (responses are flow-controlled).
+  var unsentEventBytes: Int { unsentCount - min(responseBytesQueued, unsentCount) }
   var hasPending: Bool { pendingHead < pending.count }
 
   // MARK: Slots

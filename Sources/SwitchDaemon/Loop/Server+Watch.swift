@@ -161,8 +161,11 @@ extension Server {
   /// Takes the changes the writer committed, in revision order: each goes
   /// into the loop's copy of the switches (`adopt`), then out to the
   /// watches it matches (`publish`), so that an event is drawn with the
-  /// values as of its own revision. A watcher whose unsent events pass
-  /// `MaxQueuedBytes` is disconnected rather than allowed to grow without bound.
+  /// values as of its own revision. A watcher whose unsent events of
+  /// earlier batches pass `MaxQueuedBytes` is disconnected rather than
+  /// allowed to grow without bound; one batch's own events may pass it
+  /// (a group commit of more than ~1,400 changes did, and every watcher
+  /// was cut off however fast it read, an audit), up to `batchCeilingFactor`.
   func takeCommitted(_ changes: [Change]) {
     // Each connection once, marked with this batch's first revision: a
     // mark costs less than hashing its id once per watcher.
@@ -172,16 +175,27 @@ extension Server {
     for index in changes.indices {
       take(changes, index, mark: mark, alone: alone, touched: &touched)
     }
+    let batchCeiling = Self.batchCeilingFactor * limits.maxQueuedBytes
     for connection in touched {
-      if connection.unsentCount - min(connection.responseBytesQueued, connection.unsentCount)
-        > limits.maxQueuedBytes
-      {
+      if connection.eventBytesBeforeBatch > limits.maxQueuedBytes {
         closeConnection(connection, why: "a watcher fell behind by more than MaxQueuedBytes")
-      } else {
-        sendOrPump(connection)
+        continue
+      }
+      sendOrPump(connection)
+      if !connection.isClosed && connection.unsentEventBytes > batchCeiling {
+        closeConnection(
+          connection,
+          why: "a watcher was left more than \(Self.batchCeilingFactor) times MaxQueuedBytes "
+            + "of one batch's events")
       }
     }
   }
+
+  /// How many times `MaxQueuedBytes` a watcher may be left of one batch's
+  /// events once its socket took what it would: a group as large as that
+  /// (~23,000 changes at the default) takes more writes in flight than any
+  /// but an administrators' flood.
+  static let batchCeilingFactor = 16
 
   /// One committed change, `changes[index]`: into the loop's copy, then to
   /// its watchers. Its fields are read where it lies: passing the change
@@ -235,6 +249,7 @@ extension Server {
       let line = lines.rest(
         of: change, showingActor: connection.caller.seesActor(change.actor),
         varlink: watch.isVarlink)
+      let backlog = connection.publishMark != mark ? connection.unsentEventBytes : 0
       // A publish of one change (the usual case) sends each watcher its
       // event at once; several changes go out together in one send each.
       if alone {
@@ -244,6 +259,7 @@ extension Server {
       }
       if connection.publishMark != mark {
         connection.publishMark = mark
+        connection.eventBytesBeforeBatch = backlog
         touched.append(connection)
       }
     }
@@ -309,11 +325,12 @@ extension Server {
         }
         rest = encoded[slot]!
       }
-      connection.queueEvent(head: watch.eventHead, rest: rest)
       if connection.publishMark != mark {
         connection.publishMark = mark
+        connection.eventBytesBeforeBatch = connection.unsentEventBytes
         touched.append(connection)
       }
+      connection.queueEvent(head: watch.eventHead, rest: rest)
     }
   }
 
