@@ -42,6 +42,31 @@ import Testing
 
   /// A path whose staging name (`.switchd-bind-XXXXXX/s` beside it) would
   /// not fit in `sun_path` is bound through `/proc/self/fd`.
+  /// At close, what is at the path now is removed only if it is the socket
+  /// this listener bound: not a file put in its place, nor another
+  /// listener's socket bound there after ours was removed (a lifecycle
+  /// audit: a stop deleted both).
+  @Test func closingLeavesWhatReplacedItsSocket() throws {
+    try withTemporaryDirectory { directory in
+      let path = directory + "/switchd.sock"
+      let first = try Listener.bind(path: path, mode: 0o600)
+      unlink(path)
+      try writeWholeFile(path, "precious data\n")
+      first.close()
+      #expect(try readWholeFile(path) == "precious data\n")
+
+      unlink(path)
+      let second = try Listener.bind(path: path, mode: 0o600)
+      let third = try Listener.bind(path: path + ".x", mode: 0o600)
+      unlink(path)
+      rename(path + ".x", path)
+      second.close()
+      #expect(connects(to: path), "another listener's socket was removed")
+      third.close()
+      #expect(entries(directory) == ["switchd.sock"], "renamed, it is not at its own path")
+    }
+  }
+
   @Test func aPathNearTheLimitIsBoundThroughItsDirectory() throws {
     try withTemporaryDirectory { directory in
       var deep = directory

@@ -9,6 +9,9 @@ struct Listener {
   let fd: Int32
   let path: String
   let activated: Bool
+  /// The socket file this process bound (device, inode): removed at close
+  /// only while it is still the one at `path`. nil when socket-activated.
+  var boundFile: (device: UInt64, inode: UInt64)? = nil
 
   enum Failure: Error, CustomStringConvertible {
     case system(SystemError)
@@ -96,8 +99,13 @@ struct Listener {
       throw .system(.last("chmod \(staging.socket)"))
     }
     guard listen(fd, 1024) == 0 else { throw .system(.last("listen \(path)")) }
+    // Its identity before the rename, which keeps it: read after, the path
+    // could already name another's.
+    guard let bound = socketFile(at: staging.socket) else {
+      throw .system(.last("lstat \(staging.socket)"))
+    }
     try place(staging.socket, at: path, address: address)
-    return Listener(fd: owned.release(), path: path, activated: false)
+    return Listener(fd: owned.release(), path: path, activated: false, boundFile: bound)
   }
 
   /// Renames the bound socket to `path`. Something there is replaced only
@@ -176,10 +184,25 @@ struct Listener {
     }
   }
 
-  /// Closes the socket; removes the path only if this process bound it.
+  /// Closes the socket; removes the path only if this process bound it
+  /// and the socket there is still that one: a file put in its place, or
+  /// another switchd's socket bound there since ours was removed, is not
+  /// this process's to delete (an audit: a stop deleted both).
   func close() {
     _ = Glibc.close(fd)
-    if !activated { unlink(path) }
+    if let boundFile, let there = Self.socketFile(at: path),
+      there.device == boundFile.device && there.inode == boundFile.inode
+    {
+      unlink(path)
+    }
+  }
+
+  /// The device and inode of the socket at `path`; nil when there is none
+  /// or something else is there.
+  private static func socketFile(at path: String) -> (device: UInt64, inode: UInt64)? {
+    var status = stat()
+    guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else { return nil }
+    return (UInt64(status.st_dev), UInt64(status.st_ino))
   }
 
   private static func isLiveSocket(_ address: UnixSocketAddress) -> Bool {
