@@ -38,6 +38,7 @@
 
 import CSQLite
 import CSQLiteVFS
+import Glibc
 import SwitchCore
 
 /// Switches and their change log in one SQLite database.
@@ -317,7 +318,31 @@ public final class SwitchStore {
       mode == .readWrite ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READWRITE
     let connection = try SQLiteConnection(path: path, flags: flags, vfs: vfs)
     if mode == .readOnly { try connection.execute("PRAGMA query_only=1") }
+    if mode == .readWrite, let why = unwritable(connection, path: path) {
+      connection.close()
+      throw SQLiteError(extendedCode: SQLITE_READONLY, message: why, context: "open \(path)")
+    }
     return connection
+  }
+
+  /// Why the writer could not write `path`, if so: SQLite opens a file it
+  /// may only read read-only without a word, and a WAL it may only read
+  /// makes every write fail. Asked before anything is read or written: a
+  /// switchd that started and said "serving" refused every write with
+  /// StorageFailure, and its read-only run left a WAL only it could read,
+  /// which kept the next start read-only too (an audit).
+  static func unwritable(_ connection: SQLiteConnection, path: String) -> String? {
+    if sqlite3_db_readonly(connection.handle, "main") == 1 {
+      return "switchd may read the file but not write it"
+    }
+    let wal = path + "-wal"
+    let fd = open(wal, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+    if fd >= 0 {
+      Glibc.close(fd)
+    } else if [EACCES, EPERM, EROFS].contains(errno) {
+      return "switchd may not write its log \(wal)"
+    }
+    return nil
   }
 
   /// The writer connection's settings (SQLite keeps them per connection).

@@ -165,13 +165,17 @@ public final class DaemonFixture {
   /// Starts switchd on the fixture's files, expecting it to refuse: returns
   /// how it ended, its exit or its socket accepting, whichever comes first.
   /// While this fixture's daemon runs, pass another `socket` (the one it
-  /// would serve), and the running daemon is left alone.
-  public func startExpectingRefusal(socket: String? = nil) throws -> StartOutcome {
+  /// would serve), and the running daemon is left alone. `wrapper`: a
+  /// command that execs switchd (`setpriv …`).
+  public func startExpectingRefusal(
+    socket: String? = nil, through wrapper: [String] = []
+  ) throws -> StartOutcome {
     let path = socket ?? socketPath
-    let argv = [
-      Products.path("switchd"), "--config", configDirectory, "--socket", path,
-      "--database", databasePath,
-    ]
+    let argv =
+      wrapper + [
+        Products.path("switchd"), "--config", configDirectory, "--socket", path,
+        "--database", databasePath,
+      ]
     let child = try Child(argv, logPath: logPath)
     var served = false
     let ended = pollUntil(seconds: Self.startSeconds) {
