@@ -81,17 +81,42 @@ public enum Daemon {
     "\(count) \(count == 1 ? one : many ?? one + "s")"
   }
 
-  static func environment() -> [String: String] {
+  /// The process's environment; the names of variables whose value is not
+  /// UTF-8 are in `notUTF8`, not among the values (`String(cString:)`
+  /// would put U+FFFD in a path: another folder than the one named).
+  static func environment() -> (variables: [String: String], notUTF8: Set<String>) {
     var env: [String: String] = [:]
+    var notUTF8: Set<String> = []
     var p = environ
     while let entry = p.pointee {
-      let text = String(cString: entry)
-      if let eq = text.firstIndex(of: "=") {
-        env[String(text[..<eq])] = String(text[text.index(after: eq)...])
+      let bytes = UnsafeBufferPointer(start: entry, count: strlen(entry)).map {
+        UInt8(bitPattern: $0)
+      }
+      if let eq = bytes.firstIndex(of: UInt8(ascii: "=")) {
+        let name = String(decoding: bytes[..<eq], as: UTF8.self)
+        if let value = String(validating: bytes[(eq + 1)...], as: UTF8.self) {
+          env[name] = value
+        } else {
+          notUTF8.insert(name)
+        }
       }
       p += 1
     }
-    return env
+    return (env, notUTF8)
+  }
+
+  /// The variable a default path would come from (`DefaultPaths`) when
+  /// it is not UTF-8, which then cannot be made. Judged by the path it
+  /// would give: a variable counts only where an earlier one does not decide.
+  static func unusableVariable(
+    _ notUTF8: Set<String>, uid: UInt32, env: [String: String],
+    _ path: (UInt32, [String: String]) -> String
+  ) -> String? {
+    notUTF8.sorted().first { name in
+      var standIn = env
+      standIn[name] = "/not-utf-8"
+      return path(uid, standIn) != path(uid, env)
+    }
   }
 
   static func serve(_ options: Options, log: Log) -> Int32 {
@@ -105,7 +130,7 @@ public enum Daemon {
     // Block the signals before any thread starts, so all of them inherit
     // the mask and the loop alone reads them from its signalfd.
     let signalFD = shim_signalfd_termination_and_reload()
-    let env = environment()
+    let (env, notUTF8) = environment()
     let uid = getuid()
 
     let loaded = ConfigLoader.load(directory: options.configDirectory)
@@ -118,6 +143,22 @@ public enum Daemon {
       return 1
     }
     log.setLevel(catalog.settings.logLevel)
+    if options.socket == nil && catalog.settings.socket == nil,
+      let name = unusableVariable(notUTF8, uid: uid, env: env, DefaultPaths.socket)
+    {
+      log.error(
+        "$\(name) is not valid UTF-8, and the socket's path comes from it: "
+          + "set it in UTF-8, or pass --socket")
+      return 1
+    }
+    if options.database == nil && catalog.settings.database == nil,
+      let name = unusableVariable(notUTF8, uid: uid, env: env, DefaultPaths.database)
+    {
+      log.error(
+        "$\(name) is not valid UTF-8, and the database's path comes from it: "
+          + "set it in UTF-8, or pass --database")
+      return 1
+    }
     // Relative paths are made absolute against the working directory, so
     // the directories checked and created are the ones bind and SQLite use.
     let socketPath = absolute(
