@@ -337,10 +337,11 @@ public final class SwitchStore {
     }
     let wal = path + "-wal"
     let fd = open(wal, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+    let error = errno
     if fd >= 0 {
       Glibc.close(fd)
-    } else if [EACCES, EPERM, EROFS].contains(errno) {
-      return "switchd may not write its log \(wal)"
+    } else if error == EACCES || error == EPERM || error == EROFS {
+      return "switchd may not write its write-ahead log \(wal)"
     }
     return nil
   }

@@ -49,7 +49,8 @@ import Testing
     chmod(wal, 0o400)
     let (logReadOnly, logReadOnlyLog) = try Self.start(daemon, socket: socket)
     #expect(logReadOnly == .exited(1), "\(logReadOnlyLog)")
-    #expect(logReadOnlyLog.contains("switchd may not write its log"), "\(logReadOnlyLog)")
+    #expect(
+      logReadOnlyLog.contains("switchd may not write its write-ahead log"), "\(logReadOnlyLog)")
 
     // Both writable: the same start serves (the setup is not what refused).
     unlink(wal)

@@ -1,6 +1,7 @@
 import Glibc
 import SwitchCore
 import SwitchSystem
+import SwitchTestSupport
 import Synchronization
 import Testing
 
@@ -50,22 +51,46 @@ import Testing
   }
 
   /// With one thread running and no more allowed, tasks wait for it and
-  /// all of them run.
+  /// all of them run. The first task's command waits on a FIFO until the
+  /// others are submitted: each submit then finds the thread busy and asks
+  /// for another (without the gate, a quick first task could be done
+  /// before a loaded machine ran the next submit).
   @Test func pastTheLimitTasksWaitForTheThreadsThereAre() throws {
-    let results = BlockingQueue<WriterJob>()
-    let starts = Atomic<Int>(0)
-    let pool = ApplyPool(
-      results: results,
-      startingThreadsWith: { work in
-        guard starts.add(1, ordering: .relaxed).newValue == 1 else { return EAGAIN }
-        startThread(named: "apply", work)
-        return 0
-      })
-    for id in 1...3 { pool.submit(ApplyTask(id: UInt64(id), steps: [Self.step("wifi")], undo: [])) }
-    let done = Self.results(3, from: results)
-    #expect(done.map(\.id).sorted() == [1, 2, 3])
-    #expect(done.allSatisfy { $0.failure == nil })
-    #expect(starts.load(ordering: .relaxed) >= 2, "the pool did not try for a second thread")
-    pool.stop()
+    try withTemporaryDirectory { directory in
+      let gate = directory + "/gate"
+      #expect(mkfifo(gate, 0o600) == 0)
+      let waiting = ApplyStep(
+        key: "wifi", command: ApplyCommand(arguments: ["/bin/sh", "-c", "read line < \(gate)"]),
+        state: SwitchState(checked: true), cause: .toggle)
+      let results = BlockingQueue<WriterJob>()
+      let starts = Atomic<Int>(0)
+      let pool = ApplyPool(
+        results: results,
+        startingThreadsWith: { work in
+          guard starts.add(1, ordering: .relaxed).newValue == 1 else { return EAGAIN }
+          startThread(named: "apply", work)
+          return 0
+        })
+      pool.submit(ApplyTask(id: 1, steps: [waiting], undo: []))
+      for id in 2...3 {
+        pool.submit(ApplyTask(id: UInt64(id), steps: [Self.step("wifi")], undo: []))
+      }
+      #expect(starts.load(ordering: .relaxed) == 3, "the pool did not ask for more threads")
+      // Opened for writing once the command has it open for reading (at
+      // most 30 s: ENXIO until then).
+      let deadline = monotonicSeconds() + 30
+      var writer: Int32 = -1
+      while writer < 0 && monotonicSeconds() < deadline {
+        writer = open(gate, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        if writer < 0 { usleep(1000) }
+      }
+      #expect(writer >= 0, "the first task's command never read the gate")
+      _ = write(writer, "go\n", 3)
+      close(writer)
+      let done = Self.results(3, from: results)
+      #expect(done.map(\.id).sorted() == [1, 2, 3])
+      #expect(done.allSatisfy { $0.failure == nil }, "\(done.map(\.failure))")
+      pool.stop()
+    }
   }
 }

@@ -30,7 +30,8 @@ import Testing
     let peer: TestClient
     private let log: String
 
-    init() throws {
+    /// `otherSwitches`: more of the schema, after `radio`.
+    init(otherSwitches: String = "") throws {
       var log = ""
       harness = try LoopHarness(daemonConf: "[Daemon]\nAdminGroup=\nLogLevel=error\n") {
         log = $0 + "/apply.log"
@@ -38,7 +39,7 @@ import Testing
         try writeWholeFile(
           applier, "#!/bin/sh\necho \"$SWITCH_EFFECTIVE $SWITCH_CAUSE\" >> \(log)\n")
         chmod(applier, 0o755)
-        return "[radio]\nLabel=Radio\nDefault=off\nExecApply=\(applier)\n"
+        return "[radio]\nLabel=Radio\nDefault=off\nExecApply=\(applier)\n" + otherSwitches
       }
       self.log = log
       saboteur = try SQLiteConnection(
@@ -187,6 +188,34 @@ import Testing
     }
     let confirmed = try JSONParser.parse(setup.peer.lines.last ?? "null", maxDepth: 64)
     #expect(confirmed["result"]?["switch"]?["checked"]?.boolValue == true, "\(confirmed)")
+    #expect(setup.runs.last == "on reconcile", "\(setup.runs)")
+    #expect(setup.waitUntilChecked(true))
+  }
+
+  /// The same, the change that overtakes the revert a reload's: a policy
+  /// that holds `radio` at its record's value (no command by the record)
+  /// while its commands run first for another switch, whose job holds
+  /// `radio` too. The reload's own hold does not keep `radio`'s command
+  /// from running (the review: it was skipped as another job's, and the
+  /// system stayed off while the switch said on).
+  @Test func aReloadOvertakingARetriedRevertRunsTheCommandForTheStoredValue() throws {
+    let setup = try Setup(otherSwitches: "[fan]\nLabel=Fan\nDefault=off\nExecApply=/bin/true\n")
+    try setup.failInserts(where: "(new.what & 255) = \(Cause.revert.storageCode)")
+    let tried =
+      #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"radio","checked":true,"#
+      + #""confirmWithin":1,"revertOnDisconnect":false}}"# + "\n"
+    setup.peer.drive(input: Array(tried.utf8)) { $0.lines.count >= 1 }
+    setup.peer.drive(input: []) { _ in setup.runs.count >= 3 }
+    #expect(setup.runs.prefix(3) == ["off reconcile", "on set", "off revert"])
+    let config = setup.harness.directory + "/config"
+    mkdir(config + "/policy.d", 0o755)
+    try writeWholeFile(
+      config + "/policy.d/50-test.conf",
+      "[radio]\nReadOnly=yes\nChecked=on\n\n[fan]\nReadOnly=yes\nChecked=on\n")
+    let reload = #"{"jsonrpc":"2.0","id":2,"method":"reload","params":{}}"# + "\n"
+    setup.peer.drive(input: Array(reload.utf8)) {
+      $0.lines.count >= 2 && setup.runs.last == "on reconcile"
+    }
     #expect(setup.runs.last == "on reconcile", "\(setup.runs)")
     #expect(setup.waitUntilChecked(true))
   }

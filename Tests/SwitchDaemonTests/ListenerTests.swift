@@ -40,8 +40,6 @@ import Testing
     }
   }
 
-  /// A path whose staging name (`.switchd-bind-XXXXXX/s` beside it) would
-  /// not fit in `sun_path` is bound through `/proc/self/fd`.
   /// At close, what is at the path now is removed only if it is the socket
   /// this listener bound: not a file put in its place, nor another
   /// listener's socket bound there after ours was removed (a lifecycle
@@ -67,6 +65,8 @@ import Testing
     }
   }
 
+  /// A path whose staging name (`.switchd-bind-XXXXXX/s` beside it) would
+  /// not fit in `sun_path` is bound through `/proc/self/fd`.
   @Test func aPathNearTheLimitIsBoundThroughItsDirectory() throws {
     try withTemporaryDirectory { directory in
       var deep = directory

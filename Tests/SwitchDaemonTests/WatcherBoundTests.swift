@@ -35,11 +35,11 @@ import Testing
     }
   }
 
-  /// One batch far past the bound (~0.2 MB, 16 KiB) reaches a watcher
+  /// One batch far past the bound (~0.2 MB, 64 KiB) reaches a watcher
   /// that reads, every event once and in order.
   @Test func aBatchLargerThanTheBoundReachesAWatcherThatReads() throws {
     let harness = try LoopHarness(
-      daemonConf: "[Daemon]\nAdminGroup=\nMaxQueuedBytes=16384\nLogLevel=error\n")
+      daemonConf: "[Daemon]\nAdminGroup=\nMaxQueuedBytes=65536\nLogLevel=error\n")
     defer { harness.stop() }
     let watcher = try Self.watcher(harness)
     defer { close(watcher.fd) }
@@ -54,15 +54,15 @@ import Testing
   /// has not read of earlier batches passes the bound.
   @Test func aWatcherThatDoesNotReadIsCutOffAtTheNextPublish() throws {
     let harness = try LoopHarness(
-      daemonConf: "[Daemon]\nAdminGroup=\nMaxQueuedBytes=65536\nLogLevel=error\n")
+      daemonConf: "[Daemon]\nAdminGroup=\nMaxQueuedBytes=262144\nLogLevel=error\n")
     defer { harness.stop() }
     let watcher = try Self.watcher(harness)
     defer { close(watcher.fd) }
-    // ~0.7 MB: more than a Unix socket's send buffer takes, less than 16
-    // times the bound.
+    // ~0.7 MB: more than a Unix socket's send buffer takes and the bound
+    // (256 KiB) left unsent, less than 4 times the bound.
     harness.server.takeCommitted(Self.toggles(from: 1, count: 1000))
     let queued = harness.server.connections.values.map(\.unsentEventBytes).max() ?? 0
-    #expect(queued > 65536, "the socket took the batch past the bound; the test proves nothing")
+    #expect(queued > 262_144, "the socket took the batch past the bound; the test proves nothing")
     #expect(harness.server.connections.count == 1, "cut off for one batch's events")
     harness.server.takeCommitted(Self.toggles(from: 1001, count: 1))
     #expect(harness.server.connections.count == 0, "not cut off once past the bound")
@@ -71,7 +71,7 @@ import Testing
     #expect(seen.count < 1001 && seen == (0..<seen.count).map { Int64($0) + 1 })
   }
 
-  /// One batch that leaves more than 16 times the bound unsent (4 KiB
+  /// One batch that leaves more than 4 times the bound unsent (4 KiB
   /// here) cuts the watcher off at once: memory stays bounded.
   @Test func aBatchPastTheCeilingCutsOffAWatcherThatDoesNotRead() throws {
     let harness = try LoopHarness(daemonConf: FlowControlTests.daemonConf)

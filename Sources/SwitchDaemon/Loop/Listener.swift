@@ -188,13 +188,16 @@ struct Listener {
   /// and the socket there is still that one: a file put in its place, or
   /// another switchd's socket bound there since ours was removed, is not
   /// this process's to delete (an audit: a stop deleted both).
+  /// (Looked at before the socket is closed: while it is open its inode
+  /// cannot be another file's. Between the look and the unlink the path
+  /// can still change; no call removes a name only if it is a given inode.)
   func close() {
-    _ = Glibc.close(fd)
     if let boundFile, let there = Self.socketFile(at: path),
       there.device == boundFile.device && there.inode == boundFile.inode
     {
       unlink(path)
     }
+    _ = Glibc.close(fd)
   }
 
   /// The device and inode of the socket at `path`; nil when there is none

@@ -192,10 +192,11 @@ extension Server {
   }
 
   /// How many times `MaxQueuedBytes` a watcher may be left of one batch's
-  /// events once its socket took what it would: a group as large as that
-  /// (~23,000 changes at the default) takes more writes in flight than any
-  /// but an administrators' flood.
-  static let batchCeilingFactor = 16
+  /// events once its socket took what it would: a group of ~5,800 changes
+  /// at the default. Not more: it is memory each watcher that does not
+  /// read can hold, and one user's connections (256, 64 writes in flight
+  /// each) can make a group of ~16,000 (the review).
+  static let batchCeilingFactor = 4
 
   /// One committed change, `changes[index]`: into the loop's copy, then to
   /// its watchers. Its fields are read where it lies: passing the change

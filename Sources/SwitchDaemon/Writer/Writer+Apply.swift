@@ -293,15 +293,23 @@ extension Writer {
   /// the record (`systemAhead`), those now stored with another effective
   /// value run their command for it (a change that needed none by the
   /// record, as a `confirm` of the trial whose revert waits for its retry).
-  func reapplyWhereSystemIsAhead(_ changes: [Change]) {
+  /// One whose command cannot start now (another job holds it, `owner`
+  /// aside) keeps its entry: the next change of it is judged again.
+  func reapplyWhereSystemIsAhead(_ changes: [Change], heldBy owner: UInt64? = nil) {
     var behind: [String] = []
     for change in changes {
-      guard let held = systemAhead.removeValue(forKey: change.key) else { continue }
-      if held != change.state.isOnAndInEffect { behind.append(change.key) }
+      guard let held = systemAhead[change.key] else { continue }
+      if held == change.state.isOnAndInEffect {
+        systemAhead[change.key] = nil
+      } else {
+        behind.append(change.key)
+      }
     }
+    // Each command started clears its key (`applyStarted`).
     if !behind.isEmpty {
       reapplyStored(
-        behind, because: "a change overtook the ending its command ran for, which was not stored")
+        behind, heldBy: owner,
+        because: "a change overtook the ending its command ran for, which was not stored")
     }
   }
 

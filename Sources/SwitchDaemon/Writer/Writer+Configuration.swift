@@ -62,7 +62,8 @@ extension Writer {
     let time = wallClockMilliseconds()
     let restartRequired = Rules.settingsNeedingRestart(from: startSettings, to: next.settings)
     do {
-      let applied = try apply(next, access: access, reconcilingEvery: false, ran: ran)
+      let applied = try apply(
+        next, access: access, reconcilingEvery: false, ran: ran, heldBy: owner)
       // Only a reload that stored something says the disk works (one
       // that changed nothing proves nothing, the third review).
       let stored = !applied.changes.isEmpty || !applied.update.newRecords.isEmpty
@@ -137,10 +138,11 @@ extension Writer {
   /// change commits, `invalid` if the command failed) when a policy or a
   /// dependency changes its effective value, when its command is new or
   /// changed, and, with `reconcilingEvery` (the start), always. A switch
-  /// whose command is gone is no longer `invalid`.
+  /// whose command is gone is no longer `invalid`. `owner`: the reload's
+  /// parked job, which holds the switches its commands ran for.
   func apply(
     _ next: Catalog, access: AccessRules, reconcilingEvery: Bool,
-    ran: (applied: [String: Bool], failures: [String: String])? = nil
+    ran: (applied: [String: Bool], failures: [String: String])? = nil, heldBy owner: UInt64? = nil
   ) throws -> (update: CatalogUpdate, changes: [Change], parked: [UInt64]) {
     let time = wallClockMilliseconds()
     var newRecords: [SwitchRecord] = []
@@ -213,8 +215,15 @@ extension Writer {
         $0.key, command: $0.command, state: $0.state, target: $0.target, cause: $0.cause,
         counted: true)
     }
-    // After its own commands are parked: a switch they hold is theirs.
-    if !systemAhead.isEmpty { reapplyWhereSystemIsAhead(changes) }
+    // After its own commands are parked: a switch they hold is theirs. A
+    // switch the reload's job holds is this reload's to run (the review: it
+    // was skipped as another's, and its system stayed behind).
+    if !systemAhead.isEmpty {
+      for key in systemAhead.keys where next.switches[key]?.apply == nil {
+        systemAhead[key] = nil  // gone, or no command left to run
+      }
+      reapplyWhereSystemIsAhead(changes, heldBy: owner)
+    }
     let update = CatalogUpdate(
       catalog: next, access: access,
       newRecords: newRecords + defaulted)
