@@ -74,6 +74,26 @@ import Testing
       return false
     }
 
+    /// Sets `radio` on as a change tried for `seconds`, from `client` (the
+    /// peer when nil), and waits for its answer.
+    func tryRadioOn(within seconds: Int, revertOnDisconnect: Bool, from client: TestClient? = nil) {
+      let tried =
+        #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"radio","checked":true,"#
+        + #""confirmWithin":\#(seconds),"revertOnDisconnect":\#(revertOnDisconnect)}}"# + "\n"
+      (client ?? peer).drive(input: Array(tried.utf8)) { $0.lines.count >= 1 }
+    }
+
+    /// The change log refuses reverts only.
+    static let revertsOnly = "(new.what & 255) = \(Cause.revert.storageCode)"
+
+    /// Drops the fault: the revert tried again is stored, and every run
+    /// since the trial's was the revert's (none undid it between tries).
+    func expectRevertStoredOnceTheDiskHasRoom() throws {
+      try saboteur.execute("DROP TRIGGER injected_fault")
+      #expect(waitUntilChecked(false), "the revert was not stored once the disk had room")
+      #expect(runs.dropFirst(2).allSatisfy { $0 == "off revert" }, "\(runs)")
+    }
+
     /// Makes the change log refuse the inserts for which `condition` holds.
     func failInserts(where condition: String = "1") throws {
       try saboteur.execute(
@@ -130,18 +150,13 @@ import Testing
     // machine: the trial is the switch's first change, its revert is not.
     // (Not by revision: the writer may leave the rowid to SQLite.)
     try setup.failInserts(where: "new.key_previous IS NOT NULL")
-    let tried =
-      #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"radio","checked":true,"#
-      + #""confirmWithin":1,"revertOnDisconnect":false}}"# + "\n"
-    setup.peer.drive(input: Array(tried.utf8)) { $0.lines.count >= 1 }
+    setup.tryRadioOn(within: 1, revertOnDisconnect: false)
     // Its deadline passes: the revert's command runs, its commit fails, and
     // after a pause it is tried again.
     setup.peer.drive(input: []) { _ in setup.runs.count >= 4 }
     #expect(setup.runs.prefix(4) == ["off reconcile", "on set", "off revert", "off revert"])
 
-    try setup.saboteur.execute("DROP TRIGGER injected_fault")
-    #expect(setup.waitUntilChecked(false), "the revert was not stored once the disk had room")
-    #expect(setup.runs.dropFirst(2).allSatisfy { $0 == "off revert" }, "\(setup.runs)")
+    try setup.expectRevertStoredOnceTheDiskHasRoom()
   }
 
   /// A trial reverted because its maker's connection closed, whose revert
@@ -154,17 +169,12 @@ import Testing
     let setup = try Setup()
     try setup.failInserts(where: "new.key_previous IS NOT NULL")
     let maker = try TestClient(setup.harness)
-    let tried =
-      #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"radio","checked":true,"#
-      + #""confirmWithin":600}}"# + "\n"
-    maker.drive(input: Array(tried.utf8)) { $0.lines.count >= 1 }
+    setup.tryRadioOn(within: 600, revertOnDisconnect: true, from: maker)
     close(maker.fd)
     setup.peer.drive(input: []) { _ in setup.runs.count >= 4 }
     #expect(setup.runs.prefix(4) == ["off reconcile", "on set", "off revert", "off revert"])
 
-    try setup.saboteur.execute("DROP TRIGGER injected_fault")
-    #expect(setup.waitUntilChecked(false), "the revert was not stored once the disk had room")
-    #expect(setup.runs.dropFirst(2).allSatisfy { $0 == "off revert" }, "\(setup.runs)")
+    try setup.expectRevertStoredOnceTheDiskHasRoom()
   }
 
   /// A `confirm` that commits while a due revert waits for its retry: the
@@ -174,11 +184,8 @@ import Testing
   /// the system stayed off while the switch said on).
   @Test func aConfirmOvertakingARetriedRevertRunsTheCommandForTheTriedValue() throws {
     let setup = try Setup()
-    try setup.failInserts(where: "(new.what & 255) = \(Cause.revert.storageCode)")
-    let tried =
-      #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"radio","checked":true,"#
-      + #""confirmWithin":1,"revertOnDisconnect":false}}"# + "\n"
-    setup.peer.drive(input: Array(tried.utf8)) { $0.lines.count >= 1 }
+    try setup.failInserts(where: Setup.revertsOnly)
+    setup.tryRadioOn(within: 1, revertOnDisconnect: false)
     setup.peer.drive(input: []) { _ in setup.runs.count >= 3 }
     #expect(setup.runs.prefix(3) == ["off reconcile", "on set", "off revert"])
     // The revert may be tried again (and fail again) before the confirm
@@ -200,11 +207,8 @@ import Testing
   /// system stayed off while the switch said on).
   @Test func aReloadOvertakingARetriedRevertRunsTheCommandForTheStoredValue() throws {
     let setup = try Setup(otherSwitches: "[fan]\nLabel=Fan\nDefault=off\nExecApply=/bin/true\n")
-    try setup.failInserts(where: "(new.what & 255) = \(Cause.revert.storageCode)")
-    let tried =
-      #"{"jsonrpc":"2.0","id":1,"method":"set","params":{"key":"radio","checked":true,"#
-      + #""confirmWithin":1,"revertOnDisconnect":false}}"# + "\n"
-    setup.peer.drive(input: Array(tried.utf8)) { $0.lines.count >= 1 }
+    try setup.failInserts(where: Setup.revertsOnly)
+    setup.tryRadioOn(within: 1, revertOnDisconnect: false)
     setup.peer.drive(input: []) { _ in setup.runs.count >= 3 }
     #expect(setup.runs.prefix(3) == ["off reconcile", "on set", "off revert"])
     let config = setup.harness.directory + "/config"

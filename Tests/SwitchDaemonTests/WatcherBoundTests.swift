@@ -22,6 +22,11 @@ import Testing
     }
   }
 
+  static func harness(maxQueuedBytes: Int) throws -> LoopHarness {
+    try LoopHarness(
+      daemonConf: "[Daemon]\nAdminGroup=\nMaxQueuedBytes=\(maxQueuedBytes)\nLogLevel=error\n")
+  }
+
   static func watcher(_ harness: LoopHarness) throws -> TestClient {
     let watcher = try TestClient(harness)
     let watch = #"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":["wifi"]}}"# + "\n"
@@ -38,8 +43,7 @@ import Testing
   /// One batch far past the bound (~0.2 MB, 64 KiB) reaches a watcher
   /// that reads, every event once and in order.
   @Test func aBatchLargerThanTheBoundReachesAWatcherThatReads() throws {
-    let harness = try LoopHarness(
-      daemonConf: "[Daemon]\nAdminGroup=\nMaxQueuedBytes=65536\nLogLevel=error\n")
+    let harness = try Self.harness(maxQueuedBytes: 65536)
     defer { harness.stop() }
     let watcher = try Self.watcher(harness)
     defer { close(watcher.fd) }
@@ -53,8 +57,7 @@ import Testing
   /// what its socket took) and is cut off at the next publish: what it
   /// has not read of earlier batches passes the bound.
   @Test func aWatcherThatDoesNotReadIsCutOffAtTheNextPublish() throws {
-    let harness = try LoopHarness(
-      daemonConf: "[Daemon]\nAdminGroup=\nMaxQueuedBytes=262144\nLogLevel=error\n")
+    let harness = try Self.harness(maxQueuedBytes: 262_144)
     defer { harness.stop() }
     let watcher = try Self.watcher(harness)
     defer { close(watcher.fd) }
@@ -74,7 +77,7 @@ import Testing
   /// One batch that leaves more than 4 times the bound unsent (4 KiB
   /// here) cuts the watcher off at once: memory stays bounded.
   @Test func aBatchPastTheCeilingCutsOffAWatcherThatDoesNotRead() throws {
-    let harness = try LoopHarness(daemonConf: FlowControlTests.daemonConf)
+    let harness = try Self.harness(maxQueuedBytes: 4096)
     defer { harness.stop() }
     let watcher = try Self.watcher(harness)
     defer { close(watcher.fd) }

@@ -143,21 +143,17 @@ public enum Daemon {
       return 1
     }
     log.setLevel(catalog.settings.logLevel)
-    if options.socket == nil && catalog.settings.socket == nil,
-      let name = unusableVariable(notUTF8, uid: uid, env: env, DefaultPaths.socket)
-    {
-      log.error(
-        "$\(name) is not valid UTF-8, and the socket's path comes from it: "
-          + "set it in UTF-8, or pass --socket")
-      return 1
-    }
-    if options.database == nil && catalog.settings.database == nil,
-      let name = unusableVariable(notUTF8, uid: uid, env: env, DefaultPaths.database)
-    {
-      log.error(
-        "$\(name) is not valid UTF-8, and the database's path comes from it: "
-          + "set it in UTF-8, or pass --database")
-      return 1
+    let defaults: [(what: String, given: String?, path: (UInt32, [String: String]) -> String)] = [
+      ("socket", options.socket ?? catalog.settings.socket, DefaultPaths.socket),
+      ("database", options.database ?? catalog.settings.database, DefaultPaths.database),
+    ]
+    for (what, given, path) in defaults where given == nil {
+      if let name = unusableVariable(notUTF8, uid: uid, env: env, path) {
+        log.error(
+          "$\(name) is not valid UTF-8, and the \(what)'s path comes from it: "
+            + "set it in UTF-8, or pass --\(what)")
+        return 1
+      }
     }
     // Relative paths are made absolute against the working directory, so
     // the directories checked and created are the ones bind and SQLite use.
