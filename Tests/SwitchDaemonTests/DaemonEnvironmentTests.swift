@@ -9,24 +9,31 @@ import Testing
 /// start, naming it, instead of making a folder whose name has U+FFFD in
 /// place of the bytes it could not read.
 @Suite struct DaemonEnvironmentTests {
-  @Test func aVariableCountsOnlyWhereItWouldGiveThePath() {
-    let user: [String: String] = ["HOME": "/home/ada"]
+  @Test func aVariableCountsOnlyWhereItsBytesWouldBeInThePath() {
+    func database(uid: UInt32 = 1000, _ env: [String: String], _ notUTF8: [String: String]) -> (
+      path: String, unreadable: String?
+    ) {
+      Daemon.defaultPath(uid: uid, env: env, notUTF8: notUTF8, DefaultPaths.database)
+    }
+    let home = ["HOME": "/home/ada"]
     // A user's database comes from $XDG_STATE_HOME before $HOME.
-    #expect(
-      Daemon.unusableVariable(["XDG_STATE_HOME"], uid: 1000, env: user, DefaultPaths.database)
-        == "XDG_STATE_HOME")
-    // Root's comes from neither; systemd's $STATE_DIRECTORY decides for anyone.
-    #expect(
-      Daemon.unusableVariable(["XDG_STATE_HOME"], uid: 0, env: user, DefaultPaths.database)
-        == nil)
-    #expect(
-      Daemon.unusableVariable(["STATE_DIRECTORY"], uid: 0, env: [:], DefaultPaths.database)
-        == "STATE_DIRECTORY")
+    #expect(database(home, ["XDG_STATE_HOME": "/st\u{FFFD}"]).unreadable == "XDG_STATE_HOME")
+    // A relative one is not used: $HOME decides.
+    let relative = database(home, ["XDG_STATE_HOME": "\u{FFFD}rel"])
+    #expect(relative.unreadable == nil)
+    #expect(relative.path == "/home/ada/.local/state/switchd/switches.db")
+    // Root's comes from neither; systemd's $STATE_DIRECTORY decides for
+    // anyone, its first part only.
+    #expect(database(uid: 0, home, ["XDG_STATE_HOME": "/st\u{FFFD}"]).unreadable == nil)
+    #expect(database(uid: 0, [:], ["STATE_DIRECTORY": "/\u{FFFD}"]).unreadable == "STATE_DIRECTORY")
+    let firstPart = database(uid: 0, [:], ["STATE_DIRECTORY": "/ok:/\u{FFFD}"])
+    #expect(firstPart.unreadable == nil)
+    #expect(firstPart.path == "/ok/switches.db")
     // A valid $XDG_RUNTIME_DIR comes first: $HOME is not read for the socket.
-    #expect(
-      Daemon.unusableVariable(
-        ["HOME"], uid: 1000, env: ["XDG_RUNTIME_DIR": "/run/user/1000"], DefaultPaths.socket)
-        == nil)
+    let socket = Daemon.defaultPath(
+      uid: 1000, env: ["XDG_RUNTIME_DIR": "/run/user/1000"], notUTF8: ["HOME": "/\u{FFFD}"],
+      DefaultPaths.socket)
+    #expect(socket.unreadable == nil && socket.path == "/run/user/1000/switchd/switchd.sock")
   }
 
   /// The real binary, run as uid 65534 with its $XDG_STATE_HOME set to
@@ -50,7 +57,8 @@ import Testing
         chown(directory + folder, 65534, 65534)
       }
       let script =
-        "XDG_STATE_HOME=$(printf '\(directory)/home/state\\377') HOME='\(directory)/home' "
+        "unset STATE_DIRECTORY RUNTIME_DIRECTORY; "
+        + "XDG_STATE_HOME=$(printf '\(directory)/home/state\\377') HOME='\(directory)/home' "
         + "exec \"$0\" --config \"$1\" --socket \"$2\""
       let result = runProcess(
         [

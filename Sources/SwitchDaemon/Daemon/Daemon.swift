@@ -81,12 +81,13 @@ public enum Daemon {
     "\(count) \(count == 1 ? one : many ?? one + "s")"
   }
 
-  /// The process's environment; the names of variables whose value is not
-  /// UTF-8 are in `notUTF8`, not among the values (`String(cString:)`
-  /// would put U+FFFD in a path: another folder than the one named).
-  static func environment() -> (variables: [String: String], notUTF8: Set<String>) {
+  /// The process's environment (the first of a name, as `getenv`), and
+  /// apart, the variables whose value is not UTF-8, decoded with U+FFFD in
+  /// place of the bytes it could not read: a path made from one would name
+  /// another folder (`String(cString:)` made that path silently).
+  static func environment() -> (variables: [String: String], notUTF8: [String: String]) {
     var env: [String: String] = [:]
-    var notUTF8: Set<String> = []
+    var notUTF8: [String: String] = [:]
     var p = environ
     while let entry = p.pointee {
       let bytes = UnsafeBufferPointer(start: entry, count: strlen(entry)).map {
@@ -94,10 +95,13 @@ public enum Daemon {
       }
       if let eq = bytes.firstIndex(of: UInt8(ascii: "=")) {
         let name = String(decoding: bytes[..<eq], as: UTF8.self)
-        if let value = String(validating: bytes[(eq + 1)...], as: UTF8.self) {
-          env[name] = value
-        } else {
-          notUTF8.insert(name)
+        let value = bytes[(eq + 1)...]
+        if env[name] == nil && notUTF8[name] == nil {
+          if let text = String(validating: value, as: UTF8.self) {
+            env[name] = text
+          } else {
+            notUTF8[name] = String(decoding: value, as: UTF8.self)
+          }
         }
       }
       p += 1
@@ -105,18 +109,26 @@ public enum Daemon {
     return (env, notUTF8)
   }
 
-  /// The variable a default path would come from (`DefaultPaths`) when
-  /// it is not UTF-8, which then cannot be made. Judged by the path it
-  /// would give: a variable counts only where an earlier one does not decide.
-  static func unusableVariable(
-    _ notUTF8: Set<String>, uid: UInt32, env: [String: String],
+  /// The default path `path` gives, and the variable not UTF-8 whose bytes
+  /// it would hold, if any (then it cannot be made). Exact: the path is
+  /// made twice, the unreadable bytes standing for U+FFFD and then for
+  /// U+FFFC; a variable the path does not take from (a relative
+  /// `$XDG_STATE_HOME`, a later part of `$STATE_DIRECTORY`, `$HOME` where
+  /// `$XDG_STATE_HOME` decides) gives the same path both times.
+  static func defaultPath(
+    uid: UInt32, env: [String: String], notUTF8: [String: String],
     _ path: (UInt32, [String: String]) -> String
-  ) -> String? {
-    notUTF8.sorted().first { name in
-      var standIn = env
-      standIn[name] = "/not-utf-8"
-      return path(uid, standIn) != path(uid, env)
+  ) -> (path: String, unreadable: String?) {
+    let readable = env.merging(notUTF8) { valid, _ in valid }
+    let chosen = path(uid, readable)
+    for (name, decoded) in notUTF8.sorted(by: { $0.key < $1.key }) {
+      var other = readable
+      var scalars = String.UnicodeScalarView()
+      scalars.append(contentsOf: decoded.unicodeScalars.map { $0 == "\u{FFFD}" ? "\u{FFFC}" : $0 })
+      other[name] = String(scalars)
+      if path(uid, other) != chosen { return (chosen, name) }
     }
+    return (chosen, nil)
   }
 
   static func serve(_ options: Options, log: Log) -> Int32 {
@@ -143,25 +155,27 @@ public enum Daemon {
       return 1
     }
     log.setLevel(catalog.settings.logLevel)
-    let defaults: [(what: String, given: String?, path: (UInt32, [String: String]) -> String)] = [
+    // Relative paths are made absolute against the working directory, so
+    // the directories checked and created are the ones bind and SQLite use.
+    var paths: [String] = []
+    for (what, given, path) in [
       ("socket", options.socket ?? catalog.settings.socket, DefaultPaths.socket),
       ("database", options.database ?? catalog.settings.database, DefaultPaths.database),
-    ]
-    for (what, given, path) in defaults where given == nil {
-      if let name = unusableVariable(notUTF8, uid: uid, env: env, path) {
+    ] {
+      if let given {
+        paths.append(absolute(given))
+        continue
+      }
+      let made = defaultPath(uid: uid, env: env, notUTF8: notUTF8, path)
+      if let name = made.unreadable {
         log.error(
           "$\(name) is not valid UTF-8, and the \(what)'s path comes from it: "
             + "set it in UTF-8, or pass --\(what)")
         return 1
       }
+      paths.append(absolute(made.path))
     }
-    // Relative paths are made absolute against the working directory, so
-    // the directories checked and created are the ones bind and SQLite use.
-    let socketPath = absolute(
-      options.socket ?? catalog.settings.socket ?? DefaultPaths.socket(uid: uid, environment: env))
-    let databasePath = absolute(
-      options.database ?? catalog.settings.database
-        ?? DefaultPaths.database(uid: uid, environment: env))
+    let (socketPath, databasePath) = (paths[0], paths[1])
 
     // The database's directory first: the lock file lives beside the
     // database, and is taken before SQLite opens it, so a second daemon
@@ -294,12 +308,16 @@ public enum Daemon {
   }
 
   /// `path`, or the working directory joined with it when it is relative.
+  /// A working directory whose name is not UTF-8 leaves it relative: the
+  /// kernel still finds the same file from it, where a name with U+FFFD
+  /// in place of its bytes (`String(decoding:)`) named another (a review).
   static func absolute(_ path: String) -> String {
     if path.hasPrefix("/") { return path }
     var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-    guard getcwd(&buffer, buffer.count) != nil else { return path }
-    let directory = String(
-      decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    guard getcwd(&buffer, buffer.count) != nil,
+      let directory = String(
+        validating: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    else { return path }
     return directory == "/" ? "/" + path : directory + "/" + path
   }
 }

@@ -194,8 +194,9 @@ extension Server {
   /// How many times `MaxQueuedBytes` a watcher may be left of one batch's
   /// events once its socket took what it would: a group of ~5,800 changes
   /// at the default. Not more: it is memory each watcher that does not
-  /// read can hold, and one user's connections (256, 64 writes in flight
-  /// each) can make a group of ~16,000 (the review).
+  /// read can hold, and administrators' writes (not limited to 256 in
+  /// flight per uid) or many users' together make groups larger than that
+  /// (a review). Judged once the batch is queued: the peak is the batch.
   static let batchCeilingFactor = 4
 
   /// One committed change, `changes[index]`: into the loop's copy, then to

@@ -295,7 +295,9 @@ extension Writer {
   /// record, as a `confirm` of the trial whose revert waits for its retry).
   /// One whose command cannot start now (another job holds it, `owner`
   /// aside) keeps its entry: the next change of it is judged again.
-  func reapplyWhereSystemIsAhead(_ changes: [Change], heldBy owner: UInt64? = nil) {
+  /// Returns the jobs parked.
+  @discardableResult
+  func reapplyWhereSystemIsAhead(_ changes: [Change], heldBy owner: UInt64? = nil) -> [UInt64] {
     var behind: [String] = []
     for change in changes {
       guard let held = systemAhead[change.key] else { continue }
@@ -306,11 +308,10 @@ extension Writer {
       }
     }
     // Each command started clears its key (`applyStarted`).
-    if !behind.isEmpty {
-      reapplyStored(
-        behind, heldBy: owner,
-        because: "a change overtook the ending its command ran for, which was not stored")
-    }
+    if behind.isEmpty { return [] }
+    return reapplyStored(
+      behind, heldBy: owner,
+      because: "a change overtook the ending its command ran for, which was not stored")
   }
 
   /// Parks a policy or dependency change (`target`, made by `cause`) or a

@@ -210,7 +210,7 @@ extension Writer {
       checkpoint()
     }
     if oldestRetained == nil, let first = changes.first { oldestRetained = first.revision }
-    let parked = toApply.map {
+    var parked = toApply.map {
       parkSystemApply(
         $0.key, command: $0.command, state: $0.state, target: $0.target, cause: $0.cause,
         counted: true)
@@ -222,7 +222,8 @@ extension Writer {
       for key in systemAhead.keys where next.switches[key]?.apply == nil {
         systemAhead[key] = nil  // gone, or no command left to run
       }
-      reapplyWhereSystemIsAhead(changes, heldBy: owner)
+      // Its answer waits for these too, as for its own.
+      parked += reapplyWhereSystemIsAhead(changes, heldBy: owner)
     }
     let update = CatalogUpdate(
       catalog: next, access: access,
@@ -233,7 +234,11 @@ extension Writer {
   /// The apply commands a reload to `next` must run before it commits: of
   /// each switch with a command whose State the policies and dependencies
   /// change, when its effective value changes or its command is new. Also
-  /// every key the change touches, to hold while they run.
+  /// the keys to hold while they run: every key the change touches, and
+  /// every switch whose command is new or changed, which `apply` runs once
+  /// the reload commits (unheld, a write of it ran the old command while
+  /// the reload's waited, and then the new one ran beside it: two commands
+  /// of one switch at once, a review).
   func commandsFirst(_ next: Catalog) -> (steps: [ApplyStep], keys: [String]) {
     let plans = Rules.plannedChanges(applying: next, records: records)
     var steps: [ApplyStep] = []
@@ -244,6 +249,14 @@ extension Writer {
       else { continue }
       steps.append(ApplyStep(key: plan.key, command: command, state: plan.state, cause: .policy))
     }
-    return (steps, steps.isEmpty ? [] : plans.map(\.key))
+    if steps.isEmpty { return ([], []) }
+    var keys = Set(plans.map(\.key))
+    for (key, definition) in next.switches
+    where definition.apply != nil
+      && definition.apply?.arguments != catalog.switches[key]?.apply?.arguments
+    {
+      keys.insert(key)
+    }
+    return (steps, keys.sorted())
   }
 }

@@ -299,17 +299,22 @@ extension Writer {
   /// (rule 16; two commands of one switch must not run at once). (An
   /// audit: the refused write's value stayed in the system until the next
   /// write of the switch.)
+  /// Returns the jobs parked (a reload's answer waits for them).
+  @discardableResult
   func reapplyStored(
     _ keys: some Collection<String>, heldBy owner: UInt64? = nil, because reason: String
-  ) {
+  ) -> [UInt64] {
+    var parked: [UInt64] = []
     for key in keys.sorted() {
       if let holder = applying.busy[key], holder != owner { continue }
       guard let command = catalog.switches[key]?.apply, let record = records[key] else { continue }
       log.warning("\(key): \(reason); running its apply command again for the stored value")
-      _ = parkSystemApply(
-        key, command: command, state: record.state, target: nil, cause: .reconcile,
-        counted: false)
+      parked.append(
+        parkSystemApply(
+          key, command: command, state: record.state, target: nil, cause: .reconcile,
+          counted: false))
     }
+    return parked
   }
 
   /// Decides `item` and, when it frees what it held, the writes that
