@@ -17,6 +17,11 @@ enum ClientError: Error, Equatable {
   case pathTooLong(path: String)
   /// No reply within the receive timeout.
   case timedOut(path: String, seconds: Int)
+  /// The path names switchd's varlink socket (beside switchd.sock, and
+  /// offered by completion), which waits for a NUL that a JSON-RPC line
+  /// never sends: refused before connecting (it timed out after 30 s, an
+  /// audit). A usage error, exit 2.
+  case varlinkSocket(path: String)
   /// More notifications than `DaemonClient.maxQueuedNotificationBytes`
   /// came before a call's answer.
   case flooded(path: String)
@@ -53,12 +58,9 @@ enum ClientError: Error, Equatable {
       return "the socket path \(path) is \(path.utf8.count) bytes long, and a Unix socket path "
         + "holds at most \(UnixSocketAddress.maxPathBytes): give --socket (or $SWITCHD_SOCKET) "
         + "a shorter one, such as a symbolic link to the socket"
-    case .timedOut(let path, let seconds) where path.hasSuffix("/" + VarlinkInterface.name):
-      // Beside switchd.sock, and offered by completion: it speaks varlink,
-      // which waits for a NUL that a JSON-RPC line never sends.
-      return
-        "switchd at \(path) did not answer within \(Output.count(seconds, "second")): that is switchd's "
-        + "varlink socket; switchctl speaks JSON-RPC, on switchd.sock"
+    case .varlinkSocket(let path):
+      return "\(path) is switchd's varlink socket; switchctl speaks JSON-RPC, on switchd.sock "
+        + "beside it (varlinkctl speaks varlink)"
     case .timedOut(let path, let seconds):
       return
         "switchd at \(path) did not answer within \(Output.count(seconds, "second")); it may be stuck"
@@ -147,6 +149,9 @@ final class DaemonClient {
   static func connect(to path: String, receiveTimeout: Int?) throws(ClientError) -> DaemonClient {
     let receiveTimeout = receiveTimeout.flatMap { $0 > 0 ? $0 : nil }  // 0 is none, as for recv
     guard let address = try? UnixSocketAddress(path) else { throw .pathTooLong(path: path) }
+    if path == VarlinkInterface.name || path.hasSuffix("/" + VarlinkInterface.name) {
+      throw .varlinkSocket(path: path)
+    }
     let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw .system(path: path, call: "socket", errno: errno) }
     let client = DaemonClient(path: path, socket: Descriptor(fd), receiveTimeout: receiveTimeout)

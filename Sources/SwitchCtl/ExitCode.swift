@@ -69,7 +69,7 @@ enum Failure: Error {
     case .client(.unreachable), .client(.notASocket): return .unreachable
     // The path came from the caller (--socket, $SWITCHD_SOCKET): no daemon
     // can ever be reached there, so the command line is what is wrong.
-    case .client(.pathTooLong): return .usage
+    case .client(.pathTooLong), .client(.varlinkSocket): return .usage
     case .client, .undecodable, .local: return .failure
     case .usage: return .usage
     }

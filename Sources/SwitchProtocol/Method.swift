@@ -321,6 +321,11 @@ private struct Params {
     if text.utf8.count > maxBytes {
       throw error("\"\(name)\" is longer than \(maxBytes) bytes", param: name)
     }
+    // Stored and sent on: a U+0000 broke every varlink client built on
+    // systemd's JSON code, which cannot hold one in a string (an audit).
+    if text.utf8.contains(0) {
+      throw error("\"\(name)\" must not contain U+0000", param: name)
+    }
     return text
   }
 

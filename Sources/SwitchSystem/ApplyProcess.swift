@@ -123,8 +123,7 @@ struct ErrorOutputCollector {
   /// and cut to `maxReasonBytes` (on a character boundary).
   var firstLine: String? {
     for line in kept.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
-      let text = String(decoding: line, as: UTF8.self)
-        .trimmingWhiteSpace()
+      let text = programText(line).trimmingWhiteSpace()
       if text.isEmpty { continue }
       var cut = ""
       for character in text {

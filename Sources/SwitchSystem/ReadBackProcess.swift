@@ -66,7 +66,7 @@ public enum ReadBackProcess {
     }
     let firstLine = output.split(separator: UInt8(ascii: "\n")).first ?? []
     guard let state = state(of: firstLine) else {
-      let printed = String(decoding: firstLine.prefix(80), as: UTF8.self)
+      let printed = programText(firstLine.prefix(80))
       return .failure(CheckFailure(reason: "printed \"\(printed)\", not on or off"))
     }
     return .success(state)
@@ -109,7 +109,7 @@ public enum ReadBackProcess {
         lines.append(bytes) { line(state(of: $0)) }
       } else {
         errors.append(bytes) { text in
-          let message = String(decoding: text.prefix(1024), as: UTF8.self)
+          let message = programText(text.prefix(1024))
           if !message.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) { errorLine(message) }
         }
       }

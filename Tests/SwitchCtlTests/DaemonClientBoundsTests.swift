@@ -78,12 +78,12 @@ import Testing
   }
 
   /// `watch` waits for events without end, but not for the watch's answer:
-  /// a socket that accepts and never answers (switchd's varlink socket,
-  /// beside its JSON-RPC one) ends it with a sentence that says so.
+  /// a socket that accepts and never answers ends it with a sentence that
+  /// says so.
   @Test func aWatchWhoseAnswerNeverComesEnds() throws {
     let directory = try makeTemporaryDirectory()
     defer { removeTree(directory) }
-    let path = directory + "/io.switchd.Switches"
+    let path = directory + "/mute.sock"
     // Reads the request, then says nothing until switchctl leaves.
     let server = try Self.fakeDaemon(at: path) { fd in
       var byte: UInt8 = 0
@@ -98,11 +98,22 @@ import Testing
     } catch {
       #expect(
         error.lines == [
-          "switchctl: switchd at \(path) did not answer within 1 second: that is switchd's "
-            + "varlink socket; switchctl speaks JSON-RPC, on switchd.sock"
+          "switchctl: switchd at \(path) did not answer within 1 second; it may be stuck"
         ])
     }
     server.join()
+  }
+
+  /// switchd's varlink socket (it waits for a NUL a JSON-RPC line never
+  /// sends) is refused before connecting, as a usage error: it timed out
+  /// after 30 s (an audit). Nothing listens here: the name alone decides.
+  @Test func theVarlinkSocketIsRefusedAtOnce() {
+    for path in ["/run/switchd/io.switchd.Switches", "io.switchd.Switches"] {
+      #expect(throws: ClientError.varlinkSocket(path: path)) {
+        try DaemonClient.connect(to: path, receiveTimeout: 30)
+      }
+      #expect(Failure.client(.varlinkSocket(path: path)).exitCode.rawValue == 2)
+    }
   }
 }
 

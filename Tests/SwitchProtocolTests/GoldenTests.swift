@@ -166,6 +166,15 @@ import Testing
         #"{"jsonrpc":"2.0","id":1,"method":"lock","params":{"key":"wifi","reason":5}}"#, "reason",
         "wifi"
       ),
+      // A U+0000 breaks systemd's varlink clients (sd-json), once stored.
+      (
+        #"{"jsonrpc":"2.0","id":1,"method":"lock","params":{"key":"wifi","reason":"a\u0000b"}}"#,
+        "reason", "wifi"
+      ),
+      (
+        #"{"jsonrpc":"2.0","id":1,"method":"disable","params":{"key":"wifi","reason":"\u0000"}}"#,
+        "reason", "wifi"
+      ),
       (#"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":[]}}"#, "keys", nil),
       (#"{"jsonrpc":"2.0","id":1,"method":"watch","params":{"keys":["a*b*"]}}"#, "keys", nil),
       (#"{"jsonrpc":"2.0","id":1,"method":"history","params":{"limit":0}}"#, "limit", nil),

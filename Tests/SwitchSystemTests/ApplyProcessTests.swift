@@ -21,6 +21,13 @@ import Testing
     #expect(Self.shell("kill -9 $$").outcome == .killed(signal: SIGKILL))
   }
 
+  /// A NUL in what a program prints is kept as U+FFFD: the line becomes a
+  /// stored reason, and systemd's varlink clients cannot hold a U+0000.
+  @Test func aNulByteInTheErrorLineIsReplaced() {
+    let result = Self.shell("printf 'a\\000b\\n' >&2; exit 1")
+    #expect(result.firstErrorLine == "a\u{FFFD}b")
+  }
+
   @Test func aProgramThatCannotStartSaysWhy() {
     let result = ApplyProcess.run(
       arguments: ["/nonexistent/apply"], environment: [], timeoutMilliseconds: 1000)
