@@ -217,11 +217,10 @@ import Testing
       config + "/policy.d/50-test.conf",
       "[radio]\nReadOnly=yes\nChecked=on\n\n[fan]\nReadOnly=yes\nChecked=on\n")
     let reload = #"{"jsonrpc":"2.0","id":2,"method":"reload","params":{}}"# + "\n"
-    setup.peer.drive(input: Array(reload.utf8)) {
-      $0.lines.count >= 2 && setup.runs.contains("on reconcile")
-    }
-    // The revert may be tried again before or after it (its retry is not
-    // this test's): the reload ran the command for the stored value.
+    // Its answer waits for the commands it started.
+    setup.peer.drive(input: Array(reload.utf8)) { $0.lines.count >= 2 }
+    // The revert may be tried again before it (its retry is not this
+    // test's): the reload ran the command for the stored value.
     #expect(setup.runs.dropFirst(3).contains("on reconcile"), "\(setup.runs)")
   }
 

@@ -71,4 +71,29 @@ import Testing
       #expect(try directoryEntries(directory + "/home").isEmpty, "a folder was made")
     }
   }
+
+  /// A relative path given from a working directory whose name is not
+  /// UTF-8 cannot be made absolute: refused, saying so (it was joined with
+  /// a U+FFFD name, another folder).
+  @Test func aRelativePathUnderAWorkingDirectoryNotUTF8IsRefused() throws {
+    try withTemporaryDirectory { directory in
+      let config = directory + "/config"
+      mkdir(config, 0o755)
+      mkdir(config + "/switches.d", 0o755)
+      try writeWholeFile(config + "/switchd.conf", "[Daemon]\nAdminGroup=\n")
+      try writeWholeFile(config + "/switches.d/10-test.conf", "[wifi]\nLabel=Wi-Fi\n")
+      for file in ["/switchd.conf", "/switches.d/10-test.conf"] { chmod(config + file, 0o644) }
+      let script =
+        "cd '\(directory)' && mkdir \"$(printf 'w\\377')\" && cd \"$(printf 'w\\377')\" && "
+        + "exec \"$0\" --config \"$1\" --socket \"$2\" --database state/switches.db"
+      let result = runProcess(
+        ["/bin/sh", "-c", script, Products.path("switchd"), config, directory + "/switchd.sock"],
+        timeout: 30)
+      #expect(result.status == 1, "\(result.stderr)")
+      #expect(
+        result.stderr.contains("the working directory's name is not UTF-8"), "\(result.stderr)")
+      // A name that is not UTF-8 is not one `removeTree` can name.
+      _ = runProcess(["/bin/sh", "-c", "rm -rf \"$0\"/w*", directory])
+    }
+  }
 }

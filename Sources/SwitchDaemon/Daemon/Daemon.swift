@@ -135,7 +135,9 @@ public enum Daemon {
     // Named whole wherever it is shown (`status`, the log): `--config cfg`
     // said "cfg" to a client that runs elsewhere.
     var options = options
-    options.configDirectory = absolute(options.configDirectory)
+    // Left relative when the working directory's name is not UTF-8: read
+    // from it, the files are the same.
+    options.configDirectory = absolute(options.configDirectory) ?? options.configDirectory
     signal(SIGPIPE, SIG_IGN)
     _ = shim_raise_nofile_limit()
     shim_fix_malloc_thresholds()
@@ -163,7 +165,13 @@ public enum Daemon {
       ("database", options.database ?? catalog.settings.database, DefaultPaths.database),
     ] {
       if let given {
-        paths.append(absolute(given))
+        guard let path = absolute(given) else {
+          log.error(
+            "the working directory's name is not UTF-8, so the relative \(what) path \(given) "
+              + "cannot be made absolute: pass an absolute --\(what)")
+          return 1
+        }
+        paths.append(path)
         continue
       }
       let made = defaultPath(uid: uid, env: env, notUTF8: notUTF8, path)
@@ -173,7 +181,7 @@ public enum Daemon {
             + "set it in UTF-8, or pass --\(what)")
         return 1
       }
-      paths.append(absolute(made.path))
+      paths.append(made.path)  // absolute: `DefaultPaths` makes no relative one
     }
     let (socketPath, databasePath) = (paths[0], paths[1])
 
@@ -232,7 +240,9 @@ public enum Daemon {
     // Socket-activated, switchd serves what systemd passed and binds no
     // path (the units decide where sockets are); else it binds both.
     let activated = Listener.activated(environment: env, path: socketPath)
-    let varlinkPath = catalog.settings.varlinkSocketPath(besides: socketPath).map(absolute)
+    let varlinkPath = catalog.settings.varlinkSocketPath(besides: socketPath).map {
+      absolute($0) ?? $0
+    }
     func bound(_ path: String) -> Listener? {
       do {
         try TrustedDirectory.create(
@@ -307,17 +317,17 @@ public enum Daemon {
     return 0
   }
 
-  /// `path`, or the working directory joined with it when it is relative.
-  /// A working directory whose name is not UTF-8 leaves it relative: the
-  /// kernel still finds the same file from it, where a name with U+FFFD
-  /// in place of its bytes (`String(decoding:)`) named another (a review).
-  static func absolute(_ path: String) -> String {
+  /// `path`, or the working directory joined with it when it is relative;
+  /// nil when the working directory's name is not UTF-8 (joined with a
+  /// U+FFFD name it named another folder, a review).
+  static func absolute(_ path: String) -> String? {
     if path.hasPrefix("/") { return path }
     var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-    guard getcwd(&buffer, buffer.count) != nil,
+    guard getcwd(&buffer, buffer.count) != nil else { return path }
+    guard
       let directory = String(
         validating: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    else { return path }
+    else { return nil }
     return directory == "/" ? "/" + path : directory + "/" + path
   }
 }

@@ -347,6 +347,11 @@ final class Writer {
             applying.heldBack.append(.reload(ticket, read))
             continue
           }
+          // An earlier reload's answer, ready since the flush freed its
+          // last job, goes first: this one may wait for jobs of its own in
+          // the same one place (a review: the earlier answer was replaced,
+          // and its connection waited for it for good).
+          if let output = applyBookOutput() { deliver(output) }
           deliver(reload(ticket, read))
         case .stop:
           flushItems()
