@@ -215,9 +215,17 @@ public enum Rules {
     _ definition: SwitchDefinition?, replacing previous: SwitchDefinition?,
     from before: SwitchState, to after: SwitchState
   ) -> Bool {
+    commandIsNew(definition, replacing: previous)
+      || needsApply(definition, from: before, to: after)
+  }
+
+  /// Whether a configuration gives the switch a command it did not run
+  /// before: one it has, new or changed (a new timeout alone is not).
+  public static func commandIsNew(
+    _ definition: SwitchDefinition?, replacing previous: SwitchDefinition?
+  ) -> Bool {
     guard let command = definition?.apply else { return false }
     return previous?.apply?.arguments != command.arguments
-      || needsApply(definition, from: before, to: after)
   }
 
   /// Disabled wins over read-only; an administrator may set what it or a

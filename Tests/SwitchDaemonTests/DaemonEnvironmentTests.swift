@@ -9,6 +9,17 @@ import Testing
 /// start, naming it, instead of making a folder whose name has U+FFFD in
 /// place of the bytes it could not read.
 @Suite struct DaemonEnvironmentTests {
+  /// A configuration of one switch in `directory`, readable by any uid.
+  static func configuration(in directory: String) throws -> String {
+    let config = directory + "/config"
+    mkdir(config, 0o755)
+    mkdir(config + "/switches.d", 0o755)
+    try writeWholeFile(config + "/switchd.conf", "[Daemon]\nAdminGroup=\n")
+    try writeWholeFile(config + "/switches.d/10-test.conf", "[wifi]\nLabel=Wi-Fi\n")
+    for file in ["/switchd.conf", "/switches.d/10-test.conf"] { chmod(config + file, 0o644) }
+    return config
+  }
+
   @Test func aVariableCountsOnlyWhereItsBytesWouldBeInThePath() {
     func database(uid: UInt32 = 1000, _ env: [String: String], _ notUTF8: [String: String]) -> (
       path: String, unreadable: String?
@@ -46,12 +57,7 @@ import Testing
   func switchdRefusesADatabasePathFromAVariableThatIsNotUTF8() throws {
     try withTemporaryDirectory { directory in
       chmod(directory, 0o755)
-      let config = directory + "/config"
-      mkdir(config, 0o755)
-      mkdir(config + "/switches.d", 0o755)
-      try writeWholeFile(config + "/switchd.conf", "[Daemon]\nAdminGroup=\n")
-      try writeWholeFile(config + "/switches.d/10-test.conf", "[wifi]\nLabel=Wi-Fi\n")
-      for file in ["/switchd.conf", "/switches.d/10-test.conf"] { chmod(config + file, 0o644) }
+      let config = try Self.configuration(in: directory)
       for folder in ["/home", "/run"] {
         mkdir(directory + folder, 0o700)
         chown(directory + folder, 65534, 65534)
@@ -77,12 +83,7 @@ import Testing
   /// a U+FFFD name, another folder).
   @Test func aRelativePathUnderAWorkingDirectoryNotUTF8IsRefused() throws {
     try withTemporaryDirectory { directory in
-      let config = directory + "/config"
-      mkdir(config, 0o755)
-      mkdir(config + "/switches.d", 0o755)
-      try writeWholeFile(config + "/switchd.conf", "[Daemon]\nAdminGroup=\n")
-      try writeWholeFile(config + "/switches.d/10-test.conf", "[wifi]\nLabel=Wi-Fi\n")
-      for file in ["/switchd.conf", "/switches.d/10-test.conf"] { chmod(config + file, 0o644) }
+      let config = try Self.configuration(in: directory)
       let script =
         "cd '\(directory)' && mkdir \"$(printf 'w\\377')\" && cd \"$(printf 'w\\377')\" && "
         + "exec \"$0\" --config \"$1\" --socket \"$2\" --database state/switches.db"

@@ -252,9 +252,7 @@ extension Writer {
     if steps.isEmpty { return ([], []) }
     var keys = Set(plans.map(\.key))
     for (key, definition) in next.switches
-    where definition.apply != nil
-      && definition.apply?.arguments != catalog.switches[key]?.apply?.arguments
-    {
+    where Rules.commandIsNew(definition, replacing: catalog.switches[key]) {
       keys.insert(key)
     }
     return (steps, keys.sorted())
